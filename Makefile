@@ -1,0 +1,33 @@
+# Two entry points: `make demo` (the main job) and `make test` (the whole suite).
+# Each creates the virtual environment it needs on first use.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-quick lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m shoal.demo
+
+test: $(STAMP)
+	$(PY) -m ruff check shoal tests benchmarks examples
+	$(PY) -m pytest
+
+test-quick: $(STAMP)
+	$(PY) -m pytest -m "not full"
+
+lint: $(STAMP)
+	$(PY) -m ruff check shoal tests benchmarks examples
+
+bench: $(STAMP)
+	$(PY) -m shoal.bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
