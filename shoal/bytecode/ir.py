@@ -1,0 +1,128 @@
+"""Vector bytecode values: views, constants, instructions, base declarations and batches.
+
+An instruction names its outputs and inputs as :class:`View` values (a window onto a base
+array, in bytes) or :class:`Const` scalars. A :class:`Batch` is self-contained: it declares the
+bases it creates and carries the data of arrays that came from Python, so any component (local,
+remote, or on another rank) can run it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+AttrValue = Union[None, bool, int, float, complex, str, np.dtype, tuple["AttrValue", ...]]
+Scalar = Union[bool, int, float, complex, np.generic]
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A strided window onto base ``base``: ``offset`` and ``strides`` are in bytes."""
+
+    base: int
+    dtype: np.dtype
+    offset: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def byte_extent(self) -> tuple[int, int]:
+        """The half-open byte range ``[low, high)`` of the base that this view touches."""
+        if self.size == 0:
+            return (self.offset, self.offset)
+        low = high = self.offset
+        for n, s in zip(self.shape, self.strides):
+            if s < 0:
+                low += (n - 1) * s
+            else:
+                high += (n - 1) * s
+        return (low, high + self.dtype.itemsize)
+
+    def is_contiguous(self) -> bool:
+        """True if the view is C-contiguous."""
+        expected = self.dtype.itemsize
+        for n, s in zip(reversed(self.shape), reversed(self.strides)):
+            if n != 1 and s != expected:
+                return False
+            expected *= n
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Const:
+    """A scalar operand. Python scalars are *weak* (NEP 50); NumPy scalars keep their dtype."""
+
+    value: Scalar
+
+    @property
+    def weak(self) -> bool:
+        return not isinstance(self.value, np.generic)
+
+
+Operand = Union[View, Const]
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One operation: ``op`` names an entry of the opcode table."""
+
+    op: str
+    outputs: tuple[View, ...]
+    inputs: tuple[Operand, ...]
+    attrs: tuple[tuple[str, AttrValue], ...] = ()
+
+    def attr(self, key: str, default: Any = None) -> Any:
+        for name, value in self.attrs:
+            if name == key:
+                return value
+        return default
+
+    def attr_dict(self) -> dict[str, Any]:
+        return dict(self.attrs)
+
+
+def make_attrs(**attrs: AttrValue) -> tuple[tuple[str, AttrValue], ...]:
+    """Attributes in canonical (sorted) order, so equal instructions compare and hash equal."""
+    return tuple(sorted(attrs.items()))
+
+
+@dataclass(frozen=True, slots=True)
+class BaseDecl:
+    """A base array created by a batch: ``size`` elements of ``dtype``."""
+
+    id: int
+    dtype: np.dtype
+    size: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+
+@dataclass
+class Batch:
+    """A self-contained unit of work sent to a component.
+
+    ``bases`` declares the bases created here, in order; ``data`` holds the initial contents of
+    bases that came from Python (1-D, C-contiguous, the declared dtype and size);
+    ``instructions`` run in order. A ``release`` instruction ends a base's life.
+    """
+
+    bases: list[BaseDecl] = field(default_factory=list)
+    data: dict[int, np.ndarray] = field(default_factory=dict)
+    instructions: list[Instruction] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def is_empty(self) -> bool:
+        return not (self.bases or self.data or self.instructions)

@@ -1,0 +1,252 @@
+"""The opcode table: the one place an operation is defined.
+
+Each entry gives the name, the stable wire code, the kind, the number of inputs and outputs,
+the attributes it accepts and a NumPy reference implementation. Dispatch, the wire format, the
+verifier, the disassembler and the engines all read this table. Codes are append-only: never
+renumber an existing entry.
+
+A reference implementation has the signature ``ref(outs, ins, attrs)``: ``outs`` are writable
+ndarrays, ``ins`` are ndarrays or scalars, ``attrs`` a dict; it writes its result into ``outs``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+class Kind(enum.Enum):
+    ELEMENTWISE = "elementwise"
+    REDUCTION = "reduction"
+    SCAN = "scan"
+    MOVEMENT = "movement"
+    CREATION = "creation"
+    INDEXING = "indexing"
+    LINALG = "linalg"
+    COMMUNICATION = "communication"
+    SYSTEM = "system"
+
+
+Reference = Callable[[Sequence[np.ndarray], Sequence[Any], Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One row of the opcode table. ``arity`` -1 means a variable number of inputs."""
+
+    name: str
+    code: int
+    kind: Kind
+    arity: int
+    nout: int
+    reference: Reference
+    attrs: frozenset[str] = frozenset()
+    ufunc: np.ufunc | None = None
+
+
+# Element-wise NumPy ufuncs, by canonical name. Order fixes the wire codes: append only.
+UFUNC_NAMES: tuple[str, ...] = (
+    # arithmetic
+    "add", "subtract", "multiply", "divide", "floor_divide", "power", "float_power",
+    "remainder", "fmod", "divmod", "negative", "positive", "absolute", "fabs", "sign",
+    "reciprocal", "conjugate", "square", "sqrt", "cbrt",
+    "maximum", "minimum", "fmax", "fmin", "heaviside", "gcd", "lcm",
+    # exponential and logarithmic
+    "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "logaddexp", "logaddexp2",
+    # trigonometric and hyperbolic
+    "sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot",
+    "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh",
+    "deg2rad", "rad2deg", "degrees", "radians",
+    # rounding and floating point
+    "floor", "ceil", "trunc", "rint", "copysign", "nextafter", "spacing", "ldexp",
+    "frexp", "modf", "signbit", "isnan", "isinf", "isfinite",
+    # comparison and logic
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not",
+    # bitwise
+    "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift",
+    # ternary
+    "clip",
+)  # fmt: skip
+
+
+def _ufunc(name: str) -> np.ufunc:
+    if name == "clip":
+        return np._core.umath.clip
+    return getattr(np, name)
+
+
+def _ufunc_reference(ufunc: np.ufunc) -> Reference:
+    def run(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Mapping[str, Any]) -> None:
+        ufunc(*ins, out=tuple(outs), casting="unsafe")
+
+    return run
+
+
+def _where(outs, ins, attrs):
+    condition, x, y = ins
+    np.copyto(outs[0], np.where(condition, x, y), casting="unsafe")
+
+
+def _copy(outs, ins, attrs):
+    np.copyto(outs[0], ins[0], casting="unsafe")
+
+
+def _fill(outs, ins, attrs):
+    outs[0].fill(ins[0])
+
+
+def _arange(outs, ins, attrs):
+    values = np.arange(attrs["start"], attrs["stop"], attrs["step"], dtype=outs[0].dtype)
+    np.copyto(outs[0], values)
+
+
+def _linspace(outs, ins, attrs):
+    values = np.linspace(
+        attrs["start"], attrs["stop"], attrs["num"], endpoint=attrs["endpoint"], dtype=outs[0].dtype
+    )
+    np.copyto(outs[0], values)
+
+
+def _eye(outs, ins, attrs):
+    rows, cols = outs[0].shape
+    np.copyto(outs[0], np.eye(rows, cols, attrs["k"], dtype=outs[0].dtype))
+
+
+def _reduction(function: Callable[..., Any], *extra: str) -> Reference:
+    def run(outs, ins, attrs):
+        options = {name: attrs[name] for name in extra if name in attrs}
+        if attrs.get("dtype") is not None:
+            options["dtype"] = attrs["dtype"]
+        function(ins[0], axis=attrs.get("axis"), out=outs[0], keepdims=attrs.get("keepdims", False), **options)
+
+    return run
+
+
+def _ufunc_reduce(outs, ins, attrs):
+    ufunc = _ufunc(attrs["ufunc"])
+    options = {} if attrs.get("dtype") is None else {"dtype": attrs["dtype"]}
+    ufunc.reduce(ins[0], axis=attrs.get("axis"), out=outs[0], keepdims=attrs.get("keepdims", False), **options)
+
+
+def _arg_reduction(function: Callable[..., Any]) -> Reference:
+    def run(outs, ins, attrs):
+        function(ins[0], axis=attrs.get("axis"), out=outs[0], keepdims=attrs.get("keepdims", False))
+
+    return run
+
+
+def _scan(function: Callable[..., Any]) -> Reference:
+    def run(outs, ins, attrs):
+        source = ins[0]
+        axis = attrs.get("axis")
+        if axis is None:
+            source, axis = source.reshape(-1), 0
+        function(source, axis=axis, dtype=attrs.get("dtype"), out=outs[0])
+
+    return run
+
+
+def _index_key(attrs: Mapping[str, Any], index_arrays: Sequence[Any]) -> tuple[Any, ...]:
+    key: list[Any] = []
+    for item in attrs["key"]:
+        tag = item[0]
+        if tag == "slice":
+            key.append(slice(item[1], item[2], item[3]))
+        elif tag == "int":
+            key.append(item[1])
+        elif tag == "array":
+            key.append(index_arrays[item[1]])
+        elif tag == "newaxis":
+            key.append(None)
+        elif tag == "ellipsis":
+            key.append(Ellipsis)
+        else:
+            raise ValueError(f"unknown index key item {item!r}")
+    return tuple(key)
+
+
+def _gather(outs, ins, attrs):
+    np.copyto(outs[0], ins[0][_index_key(attrs, ins[1:])], casting="unsafe")
+
+
+def _scatter(outs, ins, attrs):
+    target = outs[0]
+    value, index_arrays = ins[0], ins[1:]
+    target[_index_key(attrs, index_arrays)] = value
+
+
+def _matmul(outs, ins, attrs):
+    np.matmul(ins[0], ins[1], out=outs[0])
+
+
+def _dot(outs, ins, attrs):
+    np.copyto(outs[0], np.dot(ins[0], ins[1]), casting="unsafe")
+
+
+def _release(outs, ins, attrs):
+    """Handled by the engine itself; the reference has nothing to compute."""
+
+
+_REDUCE_ATTRS = frozenset({"axis", "keepdims", "dtype"})
+
+
+def _build_table() -> tuple[OpSpec, ...]:
+    rows: list[OpSpec] = []
+
+    def add(name, kind, arity, nout, reference, attrs=(), ufunc=None):
+        rows.append(OpSpec(name, len(rows) + 1, kind, arity, nout, reference, frozenset(attrs), ufunc))
+
+    add("release", Kind.SYSTEM, 0, 0, _release, ("base",))
+    add("copy", Kind.MOVEMENT, 1, 1, _copy)
+    add("fill", Kind.CREATION, 1, 1, _fill)
+    add("arange", Kind.CREATION, 0, 1, _arange, ("start", "stop", "step"))
+    add("linspace", Kind.CREATION, 0, 1, _linspace, ("start", "stop", "num", "endpoint"))
+    add("eye", Kind.CREATION, 0, 1, _eye, ("k",))
+    add("where", Kind.ELEMENTWISE, 3, 1, _where)
+    add("sum", Kind.REDUCTION, 1, 1, _reduction(np.sum), _REDUCE_ATTRS)
+    add("prod", Kind.REDUCTION, 1, 1, _reduction(np.prod), _REDUCE_ATTRS)
+    add("min", Kind.REDUCTION, 1, 1, _reduction(np.min), _REDUCE_ATTRS - {"dtype"})
+    add("max", Kind.REDUCTION, 1, 1, _reduction(np.max), _REDUCE_ATTRS - {"dtype"})
+    add("any", Kind.REDUCTION, 1, 1, _reduction(np.any), _REDUCE_ATTRS - {"dtype"})
+    add("all", Kind.REDUCTION, 1, 1, _reduction(np.all), _REDUCE_ATTRS - {"dtype"})
+    add("mean", Kind.REDUCTION, 1, 1, _reduction(np.mean), _REDUCE_ATTRS)
+    add("var", Kind.REDUCTION, 1, 1, _reduction(np.var, "ddof"), _REDUCE_ATTRS | {"ddof"})
+    add("std", Kind.REDUCTION, 1, 1, _reduction(np.std, "ddof"), _REDUCE_ATTRS | {"ddof"})
+    add("argmin", Kind.REDUCTION, 1, 1, _arg_reduction(np.argmin), ("axis", "keepdims"))
+    add("argmax", Kind.REDUCTION, 1, 1, _arg_reduction(np.argmax), ("axis", "keepdims"))
+    add("reduce", Kind.REDUCTION, 1, 1, _ufunc_reduce, _REDUCE_ATTRS | {"ufunc"})
+    add("cumsum", Kind.SCAN, 1, 1, _scan(np.cumsum), ("axis", "dtype"))
+    add("cumprod", Kind.SCAN, 1, 1, _scan(np.cumprod), ("axis", "dtype"))
+    add("gather", Kind.INDEXING, -1, 1, _gather, ("key",))
+    add("scatter", Kind.INDEXING, -1, 1, _scatter, ("key",))
+    add("matmul", Kind.LINALG, 2, 1, _matmul)
+    add("dot", Kind.LINALG, 2, 1, _dot)
+    for name in UFUNC_NAMES:
+        ufunc = _ufunc(name)
+        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), (), ufunc)
+    return tuple(rows)
+
+
+OPCODES: tuple[OpSpec, ...] = _build_table()
+BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPCODES}
+BY_CODE: dict[int, OpSpec] = {spec.code: spec for spec in OPCODES}
+
+
+def spec(name: str) -> OpSpec:
+    """The table entry for ``name``; a clear error for an unknown opcode."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"unknown opcode {name!r}") from None
+
+
+def ufunc_opcode(ufunc: np.ufunc) -> str | None:
+    """The opcode name of a NumPy ufunc, or None if the table has no entry for it."""
+    name = ufunc.__name__
+    entry = BY_NAME.get(name)
+    return name if entry is not None and entry.ufunc is ufunc else None

@@ -1,0 +1,6 @@
+"""Components that run Shoal bytecode: the reference engine and the node engine."""
+
+from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.reference import ReferenceEngine
+
+__all__ = ["Component", "Config", "EngineError", "ReferenceEngine"]

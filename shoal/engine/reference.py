@@ -1,0 +1,74 @@
+"""The reference engine: runs each instruction with NumPy, one at a time, over whole views.
+
+It is the oracle that every other component is tested against, so it favours plainness over
+speed: every instruction goes through its opcode table entry's reference implementation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shoal.bytecode import Batch, Const, Instruction, View, spec
+from shoal.engine.component import Component, Config, EngineError
+
+
+def view_of(buffer: np.ndarray, view: View) -> np.ndarray:
+    """The ndarray that ``view`` describes over the raw bytes ``buffer`` of its base."""
+    return np.ndarray(view.shape, view.dtype, buffer=buffer, offset=view.offset, strides=view.strides)
+
+
+class ReferenceEngine(Component):
+    """Executes batches instruction by instruction with NumPy."""
+
+    name = "reference"
+
+    def __init__(self) -> None:
+        self._bases: dict[int, np.ndarray] = {}
+
+    def init(self, config: Config) -> None:
+        self._bases.clear()
+
+    def execute(self, batch: Batch) -> None:
+        for decl in batch.bases:
+            if decl.id in self._bases:
+                raise EngineError(f"base {decl.id} declared twice")
+            data = batch.data.get(decl.id)
+            if data is None:
+                storage = np.empty(decl.size, decl.dtype)
+            else:
+                storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
+            self._bases[decl.id] = storage.view(np.uint8)
+        for instruction in batch.instructions:
+            self._run(instruction)
+
+    def _array(self, view: View) -> np.ndarray:
+        try:
+            buffer = self._bases[view.base]
+        except KeyError:
+            raise EngineError(f"base {view.base} is not live") from None
+        return view_of(buffer, view)
+
+    def _operand(self, operand: View | Const):
+        return operand.value if isinstance(operand, Const) else self._array(operand)
+
+    def _run(self, instruction: Instruction) -> None:
+        if instruction.op == "release":
+            self.release(instruction.attr("base"))
+            return
+        entry = spec(instruction.op)
+        outs = [self._array(view) for view in instruction.outputs]
+        ins = [self._operand(operand) for operand in instruction.inputs]
+        with np.errstate(all="ignore"):
+            entry.reference(outs, ins, instruction.attr_dict())
+
+    def fetch(self, view: View) -> np.ndarray:
+        return self._array(view).copy()
+
+    def release(self, base: int) -> None:
+        self._bases.pop(base, None)
+
+    def shutdown(self) -> None:
+        self._bases.clear()
+
+    def live_bases(self) -> int:
+        return len(self._bases)
