@@ -2,5 +2,6 @@
 
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.reference import ReferenceEngine
+from shoal.engine.registry import create, names, register
 
-__all__ = ["Component", "Config", "EngineError", "ReferenceEngine"]
+__all__ = ["Component", "Config", "EngineError", "ReferenceEngine", "create", "names", "register"]
