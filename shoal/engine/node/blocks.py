@@ -91,6 +91,7 @@ def collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> tuple[tu
             new_shape[axis] *= inner
             del new_shape[axis + 1]
             for s in new_strides:
+                s[axis] = s[axis + 1]
                 del s[axis + 1]
         axis -= 1
     return tuple(new_shape), [tuple(s) for s in new_strides]

@@ -147,12 +147,15 @@ def generate(program: KernelProgram, name: str) -> str:
     arrays = [i for i, slot in enumerate(slots) if slot.kind == ARRAY]
     for i in arrays:
         lines.append(f"    q{i}_0 = o{i}")
+    last = ndim - 1
     for d in range(ndim):
         indent = "    " * (d + 1)
+        if d == last:
+            lines += [indent + line for line in _row_setup(slots, arrays, last)]
         lines.append(f"{indent}for i{d} in range(n{d}):")
-        for i in arrays:
-            inner = _stride_term(slots[i], d, ndim, f"i{d}", f"s{i}_{d}")
-            lines.append(f"{indent}    q{i}_{d + 1} = q{i}_{d} + {inner}")
+        if d < last:
+            for i in arrays:
+                lines.append(f"{indent}    q{i}_{d + 1} = q{i}_{d} + i{d} * s{i}_{d}")
     values: dict[int, str] = {}
     for i, slot in enumerate(slots):
         if slot.kind == CONST:
@@ -164,7 +167,7 @@ def generate(program: KernelProgram, name: str) -> str:
             inputs.append(cast(_read(slots, slot_id, ndim, values), loop))
         template = EXPRESSIONS[step.op][1]
         names = dict(zip("abc", inputs))
-        result = f"r{k}"
+        result = f"v{k}"
         lines.append(f"{body_indent}{result} = {cast(template.format(**names), step.loop_out[0])}")
         out = step.outputs[0]
         stored = cast(result, slots[out].dtype)
@@ -172,7 +175,7 @@ def generate(program: KernelProgram, name: str) -> str:
             lines.append(f"{body_indent}t{out} = {stored}")
             values[out] = f"t{out}"
         else:
-            lines.append(f"{body_indent}a{out}[q{out}_{ndim}] = {stored}")
+            lines.append(f"{body_indent}{_element(slots[out], out, ndim - 1)} = {stored}")
     if reduction is not None:
         value = cast(_read(slots, reduction.source, ndim, values), reduction.acc)
         lines.append(f"{body_indent}{_accumulate(reduction.op, value)}")
@@ -182,20 +185,35 @@ def generate(program: KernelProgram, name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _stride_term(slot, d: int, ndim: int, index: str, stride: str) -> str:
-    if d == ndim - 1:
-        inner = slot.strides[-1] // slot.dtype.itemsize
-        if inner == 0:
-            return "0"
+def _row_setup(slots, arrays: list[int], last: int) -> list[str]:
+    """Per array slot, the innermost row as a slice (contiguous), a scalar (broadcast) or raw.
+
+    Indexing a contiguous row slice with the loop counter lets the compiler drop negative-index
+    checks and vectorise; that is worth about 3.5x on a five-point stencil (docs/decisions.md).
+    """
+    lines = []
+    for i in arrays:
+        inner = slots[i].strides[-1] // slots[i].dtype.itemsize
         if inner == 1:
-            return index
-    return f"{index} * {stride}"
+            lines.append(f"r{i} = a{i}[q{i}_{last}:q{i}_{last} + n{last}]")
+        elif inner == 0 and not slots[i].written:
+            lines.append(f"b{i} = a{i}[q{i}_{last}]")
+    return lines
+
+
+def _element(slot, slot_id: int, last: int) -> str:
+    inner = slot.strides[-1] // slot.dtype.itemsize
+    if inner == 1:
+        return f"r{slot_id}[i{last}]"
+    if inner == 0 and not slot.written:
+        return f"b{slot_id}"
+    return f"a{slot_id}[q{slot_id}_{last} + i{last} * s{slot_id}_{last}]"
 
 
 def _read(slots, slot_id: int, ndim: int, values: dict[int, str]) -> str:
     if slot_id in values:
         return values[slot_id]
-    return f"a{slot_id}[q{slot_id}_{ndim}]"
+    return _element(slots[slot_id], slot_id, ndim - 1)
 
 
 def _identity(op: str, acc: np.dtype) -> str:

@@ -132,6 +132,7 @@ class KernelCache:
             module_spec = importlib.util.spec_from_file_location(name, path)
             assert module_spec is not None and module_spec.loader is not None
             module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module  # Numba's disk cache re-imports the module by name
             module_spec.loader.exec_module(module)
             kernel = getattr(module, name)
             kernel(*args)  # compile (or load from Numba's cache) for these argument types

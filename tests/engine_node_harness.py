@@ -1,0 +1,55 @@
+"""Run a recorded program on the reference engine and the node engine and compare."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from engine_node_recorder import Recorder
+
+from shoal.bytecode import View
+from shoal.engine import Config, ReferenceEngine
+from shoal.engine.node import NodeEngine
+
+Program = Callable[[Recorder], list[View]]
+
+
+def node_engine(block: int = 7, threads: int = 2, compile: str = "off") -> NodeEngine:
+    engine = NodeEngine()
+    engine.init(Config(threads=threads, block_size=block, options={"compile": compile}))
+    return engine
+
+
+def run_both(program: Program, block: int = 7, threads: int = 2, compile: str = "off", exact: bool = True, batches: int = 1) -> NodeEngine:
+    """Record ``program`` (``batches`` times, one batch each), run it on both engines, compare.
+
+    ``exact`` demands bit-equal results (NumPy tile path); otherwise floats match to their
+    dtype's tolerance. Returns the node engine (shut down) so tests can read its stats.
+    """
+    recorder = Recorder()
+    reference = ReferenceEngine()
+    reference.init(Config())
+    node = node_engine(block, threads, compile)
+    try:
+        checked: list[View] = []
+        for _ in range(batches):
+            checked = program(recorder)
+            batch = recorder.new_batch()
+            reference.execute(batch)
+            node.execute(batch)
+        for view in checked:
+            assert_same(node.fetch(view), reference.fetch(view), exact)
+        assert node.live_bases() == reference.live_bases()
+    finally:
+        node.shutdown()
+        reference.shutdown()
+    return node
+
+
+def assert_same(got: np.ndarray, expected: np.ndarray, exact: bool) -> None:
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    if exact or got.dtype.kind in "biu":
+        np.testing.assert_array_equal(got, expected)
+        return
+    tolerance = {2: 1e-2, 4: 2e-5, 8: 1e-11, 16: 1e-11}[got.dtype.itemsize if got.dtype.kind == "f" else got.dtype.itemsize // 2]
+    np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance, equal_nan=True)
