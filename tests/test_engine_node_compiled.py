@@ -1,0 +1,128 @@
+"""Compiled (Numba) kernels against the reference engine: dtypes, casts, reductions, caching."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from engine_node_harness import node_engine, run_both
+from engine_node_recorder import Recorder
+from test_engine_node_differential import jacobi, sample
+
+from shoal.bytecode.opcodes import spec
+from shoal.engine.node.codegen import EXPRESSIONS
+
+pytest.importorskip("numba")
+pytestmark = pytest.mark.full
+
+
+@pytest.fixture(autouse=True)
+def kernel_cache(tmp_path_factory, monkeypatch):
+    directory = tmp_path_factory.getbasetemp() / "shoal-kernels"
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(directory))
+    return directory / "kernels"
+
+
+def compiled_ops(dtype: np.dtype) -> list[str]:
+    names = []
+    for name, (kinds, _) in EXPRESSIONS.items():
+        ufunc = spec(name).ufunc
+        if ufunc is None or ufunc.nout != 1:
+            continue
+        try:
+            loop = ufunc.resolve_dtypes((dtype,) * ufunc.nin + (None,))[0]
+        except (TypeError, np.exceptions.DTypePromotionError):
+            continue
+        if loop.char == "e":
+            continue  # half precision stays on the NumPy path
+        if loop.kind in kinds and (loop.kind != "b" or name not in ("subtract", "negative")):
+            names.append(name)
+    return names
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int16", "uint8", "bool"])
+def test_compiled_element_wise_ops_match_reference(dtype):
+    dtype = np.dtype(dtype)
+    names = compiled_ops(dtype)
+
+    def program(rec: Recorder):
+        x, y = rec.array(sample(dtype, 300)), rec.array(sample(dtype, 300)[::-1].copy())
+        kept = []
+        for name in names:
+            operands = (x, y)[: spec(name).ufunc.nin]
+            kept.append(rec.ufunc(name, *operands))
+        kept.append(rec.where(rec.ufunc("greater", x, y), x, 2))
+        return kept
+
+    engine = run_both(program, block=64, compile="sync", exact=False)
+    stats = engine.last_stats
+    assert engine.compile_errors == []
+    assert stats.kernels == stats.compilable_kernels >= 1
+    assert stats.compiled_block_ops == stats.block_ops
+
+
+def test_compiled_casts_and_weak_scalars_wrap_like_numpy():
+    def program(rec):
+        i1 = rec.array(np.arange(-128, 128, dtype=np.int8))
+        u2 = rec.array(np.arange(0, 256, dtype=np.uint16) * 257)
+        f4 = rec.array(np.linspace(-3, 3, 256, dtype=np.float32))
+        a = rec.ufunc("add", i1, 100)
+        b = rec.ufunc("multiply", u2, 3)
+        c = rec.ufunc("multiply", f4, 0.1)
+        d = rec.ufunc("add", i1, f4)
+        e = rec.empty((256,), np.int16)
+        rec.copy(e, c)
+        f = rec.ufunc("divide", i1, 3)
+        return [a, b, c, d, e, f]
+
+    engine = run_both(program, block=32, compile="sync", exact=False)
+    assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops
+
+
+@pytest.mark.parametrize(("op", "dtype"), [("sum", "float32"), ("prod", "int32"), ("min", "float64"), ("max", "uint8"), ("any", "bool"), ("all", "float64"), ("mean", "int16")])
+def test_compiled_reductions_end_a_chain(op, dtype):
+    dtype = np.dtype(dtype)
+
+    def program(rec):
+        values = sample(dtype, 400).reshape(20, 20)
+        if op == "prod":
+            values = np.where(values == 0, 1, values).astype(dtype)
+        a = rec.array(values)
+        t = rec.ufunc("maximum", rec.index(a, (slice(1, None), slice(None, -1))), rec.index(a, (slice(None, -1), slice(1, None))))
+        result = rec.reduce(op, t)
+        rec.release(t)
+        return [result]
+
+    engine = run_both(program, block=50, compile="sync", exact=False)
+    assert engine.last_stats.kernels == 1 and engine.last_stats.compiled_block_ops > 0
+
+
+@pytest.mark.parametrize("block", [7, 64])
+def test_compiled_stencil_over_non_aligned_blocks(block):
+    engine = run_both(jacobi(3, shape=(17, 23)), block=block, compile="sync", exact=False)
+    assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops
+
+
+def test_kernels_are_cached_on_disk_by_structure(kernel_cache):
+    run_both(jacobi(1, shape=(9, 9)), block=16, compile="sync", exact=False)
+    sources = sorted(kernel_cache.glob("shoal_kernel_*.py"))
+    assert sources
+    assert list((kernel_cache / "__pycache__").glob("*.nbi"))
+    run_both(jacobi(1, shape=(30, 40)), block=16, compile="sync", exact=False)
+    assert sorted(kernel_cache.glob("shoal_kernel_*.py")) == sources  # same structure, same kernel
+
+
+def test_background_compilation_runs_numpy_until_the_kernel_is_ready():
+    engine = node_engine(block=64, compile="background")
+    try:
+        rec = Recorder()
+        a = rec.array(np.arange(1000.0))
+        first = rec.ufunc("sqrt", rec.ufunc("add", a, 0.25))
+        engine.execute(rec.new_batch())
+        engine.wait_for_compiler()
+        second = rec.ufunc("sqrt", rec.ufunc("add", a, 0.5))  # the same structure again
+        engine.execute(rec.new_batch())
+        assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops
+        np.testing.assert_allclose(engine.fetch(first), np.sqrt(np.arange(1000.0) + 0.25))
+        np.testing.assert_allclose(engine.fetch(second), np.sqrt(np.arange(1000.0) + 0.5))
+    finally:
+        engine.shutdown()
