@@ -207,11 +207,11 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
     outputs = []
     for i, x in enumerate(xi):
         x = x if is_lazy(x) else np.asanyarray(x)
-        shape = ones_shape[:i] + (-1,) + ones_shape[i + 1 :]
+        shape = (*ones_shape[:i], -1, *ones_shape[i + 1:])
         outputs.append(x.reshape(shape))
     if indexing == "xy" and ndim > 1:
-        outputs[0] = outputs[0].reshape((1, -1) + ones_shape[2:])
-        outputs[1] = outputs[1].reshape((-1, 1) + ones_shape[2:])
+        outputs[0] = outputs[0].reshape((1, -1, *ones_shape[2:]))
+        outputs[1] = outputs[1].reshape((-1, 1, *ones_shape[2:]))
     if not sparse:
         shape = np.broadcast_shapes(*(o.shape for o in outputs))
         outputs = [broadcast_to(o, shape) for o in outputs]

@@ -227,8 +227,8 @@ def _roll_axis(array: ndarray, shift: int, axis: int) -> ndarray:
     pieces = [(slice(shift, None), slice(None, n - shift)), (slice(None, shift), slice(n - shift, None))]
     for target_slice, source_slice in pieces:
         lead = (slice(None),) * axis
-        target = view_via_probe(result, lambda p, k=lead + (target_slice,): p[k])
-        source = view_via_probe(array, lambda p, k=lead + (source_slice,): p[k])
+        target = view_via_probe(result, lambda p, k=(*lead, target_slice): p[k])
+        source = view_via_probe(array, lambda p, k=(*lead, source_slice): p[k])
         if target.size:
             array._base.runtime.record("copy", (target._view,), (source._view,))
     return result
