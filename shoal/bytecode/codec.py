@@ -130,8 +130,8 @@ class Writer:
             raise BytecodeError(f"{what}: string is not valid UTF-8 ({error.reason})") from None
         if len(encoded) > self.limits.max_string_bytes:
             raise BytecodeError(
-                f"{what}: string of {len(encoded)} bytes exceeds the limit of "
-                f"{self.limits.max_string_bytes}"
+                f"{what}: string of {len(encoded)} bytes exceeds "
+                f"max_string_bytes={self.limits.max_string_bytes}"
             )
         self.u32(len(encoded), what)
         self.raw(encoded)
@@ -161,7 +161,8 @@ class Writer:
         elif isinstance(value, tuple):
             if depth >= self.limits.max_attr_depth:
                 raise BytecodeError(
-                    f"{what}: tuples nested deeper than {self.limits.max_attr_depth} levels"
+                    f"{what}: tuples nested deeper than {self.limits.max_attr_depth} levels "
+                    "(max_attr_depth)"
                 )
             self.u8(TAG_TUPLE, what)
             self.u32(len(value), what)
@@ -178,8 +179,8 @@ class Writer:
         nbytes = (value.bit_length() + 8) // 8
         if nbytes > self.limits.max_int_bytes:
             raise BytecodeError(
-                f"{what}: integer of {value.bit_length()} bits exceeds the limit of "
-                f"{self.limits.max_int_bytes} bytes"
+                f"{what}: integer of {value.bit_length()} bits exceeds "
+                f"max_int_bytes={self.limits.max_int_bytes}"
             )
         self.u8(TAG_BIGINT, what)
         self.u32(nbytes, what)
@@ -198,46 +199,51 @@ class Reader:
 
     def __init__(self, buffer: memoryview, limits: WireLimits) -> None:
         self.buffer = buffer
+        self.length = len(buffer)
         self.limits = limits
         self.pos = 0
 
     @property
     def remaining(self) -> int:
-        return len(self.buffer) - self.pos
+        return self.length - self.pos
+
+    def unpack(self, layout: struct.Struct, what: str) -> tuple[Any, ...]:
+        """The fields of ``layout`` at the current position."""
+        start = self.pos
+        if start + layout.size > self.length:
+            raise self.truncated(layout.size, what)
+        self.pos = start + layout.size
+        return layout.unpack_from(self.buffer, start)
 
     def take(self, nbytes: int, what: str) -> memoryview:
-        if nbytes > self.remaining:
-            raise BytecodeError(
-                f"truncated message: {what} at byte {self.pos} needs {nbytes} bytes, "
-                f"only {self.remaining} left"
-            )
-        chunk = self.buffer[self.pos : self.pos + nbytes]
-        self.pos += nbytes
-        return chunk
+        start = self.pos
+        if nbytes > self.length - start:
+            raise self.truncated(nbytes, what)
+        self.pos = start + nbytes
+        return self.buffer[start : self.pos]
+
+    def truncated(self, nbytes: int, what: str) -> BytecodeError:
+        return BytecodeError(
+            f"truncated message: {what} at byte {self.pos} needs {nbytes} bytes, "
+            f"only {self.remaining} left"
+        )
 
     def skip_padding(self, alignment: int, what: str) -> None:
         start = self.pos
         if any(self.take(-self.pos % alignment, what)):
             raise BytecodeError(f"{what} at byte {start}: padding bytes must be zero")
 
-    def _unpack(self, layout: struct.Struct, what: str) -> Any:
-        values = layout.unpack_from(self.take(layout.size, what))
-        return values[0] if len(values) == 1 else values
-
     def u8(self, what: str) -> int:
-        return self._unpack(_U8, what)
+        return self.unpack(_U8, what)[0]
 
     def u16(self, what: str) -> int:
-        return self._unpack(_U16, what)
+        return self.unpack(_U16, what)[0]
 
     def u32(self, what: str) -> int:
-        return self._unpack(_U32, what)
+        return self.unpack(_U32, what)[0]
 
     def u64(self, what: str) -> int:
-        return self._unpack(_U64, what)
-
-    def i64(self, what: str) -> int:
-        return self._unpack(_I64, what)
+        return self.unpack(_U64, what)[0]
 
     def count(self, what: str, limit: int, limit_name: str) -> int:
         """A u32 item count, checked against ``limit``."""
@@ -249,13 +255,16 @@ class Reader:
             )
         return value
 
-    def dtype(self, what: str) -> np.dtype:
-        start = self.pos
-        code = self.u8(what)
+    def check_dtype(self, code: int, what: str, start: int) -> np.dtype:
+        """The dtype of wire ``code`` read at byte ``start``."""
         try:
             return dtype_from_code(code)
         except BytecodeError as error:
             raise BytecodeError(f"{what} at byte {start}: {error}") from None
+
+    def dtype(self, what: str) -> np.dtype:
+        start = self.pos
+        return self.check_dtype(self.u8(what), what, start)
 
     def text(self, what: str) -> str:
         start = self.pos
@@ -268,19 +277,19 @@ class Reader:
     def value(self, what: str, depth: int = 0) -> Any:
         start = self.pos
         tag = self.u8(what)
+        if tag == TAG_INT64:
+            return self.unpack(_I64, what)[0]
+        if tag == TAG_FLOAT:
+            return self.unpack(_F64, what)[0]
         if tag == TAG_NONE:
             return None
         if tag in (TAG_FALSE, TAG_TRUE):
             return tag == TAG_TRUE
-        if tag == TAG_INT64:
-            return self.i64(what)
         if tag == TAG_BIGINT:
             nbytes = self.count(f"{what} integer length", self.limits.max_int_bytes, "max_int_bytes")
             return int.from_bytes(self.take(nbytes, what), "little", signed=True)
-        if tag == TAG_FLOAT:
-            return self._unpack(_F64, what)
         if tag == TAG_COMPLEX:
-            real, imag = self._unpack(_C128, what)
+            real, imag = self.unpack(_C128, what)
             return complex(real, imag)
         if tag == TAG_STR:
             return self.text(what)

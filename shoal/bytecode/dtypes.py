@@ -15,7 +15,7 @@ BIG_ENDIAN_FLAG = 0x80
 
 # Order fixes the wire codes (1-based): append only.
 _WIRE_DTYPES: tuple[np.dtype, ...] = tuple(
-    np.dtype(name).newbyteorder("<")
+    np.dtype(name) if np.little_endian else np.dtype(name).newbyteorder("<")
     for name in (
         "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
         "float16", "float32", "float64", "complex64", "complex128",
@@ -24,6 +24,15 @@ _WIRE_DTYPES: tuple[np.dtype, ...] = tuple(
 _CODE_BY_KEY: dict[tuple[str, int], int] = {
     (dtype.kind, dtype.itemsize): code for code, dtype in enumerate(_WIRE_DTYPES, start=1)
 }
+_DTYPE_BY_CODE: dict[int, np.dtype] = {
+    **{code: dtype for code, dtype in enumerate(_WIRE_DTYPES, start=1)},
+    **{
+        code | BIG_ENDIAN_FLAG: dtype.newbyteorder(">")
+        for code, dtype in enumerate(_WIRE_DTYPES, start=1)
+        if dtype.itemsize > 1
+    },
+}
+_CODE_BY_DTYPE: dict[np.dtype, int] = {dtype: code for code, dtype in _DTYPE_BY_CODE.items()}
 
 
 def is_supported(dtype: object) -> bool:
@@ -35,26 +44,21 @@ def is_supported(dtype: object) -> bool:
 
 def dtype_code(dtype: np.dtype) -> int:
     """The one-byte wire code of ``dtype``; a :class:`BytecodeError` for other dtypes."""
-    if not is_supported(dtype):
-        raise BytecodeError(f"unsupported dtype {dtype!r}: only bool, int, uint, float and complex")
-    code = _CODE_BY_KEY[(dtype.kind, dtype.itemsize)]
-    big_endian = dtype.byteorder == ">" or (dtype.byteorder == "=" and not np.little_endian)
-    if dtype.itemsize > 1 and big_endian:
-        code |= BIG_ENDIAN_FLAG
-    return code
+    if is_supported(dtype):
+        code = _CODE_BY_DTYPE.get(dtype)
+        if code is not None:
+            return code
+    raise BytecodeError(f"unsupported dtype {dtype!r}: only bool, int, uint, float and complex")
 
 
 def dtype_from_code(code: int) -> np.dtype:
     """The dtype of a wire code; a :class:`BytecodeError` for a code that names none."""
-    index = (code & ~BIG_ENDIAN_FLAG) - 1
-    if not 0 <= index < len(_WIRE_DTYPES):
-        raise BytecodeError(f"unknown dtype code {code:#04x}")
-    dtype = _WIRE_DTYPES[index]
-    if code & BIG_ENDIAN_FLAG:
-        if dtype.itemsize == 1:
-            raise BytecodeError(f"dtype code {code:#04x}: a one-byte dtype has no byte order")
-        return dtype.newbyteorder(">")
-    return dtype
+    dtype = _DTYPE_BY_CODE.get(code)
+    if dtype is not None:
+        return dtype
+    if (code & ~BIG_ENDIAN_FLAG) in _DTYPE_BY_CODE:
+        raise BytecodeError(f"dtype code {code:#04x}: a one-byte dtype has no byte order")
+    raise BytecodeError(f"unknown dtype code {code:#04x}")
 
 
 def short_name(dtype: np.dtype) -> str:

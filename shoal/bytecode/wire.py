@@ -11,6 +11,8 @@ Data arrays are decoded without copying: they are views of ``data`` (read-only w
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 
 from shoal.bytecode.codec import DEFAULT_LIMITS, SCALAR_TAGS, Reader, WireLimits, Writer
@@ -26,6 +28,12 @@ DATA_ALIGNMENT = 16
 
 _OPERAND_VIEW = 0
 _OPERAND_CONST = 1
+_OPERAND_VIEW_TAG = bytes([_OPERAND_VIEW])
+_OPERAND_CONST_TAG = bytes([_OPERAND_CONST])
+_INSTRUCTION_HEAD = struct.Struct("<HHHH")  # opcode, outputs, inputs, attributes
+_BASE = struct.Struct("<QBQ")  # id, dtype code, size in elements
+_VIEW_HEAD = struct.Struct("<QBBq")  # base, dtype code, ndim, offset
+_DIMS: dict[int, struct.Struct] = {}
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -46,9 +54,14 @@ def dumps(batch: Batch, *, limits: WireLimits = DEFAULT_LIMITS) -> bytes:
     _check_counts(batch, limits)
     body = Writer(limits)
     for index, decl in enumerate(batch.bases):
-        _write_base(body, decl, f"base declaration {index}")
+        _write_base(body, decl, index)
     for index, instruction in enumerate(batch.instructions):
-        _write_instruction(body, instruction, f"instruction {index} ({instruction.op})")
+        if not isinstance(instruction, Instruction):
+            raise BytecodeError(f"instruction {index}: expected an Instruction, got {type(instruction).__name__}")
+        try:
+            _write_instruction(body, instruction)
+        except BytecodeError as error:
+            raise BytecodeError(f"instruction {index} ({instruction.op}): {error}") from None
     total_data = 0
     for base, array in batch.data.items():
         total_data += _write_data(body, base, array, limits)
@@ -90,9 +103,13 @@ def loads(data: bytes | bytearray | memoryview, *, limits: WireLimits = DEFAULT_
         raise BytecodeError("reserved header field at byte 28 must be zero")
     batch = Batch()
     for index in range(nbases):
-        batch.bases.append(_read_base(reader, f"base declaration {index}"))
+        batch.bases.append(_read_base(reader, index))
     for index in range(ninstructions):
-        batch.instructions.append(_read_instruction(reader, index))
+        try:
+            batch.instructions.append(_read_instruction(reader))
+        except BytecodeError as error:
+            separator = " " if str(error).startswith("(") else ": "
+            raise BytecodeError(f"instruction {index}{separator}{error}") from None
     total_data = 0
     for index in range(ndata):
         base, array = _read_data(reader, f"data array {index}")
@@ -153,12 +170,17 @@ def _check_counts(batch: Batch, limits: WireLimits) -> None:
             raise BytecodeError(f"batch has {count} {what}, above the limit {name}={limit}")
 
 
-def _write_base(writer: Writer, decl: BaseDecl, what: str) -> None:
+def _write_base(writer: Writer, decl: BaseDecl, index: int) -> None:
+    what = f"base declaration {index}"
     if not isinstance(decl, BaseDecl):
         raise BytecodeError(f"{what}: expected a BaseDecl, got {type(decl).__name__}")
-    writer.u64(decl.id, f"{what} id")
-    writer.u8(_code(decl.dtype, what), f"{what} dtype")
-    writer.u64(decl.size, f"{what} size")
+    code = _code(decl.dtype, what)
+    try:
+        writer.raw(_BASE.pack(decl.id, code, decl.size))
+    except struct.error as error:
+        raise BytecodeError(
+            f"{what}: id {decl.id!r} or size {decl.size!r} cannot be encoded ({error})"
+        ) from None
     if decl.nbytes > writer.limits.max_base_bytes:
         raise BytecodeError(
             f"{what}: base {decl.id} of {decl.nbytes} bytes exceeds "
@@ -166,129 +188,131 @@ def _write_base(writer: Writer, decl: BaseDecl, what: str) -> None:
         )
 
 
-def _read_base(reader: Reader, what: str) -> BaseDecl:
-    base = reader.u64(f"{what} id")
-    dtype = reader.dtype(f"{what} dtype")
-    size = reader.u64(f"{what} size")
+def _read_base(reader: Reader, index: int) -> BaseDecl:
+    start = reader.pos
+    base, code, size = reader.unpack(_BASE, f"base declaration {index}")
+    dtype = reader.check_dtype(code, f"base declaration {index} dtype", start + 8)
     if size * dtype.itemsize > reader.limits.max_base_bytes:
         raise BytecodeError(
-            f"{what}: base {base} of {size * dtype.itemsize} bytes exceeds "
+            f"base declaration {index}: base {base} of {size * dtype.itemsize} bytes exceeds "
             f"max_base_bytes={reader.limits.max_base_bytes}"
         )
     return BaseDecl(base, dtype, size)
 
 
+def _dims_layout(ndim: int) -> struct.Struct:
+    layout = _DIMS.get(ndim)
+    if layout is None:
+        layout = _DIMS[ndim] = struct.Struct(f"<{2 * ndim}q")
+    return layout
+
+
 def _write_view(writer: Writer, view: View, what: str) -> None:
     if not isinstance(view, View):
         raise BytecodeError(f"{what}: expected a View, got {type(view).__name__}")
-    if len(view.shape) != len(view.strides):
+    ndim = len(view.shape)
+    if ndim != len(view.strides):
+        raise BytecodeError(f"{what}: shape {view.shape} and strides {view.strides} differ in length")
+    if ndim > writer.limits.max_ndim:
+        raise BytecodeError(f"{what}: {ndim} dimensions exceed max_ndim={writer.limits.max_ndim}")
+    code = _code(view.dtype, what)
+    try:
+        writer.raw(_VIEW_HEAD.pack(view.base, code, ndim, view.offset))
+        writer.raw(_dims_layout(ndim).pack(*view.shape, *view.strides))
+    except struct.error as error:
         raise BytecodeError(
-            f"{what}: shape {view.shape} and strides {view.strides} differ in length"
-        )
-    if len(view.shape) > writer.limits.max_ndim:
-        raise BytecodeError(f"{what}: {len(view.shape)} dimensions exceed max_ndim={writer.limits.max_ndim}")
-    writer.u64(view.base, f"{what} base")
-    writer.u8(_code(view.dtype, what), f"{what} dtype")
-    writer.u8(len(view.shape), f"{what} ndim")
-    writer.i64(view.offset, f"{what} offset")
-    for extent in view.shape:
-        writer.i64(extent, f"{what} shape")
-    for stride in view.strides:
-        writer.i64(stride, f"{what} strides")
+            f"{what}: base {view.base!r}, offset {view.offset!r}, shape {view.shape!r} or "
+            f"strides {view.strides!r} cannot be encoded ({error})"
+        ) from None
 
 
 def _read_view(reader: Reader, what: str) -> View:
-    base = reader.u64(f"{what} base")
-    dtype = reader.dtype(f"{what} dtype")
     start = reader.pos
-    ndim = reader.u8(f"{what} ndim")
+    base, code, ndim, offset = reader.unpack(_VIEW_HEAD, what)
+    dtype = reader.check_dtype(code, what, start)
     if ndim > reader.limits.max_ndim:
         raise BytecodeError(
-            f"{what} ndim at byte {start} is {ndim}, above the limit max_ndim={reader.limits.max_ndim}"
+            f"{what} at byte {start} has {ndim} dimensions, above the limit "
+            f"max_ndim={reader.limits.max_ndim}"
         )
-    offset = reader.i64(f"{what} offset")
-    shape = tuple(reader.i64(f"{what} shape") for _ in range(ndim))
-    strides = tuple(reader.i64(f"{what} strides") for _ in range(ndim))
-    return View(base, dtype, offset, shape, strides)
+    dims = reader.unpack(_dims_layout(ndim), what)
+    return View(base, dtype, offset, dims[:ndim], dims[ndim:])
 
 
-def _write_instruction(writer: Writer, instruction: Instruction, what: str) -> None:
-    if not isinstance(instruction, Instruction):
-        raise BytecodeError(f"{what}: expected an Instruction, got {type(instruction).__name__}")
+def _write_instruction(writer: Writer, instruction: Instruction) -> None:
     entry = BY_NAME.get(instruction.op)
     if entry is None:
-        raise BytecodeError(f"{what}: unknown opcode {instruction.op!r}")
+        raise BytecodeError(f"unknown opcode {instruction.op!r}")
     limits = writer.limits
     for kind, items in (("outputs", instruction.outputs), ("inputs", instruction.inputs)):
         if len(items) > limits.max_operands:
-            raise BytecodeError(f"{what}: {len(items)} {kind} exceed max_operands={limits.max_operands}")
+            raise BytecodeError(f"{len(items)} {kind} exceed max_operands={limits.max_operands}")
     if len(instruction.attrs) > limits.max_attrs:
-        raise BytecodeError(f"{what}: {len(instruction.attrs)} attributes exceed max_attrs={limits.max_attrs}")
-    writer.u16(entry.code, f"{what} opcode")
-    writer.u16(len(instruction.outputs), f"{what} output count")
-    writer.u16(len(instruction.inputs), f"{what} input count")
-    writer.u16(len(instruction.attrs), f"{what} attribute count")
-    for position, view in enumerate(instruction.outputs):
-        _write_view(writer, view, f"{what} output {position}")
-    for position, operand in enumerate(instruction.inputs):
-        _write_operand(writer, operand, f"{what} input {position}")
-    for key, value in instruction.attrs:
-        if not isinstance(key, str):
-            raise BytecodeError(f"{what}: attribute name {key!r} is not a str")
-        writer.text(key, f"{what} attribute name")
-        writer.value(value, f"{what} attribute {key!r}")
+        raise BytecodeError(f"{len(instruction.attrs)} attributes exceed max_attrs={limits.max_attrs}")
+    writer.raw(
+        _INSTRUCTION_HEAD.pack(
+            entry.code, len(instruction.outputs), len(instruction.inputs), len(instruction.attrs)
+        )
+    )
+    for view in instruction.outputs:
+        _write_view(writer, view, "output")
+    for operand in instruction.inputs:
+        _write_operand(writer, operand)
+    for pair in instruction.attrs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise BytecodeError(f"attribute {pair!r} is not a (name, value) pair")
+        key, value = pair
+        writer.text(key, "attribute name")
+        writer.value(value, f"attribute {key!r}")
 
 
-def _read_instruction(reader: Reader, index: int) -> Instruction:
-    what = f"instruction {index}"
+def _read_instruction(reader: Reader) -> Instruction:
     start = reader.pos
-    code = reader.u16(f"{what} opcode")
+    code, nout, nin, nattrs = reader.unpack(_INSTRUCTION_HEAD, "instruction header")
     entry = BY_CODE.get(code)
     if entry is None:
-        raise BytecodeError(f"{what} at byte {start}: unknown opcode code {code}")
-    what = f"{what} ({entry.name})"
-    limits = reader.limits
-    nout = reader.u16(f"{what} output count")
-    nin = reader.u16(f"{what} input count")
-    nattrs = reader.u16(f"{what} attribute count")
-    if max(nout, nin) > limits.max_operands:
-        raise BytecodeError(f"{what}: {max(nout, nin)} operands exceed max_operands={limits.max_operands}")
-    if nattrs > limits.max_attrs:
-        raise BytecodeError(f"{what}: {nattrs} attributes exceed max_attrs={limits.max_attrs}")
-    outputs = tuple(_read_view(reader, f"{what} output {i}") for i in range(nout))
-    inputs = tuple(_read_operand(reader, f"{what} input {i}") for i in range(nin))
-    attrs = []
-    for _ in range(nattrs):
-        key = reader.text(f"{what} attribute name")
-        attrs.append((key, reader.value(f"{what} attribute {key!r}")))
+        raise BytecodeError(f"unknown opcode code {code} at byte {start}")
+    try:
+        limits = reader.limits
+        if max(nout, nin) > limits.max_operands:
+            raise BytecodeError(f"{max(nout, nin)} operands exceed max_operands={limits.max_operands}")
+        if nattrs > limits.max_attrs:
+            raise BytecodeError(f"{nattrs} attributes exceed max_attrs={limits.max_attrs}")
+        outputs = tuple(_read_view(reader, "output view") for _ in range(nout))
+        inputs = tuple(_read_operand(reader) for _ in range(nin))
+        attrs = []
+        for _ in range(nattrs):
+            key = reader.text("attribute name")
+            attrs.append((key, reader.value(f"attribute {key!r}")))
+    except BytecodeError as error:
+        raise BytecodeError(f"({entry.name}): {error}") from None
     return Instruction(entry.name, outputs, inputs, tuple(attrs))
 
 
-def _write_operand(writer: Writer, operand: Operand, what: str) -> None:
+def _write_operand(writer: Writer, operand: Operand) -> None:
     if isinstance(operand, View):
-        writer.u8(_OPERAND_VIEW, what)
-        _write_view(writer, operand, what)
+        writer.raw(_OPERAND_VIEW_TAG)
+        _write_view(writer, operand, "input")
     elif isinstance(operand, Const):
         value = operand.value
         if not isinstance(value, bool | int | float | complex | np.generic):
-            raise BytecodeError(f"{what}: a constant must be a scalar, got {type(value).__name__}")
-        writer.u8(_OPERAND_CONST, what)
-        writer.value(value, f"{what} constant")
+            raise BytecodeError(f"a constant must be a scalar, got {type(value).__name__}")
+        writer.raw(_OPERAND_CONST_TAG)
+        writer.value(value, "constant")
     else:
-        raise BytecodeError(f"{what}: expected a View or a Const, got {type(operand).__name__}")
+        raise BytecodeError(f"an input must be a View or a Const, got {type(operand).__name__}")
 
 
-def _read_operand(reader: Reader, what: str) -> Operand:
+def _read_operand(reader: Reader) -> Operand:
     start = reader.pos
-    tag = reader.u8(what)
+    tag = reader.u8("operand tag")
     if tag == _OPERAND_VIEW:
-        return _read_view(reader, what)
+        return _read_view(reader, "input view")
     if tag != _OPERAND_CONST:
-        raise BytecodeError(f"{what} at byte {start}: unknown operand tag {tag:#04x}")
-    value_start = reader.pos
-    if reader.remaining and reader.buffer[value_start] not in SCALAR_TAGS:
-        raise BytecodeError(f"{what} at byte {value_start}: a constant must be a scalar")
-    return Const(reader.value(f"{what} constant"))
+        raise BytecodeError(f"unknown operand tag {tag:#04x} at byte {start}")
+    if reader.remaining and reader.buffer[reader.pos] not in SCALAR_TAGS:
+        raise BytecodeError(f"the constant at byte {reader.pos} must be a scalar")
+    return Const(reader.value("constant"))
 
 
 def _write_data(writer: Writer, base: int, array: np.ndarray, limits: WireLimits) -> int:
