@@ -2,19 +2,20 @@
 
 Notation::
 
-    batch: 2 bases (1 with data, 128 B), 2 instructions
+    batch: 2 bases (1 with data, 128 B), 3 instructions
       base b3  f8[16]  data
       base b7  f8[16]
-         0  add        b7:f8(4,4) <- b3:f8(4,4), 2.0
-         1  sum        b7:f4@64(4) <- b3:f8(4,4)/(8,32)  {axis=0, dtype=f4}
-         2  release    {base=3}
+       0  add        b7:f8(4,4) <- b3:f8(4,4), 2.0
+       1  sum        b7:f4@64(4) <- b3:f8(4,4)/(8,32)  {axis=0, dtype=f4}
+       2  release     {base=3}
 
 - ``base bID  DTYPE[SIZE]`` declares a base of SIZE elements; ``data`` marks a base whose
   initial contents travel with the batch.
 - An instruction line is its index, the opcode, the outputs, ``<-``, the inputs (left out when
   there are none), then the attributes in braces.
-- A view is ``bBASE:DTYPE[@OFFSET](SHAPE)[/(STRIDES)]``: ``@OFFSET`` (bytes) only when it is not
-  0, ``/(STRIDES)`` (bytes) only when the view is not C-contiguous.
+- A view is ``bBASE:DTYPE[@OFFSET](SHAPE)[/(STRIDES)]``: ``@OFFSET`` (bytes) only when it is
+  not 0, ``/(STRIDES)`` (bytes) only when the view is not C-contiguous; one dimension of 4
+  elements is ``(4)``, a 0-d view ``()``.
 - Dtypes are short: ``b1`` bool, ``i8`` int64, ``u1`` uint8, ``f4`` float32, ``c16``
   complex128; a ``>`` prefix marks non-native byte order.
 - A constant is its Python ``repr`` when weak (``2.0``, ``3``, ``True``), and ``DTYPE(value)``
