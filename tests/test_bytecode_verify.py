@@ -165,6 +165,13 @@ def test_malformed_batches_are_rejected(make, message):
         verify(make())
 
 
+def test_numpy_integer_fields_cannot_overflow_the_extent_check():
+    huge = np.int64(1 << 62)
+    batch = with_instruction(add(View(0, F8, np.int64(0), (np.int64(3),), (huge,)), SQUARE))
+    with pytest.raises(BytecodeError, match="lie outside base 0"):
+        verify(batch)
+
+
 def test_bytecode_error_is_a_value_error():
     assert issubclass(BytecodeError, ValueError)
     with pytest.raises(BytecodeError, match="expected a Batch"):

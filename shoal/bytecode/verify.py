@@ -146,10 +146,13 @@ class _Verifier:
                 f"{where}: offset {view.offset} and strides {strides} must be multiples of "
                 f"{alignment} (the alignment of {dtype})"
             )
-        low, high = view.byte_extent()
-        if low < 0 or high > decl.nbytes:
+        # Python ints throughout, so extents of NumPy-integer views cannot overflow
+        exact = View(view.base, dtype, int(view.offset), tuple(map(int, shape)), tuple(map(int, strides)))
+        low, high = exact.byte_extent()
+        nbytes = int(decl.size) * decl.dtype.itemsize
+        if low < 0 or high > nbytes:
             raise BytecodeError(
-                f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {decl.nbytes} bytes"
+                f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
             )
 
 
@@ -162,9 +165,10 @@ def _check_decl(decl: Any, where: str) -> None:
         raise BytecodeError(f"{where}: base {decl.id} has unsupported dtype {decl.dtype!r}")
     if not _is_int(decl.size) or decl.size < 0:
         raise BytecodeError(f"{where}: base {decl.id} has invalid size {decl.size!r}")
-    if decl.nbytes > DEFAULT_LIMITS.max_base_bytes:
+    nbytes = int(decl.size) * decl.dtype.itemsize
+    if nbytes > DEFAULT_LIMITS.max_base_bytes:
         raise BytecodeError(
-            f"{where}: base {decl.id} of {decl.nbytes} bytes exceeds {DEFAULT_LIMITS.max_base_bytes}"
+            f"{where}: base {decl.id} of {nbytes} bytes exceeds {DEFAULT_LIMITS.max_base_bytes}"
         )
 
 
