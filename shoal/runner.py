@@ -157,14 +157,36 @@ def _main_module(program: Program) -> types.ModuleType:
     return module
 
 
+FRONTEND_DIRECTORY = str(Path(__file__).resolve().parent / "numpy") + os.sep
+
+
 def _user_traceback(
     traceback: types.TracebackType | None, code: types.CodeType
 ) -> types.TracebackType | None:
-    """Drop the runner's own frames: the traceback starts at the program's first frame."""
-    entry = traceback
-    while entry is not None and entry.tb_frame.f_code is not code:
+    """The traceback as ``python app.py`` with NumPy would show it.
+
+    The runner's own frames are dropped, so it starts at the program's first frame. An error
+    raised inside Shoal's frontend (a NumPy error found at the call, such as a shape mismatch)
+    loses the frontend's frames, so it ends at the program's line as NumPy's C code would;
+    ``SHOAL_FULL_TRACEBACK=1`` keeps them.
+    """
+    start = traceback
+    while start is not None and start.tb_frame.f_code is not code:
+        start = start.tb_next
+    if start is None:
+        return traceback
+    if os.environ.get("SHOAL_FULL_TRACEBACK", "") not in ("", "0"):
+        return start
+    entries = []
+    entry: types.TracebackType | None = start
+    while entry is not None:
+        entries.append(entry)
         entry = entry.tb_next
-    return entry if entry is not None else traceback
+    kept = len(entries)
+    while kept > 1 and entries[kept - 1].tb_frame.f_code.co_filename.startswith(FRONTEND_DIRECTORY):
+        kept -= 1
+    entries[kept - 1].tb_next = None
+    return start
 
 
 def flush_pending_work() -> None:
