@@ -23,7 +23,7 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 DEFAULT_EXAMPLE = "jacobi_stencil"
-# 3000 x 3000 float64 is 72 MB per array, far beyond any cache; about 10 s in NumPy on one core.
+# 3000 x 3000 float64 is 72 MB per array, far beyond any cache; a few seconds in NumPy.
 DEFAULT_ARGUMENTS = ("3000", "--iterations", "40")
 RELATIVE_TOLERANCE = 1e-9
 
