@@ -1,6 +1,7 @@
 """Every example gives the same checksum under ``python -m shoal`` as under ``python``.
 
-The eager threshold is 0 so that even these small sizes take Shoal's lazy path.
+The eager threshold is 0 so that even these small sizes take Shoal's lazy path, and every
+batch is verified and round-tripped through the wire format.
 """
 
 from __future__ import annotations
@@ -12,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-import shoal.bytecode
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RELATIVE_TOLERANCE = 1e-9
@@ -46,10 +45,7 @@ FULL = [
 
 
 def shoal_environment() -> dict[str, str]:
-    environment = {**os.environ, "SHOAL_EAGER_THRESHOLD": "0"}
-    if hasattr(shoal.bytecode, "verify"):
-        environment["SHOAL_VERIFY"] = "1"
-    return environment
+    return {**os.environ, "SHOAL_EAGER_THRESHOLD": "0", "SHOAL_VERIFY": "1"}
 
 
 def checksum(example: Example, *, shoal: bool) -> float:

@@ -18,7 +18,7 @@ import pytest
 from shoal.__main__ import main
 from shoal.runner import ImportRedirect, format_fallback_report
 
-LAZY = {"SHOAL_EAGER_THRESHOLD": "0"}
+LAZY = {"SHOAL_EAGER_THRESHOLD": "0", "SHOAL_VERIFY": "1"}
 
 
 def run_python(
