@@ -104,15 +104,16 @@ class NodeEngine(Component):
     def execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
         started = time.perf_counter()
+        for base in batch.data:
+            if base not in {decl.id for decl in batch.bases}:
+                raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id))
-        for base in batch.data:
-            if base not in self._storage.decls:
-                raise EngineError(f"batch carries data for undeclared base {base}")
+        planning = time.perf_counter()
         plan = plan_batch(batch, self._storage.decls)
         builder = Builder(self._storage, kernels, self.block_elements)
         ops = builder.build(plan)
-        plan_seconds = time.perf_counter() - started
+        plan_seconds = time.perf_counter() - planning
         if self._controller is not None:
             with self._controller.limit(limits=1):
                 run = pool.run(ops, self._prepare)

@@ -163,8 +163,8 @@ def _loop_dtypes(instruction: Instruction) -> tuple[tuple[np.dtype, ...] | None,
             return None, None
         return (np.dtype(bool), common, common), (common,)
     ufunc = spec(op).ufunc
-    if ufunc is None:
-        return None, None
+    if ufunc is None or instruction.attr("dtype") is not None:
+        return None, None  # a forced loop dtype stays on the NumPy path
     try:
         resolved = ufunc.resolve_dtypes(tuple(loop_dtype_of(o) for o in instruction.inputs) + (None,) * ufunc.nout)
     except (TypeError, ValueError, np.exceptions.DTypePromotionError):
