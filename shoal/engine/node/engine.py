@@ -44,6 +44,7 @@ class BatchStats:
     whole_ops: int = 0
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
+    peak_bytes: int = 0  # most base memory held at once during the batch
     block_ops: int = 0
     dependency_edges: int = 0
     plan_seconds: float = 0.0
@@ -110,6 +111,7 @@ class NodeEngine(Component):
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id))
         planning = time.perf_counter()
+        self._storage.peak_bytes = self._storage.bytes_held
         plan = plan_batch(batch, self._storage.decls)
         builder = Builder(self._storage, kernels, self.block_elements)
         ops = builder.build(plan)
@@ -129,6 +131,7 @@ class NodeEngine(Component):
             whole_ops=counts.whole_ops,
             releases=counts.releases,
             temporaries=len(plan.temporaries),
+            peak_bytes=self._storage.peak_bytes,
             block_ops=len(ops),
             dependency_edges=builder.deps.edges,
             plan_seconds=plan_seconds,

@@ -20,6 +20,13 @@ class Storage:
         self.decls: dict[int, BaseDecl] = {}
         self._bytes: dict[int, np.ndarray] = {}
         self._typed: dict[int, dict[str, np.ndarray]] = {}
+        self.bytes_held = 0
+        self.peak_bytes = 0
+
+    def _hold(self, base: int, array: np.ndarray) -> None:
+        self._bytes[base] = array
+        self.bytes_held += array.nbytes
+        self.peak_bytes = max(self.peak_bytes, self.bytes_held)
 
     def declare(self, decl: BaseDecl, data: np.ndarray | None) -> None:
         if decl.id in self.decls:
@@ -27,7 +34,7 @@ class Storage:
         if data is not None:
             if data.size != decl.size:
                 raise EngineError(f"data for base {decl.id} has {data.size} elements, declared {decl.size}")
-            self._bytes[decl.id] = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size).view(np.uint8)
+            self._hold(decl.id, np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size).view(np.uint8))
         self.decls[decl.id] = decl
 
     def decl(self, base: int) -> BaseDecl:
@@ -39,7 +46,7 @@ class Storage:
     def ensure(self, base: int) -> None:
         """Allocate ``base`` if it has no memory yet."""
         if base not in self._bytes:
-            self._bytes[base] = np.empty(self.decl(base).nbytes, np.uint8)
+            self._hold(base, np.empty(self.decl(base).nbytes, np.uint8))
 
     def raw(self, base: int) -> np.ndarray:
         try:
@@ -65,7 +72,9 @@ class Storage:
 
     def release(self, base: int) -> None:
         self.decls.pop(base, None)
-        self._bytes.pop(base, None)
+        held = self._bytes.pop(base, None)
+        if held is not None:
+            self.bytes_held -= held.nbytes
         self._typed.pop(base, None)
 
     def allocated(self) -> int:
@@ -75,3 +84,4 @@ class Storage:
         self.decls.clear()
         self._bytes.clear()
         self._typed.clear()
+        self.bytes_held = 0

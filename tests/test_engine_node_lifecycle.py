@@ -1,0 +1,68 @@
+"""Node engine lifecycle: settings, errors from block operations, threads and memory released."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from engine_node_harness import node_engine
+from engine_node_recorder import Recorder
+
+from shoal.engine import Config, EngineError, create
+from shoal.engine.node import NodeEngine
+
+
+def test_registered_as_node():
+    assert isinstance(create("node"), NodeEngine)
+
+
+@pytest.mark.parametrize(("variable", "value"), [("SHOAL_BLOCK_SIZE", "0"), ("SHOAL_BLOCK_SIZE", "big"), ("SHOAL_COMPILE", "later")])
+def test_bad_settings_name_the_setting(monkeypatch, variable, value):
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=variable):
+        NodeEngine().init(Config())
+
+
+def test_a_failing_operation_raises_its_numpy_error_and_the_engine_still_works():
+    engine = node_engine(block=4)
+    try:
+        rec = Recorder()
+        a = rec.array(np.arange(10.0))
+        idx = rec.array(np.array([3, 99]))
+        out = rec.empty((2,), np.float64)
+        rec.emit("gather", (out,), (a, idx), key=(("array", 0),))
+        with pytest.raises(IndexError):
+            engine.execute(rec.new_batch())
+        b = rec.ufunc("add", a, 1.0)
+        engine.execute(rec.new_batch())
+        np.testing.assert_array_equal(engine.fetch(b), np.arange(10.0) + 1)
+    finally:
+        engine.shutdown()
+
+
+def test_unknown_bases_are_reported():
+    engine = node_engine()
+    try:
+        rec = Recorder()
+        a = rec.array(np.arange(4.0))
+        engine.execute(rec.new_batch())
+        rec.release(a)
+        engine.execute(rec.new_batch())
+        with pytest.raises(EngineError, match="not live"):
+            engine.fetch(a)
+    finally:
+        engine.shutdown()
+
+
+def test_shutdown_stops_every_worker_thread_and_frees_memory():
+    before = threading.active_count()
+    engine = node_engine(block=8, threads=3)
+    rec = Recorder()
+    a = rec.array(np.arange(100.0))
+    rec.ufunc("sqrt", a)
+    engine.execute(rec.new_batch())
+    assert threading.active_count() > before
+    engine.shutdown()
+    assert threading.active_count() == before
+    assert engine.live_bases() == 0
