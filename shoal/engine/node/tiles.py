@@ -15,7 +15,7 @@ import numpy as np
 from shoal.bytecode import spec
 from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram
 
-TILE_ELEMENTS = 16384
+TILE_ELEMENTS = 32768
 
 
 def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.ndarray]) -> Any:
