@@ -9,6 +9,7 @@ from engine_node_recorder import Recorder
 from test_engine_node_differential import jacobi, sample
 
 from shoal.bytecode.opcodes import spec
+from shoal.engine.node import compiler
 from shoal.engine.node.codegen import EXPRESSIONS
 
 pytest.importorskip("numba")
@@ -111,18 +112,43 @@ def test_kernels_are_cached_on_disk_by_structure(kernel_cache):
     assert sorted(kernel_cache.glob("shoal_kernel_*.py")) == sources  # same structure, same kernel
 
 
-def test_background_compilation_runs_numpy_until_the_kernel_is_ready():
+def square_roots(engine, shift):
+    rec = Recorder(first_id=int(shift * 1000))
+    a = rec.array(np.arange(1000.0))
+    out = rec.ufunc("sqrt", rec.ufunc("add", a, shift))
+    engine.execute(rec.new_batch())
+    np.testing.assert_allclose(engine.fetch(out), np.sqrt(np.arange(1000.0) + shift))
+    return engine.last_stats
+
+
+def test_a_short_program_is_never_held_up_by_the_compiler():
     engine = node_engine(block=64, compile="background")
     try:
-        rec = Recorder()
-        a = rec.array(np.arange(1000.0))
-        first = rec.ufunc("sqrt", rec.ufunc("add", a, 0.25))
-        engine.execute(rec.new_batch())
+        stats = square_roots(engine, 0.25)
         engine.wait_for_compiler()
-        second = rec.ufunc("sqrt", rec.ufunc("add", a, 0.5))  # the same structure again
-        engine.execute(rec.new_batch())
-        assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops
-        np.testing.assert_allclose(engine.fetch(first), np.sqrt(np.arange(1000.0) + 0.25))
-        np.testing.assert_allclose(engine.fetch(second), np.sqrt(np.arange(1000.0) + 0.5))
+        assert stats.compiled_block_ops == 0
+        assert square_roots(engine, 0.5).compiled_block_ops == 0  # not hot enough to pay off
     finally:
         engine.shutdown()
+
+
+def test_a_hot_kernel_compiles_in_the_background_and_is_then_loaded_from_disk(monkeypatch):
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 0.0)
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_PER_STEP", 0.0)
+    engine = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(engine, 0.25).compiled_block_ops == 0  # NumPy path meanwhile
+        engine.wait_for_compiler()
+        stats = square_roots(engine, 0.5)  # the same structure again
+        assert stats.compiled_block_ops == stats.block_ops
+    finally:
+        engine.shutdown()
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 1e9)
+    fresh = node_engine(block=64, compile="background")
+    try:
+        square_roots(fresh, 1.0)  # found in the disk cache: loaded, not judged by heat
+        fresh.wait_for_compiler()
+        stats = square_roots(fresh, 2.0)
+        assert stats.compiled_block_ops == stats.block_ops
+    finally:
+        fresh.shutdown()

@@ -9,6 +9,7 @@ access and frees the memory at once.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -49,11 +50,16 @@ class GroupRunner:
 
     def run(self, index: int) -> Any:
         with np.errstate(all="ignore"):
-            kernel = self.kernels.ready(self.key) if self.kernels is not None else None
+            if self.kernels is None:
+                return run_tiles(self.program, index, self.storage.raw)
+            kernel = self.kernels.ready(self.key)
             if kernel is not None:
                 self.compiled_blocks += 1
                 return kernel(*kernel_args(self.program, index, self.storage.typed))
-            return run_tiles(self.program, index, self.storage.raw)
+            started = time.perf_counter()
+            result = run_tiles(self.program, index, self.storage.raw)
+            self.kernels.note_numpy_time(self.key, self.program, time.perf_counter() - started)
+            return result
 
 
 class Builder:
