@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import psutil
 import pytest
 from engine_node_harness import node_engine, run_both
 from engine_node_recorder import Recorder
@@ -141,8 +142,10 @@ def test_a_hot_kernel_compiles_in_the_background_and_is_then_loaded_from_disk(mo
         engine.wait_for_compiler()
         stats = square_roots(engine, 0.5)  # the same structure again
         assert stats.compiled_block_ops == stats.block_ops
+        assert psutil.Process().children()  # compiled in a worker process, not under our GIL
     finally:
         engine.shutdown()
+    assert not psutil.Process().children()
     monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 1e9)
     fresh = node_engine(block=64, compile="background")
     try:

@@ -188,7 +188,19 @@ def generate(program: KernelProgram, name: str) -> str:
         lines.append("    return acc")
     else:
         lines.append("    return 0")
+    lines += ["", "", "def _warmup():", f"    return {name}({', '.join(_dummy_arguments(program, ndim))})"]
     return "\n".join(lines) + "\n"
+
+
+def _dummy_arguments(program: KernelProgram, ndim: int) -> list[str]:
+    """Source of arguments with the kernel's types that run zero iterations (to compile it)."""
+    args = ["0"] * ndim
+    for slot in program.slots:
+        if slot.kind == ARRAY:
+            args += [f"np.zeros(1, np.dtype({slot.dtype.str!r}))", "0"] + ["0"] * ndim
+        elif slot.kind == CONST:
+            args.append(f"np.dtype({slot.dtype.str!r}).type(0)")
+    return args
 
 
 def _row_setup(slots, arrays: list[int], last: int) -> list[str]:

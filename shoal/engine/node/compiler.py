@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
-import importlib.util
 import os
 import queue
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from shoal.engine.node.codegen import generate
+from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, KernelProgram
 
 try:  # Numba is optional: without it every kernel runs on the NumPy tile path
@@ -83,6 +84,8 @@ class KernelCache:
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[tuple[str, str, tuple] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
+        self._worker: subprocess.Popen[str] | None = None
+        self._closed = False
         self._numpy_seconds: dict[str, float] = {}
         self.compiled = 0
         self.errors: list[str] = []
@@ -100,7 +103,7 @@ class KernelCache:
         if kernel is not None or key in self._failed:
             return kernel
         if self.mode is CompileMode.SYNC:
-            self._compile(key, generate(program, f"shoal_kernel_{key}"), _dummy_args(program))
+            self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
             return self._ready.get(key)
         if (cache_dir() / f"shoal_kernel_{key}.py").exists():
             self._submit(key, program)
@@ -121,7 +124,7 @@ class KernelCache:
             if key in self._pending or key in self._ready or key in self._failed:
                 return
             self._pending.add(key)
-        self._queue.put((key, generate(program, f"shoal_kernel_{key}"), _dummy_args(program)))
+        self._queue.put((key, generate(program, f"shoal_kernel_{key}")))
         self._start()
 
     def ready(self, key: str) -> Callable[..., Any] | None:
@@ -146,12 +149,13 @@ class KernelCache:
             item = self._queue.get()
             if item is None:
                 return
-            key, source, args = item
-            self._compile(key, source, args)
+            key, source = item
+            self._compile(key, source, in_process=False)
             with self._lock:
                 self._pending.discard(key)
 
-    def _compile(self, key: str, source: str, args: tuple) -> None:
+    def _compile(self, key: str, source: str, in_process: bool) -> None:
+        """Write the module, have the worker process compile it, then load it from the cache."""
         name = f"shoal_kernel_{key}"
         try:
             directory = cache_dir()
@@ -161,38 +165,63 @@ class KernelCache:
                 temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
                 temporary.write_text(source)
                 os.replace(temporary, path)
-            module_spec = importlib.util.spec_from_file_location(name, path)
-            assert module_spec is not None and module_spec.loader is not None
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[name] = module  # Numba's disk cache re-imports the module by name
-            module_spec.loader.exec_module(module)
-            kernel = getattr(module, name)
-            kernel(*args)  # compile (or load from Numba's cache) for these argument types
-            self._ready[key] = kernel
+            if not in_process:
+                self._compile_elsewhere(path)
+            module = load_and_warm(path)  # a cache hit when the worker has compiled it
+            self._ready[key] = getattr(module, name)
             self.compiled += 1
         except Exception as error:  # a kernel that will not compile runs on NumPy instead
             self._failed.add(key)
             self.errors.append(f"{key}: {type(error).__name__}: {error}")
             sys.modules.pop(name, None)
 
+    def _compile_elsewhere(self, path: Path) -> None:
+        """Compile in the worker process (started on first use); fall back to this one."""
+        if self._closed:
+            raise RuntimeError("the engine is shutting down")
+        if self._worker is None or self._worker.poll() is not None:
+            try:
+                self._worker = subprocess.Popen(
+                    [sys.executable, "-m", "shoal.engine.node.compile_worker"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    text=True,
+                    bufsize=1,
+                )
+            except OSError:
+                self._worker = None
+                return
+        assert self._worker.stdin is not None and self._worker.stdout is not None
+        try:
+            self._worker.stdin.write(f"{path}\n")
+            self._worker.stdin.flush()
+            answer = self._worker.stdout.readline().strip()
+        except OSError:
+            return
+        if not answer:
+            raise RuntimeError("the compile worker exited")
+        if answer.startswith("error"):
+            raise RuntimeError(answer[len("error ") :])
+
     def close(self) -> None:
+        self._closed = True
+        self._close_worker()
+
+    def _close_worker(self) -> None:
+        """Stop the compile thread and the worker process (an unfinished compile is dropped)."""
+        worker = self._worker
+        if worker is not None:
+            worker.kill()  # a compile thread waiting on it reads end-of-file and gives up
+            worker.wait()
         if self._thread is not None:
             self._queue.put(None)
-            self._thread.join(timeout=60)
+            self._thread.join(timeout=30)
             self._thread = None
-
-
-def _dummy_args(program: KernelProgram) -> tuple:
-    """Arguments of the kernel's types that run zero iterations."""
-    part = program.partition
-    ndim = len(part.shape) - part.axis
-    args: list[Any] = [0] * ndim
-    for slot in program.slots:
-        if slot.kind == ARRAY:
-            args += [np.zeros(1, slot.dtype), 0] + [0] * ndim
-        elif slot.kind == CONST:
-            args.append(slot.dtype.type(0))
-    return tuple(args)
+        if worker is not None:
+            for stream in (worker.stdin, worker.stdout):
+                if stream is not None:
+                    stream.close()
+            self._worker = None
 
 
 def kernel_args(program: KernelProgram, index: int, typed_of: Callable[[int, np.dtype], np.ndarray]) -> list[Any]:
@@ -209,9 +238,3 @@ def kernel_args(program: KernelProgram, index: int, typed_of: Callable[[int, np.
         elif slot.kind == CONST:
             args.append(slot.dtype.type(slot.value))
     return args
-
-
-def typed_buffer(raw: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The bytes of a base as a 1-D array of ``dtype`` (trailing bytes that do not fit dropped)."""
-    usable = raw.size - raw.size % dtype.itemsize
-    return raw[:usable].view(dtype)
