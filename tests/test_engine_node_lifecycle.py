@@ -66,3 +66,24 @@ def test_shutdown_stops_every_worker_thread_and_frees_memory():
     engine.shutdown()
     assert threading.active_count() == before
     assert engine.live_bases() == 0
+
+
+def test_arrays_that_arrive_with_a_batch_are_borrowed_never_modified():
+    rec = Recorder()
+    values = np.arange(50.0)
+    a = rec.array(values)
+    b = rec.array(values * 2)
+    total = rec.ufunc("add", a, b)  # reads only: a and b are not copied
+    rec.emit("multiply", (a,), (a, 3.0))  # writes a: it gets its own copy first
+    batch = rec.new_batch()
+    sent = {base: data.copy() for base, data in batch.data.items()}
+    engine = node_engine(block=8)
+    try:
+        engine.execute(batch)
+        np.testing.assert_array_equal(engine.fetch(a), values * 3)
+        np.testing.assert_array_equal(engine.fetch(total), values * 3)
+        assert engine.last_stats.peak_bytes == 3 * 50 * 8  # a (its copy replaces the borrowed array), b, total
+    finally:
+        engine.shutdown()
+    for base, data in batch.data.items():
+        np.testing.assert_array_equal(data, sent[base])

@@ -182,7 +182,7 @@ class KernelCache:
         if self._worker is None or self._worker.poll() is not None:
             try:
                 self._worker = subprocess.Popen(
-                    [sys.executable, "-m", "shoal.engine.node.compile_worker"],
+                    [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"],
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     text=True,

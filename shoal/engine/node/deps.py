@@ -22,7 +22,7 @@ class BlockOp:
     """One schedulable unit: a fused kernel over one view-block, or a whole-view operation.
 
     ``reads`` and ``writes`` are ``(base, base_block)`` pairs; ``bases`` the bases it needs
-    allocated before it runs; ``inline`` (cheap) operations run on the scheduling thread as soon
+    allocated before it runs, ``written`` those of them it writes; ``inline`` (cheap) operations run on the scheduling thread as soon
     as they are ready; ``exclusive`` ones run there too, but alone.
     """
 
@@ -31,6 +31,7 @@ class BlockOp:
     reads: tuple[tuple[int, int], ...]
     writes: tuple[tuple[int, int], ...]
     bases: tuple[int, ...] = ()
+    written: tuple[int, ...] = ()
     inline: bool = False
     exclusive: bool = False
     label: str = ""

@@ -142,6 +142,8 @@ class NodeEngine(Component):
     def _prepare(self, op: BlockOp) -> None:
         for base in op.bases:
             self._storage.ensure(base)
+        for base in op.written:
+            self._storage.make_writable(base)
         if op.exclusive and self._controller is not None:
             op.run = _with_threads(op.run, self._controller, self.threads)
 

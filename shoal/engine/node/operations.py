@@ -110,6 +110,7 @@ class Builder:
         part = program.partition
         arrays = [slot for slot in program.slots if slot.kind == ARRAY]
         bases = tuple({slot.base for slot in arrays})
+        written = tuple({slot.base for slot in arrays if slot.written})
         access_lists = [self._slot_blocks(program, slot) for slot in arrays]
         ops = []
         for index in range(len(part)):
@@ -117,12 +118,12 @@ class Builder:
             writes: list[tuple[int, int]] = []
             for slot, blocks in zip(arrays, access_lists):
                 (writes if slot.written else reads).extend(blocks[index])
-            ops.append(BlockOp(self._next(), partial(runner.run, index), tuple(reads), tuple(writes), bases, label=f"kernel {self.counts.groups}.{index}"))
+            ops.append(BlockOp(self._next(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.groups}.{index}"))
         self.deps.insert_group(ops)
         if program.reduction is not None:
             output = program.reduction.output
             fold = partial(self._fold, program, ops, output)
-            op = BlockOp(self._next(), fold, (), tuple(self._view_blocks(output)), (output.base,), inline=True, label="fold")
+            op = BlockOp(self._next(), fold, (), tuple(self._view_blocks(output)), (output.base,), (output.base,), inline=True, label="fold")
             self.deps.insert_group([op], after=ops)
 
     def _fold(self, program: KernelProgram, ops: list[BlockOp], output: View) -> None:
@@ -162,9 +163,10 @@ class Builder:
         reads = [key for view in instruction.inputs if isinstance(view, View) for key in self._view_blocks(view)]
         writes = [key for view in instruction.outputs for key in self._view_blocks(view)]
         bases = tuple({view.base for view in (*instruction.inputs, *instruction.outputs) if isinstance(view, View)})
+        written = tuple({view.base for view in instruction.outputs})
         exclusive = spec(instruction.op).kind is Kind.LINALG
         run = partial(self._run_whole, instruction)
-        self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, exclusive=exclusive, label=instruction.op))
+        self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, written, exclusive=exclusive, label=instruction.op))
 
     def _run_whole(self, instruction: Instruction) -> None:
         storage = self.storage

@@ -3,6 +3,10 @@
 A base declared by a batch gets memory only when the first block operation that touches it is
 about to run, and loses it when its release operation runs, so a batch that creates and drops
 many arrays holds no more of them at once than the program itself would.
+
+A base that arrives with data *borrows* the batch's array (read-only) and is copied only when
+the first operation that writes it is about to run: arrays that a program only reads are never
+copied, and the batch itself is never modified.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ class Storage:
         self.decls: dict[int, BaseDecl] = {}
         self._bytes: dict[int, np.ndarray] = {}
         self._typed: dict[int, dict[str, np.ndarray]] = {}
+        self._borrowed: set[int] = set()
         self.bytes_held = 0
         self.peak_bytes = 0
 
@@ -34,7 +39,13 @@ class Storage:
         if data is not None:
             if data.size != decl.size:
                 raise EngineError(f"data for base {decl.id} has {data.size} elements, declared {decl.size}")
-            self._hold(decl.id, np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size).view(np.uint8))
+            if data.dtype == decl.dtype and data.flags.c_contiguous:
+                borrowed = data.reshape(decl.size).view(np.uint8)
+                borrowed.flags.writeable = False
+                self._hold(decl.id, borrowed)
+                self._borrowed.add(decl.id)
+            else:
+                self._hold(decl.id, np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size).view(np.uint8))
         self.decls[decl.id] = decl
 
     def decl(self, base: int) -> BaseDecl:
@@ -47,6 +58,13 @@ class Storage:
         """Allocate ``base`` if it has no memory yet."""
         if base not in self._bytes:
             self._hold(base, np.empty(self.decl(base).nbytes, np.uint8))
+
+    def make_writable(self, base: int) -> None:
+        """Give a borrowed base its own copy before anything writes it."""
+        if base in self._borrowed:
+            self._bytes[base] = self._bytes[base].copy()
+            self._typed.pop(base, None)
+            self._borrowed.discard(base)
 
     def raw(self, base: int) -> np.ndarray:
         try:
@@ -72,6 +90,7 @@ class Storage:
 
     def release(self, base: int) -> None:
         self.decls.pop(base, None)
+        self._borrowed.discard(base)
         held = self._bytes.pop(base, None)
         if held is not None:
             self.bytes_held -= held.nbytes
@@ -84,4 +103,5 @@ class Storage:
         self.decls.clear()
         self._bytes.clear()
         self._typed.clear()
+        self._borrowed.clear()
         self.bytes_held = 0
