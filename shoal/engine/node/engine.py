@@ -113,7 +113,7 @@ class NodeEngine(Component):
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         plan = plan_batch(batch, self._storage.decls)
-        builder = Builder(self._storage, kernels, self.block_elements)
+        builder = Builder(self._storage, kernels, self.block_elements, self.threads)
         ops = builder.build(plan)
         plan_seconds = time.perf_counter() - planning
         if self._controller is not None:

@@ -9,6 +9,7 @@ access and frees the memory at once.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from functools import partial
@@ -17,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import Const, Instruction, Kind, View, spec
-from shoal.engine.node.blocks import base_blocks
+from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
 from shoal.engine.node.deps import BlockOp, DependencyLists
@@ -25,6 +26,8 @@ from shoal.engine.node.plan import Group, Plan, Release, WholeOp
 from shoal.engine.node.program import ARRAY, KernelProgram, lower
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.tiles import finalize, run_tiles
+
+MIN_VIEW_BLOCK_ELEMENTS = 16384  # below this a block operation costs more than it saves
 
 
 @dataclass
@@ -65,10 +68,11 @@ class GroupRunner:
 class Builder:
     """Adds the block operations of plan steps to the dependency lists, in program order."""
 
-    def __init__(self, storage: Storage, kernels: KernelCache, block_elements: int) -> None:
+    def __init__(self, storage: Storage, kernels: KernelCache, block_elements: int, threads: int = 1) -> None:
         self.storage = storage
         self.kernels = kernels
         self.block_elements = block_elements
+        self.threads = threads
         self.deps = DependencyLists()
         self.counts = BuildCounts()
         self.runners: list[GroupRunner] = []
@@ -91,12 +95,19 @@ class Builder:
     def _block_bytes(self, base: int) -> int:
         return self.block_elements * self.storage.decl(base).dtype.itemsize
 
+    def _view_block_elements(self, elements: int) -> int:
+        """The block size, made smaller where that gives every thread two view-blocks."""
+        if self.threads <= 1:
+            return self.block_elements
+        wanted = -(-elements // (2 * self.threads))
+        return min(self.block_elements, max(MIN_VIEW_BLOCK_ELEMENTS, wanted))
+
     def _view_blocks(self, view: View) -> list[tuple[int, int]]:
-        low, high = view.byte_extent()
+        low, high = view_extent(view)
         return [(view.base, k) for k in base_blocks(low, high, self._block_bytes(view.base))]
 
     def _group(self, group: Group, temporaries: set[int]) -> None:
-        program = lower(group, temporaries, self.block_elements)
+        program = lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
         self.counts.groups += 1
         self.counts.fused_instructions += len(group.instructions)
         kernels = None
@@ -136,6 +147,16 @@ class Builder:
         count = len(part)
         if count == 0:
             return []
+        block_bytes = self._block_bytes(slot.base)
+        if count <= 16:
+            inner = slot.strides[part.axis :]
+            itemsize = slot.dtype.itemsize
+            result = []
+            for index in range(count):
+                offset = part.block_offset(index, slot.offset, slot.strides)
+                low, high = extent(offset, part.block_shape(index), inner, itemsize)
+                result.append([(slot.base, k) for k in base_blocks(low, high, block_bytes)])
+            return result
         axis = part.axis
         strides = np.array(slot.strides, dtype=np.int64)
         starts = np.array(part.starts, dtype=np.int64)
@@ -152,7 +173,6 @@ class Builder:
         span = (rows - 1) * strides[axis]
         lows = offsets + inner_low + np.minimum(span, 0)
         highs = offsets + inner_high + np.maximum(span, 0) + slot.dtype.itemsize
-        block_bytes = self._block_bytes(slot.base)
         firsts = (lows // block_bytes).tolist()
         lasts = ((highs - 1) // block_bytes).tolist()
         base = slot.base

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
-from shoal.engine.node.blocks import broadcast_strides
+from shoal.engine.node.blocks import broadcast_strides, view_extent
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 MAX_GROUP_STEPS = 64
@@ -134,7 +134,7 @@ def _fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:
             return None
     if instruction.op in FUSIBLE_REDUCTIONS:
         source = instruction.inputs[0]
-        if not isinstance(source, View) or source.size == 0 or not _full_reduction(instruction, source):
+        if not isinstance(source, View) or 0 in source.shape or not _full_reduction(instruction, source):
             return None
         if instruction.op in ("min", "max") and source.dtype.kind == "c":
             return None
@@ -166,7 +166,7 @@ def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] 
             strides = broadcast_strides(view, shape)
         except ValueError:
             return None
-        low, high = view.byte_extent()
+        low, high = view_extent(view)
         accesses.append(Access(view.base, (view.dtype, view.offset, strides), low, high, write))
     if not _conflict_free(accesses, accesses):
         return None
