@@ -16,7 +16,7 @@ Program = Callable[[Recorder], list[View]]
 
 def node_engine(block: int = 7, threads: int = 2, compile: str = "off") -> NodeEngine:
     engine = NodeEngine()
-    engine.init(Config(threads=threads, block_size=block, options={"compile": compile}))
+    engine.init(Config(threads=threads, block_size=block, options={"compile": compile, "direct_work": "0"}))
     return engine
 
 

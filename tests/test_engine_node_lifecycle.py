@@ -17,7 +17,7 @@ def test_registered_as_node():
     assert isinstance(create("node"), NodeEngine)
 
 
-@pytest.mark.parametrize(("variable", "value"), [("SHOAL_BLOCK_SIZE", "0"), ("SHOAL_BLOCK_SIZE", "big"), ("SHOAL_COMPILE", "later")])
+@pytest.mark.parametrize(("variable", "value"), [("SHOAL_BLOCK_SIZE", "0"), ("SHOAL_BLOCK_SIZE", "big"), ("SHOAL_COMPILE", "later"), ("SHOAL_DIRECT_WORK", "few")])
 def test_bad_settings_name_the_setting(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
     with pytest.raises(ValueError, match=variable):
@@ -87,3 +87,29 @@ def test_arrays_that_arrive_with_a_batch_are_borrowed_never_modified():
         engine.shutdown()
     for base, data in batch.data.items():
         np.testing.assert_array_equal(data, sent[base])
+
+
+def test_small_batches_run_directly_and_match_the_reference():
+    from engine_node_harness import assert_same
+
+    from shoal.engine import ReferenceEngine
+
+    rec = Recorder()
+    a = rec.array(np.arange(100.0).reshape(10, 10))
+    t = rec.ufunc("multiply", rec.index(a, (slice(1, None), slice(None, -1))), 2.0)
+    rec.emit("add", (rec.index(a, (slice(None, -1), slice(1, None))),), (rec.index(a, (slice(None, -1), slice(1, None))), t))
+    total = rec.reduce("sum", a)
+    rec.release(t)
+    batch = rec.new_batch()
+    reference = ReferenceEngine()
+    reference.init(Config())
+    reference.execute(batch)
+    engine = NodeEngine()
+    engine.init(Config(threads=2))
+    try:
+        engine.execute(batch)
+        assert engine.last_stats.direct and engine.last_stats.block_ops == 0
+        for view in (a, total):
+            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
+    finally:
+        engine.shutdown()

@@ -11,6 +11,8 @@ Settings (``Config`` first, the environment overrides):
 * threads: ``Config.threads``; ``Config.options["threads"]`` or ``SHOAL_NUM_THREADS`` override.
 * compilation: ``Config.options["compile"]`` or ``SHOAL_COMPILE`` = ``background`` (default),
   ``sync`` or ``off``.
+* direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
+  below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
+from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, batch_work, run_direct
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
 from shoal.engine.node.scheduler import WorkerPool
@@ -37,6 +40,7 @@ class BatchStats:
     """What the last batch turned into and what scheduling it cost."""
 
     instructions: int = 0
+    direct: bool = False  # small enough to run instruction by instruction (no blocks)
     kernels: int = 0  # fusion groups: one kernel per view-block each
     fused_instructions: int = 0
     compilable_kernels: int = 0
@@ -59,13 +63,13 @@ class BatchStats:
         return (self.plan_seconds + self.bookkeeping_seconds) / self.block_ops * 1e6
 
 
-def _int_setting(name: str, text: str) -> int:
+def _int_setting(name: str, text: str, minimum: int = 1) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise ValueError(f"{name} must be a positive integer, got {text!r}") from None
-    if value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {text!r}")
+        raise ValueError(f"{name} must be an integer of at least {minimum}, got {text!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be an integer of at least {minimum}, got {text!r}")
     return value
 
 
@@ -81,6 +85,7 @@ class NodeEngine(Component):
         self._controller: ThreadpoolController | None = None
         self.block_elements = 1 << 16
         self.threads = 1
+        self.direct_work = DIRECT_WORK_ELEMENTS
         self.last_stats = BatchStats()
 
     def init(self, config: Config) -> None:
@@ -91,6 +96,8 @@ class NodeEngine(Component):
             raise ValueError(f"block size must be a positive number of elements, got {self.block_elements}")
         threads = config.options.get("threads") or os.environ.get("SHOAL_NUM_THREADS")
         self.threads = _int_setting("threads", threads) if threads else max(1, config.threads)
+        direct = config.options.get("direct_work") or os.environ.get("SHOAL_DIRECT_WORK")
+        self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else _int_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
         self._kernels = KernelCache(CompileMode.parse(mode))
         self._pool = WorkerPool(self.threads)
@@ -112,6 +119,15 @@ class NodeEngine(Component):
             self._storage.declare(decl, batch.data.get(decl.id))
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
+        if batch_work(batch) < self.direct_work:
+            run_direct(batch, self._storage)
+            self.last_stats = BatchStats(
+                instructions=len(batch.instructions),
+                direct=True,
+                peak_bytes=self._storage.peak_bytes,
+                wall_seconds=time.perf_counter() - started,
+            )
+            return
         plan = plan_batch(batch, self._storage.decls)
         builder = Builder(self._storage, kernels, self.block_elements, self.threads)
         ops = builder.build(plan)
