@@ -285,3 +285,23 @@ def test_bases_live_across_batches_and_releases_free_them():
         return [a, b, out]
 
     run_both(program, block=16, batches=3)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "int64"])
+def test_matrix_products_as_row_panels(dtype):
+    def program(rec):
+        a = rec.array((RNG.random((150, 40)) * 10).astype(dtype))
+        b = rec.array((RNG.random((40, 30)) * 10).astype(dtype))
+        at = rec.transpose(rec.array((RNG.random((40, 150)) * 10).astype(dtype)))
+        outs = []
+        for left, op in ((a, "matmul"), (at, "dot")):
+            out = rec.empty((150, 30), dtype)
+            rec.emit(op, (out,), (left, b))
+            outs.append(out)
+        wide = rec.empty((150, 30), np.float64)
+        rec.emit("matmul", (wide,), (a, b))
+        after = rec.ufunc("add", outs[0], 1)
+        return [*outs, wide, after]
+
+    engine = run_both(program, block=64, exact=False)
+    assert engine.last_stats.product_panels == 3 * 3  # three products of 150 rows, 64-row panels

@@ -46,6 +46,7 @@ class BatchStats:
     compilable_kernels: int = 0
     compiled_block_ops: int = 0
     whole_ops: int = 0
+    product_panels: int = 0  # row panels of matrix products run on the pool
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
     peak_bytes: int = 0  # most base memory held at once during the batch
@@ -145,6 +146,7 @@ class NodeEngine(Component):
             compilable_kernels=counts.compilable_groups,
             compiled_block_ops=sum(runner.compiled_blocks for runner in builder.runners),
             whole_ops=counts.whole_ops,
+            product_panels=counts.product_panels,
             releases=counts.releases,
             temporaries=len(plan.temporaries),
             peak_bytes=self._storage.peak_bytes,

@@ -28,6 +28,7 @@ from shoal.engine.node.storage import Storage
 from shoal.engine.node.tiles import finalize, run_tiles
 
 MIN_VIEW_BLOCK_ELEMENTS = 16384  # below this a block operation costs more than it saves
+PANEL_ROWS_MIN = 64
 
 
 @dataclass
@@ -38,6 +39,7 @@ class BuildCounts:
     fused_instructions: int = 0
     compilable_groups: int = 0
     whole_ops: int = 0
+    product_panels: int = 0
     releases: int = 0
 
 
@@ -179,6 +181,8 @@ class Builder:
         return [[(base, k) for k in range(first, last + 1)] for first, last in zip(firsts, lasts)]
 
     def _whole(self, instruction: Instruction) -> None:
+        if self._row_panels(instruction):
+            return
         self.counts.whole_ops += 1
         reads = [key for view in instruction.inputs if isinstance(view, View) for key in self._view_blocks(view)]
         writes = [key for view in instruction.outputs for key in self._view_blocks(view)]
@@ -187,6 +191,42 @@ class Builder:
         exclusive = spec(instruction.op).kind is Kind.LINALG
         run = partial(self._run_whole, instruction)
         self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, written, exclusive=exclusive, label=instruction.op))
+
+    def _row_panels(self, instruction: Instruction) -> bool:
+        """A 2-D product as row panels on the pool, each a one-thread BLAS call.
+
+        Measured faster than one call to threaded BLAS (2048², 2 cores: 0.31-0.34 s against
+        0.35-0.45 s); products that do not fit the pattern run whole.
+        """
+        if instruction.op not in ("matmul", "dot") or self.threads <= 1:
+            return False
+        out = instruction.outputs[0]
+        a, b = instruction.inputs
+        if not (isinstance(a, View) and isinstance(b, View)) or a.ndim != 2 or b.ndim != 2 or out.ndim != 2:
+            return False
+        if out.base in (a.base, b.base) or a.shape[0] < 2 * PANEL_ROWS_MIN:
+            return False
+        rows = max(PANEL_ROWS_MIN, -(-a.shape[0] // (4 * self.threads)))
+        b_blocks = tuple(self._view_blocks(b))
+        ops = []
+        for start in range(0, a.shape[0], rows):
+            stop = min(start + rows, a.shape[0])
+            a_panel = View(a.base, a.dtype, a.offset + start * a.strides[0], (stop - start, a.shape[1]), a.strides)
+            out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, out.shape[1]), out.strides)
+            run = partial(self._run_panel, a_panel, b, out_panel)
+            reads = tuple(self._view_blocks(a_panel)) + b_blocks
+            ops.append(BlockOp(self._next(), run, reads, tuple(self._view_blocks(out_panel)), (a.base, b.base, out.base), (out.base,), label="panel"))
+        self.deps.insert_group(ops)
+        self.counts.product_panels += len(ops)
+        return True
+
+    def _run_panel(self, a: View, b: View, out: View) -> None:
+        left, right, target = self.storage.array(a), self.storage.array(b), self.storage.array(out)
+        with np.errstate(all="ignore"):
+            if target.dtype == np.result_type(left, right):
+                np.matmul(left, right, out=target)
+            else:
+                np.copyto(target, np.matmul(left, right), casting="unsafe")
 
     def _run_whole(self, instruction: Instruction) -> None:
         storage = self.storage
