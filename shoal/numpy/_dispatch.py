@@ -25,7 +25,8 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 COMPOSABLE: set[str] = {
     "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack", "column_stack",
     "isclose", "allclose", "array_equal", "diff", "outer", "average", "nan_to_num",
-    "real", "imag", "round", "around", "ptp", "count_nonzero", "trace", "linalg.norm",
+    "real", "imag", "round", "around", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
+    "tril",
 }  # fmt: skip
 
 # ndarray methods that change the array in place: the fallback writes the result back.

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape
+from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import is_lazy, is_small, new_array, operand, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 from shoal.numpy._ufunc import apply_ufunc
@@ -148,6 +148,8 @@ def _register() -> None:
     table[np.size] = _size
     table[np.result_type] = _result_type
     table[np.diagonal] = lambda a, offset=0, axis1=0, axis2=1: _shape.diagonal(a, offset, axis1, axis2)
+    for name in ("sort", "argsort", "partition", "argpartition", "take_along_axis"):
+        table[getattr(np, name)] = getattr(_sorting, name)
     for name in ("empty_like", "zeros_like", "ones_like", "full_like", "meshgrid"):
         table[getattr(np, name)] = getattr(_create, name)
 

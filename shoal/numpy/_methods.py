@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy import _linalg, _reduce, _shape
+from shoal.numpy import _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._ufunc import apply_ufunc
 
@@ -141,3 +141,7 @@ ndarray.view = lambda self, dtype=None, type=None: _shape.dtype_view(self, dtype
 ndarray.dot = lambda self, other, out=None: _linalg.dot(self, other, out)
 ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
 ndarray.round = lambda self, decimals=0, out=None: np.round(self, decimals, out)
+ndarray.sort = _sorting.sort_in_place
+ndarray.partition = _sorting.partition_in_place
+ndarray.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: _sorting.argsort(self, axis, kind, order, stable=stable)
+ndarray.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: _sorting.argpartition(self, kth, axis, kind, order)
