@@ -5,4 +5,4 @@ import os
 # Every batch is verified and round-tripped through the wire format before it runs.
 os.environ.setdefault("SHOAL_VERIFY", "1")
 
-from numpy_fixtures import snp, snp_any  # noqa: E402, F401  (fixtures for the NumPy tests)
+from numpy_fixtures import snp, snp_any  # noqa: F401  (fixtures for the NumPy tests)

@@ -129,7 +129,9 @@ def default_rtol(dtype: np.dtype) -> float:
     return 1e-12
 
 
-def assert_same(actual: Any, expected: Any, *, rtol: float | None = None, atol: float = 0.0) -> None:
+def assert_same(
+    actual: Any, expected: Any, *, rtol: float | None = None, atol: float = 0.0
+) -> None:
     """``actual`` (from Shoal) equals ``expected`` (from NumPy): type of value, dtype, shape, values.
 
     Integers and booleans compare exactly; floating results within ``rtol`` (by default a few
@@ -194,7 +196,7 @@ def outcome(call: Callable[[], Any]) -> tuple[Any, Exception | None]:
     """``(result, None)`` or ``(None, exception)`` of ``call()``."""
     try:
         return call(), None
-    except Exception as error:  # noqa: BLE001 - the exception itself is the outcome compared
+    except Exception as error:
         return None, error
 
 
@@ -233,7 +235,9 @@ def check_same(
 dtypes = st.sampled_from(ALL_DTYPES)
 
 
-def elements(dtype: np.dtype, *, bound: float | None = None, finite: bool = False) -> st.SearchStrategy:
+def elements(
+    dtype: np.dtype, *, bound: float | None = None, finite: bool = False
+) -> st.SearchStrategy:
     """Values of ``dtype``; floats without subnormals, within ``bound`` when given."""
     if dtype.kind == "f":
         return hnp.from_dtype(
@@ -246,7 +250,11 @@ def elements(dtype: np.dtype, *, bound: float | None = None, finite: bool = Fals
         )
     if dtype.kind == "c":
         part = np.dtype(f"float{dtype.itemsize * 4}")
-        return st.builds(complex, elements(part, bound=bound, finite=finite), elements(part, bound=bound, finite=finite))
+        return st.builds(
+            complex,
+            elements(part, bound=bound, finite=finite),
+            elements(part, bound=bound, finite=finite),
+        )
     if dtype.kind in "iu" and bound is not None:
         info = np.iinfo(dtype)
         return st.integers(max(info.min, -int(bound)), min(info.max, int(bound)))

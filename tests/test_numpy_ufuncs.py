@@ -76,7 +76,7 @@ def _non_negative_integers(values: np.ndarray) -> np.ndarray:
 )
 def test_binary_ufunc_matches_numpy(snp_any: ModuleType, name: str, pair) -> None:
     left, right = pair
-    if name in SHIFTS + ("power",):
+    if name in (*SHIFTS, "power"):
         right = _non_negative_integers(right)
     check_same(snp_any, calling(name), left, right)
 
@@ -167,7 +167,9 @@ def test_where_matches_numpy(snp_any: ModuleType, shapes3, data) -> None:
     width=st.integers(0, 100),
     method=st.booleans(),
 )
-def test_clip_matches_numpy(snp: ModuleType, array: np.ndarray, low: int, width: int, method) -> None:
+def test_clip_matches_numpy(
+    snp: ModuleType, array: np.ndarray, low: int, width: int, method
+) -> None:
     if method:
         check_same(snp, lambda xp, a: a.clip(low, low + width), array)
     else:
