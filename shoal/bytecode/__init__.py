@@ -1,8 +1,8 @@
 """Shoal's vector bytecode: one opcode table, instructions over views, self-contained batches."""
 
 from shoal.bytecode.ir import (
-    Batch,
     BaseDecl,
+    Batch,
     Const,
     Instruction,
     Operand,
@@ -15,8 +15,8 @@ __all__ = [
     "BY_CODE",
     "BY_NAME",
     "OPCODES",
-    "Batch",
     "BaseDecl",
+    "Batch",
     "Const",
     "Instruction",
     "Kind",

@@ -13,8 +13,8 @@ from typing import Any, Union
 
 import numpy as np
 
-AttrValue = Union[None, bool, int, float, complex, str, np.dtype, tuple["AttrValue", ...]]
-Scalar = Union[bool, int, float, complex, np.generic]
+AttrValue = Union[None, bool, int, float, complex, str, np.dtype, tuple["AttrValue", ...]]  # noqa: UP007  (recursive alias)
+Scalar = bool | int | float | complex | np.generic
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ class Const:
         return not isinstance(self.value, np.generic)
 
 
-Operand = Union[View, Const]
+Operand = View | Const
 
 
 @dataclass(frozen=True, slots=True)

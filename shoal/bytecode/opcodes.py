@@ -82,7 +82,11 @@ def _ufunc(name: str) -> np.ufunc:
 
 def _ufunc_reference(ufunc: np.ufunc) -> Reference:
     def run(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Mapping[str, Any]) -> None:
-        ufunc(*ins, out=tuple(outs), casting="unsafe")
+        dtype = attrs.get("dtype")
+        if dtype is None:
+            ufunc(*ins, out=tuple(outs), casting="unsafe")
+        else:
+            ufunc(*ins, out=tuple(outs), casting="unsafe", dtype=dtype)
 
     return run
 
@@ -228,7 +232,7 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("dot", Kind.LINALG, 2, 1, _dot)
     for name in UFUNC_NAMES:
         ufunc = _ufunc(name)
-        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), (), ufunc)
+        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), ("dtype",), ufunc)
     return tuple(rows)
 
 

@@ -1,0 +1,54 @@
+"""``shoal.numpy``: NumPy's namespace with lazy, parallel arrays.
+
+Use it as ``import shoal.numpy as np``, or run an unmodified program with
+``python -m shoal app.py``. Small arrays are plain NumPy arrays; large ones are lazy and run on
+Shoal's engine at flush triggers (reading a value, a full batch, ``shoal.flush()``, exit).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as _np
+from numpy import *  # noqa: F403  (NumPy's namespace: ufuncs, dtypes, constants, functions)
+
+from shoal.errors import ShoalFallbackWarning
+from shoal.numpy import linalg, random
+from shoal.numpy._create import (
+    arange,
+    array,
+    asanyarray,
+    asarray,
+    ascontiguousarray,
+    copy,
+    empty,
+    empty_like,
+    eye,
+    fromfunction,
+    full,
+    full_like,
+    identity,
+    indices,
+    linspace,
+    meshgrid,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from shoal.numpy._dispatch import fallbacks_used
+from shoal.numpy._functions import clip, where
+from shoal.numpy._lazy import ndarray
+from shoal.numpy._shape import broadcast_arrays, broadcast_to
+
+
+def __getattr__(name: str) -> Any:
+    return getattr(_np, name)
+
+
+__all__ = [
+    "ShoalFallbackWarning", "arange", "array", "asanyarray", "asarray", "ascontiguousarray",
+    "broadcast_arrays", "broadcast_to", "clip", "copy", "empty", "empty_like", "eye",
+    "fallbacks_used", "fromfunction", "full", "full_like", "identity", "indices", "linalg",
+    "linspace", "meshgrid", "ndarray", "ones", "ones_like", "random", "where", "zeros", "zeros_like",
+]  # fmt: skip

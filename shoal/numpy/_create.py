@@ -1,0 +1,253 @@
+"""Array creation: small arrays are plain NumPy, large ones are created lazily."""
+
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any
+
+import numpy as np
+
+from shoal.numpy._lazy import from_numpy, is_lazy, is_small, materialize, new_array, wrap_numpy
+from shoal.numpy._shape import astype, broadcast_to, reshape
+from shoal.numpy._shape import copy as _copy
+
+
+def _shape_tuple(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        shape = (shape,)
+    try:
+        result = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+    for n in result:
+        if n < 0:
+            raise ValueError("negative dimensions are not allowed")
+    return result
+
+
+def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> Any:
+    dims = _shape_tuple(shape)
+    if is_small(math.prod(dims)) or order not in ("C", "K", "A"):
+        return numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order)
+    probe = np.full((), 0 if value is None else value, dtype=dtype)
+    result = new_array(probe.dtype, dims)
+    if value is not None:
+        result._base.runtime.record("fill", (result._view,), (_fill_constant(probe),))
+    return result
+
+
+def _fill_constant(probe: np.ndarray) -> Any:
+    from shoal.bytecode import Const
+
+    return Const(probe[()])
+
+
+def empty(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``np.empty``."""
+    return _filled(shape, dtype, None, np.empty, order)
+
+
+def zeros(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``np.zeros``."""
+    return _filled(shape, dtype, 0, np.zeros, order)
+
+
+def ones(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``np.ones``."""
+    return _filled(shape, float if dtype is None else dtype, 1, np.ones, order)
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``np.full``."""
+    if is_lazy(fill_value) or np.ndim(fill_value) > 0:
+        value = fill_value if is_lazy(fill_value) else np.asarray(fill_value, dtype=dtype)
+        result = empty(shape, value.dtype if dtype is None else dtype, order)
+        result[...] = value
+        return result
+    if dtype is None:
+        dtype = np.array(fill_value).dtype
+    return _filled(shape, dtype, fill_value, np.empty, order)
+
+
+def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
+    proto_shape = prototype.shape if is_lazy(prototype) else np.shape(prototype)
+    proto_dtype = prototype.dtype if is_lazy(prototype) else np.asarray(prototype).dtype
+    return (proto_shape if shape is None else shape), (proto_dtype if dtype is None else dtype)
+
+
+def empty_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+    """``np.empty_like``."""
+    s, d = _like(prototype, dtype, shape)
+    return empty(s, d)
+
+
+def zeros_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+    """``np.zeros_like``."""
+    s, d = _like(prototype, dtype, shape)
+    return zeros(s, d)
+
+
+def ones_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+    """``np.ones_like``."""
+    s, d = _like(prototype, dtype, shape)
+    return ones(s, d)
+
+
+def full_like(prototype: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+    """``np.full_like``."""
+    s, d = _like(prototype, dtype, shape)
+    return full(s, fill_value, d)
+
+
+def array(obj: Any, dtype: Any = None, *, copy: Any = True, order: str = "K", subok: bool = False, ndmin: int = 0, like: Any = None) -> Any:
+    """``np.array``."""
+    if is_lazy(obj):
+        result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
+        if copy is True and result is obj:
+            result = _copy(obj)
+        if result.ndim < ndmin:
+            result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
+        return result
+    value = np.array(materialize(obj), dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
+    if is_small(value.size) or value is obj:
+        return value
+    return from_numpy(value, copy=copy is not True)
+
+
+def asarray(obj: Any, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None, like: Any = None) -> Any:
+    """``np.asarray``: lazy arrays and NumPy arrays are returned as they are when no copy is needed."""
+    if is_lazy(obj):
+        if dtype is None or np.dtype(dtype) == obj.dtype:
+            return _copy(obj) if copy is True else obj
+        if copy is False:
+            raise ValueError("Unable to avoid copy while creating an array as requested.")
+        return astype(obj, dtype)
+    if isinstance(obj, np.ndarray):
+        return np.asarray(obj, dtype=dtype, order=order, copy=copy)
+    return array(obj, dtype=dtype, copy=True if copy is None else copy)
+
+
+def asanyarray(obj: Any, dtype: Any = None, order: Any = None, **kwargs: Any) -> Any:
+    """``np.asanyarray``."""
+    return asarray(obj, dtype=dtype, order=order)
+
+
+def ascontiguousarray(obj: Any, dtype: Any = None, **kwargs: Any) -> Any:
+    """``np.ascontiguousarray``."""
+    value = asarray(obj, dtype=dtype)
+    if is_lazy(value):
+        return value if value._view.is_contiguous() else _copy(value)
+    return np.ascontiguousarray(value)
+
+
+def _arange_length(start: Any, stop: Any, step: Any) -> int:
+    if step == 0:
+        raise ZeroDivisionError("division by zero")
+    return max(0, math.ceil((stop - start) / step))
+
+
+def arange(*args: Any, dtype: Any = None, device: Any = None, like: Any = None, **kwargs: Any) -> Any:
+    """``np.arange``."""
+    if "start" in kwargs or "stop" in kwargs or "step" in kwargs or len(args) > 3 or len(args) == 0:
+        return np.arange(*args, dtype=dtype, **kwargs)
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    if any(is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in (start, stop, step)):
+        return np.arange(*materialize(args), dtype=dtype)
+    length = _arange_length(start, stop, step)
+    if is_small(length):
+        return np.arange(*args, dtype=dtype)
+    kind = np.arange(start, type(stop)(start), step, dtype=dtype).dtype
+    result = new_array(kind, (length,))
+    plain = [v.item() if isinstance(v, np.generic) else v for v in (start, stop, step)]
+    result._base.runtime.record("arange", (result._view,), (), start=plain[0], stop=plain[1], step=plain[2])
+    return result
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
+    """``np.linspace``."""
+    num = operator.index(num)
+    if num < 0:
+        raise ValueError(f"Number of samples, {num}, must be non-negative.")
+    scalar = all(np.ndim(v) == 0 and not is_lazy(v) and not isinstance(v, complex) for v in (start, stop))
+    if is_small(num) or not scalar:
+        return wrap_numpy(np.linspace(materialize(start), materialize(stop), num, endpoint, retstep, dtype, axis))
+    kind = np.linspace(start, stop, 2, endpoint, dtype=dtype).dtype
+    result = new_array(kind, (num,))
+    plain = [v.item() if isinstance(v, np.generic) else v for v in (start, stop)]
+    result._base.runtime.record("linspace", (result._view,), (), start=plain[0], stop=plain[1], num=num, endpoint=bool(endpoint))
+    if retstep:
+        div = (num - 1) if endpoint else num
+        step = (stop - start) / div if div > 0 else np.nan
+        return result, step
+    return result
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+    """``np.eye``."""
+    cols = N if M is None else M
+    if is_small(N * cols) or order != "C":
+        return np.eye(N, M, k, dtype, order)
+    result = new_array(np.dtype(dtype), (operator.index(N), operator.index(cols)))
+    result._base.runtime.record("eye", (result._view,), (), k=operator.index(k))
+    return result
+
+
+def identity(n: int, dtype: Any = None, *, like: Any = None) -> Any:
+    """``np.identity``."""
+    return eye(n, dtype=float if dtype is None else dtype)
+
+
+def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple[Any, ...]:
+    """``np.meshgrid``; large grids are lazy."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ndim = len(xi)
+    ones_shape = (1,) * ndim
+    outputs = []
+    for i, x in enumerate(xi):
+        x = x if is_lazy(x) else np.asanyarray(x)
+        shape = (*ones_shape[:i], -1, *ones_shape[i + 1:])
+        outputs.append(x.reshape(shape))
+    if indexing == "xy" and ndim > 1:
+        outputs[0] = outputs[0].reshape((1, -1, *ones_shape[2:]))
+        outputs[1] = outputs[1].reshape((-1, 1, *ones_shape[2:]))
+    if not sparse:
+        shape = np.broadcast_shapes(*(o.shape for o in outputs))
+        outputs = [broadcast_to(o, shape) for o in outputs]
+    if copy:
+        outputs = [_copy(o) if is_lazy(o) else o.copy() for o in outputs]
+    return tuple(outputs)
+
+
+def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
+    """``np.indices``."""
+    dims = _shape_tuple(dimensions)
+    if sparse or is_small(len(dims) * math.prod(dims)):
+        return np.indices(dims, dtype=dtype, sparse=sparse)
+    result = empty((len(dims), *dims), dtype)
+    for axis, n in enumerate(dims):
+        shape = (1,) * axis + (n,) + (1,) * (len(dims) - axis - 1)
+        result[axis] = np.arange(n, dtype=dtype).reshape(shape)
+    return result
+
+
+def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any) -> Any:
+    """``np.fromfunction``."""
+    grids = indices(shape, dtype=dtype)
+    return function(*grids, **kwargs)
+
+
+def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
+    """``np.copy``."""
+    if is_lazy(a):
+        return _copy(a)
+    return np.copy(a, order=order, subok=subok)
+
+
+__all__ = [
+    "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "copy", "empty", "empty_like",
+    "eye", "fromfunction", "full", "full_like", "identity", "indices", "linspace", "meshgrid",
+    "ones", "ones_like", "zeros", "zeros_like",
+]  # fmt: skip
+

@@ -1,0 +1,110 @@
+"""NumPy's function protocol for lazy arrays, and the fallback for what Shoal does not implement.
+
+A NumPy function called with a lazy array comes here. Shoal's own implementation runs if there is
+one; else NumPy runs on materialized inputs, with one :class:`ShoalFallbackWarning` per function,
+and lazy ``out=`` arguments (and arrays that NumPy mutates in place) get the results written back.
+"""
+
+from __future__ import annotations
+
+import collections
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from shoal.errors import ShoalFallbackWarning
+from shoal.numpy._lazy import is_lazy, materialize, ndarray, wrap_numpy
+
+FALLBACKS: collections.Counter[str] = collections.Counter()
+IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
+
+# NumPy functions written in Python on top of dispatchable operations that Shoal implements;
+# running their Python implementation keeps the work lazy.
+COMPOSABLE: set[str] = {
+    "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack", "column_stack",
+    "isclose", "allclose", "array_equal", "diff", "outer", "average", "nan_to_num",
+    "real", "imag", "round", "around", "ptp", "count_nonzero", "trace", "linalg.norm",
+}  # fmt: skip
+
+# ndarray methods that change the array in place: the fallback writes the result back.
+_MUTATING_METHODS = {"sort", "partition", "fill", "put", "itemset", "byteswap", "resize", "setfield", "setflags"}
+
+
+def fallbacks_used() -> dict[str, int]:
+    """Which NumPy functions ran through the fallback, and how often."""
+    return dict(FALLBACKS)
+
+
+def _warn_once(name: str) -> None:
+    FALLBACKS[name] += 1
+    if FALLBACKS[name] == 1:
+        warnings.warn(
+            f"shoal.numpy does not implement {name} yet; it ran in NumPy on materialized data",
+            ShoalFallbackWarning,
+            stacklevel=4,
+        )
+
+
+def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+    """Run ``function`` in NumPy on materialized inputs; write back lazy outputs."""
+    _warn_once(name)
+    lazy_outs = kwargs.get("out")
+    result = function(*materialize(tuple(args)), **materialize(dict(kwargs)))
+    if lazy_outs is not None:
+        outs = lazy_outs if isinstance(lazy_outs, tuple) else (lazy_outs,)
+        results = result if isinstance(result, tuple) else (result,)
+        for target, value in zip(outs, results):
+            if is_lazy(target):
+                target[...] = value
+        return lazy_outs
+    return _wrap_all(result)
+
+
+def _wrap_all(result: Any) -> Any:
+    if isinstance(result, tuple):
+        return tuple(_wrap_all(item) for item in result)
+    if isinstance(result, list):
+        return [_wrap_all(item) for item in result]
+    return wrap_numpy(result)
+
+
+def array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+    """``__array_function__`` for lazy arrays."""
+    implementation = IMPLEMENTATIONS.get(func)
+    if implementation is not None:
+        return implementation(*args, **kwargs)
+    name = _qualified_name(func)
+    if name in COMPOSABLE:
+        return func._implementation(*args, **kwargs)
+    return fallback_call(name, func, args, kwargs)
+
+
+def _qualified_name(func: Callable[..., Any]) -> str:
+    module = getattr(func, "__module__", "") or ""
+    name = getattr(func, "__name__", repr(func))
+    if "linalg" in module:
+        return f"linalg.{name}"
+    if "fft" in module:
+        return f"fft.{name}"
+    return name
+
+
+def method_fallback(array: ndarray, name: str) -> Any:
+    """An ndarray method or attribute Shoal has no lazy version of."""
+    if name.startswith("__") or not hasattr(np.ndarray, name):
+        raise AttributeError(f"'numpy.ndarray' object has no attribute '{name}'")
+    attribute = getattr(np.ndarray, name)
+    if not callable(attribute):
+        return getattr(array._value(), name)
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        _warn_once(f"ndarray.{name}")
+        value = array._value()
+        result = getattr(value, name)(*materialize(args), **materialize(kwargs))
+        if name in _MUTATING_METHODS:
+            array[...] = value
+        return _wrap_all(result)
+
+    return method

@@ -1,0 +1,155 @@
+"""Functions that take several arrays: ``where`` and ``clip``; and the dispatch table."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape
+from shoal.numpy._lazy import is_lazy, is_small, new_array, operand, wrap_numpy
+from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+from shoal.numpy._ufunc import apply_ufunc
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _probe_of(value: Any) -> tuple[tuple[int, ...] | None, Any]:
+    if is_lazy(value):
+        return value.shape, value_probe(value.dtype, value.shape)
+    if isinstance(value, (*_PY_SCALARS, np.generic)):
+        return None, value
+    array = np.asarray(value)
+    return array.shape, value_probe(array.dtype, array.shape)
+
+
+def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+    """``np.where``: the three-argument form is element-wise and lazy."""
+    if x is None and y is None:
+        return tuple(wrap_numpy(i) for i in np.nonzero(condition._value() if is_lazy(condition) else condition))
+    if x is None or y is None:
+        raise ValueError("either both or neither of x and y should be given")
+    shapes, probes = [], []
+    for value in (condition, x, y):
+        shape, probe = _probe_of(value)
+        probes.append(probe)
+        if shape is not None:
+            shapes.append(shape)
+    dtype = np.asarray(quietly(np.where, *probes)).dtype
+    shape = broadcast_shape(shapes) if shapes else ()
+    if not any(is_lazy(v) for v in (condition, x, y)) and is_small(math.prod(shape)):
+        return np.where(condition, x, y)
+    result = new_array(dtype, shape)
+    result._base.runtime.record("where", (result._view,), tuple(operand(v) for v in (condition, x, y)))
+    return result
+
+
+def clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *, min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any) -> Any:
+    """``np.clip``."""
+    low = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
+    high = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    if low is None and high is None:
+        return apply_ufunc(np.positive, (a,), out=out, **kwargs) if out is not None else _shape.copy(a) if is_lazy(a) else np.clip(a, None, None)
+    if low is None:
+        return apply_ufunc(np.minimum, (a, high), out=out, **kwargs)
+    if high is None:
+        return apply_ufunc(np.maximum, (a, low), out=out, **kwargs)
+    return apply_ufunc(np._core.umath.clip, (a, low, high), out=out, **kwargs)
+
+
+def _reduction(name: str) -> Any:
+    def function(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = np._NoValue, **kwargs: Any) -> Any:
+        return _reduce.reduction(name, a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+
+    return function
+
+
+def _plain_reduction(name: str) -> Any:
+    def function(a: Any, axis: Any = None, out: Any = None, keepdims: Any = np._NoValue, **kwargs: Any) -> Any:
+        return _reduce.reduction(name, a, axis=axis, out=out, keepdims=keepdims, **kwargs)
+
+    return function
+
+
+def _spread(name: str) -> Any:
+    def function(a: Any, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: Any = np._NoValue, **kwargs: Any) -> Any:
+        return _reduce.reduction(name, a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, **kwargs)
+
+    return function
+
+
+def _reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None, copy: Any = None) -> Any:
+    return _shape.reshape(a, shape if shape is not None else newshape, order=order, copy_=copy)
+
+
+def _transpose(a: Any, axes: Any = None) -> Any:
+    return _shape.transpose(a, axes)
+
+
+def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    return _shape.astype(x, dtype, copy_=copy)
+
+
+def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    return _shape.swapaxes(a, axis1, axis2)
+
+
+def _ravel(a: Any, order: str = "C") -> Any:
+    return _shape.ravel(a, order)
+
+
+def _shape_of(a: Any) -> tuple[int, ...]:
+    return a.shape
+
+
+def _ndim(a: Any) -> int:
+    return a.ndim
+
+
+def _size(a: Any, axis: Any = None) -> int:
+    return a.size if axis is None else a.shape[axis]
+
+
+def _result_type(*arrays_and_dtypes: Any) -> np.dtype:
+    return np.result_type(*(a.dtype if is_lazy(a) else a for a in arrays_and_dtypes))
+
+
+def _register() -> None:
+    table = _dispatch.IMPLEMENTATIONS
+    for name in ("sum", "prod", "mean"):
+        table[getattr(np, name)] = _reduction(name)
+    for name in ("min", "max", "amin", "amax", "any", "all", "argmin", "argmax"):
+        table[getattr(np, name)] = _plain_reduction(name.removeprefix("a") if name in ("amin", "amax") else name)
+    for name in ("var", "std"):
+        table[getattr(np, name)] = _spread(name)
+    table[np.cumsum] = lambda a, axis=None, dtype=None, out=None: _reduce.scan("cumsum", a, axis, dtype, out)
+    table[np.cumprod] = lambda a, axis=None, dtype=None, out=None: _reduce.scan("cumprod", a, axis, dtype, out)
+    table[np.where] = where
+    table[np.clip] = clip
+    table[np.dot] = _linalg.dot
+    table[np.matmul] = _linalg.matmul
+    table[np.reshape] = _reshape
+    table[np.transpose] = _transpose
+    table[np.swapaxes] = _swapaxes
+    table[np.ravel] = _ravel
+    table[np.squeeze] = lambda a, axis=None: _shape.squeeze(a, axis)
+    table[np.expand_dims] = _shape.expand_dims
+    table[np.moveaxis] = _shape.moveaxis
+    table[np.broadcast_to] = _shape.broadcast_to
+    table[np.broadcast_arrays] = _shape.broadcast_arrays
+    table[np.concatenate] = _shape.concatenate
+    table[np.stack] = _shape.stack
+    table[np.roll] = _shape.roll
+    table[np.copy] = _create.copy
+    table[np.astype] = _astype
+    table[np.shape] = _shape_of
+    table[np.ndim] = _ndim
+    table[np.size] = _size
+    table[np.result_type] = _result_type
+    table[np.diagonal] = lambda a, offset=0, axis1=0, axis2=1: _shape.diagonal(a, offset, axis1, axis2)
+    for name in ("empty_like", "zeros_like", "ones_like", "full_like", "meshgrid"):
+        table[getattr(np, name)] = getattr(_create, name)
+
+
+_register()

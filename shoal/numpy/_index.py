@@ -1,0 +1,191 @@
+"""Indexing: basic indexing makes views; advanced indexing (integer or boolean arrays) copies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode import View
+from shoal.numpy._lazy import is_lazy, ndarray, new_array, operand, wrap_numpy
+from shoal.numpy._probe import data_address, geometry_probe
+
+
+def _normalize(key: Any) -> tuple[Any, ...]:
+    items = key if isinstance(key, tuple) else (key,)
+    normalized = []
+    for item in items:
+        if is_lazy(item):
+            item = int(item) if item.ndim == 0 and item.dtype.kind in "iu" else item._value()
+        normalized.append(item)
+    return tuple(normalized)
+
+
+def _is_advanced(item: Any) -> bool:
+    if isinstance(item, (list, np.ndarray)):
+        return True
+    return isinstance(item, (bool, np.bool_))
+
+
+def basic_view(array: ndarray, key: tuple[Any, ...]) -> tuple[View, bool]:
+    """The view ``array[key]`` selects (as a view, also for all-integer keys) and its writability."""
+    view = array._view
+    probe = geometry_probe(view.dtype, view.shape, view.strides)
+    full_key = key if any(item is Ellipsis for item in key) else (*key, Ellipsis)
+    result = probe[full_key]
+    offset = view.offset + data_address(result) - data_address(probe)
+    return View(view.base, view.dtype, offset, result.shape, result.strides), result.flags.writeable
+
+
+def _is_element(array: ndarray, key: tuple[Any, ...]) -> bool:
+    integers = 0
+    for item in key:
+        if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            integers += 1
+        else:
+            return False
+    return integers == array.ndim
+
+
+def getitem(array: ndarray, key: Any) -> Any:
+    """``array[key]`` with NumPy's semantics."""
+    key = _normalize(key)
+    if any(_is_advanced(item) for item in key):
+        return _advanced_get(array, key)
+    view, _ = basic_view(array, key)
+    if _is_element(array, key):
+        element = new_array(view.dtype, ())
+        array._base.runtime.record("copy", (element._view,), (view,))
+        element._scalar = True
+        return element
+    return array._derive(view)
+
+
+def _encode(key: tuple[Any, ...]) -> tuple[tuple[tuple[Any, ...], ...], list[np.ndarray]]:
+    """The key as bytecode attributes, with boolean arrays turned into integer index arrays."""
+    encoded: list[tuple[Any, ...]] = []
+    arrays: list[np.ndarray] = []
+    for item in key:
+        if item is None:
+            encoded.append(("newaxis",))
+        elif item is Ellipsis:
+            encoded.append(("ellipsis",))
+        elif isinstance(item, slice):
+            encoded.append(("slice", _plain(item.start), _plain(item.stop), _plain(item.step)))
+        elif isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+            encoded.append(("int", int(item)))
+        else:
+            index = np.asarray(item)
+            if index.dtype == np.bool_:
+                for axis_indices in np.nonzero(index):
+                    encoded.append(("array", len(arrays)))
+                    arrays.append(axis_indices)
+            else:
+                encoded.append(("array", len(arrays)))
+                arrays.append(index.astype(np.intp, copy=False))
+    return tuple(encoded), arrays
+
+
+def _plain(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _has_scalar_bool(key: tuple[Any, ...]) -> bool:
+    return any(isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype == np.bool_) for item in key)
+
+
+def _advanced_shape(array: ndarray, key: tuple[Any, ...]) -> tuple[int, ...]:
+    probe = np.broadcast_to(np.zeros((), array.dtype), array.shape)
+    return probe[key].shape
+
+
+def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
+    key = tuple(np.asarray(item) if isinstance(item, list) else item for item in key)
+    shape = _advanced_shape(array, key)
+    if _has_scalar_bool(key):
+        return wrap_numpy(array._value()[key])
+    encoded, index_arrays = _encode(key)
+    result = new_array(array.dtype, shape)
+    inputs = (array._view, *(operand(index) for index in index_arrays))
+    array._base.runtime.record("gather", (result._view,), inputs, key=encoded)
+    return result
+
+
+def _value_shape(value: Any) -> tuple[tuple[int, ...], Any]:
+    if is_lazy(value):
+        return value.shape, value
+    if isinstance(value, (bool, int, float, complex, np.generic)):
+        return (), value
+    array = np.asarray(value)
+    return array.shape, array
+
+
+def _check_assignable(dtype: np.dtype, value: Any) -> None:
+    """Raise NumPy's error (or warning) for storing ``value`` into an array of ``dtype``."""
+    if is_lazy(value):
+        target = np.zeros(min(value.size, 1), dtype)
+        target[...] = np.zeros(min(value.size, 1), value.dtype)
+    elif isinstance(value, np.ndarray):
+        target = np.zeros(min(value.size, 1), dtype)
+        target[...] = value.reshape(-1)[:1]
+    else:
+        np.zeros((), dtype)[()] = value
+
+
+def _strip_leading_ones(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
+    while len(shape) > ndim and shape[0] == 1:
+        shape = shape[1:]
+    return shape
+
+
+def setitem(array: ndarray, key: Any, value: Any) -> None:
+    """``array[key] = value`` with NumPy's broadcasting, casting and errors."""
+    if array._readonly:
+        raise ValueError("assignment destination is read-only")
+    key = _normalize(key)
+    vshape, value = _value_shape(value)
+    if any(_is_advanced(item) for item in key):
+        _advanced_set(array, key, vshape, value)
+        return
+    target, _ = basic_view(array, key)
+    stripped = _strip_leading_ones(vshape, len(target.shape))
+    try:
+        fits = np.broadcast_shapes(stripped, target.shape) == target.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"could not broadcast input array from shape {vshape} into shape {target.shape}")
+    _check_assignable(array.dtype, value)
+    source = operand(value)
+    if isinstance(source, View) and source.shape != stripped:
+        drop = len(source.shape) - len(stripped)
+        source = View(source.base, source.dtype, source.offset, source.shape[drop:], source.strides[drop:])
+    array._base.runtime.record("copy", (target,), (source,))
+
+
+def _advanced_set(array: ndarray, key: tuple[Any, ...], vshape: tuple[int, ...], value: Any) -> None:
+    key = tuple(np.asarray(item) if isinstance(item, list) else item for item in key)
+    shape = _advanced_shape(array, key)
+    try:
+        fits = np.broadcast_shapes(_strip_leading_ones(vshape, len(shape)), shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(
+            f"shape mismatch: value array of shape {vshape} could not be broadcast to indexing "
+            f"result of shape {shape}"
+        )
+    _check_assignable(array.dtype, value)
+    if _has_scalar_bool(key):
+        current = array._value()
+        current[key] = value if not is_lazy(value) else value._value()
+        array[...] = current
+        return
+    encoded, index_arrays = _encode(key)
+    source = operand(value)
+    if isinstance(source, View):
+        stripped = _strip_leading_ones(source.shape, len(shape))
+        drop = len(source.shape) - len(stripped)
+        source = View(source.base, source.dtype, source.offset, stripped, source.strides[drop:])
+    inputs = (source, *(operand(index) for index in index_arrays))
+    array._base.runtime.record("scatter", (array._view,), inputs, key=encoded)

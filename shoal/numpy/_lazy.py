@@ -1,0 +1,404 @@
+"""The lazy ndarray: a view onto a base that lives in a component.
+
+Arrays below the eager threshold are plain ``numpy.ndarray`` objects; :class:`ndarray` here is the
+lazy kind. ``isinstance(x, shoal.numpy.ndarray)`` holds for both, so user code that checks types
+keeps working.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from shoal import runtime as _runtime
+from shoal.bytecode import Const, View
+from shoal.runtime import LazyBase
+
+
+class _NdarrayMeta(type):
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return isinstance(instance, np.ndarray) or type(instance) is ndarray
+
+    def __subclasscheck__(cls, subclass: type) -> bool:
+        return subclass is ndarray or issubclass(subclass, np.ndarray)
+
+
+def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
+
+
+class ndarray(metaclass=_NdarrayMeta):
+    """A lazily evaluated N-dimensional array with NumPy's semantics."""
+
+    __slots__ = ("__weakref__", "_base", "_owner", "_readonly", "_scalar", "_view")
+    __array_priority__ = 100.0
+    __hash__ = None  # type: ignore[assignment]
+
+    _base: LazyBase
+    _view: View
+    _owner: ndarray | None
+    _readonly: bool
+    _scalar: bool
+
+    # construction ----------------------------------------------------------------------------
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:
+            return np.ndarray(*args, **kwargs)
+        return super().__new__(cls)
+
+    @classmethod
+    def _wrap(
+        cls,
+        base: LazyBase,
+        view: View,
+        owner: ndarray | None = None,
+        readonly: bool = False,
+        scalar: bool = False,
+    ) -> ndarray:
+        self = object.__new__(cls)
+        self._base = base
+        self._view = view
+        self._owner = owner
+        self._readonly = readonly
+        self._scalar = scalar
+        return self
+
+    def _derive(self, view: View, readonly: bool | None = None) -> ndarray:
+        """A new array object viewing the same base (NumPy's ``.base`` points at the owner)."""
+        owner = self if self._owner is None else self._owner
+        return ndarray._wrap(self._base, view, owner, self._readonly if readonly is None else readonly)
+
+    # attributes ------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._view.shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        reshaped = self.reshape(value)
+        if reshaped._base is not self._base:
+            raise AttributeError(
+                "Incompatible shape for in-place modification. Use `.reshape()` to make a copy "
+                "with the desired shape."
+            )
+        self._view = reshaped._view
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._view.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self._view.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self._view.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self._view.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._view.strides
+
+    @property
+    def base(self) -> ndarray | None:
+        return self._owner
+
+    @property
+    def T(self) -> ndarray:
+        return self.transpose()
+
+    @property
+    def mT(self) -> ndarray:
+        if self.ndim < 2:
+            raise ValueError("matrix transpose with ndim < 2 is undefined")
+        return self.swapaxes(-1, -2)
+
+    @property
+    def real(self) -> ndarray:
+        if self.dtype.kind != "c":
+            return self._derive(self._view)
+        return _shape.view_via_probe(self, lambda probe: probe.real)
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real[...] = value
+
+    @property
+    def imag(self) -> ndarray:
+        if self.dtype.kind != "c":
+            from shoal.numpy._create import zeros
+
+            result = zeros(self.shape, self.dtype)
+            if isinstance(result, ndarray):
+                result._readonly = True
+            else:
+                result.flags.writeable = False
+            return result
+        return _shape.view_via_probe(self, lambda probe: probe.imag)
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        if self.dtype.kind != "c":
+            raise TypeError("array does not have imaginary part to set")
+        self.imag[...] = value
+
+    @property
+    def flat(self) -> _FlatIter:
+        return _FlatIter(self)
+
+    @flat.setter
+    def flat(self, value: Any) -> None:
+        _FlatIter(self)[...] = value
+
+    @property
+    def flags(self) -> Any:
+        return _Flags(self)
+
+    # reading values (flush triggers) ---------------------------------------------------------
+    def _value(self) -> np.ndarray:
+        """Flush and fetch this array's contents."""
+        result = self._base.runtime.read(self._view)
+        if self._readonly:
+            result.flags.writeable = False
+        return result
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        value = self._value()
+        if dtype is not None and value.dtype != dtype:
+            value = value.astype(dtype)
+        return value
+
+    def item(self, *args: Any) -> Any:
+        return self._value().item(*args)
+
+    def tolist(self) -> Any:
+        return self._value().tolist()
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            return bool(self._view_sized_value())
+        return bool(self._value())
+
+    def _view_sized_value(self) -> np.ndarray:
+        if self.size > 1:  # raise NumPy's ambiguity error without flushing
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. "
+                "Use a.any() or a.all()"
+            )
+        return self._value()
+
+    def __float__(self) -> float:
+        self._require_scalar("float")
+        return float(self._value().reshape(()))
+
+    def __int__(self) -> int:
+        self._require_scalar("int")
+        return int(self._value().reshape(()))
+
+    def __complex__(self) -> complex:
+        self._require_scalar("complex")
+        return complex(self._value().reshape(()))
+
+    def __index__(self) -> int:
+        if self.ndim != 0 or self.dtype.kind not in "iub":
+            raise TypeError("only integer scalar arrays can be converted to a scalar index")
+        return int(self._value())
+
+    def _require_scalar(self, kind: str) -> None:
+        if self.size != 1:
+            raise TypeError("only length-1 arrays can be converted to Python scalars")
+        if self.ndim > 0:
+            import warnings
+
+            warnings.warn(
+                "Conversion of an array with ndim > 0 to a scalar is deprecated, and will error "
+                "in future. Ensure you extract a single element from your array before performing "
+                "this operation. (Deprecated NumPy 1.25.)",
+                DeprecationWarning,
+                stacklevel=3,
+            )
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        if self.ndim == 1:
+            return iter(self._value())
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self) -> str:
+        value = self._value()
+        return repr(value[()]) if self._scalar else repr(value)
+
+    def __str__(self) -> str:
+        value = self._value()
+        return str(value[()]) if self._scalar else str(value)
+
+    def __format__(self, spec: str) -> str:
+        value = self._value()
+        return format(value[()] if self.ndim == 0 else value, spec)
+
+    def __copy__(self) -> ndarray:
+        return self.copy()
+
+    def __deepcopy__(self, memo: Any) -> ndarray:
+        return self.copy()
+
+    def __reduce__(self) -> Any:
+        value = self._value()
+        return (_rebuild, (value,))
+
+    def __getattr__(self, name: str) -> Any:
+        return _dispatch.method_fallback(self, name)
+
+    # NumPy protocols ------------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        return _ufunc.array_ufunc(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        return _dispatch.array_function(func, args, kwargs)
+
+    # indexing --------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> Any:
+        return _index.getitem(self, key)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _index.setitem(self, key, value)
+
+
+def _rebuild(value: np.ndarray) -> Any:
+    return from_numpy(value) if value.size >= _runtime.current().eager_threshold else value
+
+
+class _FlatIter:
+    """``a.flat``: iteration reads values; indexing and assignment go through a flat view or copy."""
+
+    def __init__(self, array: ndarray) -> None:
+        self._array = array
+
+    def __iter__(self):
+        return iter(self._array._value().reshape(-1))
+
+    def __len__(self) -> int:
+        return self._array.size
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._array.reshape(-1)[key] if self._array._view.is_contiguous() else self._array.ravel()[key]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        array = self._array
+        if array._view.is_contiguous():
+            array.reshape(-1)[key] = value
+            return
+        flat = array.flatten()
+        flat[key] = value
+        array[...] = flat.reshape(array.shape)
+
+
+class _Flags:
+    def __init__(self, array: ndarray) -> None:
+        view = array._view
+        self.writeable = not array._readonly
+        self.c_contiguous = view.is_contiguous()
+        self.f_contiguous = ndarray._wrap(array._base, View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]))._view.is_contiguous()
+        self.owndata = array._owner is None
+        self.aligned = True
+
+    def __getitem__(self, name: str) -> bool:
+        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}.get(name, name.lower()))
+
+
+# helpers shared by the frontend modules ----------------------------------------------------------
+def is_lazy(value: Any) -> bool:
+    return type(value) is ndarray
+
+
+def new_array(dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray | None = None) -> ndarray:
+    """A new C-contiguous lazy array; ``data`` (1-D, owned by the batch) gives its contents."""
+    dtype = np.dtype(dtype)
+    size = math.prod(shape)
+    base = _runtime.current().new_base(dtype, size, data)
+    view = View(base.id, dtype, 0, tuple(shape), contiguous_strides(tuple(shape), dtype.itemsize))
+    return ndarray._wrap(base, view)
+
+
+def from_numpy(value: np.ndarray, copy: bool = True) -> ndarray:
+    """A lazy array holding ``value``'s current contents (copied unless the caller gives it away)."""
+    flat = np.ascontiguousarray(value).reshape(-1)
+    if copy and np.shares_memory(flat, value):
+        flat = flat.copy()
+    return new_array(value.dtype, value.shape, flat)
+
+
+def is_small(size: int) -> bool:
+    return size < _runtime.current().eager_threshold
+
+
+def wrap_numpy(value: Any) -> Any:
+    """A result computed in NumPy: lazy if large, else the NumPy object itself."""
+    if isinstance(value, np.ndarray) and not is_small(value.size):
+        return from_numpy(value, copy=False)
+    return value
+
+
+def operand(value: Any) -> View | Const:
+    """The bytecode operand for ``value``: a lazy array's view, a constant, or carried data."""
+    if type(value) is ndarray:
+        return value._view
+    if isinstance(value, (bool, int, float, complex)):
+        return Const(value)
+    if isinstance(value, np.generic):
+        return Const(value)
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return Const(array[()])
+    return from_numpy(array)._view
+
+
+def as_lazy(value: Any) -> ndarray:
+    """``value`` as a lazy array (NumPy data is copied into a new base)."""
+    if type(value) is ndarray:
+        return value
+    return from_numpy(np.asarray(value))
+
+
+def materialize(value: Any) -> Any:
+    """Replace lazy arrays (also inside lists, tuples and dicts) by NumPy arrays."""
+    if type(value) is ndarray:
+        result = value._value()
+        return result[()] if value._scalar else result
+    if isinstance(value, list):
+        return [materialize(item) for item in value]
+    if isinstance(value, tuple):
+        return tuple(materialize(item) for item in value)
+    if isinstance(value, dict):
+        return {key: materialize(item) for key, item in value.items()}
+    return value
+
+
+from shoal.numpy import (  # noqa: E402
+    _dispatch,
+    _index,
+    _methods,  # noqa: F401  (attaches the remaining methods)
+    _shape,
+    _ufunc,
+)

@@ -1,0 +1,82 @@
+"""Matrix products: ``dot``, ``matmul`` and ``@``."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from shoal.numpy._lazy import is_lazy, is_small, new_array, operand
+from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+
+_SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
+
+
+def _info(value: Any) -> tuple[tuple[int, ...], np.dtype]:
+    if is_lazy(value):
+        return value.shape, value.dtype
+    array = np.asarray(value)
+    return array.shape, array.dtype
+
+
+def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
+    """``np.matmul``: shapes and errors as NumPy's, checked at the call."""
+    if isinstance(out, tuple):
+        out = out[0]
+    (sa, da), (sb, db) = _info(a), _info(b)
+    for index, shape in enumerate((sa, sb)):
+        if not shape:
+            raise ValueError(
+                f"matmul: Input operand {index} does not have enough dimensions (has 0, gufunc core "
+                f"with signature {_SIGNATURE} requires 1)"
+            )
+    a2 = sa if len(sa) >= 2 else (1, *sa)
+    b2 = sb if len(sb) >= 2 else (*sb, 1)
+    if a2[-1] != b2[-2]:
+        raise ValueError(
+            f"matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature "
+            f"{_SIGNATURE} (size {b2[-2]} is different from {a2[-1]})"
+        )
+    batch = broadcast_shape([a2[:-2], b2[:-2]])
+    shape = batch + ((a2[-2],) if len(sa) >= 2 else ()) + ((b2[-1],) if len(sb) >= 2 else ())
+    dtype = np.asarray(quietly(np.matmul, value_probe(da, (1,) * len(sa)), value_probe(db, (1,) * len(sb)))).dtype
+    return _product("matmul", a, b, out, shape, dtype, np.matmul)
+
+
+def dot(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.dot``."""
+    (sa, da), (sb, db) = _info(a), _info(b)
+    if not sa or not sb:
+        from shoal.numpy._ufunc import apply_ufunc
+
+        return apply_ufunc(np.multiply, (a, b), out=out)
+    contract_b = 0 if len(sb) == 1 else len(sb) - 2
+    if sa[-1] != sb[contract_b]:
+        raise ValueError(
+            f"shapes {sa} and {sb} not aligned: {sa[-1]} (dim {len(sa) - 1}) != {sb[contract_b]} (dim {contract_b})"
+        )
+    shape = sa[:-1] + sb[:contract_b] + sb[contract_b + 1 :]
+    dtype = np.asarray(quietly(np.dot, value_probe(da, (1,) * len(sa)), value_probe(db, (1,) * len(sb)))).dtype
+    return _product("dot", a, b, out, shape, dtype, np.dot)
+
+
+def _product(op: str, a: Any, b: Any, out: Any, shape: tuple[int, ...], dtype: np.dtype, function: Any) -> Any:
+    if out is not None:
+        if out.shape != shape:
+            raise ValueError(f"output array has wrong shape: expected {shape}, got {out.shape}")
+        if op == "dot" and out.dtype != dtype:
+            raise ValueError(
+                "output array is not acceptable (must have the right datatype, number of dimensions, "
+                "and be a C-Array)"
+            )
+    if not is_lazy(a) and not is_lazy(b) and not is_lazy(out) and is_small(math.prod(shape)):
+        return function(a, b) if out is None else function(a, b, out=out)
+    result = out if is_lazy(out) else new_array(dtype, shape)
+    result._base.runtime.record(op, (result._view,), (operand(a), operand(b)))
+    if out is not None and not is_lazy(out):
+        np.copyto(out, result._value())
+        return out
+    if out is None and not shape:
+        result._scalar = True
+    return result

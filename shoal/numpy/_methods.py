@@ -1,0 +1,143 @@
+"""Operators and methods of the lazy ndarray, attached to the class in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shoal.numpy import _linalg, _reduce, _shape
+from shoal.numpy._lazy import ndarray
+from shoal.numpy._ufunc import apply_ufunc
+
+
+def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
+    def forward(self: ndarray, other: Any) -> Any:
+        return apply_ufunc(ufunc, (self, other))
+
+    def reflected(self: ndarray, other: Any) -> Any:
+        return apply_ufunc(ufunc, (other, self))
+
+    def inplace(self: ndarray, other: Any) -> ndarray:
+        apply_ufunc(ufunc, (self, other), out=(self,))
+        return self
+
+    return forward, reflected, inplace
+
+
+_OPERATORS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "and": np.bitwise_and,
+    "or": np.bitwise_or, "xor": np.bitwise_xor, "lshift": np.left_shift, "rshift": np.right_shift,
+}  # fmt: skip
+
+for _name, _ufunc in _OPERATORS.items():
+    _forward, _reflected, _inplace = _binary(_ufunc)
+    setattr(ndarray, f"__{_name}__", _forward)
+    setattr(ndarray, f"__r{_name}__", _reflected)
+    setattr(ndarray, f"__i{_name}__", _inplace)
+
+for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
+    setattr(ndarray, f"__{_name}__", _binary(_ufunc)[0])
+
+ndarray.__neg__ = lambda self: apply_ufunc(np.negative, (self,))
+ndarray.__pos__ = lambda self: apply_ufunc(np.positive, (self,))
+ndarray.__abs__ = lambda self: apply_ufunc(np.absolute, (self,))
+ndarray.__invert__ = lambda self: apply_ufunc(np.invert, (self,))
+ndarray.__divmod__ = lambda self, other: apply_ufunc(np.divmod, (self, other))
+ndarray.__rdivmod__ = lambda self, other: apply_ufunc(np.divmod, (other, self))
+ndarray.__matmul__ = lambda self, other: _linalg.matmul(self, other)
+ndarray.__rmatmul__ = lambda self, other: _linalg.matmul(other, self)
+
+
+def _imatmul(self: ndarray, other: Any) -> ndarray:
+    result = _linalg.matmul(self, other)
+    if result.shape != self.shape:
+        raise ValueError(
+            f"matmul: Output operand 0 has a mismatch in its core dimension, shapes {result.shape} and {self.shape}"
+        )
+    self[...] = result
+    return self
+
+
+ndarray.__imatmul__ = _imatmul
+
+
+def _reduction_method(name: str) -> Any:
+    def method(self: ndarray, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+
+    method.__name__ = name
+    method.__doc__ = f"Lazy ``ndarray.{name}``."
+    return method
+
+
+for _name in ("sum", "prod", "mean"):
+    setattr(ndarray, _name, _reduction_method(_name))
+
+
+def _no_dtype_reduction(name: str) -> Any:
+    def method(self: ndarray, axis: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("min", "max", "any", "all", "argmin", "argmax"):
+    setattr(ndarray, _name, _no_dtype_reduction(_name))
+
+
+def _spread(name: str) -> Any:
+    def method(self: ndarray, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kwargs: Any) -> Any:
+        return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+ndarray.var = _spread("var")
+ndarray.std = _spread("std")
+ndarray.cumsum = lambda self, axis=None, dtype=None, out=None: _reduce.scan("cumsum", self, axis, dtype, out)
+ndarray.cumprod = lambda self, axis=None, dtype=None, out=None: _reduce.scan("cumprod", self, axis, dtype, out)
+
+
+def _reshape(self: ndarray, *shape: Any, order: str = "C", copy: bool | None = None) -> ndarray:
+    return _shape.reshape(self, _shape._normalize_shape(shape), order=order, copy_=copy)
+
+
+def _transpose(self: ndarray, *axes: Any) -> ndarray:
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    return _shape.transpose(self, axes or None)
+
+
+def _astype(self: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> ndarray:
+    return _shape.astype(self, dtype, order, casting, subok, copy)
+
+
+def _fill(self: ndarray, value: Any) -> None:
+    self[...] = value
+
+
+def _clip(self: ndarray, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:
+    from shoal.numpy._functions import clip
+
+    return clip(self, min, max, out=out, **kwargs)
+
+
+ndarray.reshape = _reshape
+ndarray.transpose = _transpose
+ndarray.astype = _astype
+ndarray.fill = _fill
+ndarray.clip = _clip
+ndarray.copy = lambda self, order="C": _shape.copy(self)
+ndarray.ravel = lambda self, order="C": _shape.ravel(self, order)
+ndarray.flatten = lambda self, order="C": _shape.flatten(self, order)
+ndarray.squeeze = lambda self, axis=None: _shape.squeeze(self, axis)
+ndarray.swapaxes = lambda self, axis1, axis2: _shape.swapaxes(self, axis1, axis2)
+ndarray.diagonal = lambda self, offset=0, axis1=0, axis2=1: _shape.diagonal(self, offset, axis1, axis2)
+ndarray.view = lambda self, dtype=None, type=None: _shape.dtype_view(self, dtype, type)
+ndarray.dot = lambda self, other, out=None: _linalg.dot(self, other, out)
+ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
+ndarray.round = lambda self, decimals=0, out=None: np.round(self, decimals, out)

@@ -1,0 +1,61 @@
+"""Probes: tiny stand-ins on which NumPy itself computes result dtypes, view geometry and errors.
+
+Running NumPy on a probe gives Shoal NumPy's exact exception types and messages at the call that
+caused them, without touching the data. Two kinds exist:
+
+* *geometry probes* share an array's shape and strides over a one-element buffer, so a view op
+  (indexing, transpose, reshape without copy) yields the view's offset and strides. They must
+  only ever be used with operations that make views and read nothing.
+* *value probes* have at most one element per axis, for dtype and casting checks.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+_ANCHORS: dict[np.dtype, np.ndarray] = {}
+
+
+def _anchor(dtype: np.dtype) -> np.ndarray:
+    anchor = _ANCHORS.get(dtype)
+    if anchor is None:
+        anchor = _ANCHORS[dtype] = np.zeros(1, dtype)
+    return anchor
+
+
+def geometry_probe(dtype: np.dtype, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
+    """A writable array with this geometry whose data pointer is an anchor; never read it."""
+    return as_strided(_anchor(dtype), shape=shape, strides=strides, writeable=True)
+
+
+def data_address(array: np.ndarray) -> int:
+    return array.__array_interface__["data"][0]
+
+
+def value_probe(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """Zeros of ``dtype`` with every axis shrunk to at most one element."""
+    return np.zeros(tuple(min(n, 1) for n in shape), dtype)
+
+
+def quietly(function, *args: Any, **kwargs: Any) -> Any:
+    """Call ``function`` with floating-point errors and warnings silenced (probe values are fake)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return function(*args, **kwargs)
+
+
+def broadcast_error(shapes: list[tuple[int, ...]]) -> ValueError:
+    text = " ".join(str(shape) for shape in shapes)
+    return ValueError(f"operands could not be broadcast together with shapes {text} ")
+
+
+def broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
+    """The broadcast of ``shapes``; NumPy's ufunc error when they do not broadcast."""
+    try:
+        return np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise broadcast_error(shapes) from None

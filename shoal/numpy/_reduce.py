@@ -1,0 +1,127 @@
+"""Reductions and scans over lazy arrays."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from shoal.numpy._lazy import is_lazy, ndarray, new_array
+from shoal.numpy._probe import quietly, value_probe
+
+_NO_DTYPE = {"min", "max", "any", "all", "argmin", "argmax"}
+_UNSUPPORTED_OPTIONS = ("initial", "where", "mean", "correction")
+
+
+def _result_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
+    if keepdims:
+        return tuple(1 if i in axes else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in axes)
+
+
+def _check_out(out: Any, shape: tuple[int, ...], name: str) -> None:
+    if out is None:
+        return
+    if not isinstance(out, ndarray):
+        raise TypeError("output must be an array")
+    if out.shape != shape:
+        raise ValueError(
+            f"output parameter for reduction operation {name} has the wrong shape: expected {shape}, got {out.shape}"
+        )
+    if is_lazy(out) and out._readonly:
+        raise ValueError("output array is read-only")
+
+
+def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, ddof: Any = 0, **options: Any) -> Any:
+    """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax."""
+    function = getattr(np, name)
+    unsupported = {k: v for k, v in options.items() if k in _UNSUPPORTED_OPTIONS and v is not np._NoValue}
+    if unsupported or set(options) - set(_UNSUPPORTED_OPTIONS) or not is_lazy(array):
+        from shoal.numpy._dispatch import fallback_call
+
+        kwargs = dict(options, axis=axis, out=out)
+        if name not in _NO_DTYPE:
+            kwargs["dtype"] = dtype
+        if keepdims is not np._NoValue:
+            kwargs["keepdims"] = keepdims
+        if name in ("var", "std"):
+            kwargs["ddof"] = ddof
+        if not is_lazy(array) and not is_lazy(out) and not unsupported:
+            return function(array, **kwargs)
+        return fallback_call(name, function, (array,), kwargs)
+    keepdims = bool(keepdims) if keepdims is not np._NoValue else False
+    probe_kwargs: dict[str, Any] = {"axis": axis, "keepdims": keepdims}
+    if name not in _NO_DTYPE:
+        probe_kwargs["dtype"] = dtype
+    if name in ("var", "std"):
+        probe_kwargs["ddof"] = ddof
+    probe_result = quietly(function, value_probe(array.dtype, array.shape), **probe_kwargs)
+    if name in ("argmin", "argmax"):
+        axes = tuple(range(array.ndim)) if axis is None else (normalize_axis_index(axis, array.ndim),)
+        attr_axis = None if axis is None else axes[0]
+        shape = _result_shape(array.shape, axes, keepdims) if axis is not None or keepdims else ()
+        if axis is None and keepdims:
+            shape = (1,) * array.ndim
+    else:
+        axes = tuple(range(array.ndim)) if axis is None else normalize_axis_tuple(axis, array.ndim)
+        attr_axis = axes
+        shape = _result_shape(array.shape, axes, keepdims)
+    _check_out(out, shape, name)
+    result = out if out is not None else new_array(np.asarray(probe_result).dtype, shape)
+    attrs: dict[str, Any] = {"axis": attr_axis, "keepdims": keepdims}
+    if name not in _NO_DTYPE:
+        attrs["dtype"] = None if dtype is None else np.dtype(dtype)
+    if name in ("var", "std"):
+        attrs["ddof"] = ddof
+    target = result if is_lazy(result) else new_array(result.dtype, shape)
+    array._base.runtime.record(name, (target._view,), (array._view,), **attrs)
+    if not is_lazy(result):
+        np.copyto(result, target._value())
+    elif out is None and not shape:
+        result._scalar = True
+    return result
+
+
+def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
+    """``ufunc.reduce(array, axis, dtype, out, keepdims)``."""
+    if isinstance(out, tuple):
+        out = out[0]
+    probe_result = quietly(ufunc.reduce, value_probe(array.dtype, array.shape), axis=axis, dtype=dtype, keepdims=keepdims)
+    axes = tuple(range(array.ndim)) if axis is None else normalize_axis_tuple(axis, array.ndim)
+    shape = _result_shape(array.shape, axes, keepdims)
+    if array.size == 0 and ufunc.identity is None and any(array.shape[a] == 0 for a in axes):
+        ufunc.reduce(np.zeros(array.shape, array.dtype), axis=axis)
+    _check_out(out, shape, ufunc.__name__)
+    result = out if is_lazy(out) else new_array(np.asarray(probe_result).dtype, shape)
+    attrs = {"ufunc": ufunc.__name__, "axis": axes, "keepdims": keepdims, "dtype": None if dtype is None else np.dtype(dtype)}
+    array._base.runtime.record("reduce", (result._view,), (array._view,), **attrs)
+    if out is not None and not is_lazy(out):
+        np.copyto(out, result._value())
+        return out
+    if out is None and not shape:
+        result._scalar = True
+    return result
+
+
+def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    """``np.cumsum`` / ``np.cumprod``."""
+    if isinstance(out, tuple):
+        out = out[0]
+    if not is_lazy(array):
+        return getattr(np, name)(array, axis=axis, dtype=dtype, out=out)
+    probe_result = quietly(getattr(np, name), value_probe(array.dtype, array.shape), axis=axis, dtype=dtype)
+    if axis is None:
+        shape: tuple[int, ...] = (math.prod(array.shape),)
+        attr_axis = None
+    else:
+        attr_axis = normalize_axis_index(axis, array.ndim)
+        shape = array.shape
+    _check_out(out, shape, name)
+    result = out if is_lazy(out) else new_array(probe_result.dtype, shape)
+    array._base.runtime.record(name, (result._view,), (array._view,), axis=attr_axis, dtype=None if dtype is None else np.dtype(dtype))
+    if out is not None and not is_lazy(out):
+        np.copyto(out, result._value())
+        return out
+    return result

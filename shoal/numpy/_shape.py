@@ -1,0 +1,234 @@
+"""Shape manipulation: views where NumPy makes views, recorded copies where it copies."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index
+
+from shoal.bytecode import View
+from shoal.numpy._lazy import (
+    as_lazy,
+    contiguous_strides,
+    is_lazy,
+    is_small,
+    ndarray,
+    new_array,
+    operand,
+)
+from shoal.numpy._probe import data_address, geometry_probe, quietly, value_probe
+
+
+def view_via_probe(array: ndarray, make_view: Callable[[np.ndarray], np.ndarray]) -> ndarray:
+    """Apply a view-making NumPy operation to ``array``'s geometry; never use with copying ops."""
+    view = array._view
+    probe = geometry_probe(view.dtype, view.shape, view.strides)
+    result = make_view(probe)
+    offset = view.offset + data_address(result) - data_address(probe)
+    new_view = View(view.base, result.dtype, offset, result.shape, result.strides)
+    return array._derive(new_view, readonly=array._readonly or not result.flags.writeable)
+
+
+def copy(array: ndarray, dtype: Any = None) -> ndarray:
+    """A C-contiguous copy (cast to ``dtype`` if given)."""
+    result = new_array(array.dtype if dtype is None else np.dtype(dtype), array.shape)
+    array._base.runtime.record("copy", (result._view,), (array._view,))
+    return result
+
+
+def astype(array: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy_: bool = True) -> ndarray:
+    dtype = np.dtype(dtype)
+    value_probe(array.dtype, array.shape).astype(dtype, casting=casting)
+    if not copy_ and dtype == array.dtype:
+        return array
+    return copy(array, dtype)
+
+
+def _normalize_shape(args: tuple[Any, ...]) -> Any:
+    if len(args) == 1:
+        return args[0]
+    return args
+
+
+def reshape(array: ndarray, shape: Any, order: str = "C", copy_: bool | None = None) -> ndarray:
+    if order not in ("C", "A"):
+        from shoal.numpy._dispatch import fallback_call
+
+        return fallback_call("reshape", np.reshape, (array, shape), {"order": order})
+    view = array._view
+    contiguous = geometry_probe(view.dtype, view.shape, contiguous_strides(view.shape, view.dtype.itemsize))
+    target = contiguous.reshape(shape).shape  # NumPy's size and -1 errors
+    if copy_ is not True:
+        try:
+            return view_via_probe(array, lambda probe: probe.reshape(target, copy=False))
+        except ValueError:
+            if copy_ is False:
+                raise
+    fresh = copy(array)
+    return view_via_probe(fresh, lambda probe: probe.reshape(target))
+
+
+def ravel(array: ndarray, order: str = "C") -> ndarray:
+    return reshape(array, (-1,), order="C" if order in ("C", "K", "A") else order)
+
+
+def flatten(array: ndarray, order: str = "C") -> ndarray:
+    if order not in ("C", "K", "A"):
+        return copy(array.transpose()).reshape(-1)
+    return copy(array).reshape(-1)
+
+
+def transpose(array: ndarray, axes: Any = None) -> ndarray:
+    return view_via_probe(array, lambda probe: probe.transpose(axes))
+
+
+def swapaxes(array: ndarray, axis1: int, axis2: int) -> ndarray:
+    return view_via_probe(array, lambda probe: probe.swapaxes(axis1, axis2))
+
+
+def moveaxis(array: Any, source: Any, destination: Any) -> ndarray:
+    return view_via_probe(as_lazy(array), lambda probe: np.moveaxis(probe, source, destination))
+
+
+def squeeze(array: Any, axis: Any = None) -> ndarray:
+    return view_via_probe(as_lazy(array), lambda probe: probe.squeeze(axis))
+
+
+def expand_dims(array: Any, axis: Any) -> Any:
+    if not is_lazy(array):
+        return np.expand_dims(array, axis)
+    return view_via_probe(array, lambda probe: np.expand_dims(probe, axis))
+
+
+def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if not is_lazy(array):
+        if is_small(math.prod(shape)):
+            return np.broadcast_to(array, shape)
+        array = as_lazy(array)
+    return view_via_probe(array, lambda probe: np.broadcast_to(probe, shape))
+
+
+def broadcast_arrays(*arrays: Any, subok: bool = False) -> tuple[Any, ...]:
+    shape = np.broadcast_shapes(*(np.shape(a) if not is_lazy(a) else a.shape for a in arrays))
+    return tuple(broadcast_to(a, shape) for a in arrays)
+
+
+def diagonal(array: ndarray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> ndarray:
+    return view_via_probe(array, lambda probe: probe.diagonal(offset, axis1, axis2))
+
+
+def dtype_view(array: ndarray, dtype: Any = None, type: Any = None) -> Any:
+    if dtype is None:
+        return array._derive(array._view)
+    return view_via_probe(array, lambda probe: probe.view(dtype))
+
+
+def _shape_of(value: Any) -> tuple[int, ...]:
+    return value.shape if is_lazy(value) else np.shape(value)
+
+
+def _dtype_of(value: Any) -> np.dtype:
+    return value.dtype if is_lazy(value) else np.asarray(value).dtype
+
+
+def concatenate(
+    arrays: Sequence[Any], axis: int | None = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
+) -> Any:
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to concatenate")
+    if axis is None:
+        arrays = [a.reshape(-1) if is_lazy(a) else np.ravel(a) for a in arrays]
+        axis = 0
+    shapes = [_shape_of(a) for a in arrays]
+    ndim = len(shapes[0])
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    for index, shape in enumerate(shapes[1:], start=1):
+        if len(shape) != ndim:
+            raise ValueError(
+                "all the input arrays must have same number of dimensions, but the array at index 0 "
+                f"has {ndim} dimension(s) and the array at index {index} has {len(shape)} dimension(s)"
+            )
+    axis = normalize_axis_index(axis, ndim)
+    for index, shape in enumerate(shapes[1:], start=1):
+        for dim in range(ndim):
+            if dim != axis and shape[dim] != shapes[0][dim]:
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation axis must match "
+                    f"exactly, but along dimension {dim}, the array at index 0 has size "
+                    f"{shapes[0][dim]} and the array at index {index} has size {shape[dim]}"
+                )
+    probes = [value_probe(_dtype_of(a), (1,) * ndim) for a in arrays]
+    result_dtype = quietly(np.concatenate, probes, axis=axis, dtype=dtype, casting=casting).dtype
+    shape = list(shapes[0])
+    shape[axis] = sum(s[axis] for s in shapes)
+    shape = tuple(shape)
+    if out is not None:
+        if out.shape != shape:
+            raise ValueError("Output array is the wrong shape")
+        if not np.can_cast(result_dtype, out.dtype, casting):
+            raise TypeError(
+                f"Cannot cast array data from {result_dtype!r} to {out.dtype!r} according to the rule {casting!r}"
+            )
+    if out is None and not any(is_lazy(a) for a in arrays) and is_small(math.prod(shape)):
+        return np.concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
+    result = out if is_lazy(out) else new_array(result_dtype, shape)
+    start = 0
+    for value, value_shape in zip(arrays, shapes):
+        stop = start + value_shape[axis]
+        region = (slice(None),) * axis + (slice(start, stop),)
+        target = view_via_probe(result, lambda probe, region=region: probe[region])
+        result._base.runtime.record("copy", (target._view,), (operand(value),))
+        start = stop
+    if out is not None and not is_lazy(out):
+        np.copyto(out, result._value())
+        return out
+    return result
+
+
+def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind") -> Any:
+    arrays = list(arrays)
+    if not arrays:
+        raise ValueError("need at least one array to stack")
+    shapes = {_shape_of(a) for a in arrays}
+    if len(shapes) != 1:
+        raise ValueError("all input arrays must have the same shape")
+    ndim = len(next(iter(shapes))) + 1
+    axis = normalize_axis_index(axis, ndim)
+    expanded = [expand_dims(a if is_lazy(a) else np.asarray(a), axis) for a in arrays]
+    return concatenate(expanded, axis=axis, out=out, dtype=dtype, casting=casting)
+
+
+def roll(array: Any, shift: Any, axis: Any = None) -> Any:
+    if not is_lazy(array):
+        return np.roll(array, shift, axis)
+    if axis is None:
+        return roll(array.reshape(-1), shift, 0).reshape(array.shape)
+    pairs = np.broadcast(shift, axis)
+    totals: dict[int, int] = {}
+    for sh, ax in pairs:
+        ax = normalize_axis_index(int(ax), array.ndim)
+        totals[ax] = totals.get(ax, 0) + int(sh)
+    result = array
+    for ax, sh in totals.items():
+        result = _roll_axis(result, sh, ax)
+    return result if result is not array else copy(array)
+
+
+def _roll_axis(array: ndarray, shift: int, axis: int) -> ndarray:
+    n = array.shape[axis]
+    result = new_array(array.dtype, array.shape)
+    shift = shift % n if n else 0
+    pieces = [(slice(shift, None), slice(None, n - shift)), (slice(None, shift), slice(n - shift, None))]
+    for target_slice, source_slice in pieces:
+        lead = (slice(None),) * axis
+        target = view_via_probe(result, lambda p, k=(*lead, target_slice): p[k])
+        source = view_via_probe(array, lambda p, k=(*lead, source_slice): p[k])
+        if target.size:
+            array._base.runtime.record("copy", (target._view,), (source._view,))
+    return result

@@ -1,0 +1,165 @@
+"""Element-wise operations: NumPy ufuncs applied to lazy arrays are recorded as instructions."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode import ufunc_opcode
+from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
+from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _shape_and_probe(value: Any) -> tuple[tuple[int, ...] | None, Any]:
+    """(shape or None for scalars, probe) for one ufunc input."""
+    if is_lazy(value):
+        return value.shape, value_probe(value.dtype, value.shape)
+    if isinstance(value, _PY_SCALARS) or isinstance(value, np.generic):
+        return None, value
+    array = np.asarray(value)
+    if array.ndim == 0:
+        return None, array[()]
+    return array.shape, value_probe(array.dtype, array.shape)
+
+
+def apply_ufunc(
+    ufunc: np.ufunc,
+    inputs: tuple[Any, ...],
+    out: Any = None,
+    where: Any = True,
+    dtype: Any = None,
+    casting: str = "same_kind",
+    **ignored: Any,
+) -> Any:
+    """Record ``ufunc(*inputs)``; errors, dtypes and shapes are NumPy's, found at the call."""
+    if len(inputs) != ufunc.nin:
+        # Let NumPy produce its own argument-count error.
+        quietly(ufunc, *[0] * len(inputs))
+    outs = _normalize_out(ufunc, out)
+    shapes, probes = [], []
+    for value in inputs:
+        shape, probe = _shape_and_probe(value)
+        probes.append(probe)
+        if shape is not None:
+            shapes.append(shape)
+    options: dict[str, Any] = {"casting": casting}
+    if dtype is not None:
+        options["dtype"] = dtype
+    probe_result = quietly(ufunc, *probes, **options)
+    shape = broadcast_shape(shapes) if shapes else ()
+    for o in outs:
+        if o is None:
+            continue
+        if (is_lazy(o) and o._readonly) or (isinstance(o, np.ndarray) and not o.flags.writeable):
+            raise ValueError("output array is read-only")
+        full = _broadcast_or_none(shape, o.shape)
+        if full != o.shape:
+            raise ValueError(
+                f"non-broadcastable output operand with shape {o.shape} doesn't match the "
+                f"broadcast shape {full if full is not None else shape}"
+            )
+        shape = o.shape
+    results = probe_result if ufunc.nout > 1 else (probe_result,)
+    result_dtypes = [np.asarray(r).dtype for r in results]
+    if any(o is not None for o in outs):
+        out_probes = tuple(None if o is None else value_probe(o.dtype, o.shape) for o in outs)
+        quietly(ufunc, *probes, out=out_probes, **options)
+        result_dtypes = [rd if o is None else o.dtype for rd, o in zip(result_dtypes, outs)]
+    if (
+        not any(is_lazy(v) for v in inputs)
+        and not any(is_lazy(o) for o in outs)
+        and is_small(math.prod(shape))
+    ):
+        return ufunc(*inputs, out=out, where=where, **options)
+    return _record(ufunc, inputs, outs, shape, result_dtypes, where, dtype)
+
+
+def _broadcast_or_none(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError:
+        return None
+
+
+def _normalize_out(ufunc: np.ufunc, out: Any) -> tuple[Any, ...]:
+    if out is None:
+        return (None,) * ufunc.nout
+    if not isinstance(out, tuple):
+        out = (out,)
+    if len(out) != ufunc.nout:
+        raise ValueError(f"The 'out' tuple must have exactly {ufunc.nout} entries: one per ufunc output")
+    for o in out:
+        if o is not None and not isinstance(o, ndarray):
+            raise TypeError("return arrays must be of ArrayType")
+    return out
+
+
+def _record(
+    ufunc: np.ufunc,
+    inputs: tuple[Any, ...],
+    outs: tuple[Any, ...],
+    shape: tuple[int, ...],
+    dtypes: list[np.dtype],
+    where: Any,
+    dtype: Any,
+) -> Any:
+    opcode = ufunc_opcode(ufunc)
+    runtime_arrays = [new_array(d, shape) for d in dtypes]
+    ops = tuple(operand(v) for v in inputs)
+    attrs = {} if dtype is None else {"dtype": np.dtype(dtype)}
+    direct = where is True
+    targets = []
+    for temp, user_out in zip(runtime_arrays, outs):
+        targets.append(user_out if (direct and is_lazy(user_out)) else temp)
+    runtime = targets[0]._base.runtime
+    runtime.record(opcode, tuple(t._view for t in targets), ops, **attrs)
+    results = []
+    for target, temp, user_out in zip(targets, runtime_arrays, outs):
+        if direct:
+            if user_out is None:
+                results.append(target)
+            elif is_lazy(user_out):
+                results.append(user_out)
+            else:
+                np.copyto(user_out, temp._value(), casting="unsafe")
+                results.append(user_out)
+            continue
+        destination = user_out if user_out is not None else new_array(temp.dtype, shape)
+        lazy_destination = destination if is_lazy(destination) else new_array(destination.dtype, shape)
+        if not is_lazy(destination):
+            lazy_destination[...] = destination
+        runtime.record("where", (lazy_destination._view,), (operand(where), temp._view, lazy_destination._view))
+        if not is_lazy(destination):
+            np.copyto(destination, lazy_destination._value())
+        results.append(destination)
+    if all(o is None for o in outs) and not shape:
+        for r in results:
+            r._scalar = True
+    return tuple(results) if ufunc.nout > 1 else results[0]
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``__array_ufunc__`` for lazy arrays."""
+    from shoal.numpy import _dispatch, _linalg, _reduce
+
+    if method == "__call__":
+        if ufunc is np.matmul and not (set(kwargs) - {"out"}):
+            return _linalg.matmul(*inputs, **kwargs)
+        if ufunc_opcode(ufunc) is not None and not (set(kwargs) - {"out", "where", "dtype", "casting", "order", "subok"}):
+            kwargs.pop("order", None)
+            kwargs.pop("subok", None)
+            return apply_ufunc(ufunc, inputs, **kwargs)
+    elif method == "reduce" and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and len(inputs) == 1:
+        if not (set(kwargs) - {"axis", "dtype", "out", "keepdims"}):
+            return _reduce.ufunc_reduce(ufunc, inputs[0], **kwargs)
+    elif method == "accumulate" and ufunc in (np.add, np.multiply) and len(inputs) == 1:
+        if not (set(kwargs) - {"axis", "dtype", "out"}):
+            name = "cumsum" if ufunc is np.add else "cumprod"
+            kwargs.setdefault("axis", 0)
+            return _reduce.scan(name, inputs[0], **kwargs)
+    function = getattr(ufunc, method) if method != "__call__" else ufunc
+    return _dispatch.fallback_call(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__, function, inputs, kwargs)

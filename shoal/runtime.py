@@ -1,0 +1,235 @@
+"""The frontend's runtime: records instructions into a batch and hands batches to a component.
+
+A lazy array owns a :class:`LazyBase`; when the last array using a base is garbage collected, a
+``release`` instruction is recorded so the component frees it (a long loop's memory stays flat).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
+from shoal.engine import Component, Config, create
+from shoal.threads import available_cores
+
+DEFAULT_EAGER_THRESHOLD = 65536
+DEFAULT_FLUSH_THRESHOLD = 2048
+
+
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name)
+    if not text:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{name} must be a non-negative integer, got {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {text!r}")
+    return value
+
+
+def default_engine_name() -> str:
+    """``SHOAL_ENGINE`` if set, else the node engine when present, else the reference engine."""
+    from shoal.engine import names
+
+    chosen = os.environ.get("SHOAL_ENGINE")
+    if chosen:
+        return chosen
+    return "node" if "node" in names() else "reference"
+
+
+@dataclass
+class Stats:
+    """Counters a program or a test can read."""
+
+    flushes: int = 0
+    instructions: int = 0
+    bases_created: int = 0
+    bases_released: int = 0
+
+
+class LazyBase:
+    """A base array living in the component; releases itself when no array refers to it."""
+
+    __slots__ = ("__weakref__", "dtype", "id", "runtime", "size")
+
+    def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
+        self.runtime = runtime
+        self.id = base_id
+        self.dtype = dtype
+        self.size = size
+
+    def __del__(self) -> None:
+        runtime = self.runtime
+        if runtime is not None and not runtime.closed:
+            runtime.release(self.id)
+
+
+class Runtime:
+    """Records bytecode and runs it on a component at flush triggers."""
+
+    def __init__(
+        self,
+        engine: str | Component | None = None,
+        eager_threshold: int | None = None,
+        flush_threshold: int | None = None,
+    ) -> None:
+        if engine is None:
+            engine = default_engine_name()
+        self.engine: Component = create(engine) if isinstance(engine, str) else engine
+        self.engine.init(Config(threads=available_cores()))
+        self.eager_threshold = (
+            _env_int("SHOAL_EAGER_THRESHOLD", DEFAULT_EAGER_THRESHOLD)
+            if eager_threshold is None
+            else eager_threshold
+        )
+        self.flush_threshold = max(
+            1,
+            _env_int("SHOAL_FLUSH_THRESHOLD", DEFAULT_FLUSH_THRESHOLD)
+            if flush_threshold is None
+            else flush_threshold,
+        )
+        self.dump = os.environ.get("SHOAL_DUMP", "") not in ("", "0")
+        self.verify = os.environ.get("SHOAL_VERIFY", "") not in ("", "0")
+        self.stats = Stats()
+        self.closed = False
+        self._lock = threading.RLock()
+        self._pending = Batch()
+        self._next_id = 1
+        self._known: dict[int, BaseDecl] = {}
+
+    # recording -------------------------------------------------------------------------------
+    def new_base(self, dtype: np.dtype, size: int, data: np.ndarray | None = None) -> LazyBase:
+        """Declare a new base of ``size`` elements; ``data`` (1-D, copied by the caller) fills it."""
+        with self._lock:
+            base_id = self._next_id
+            self._next_id += 1
+            self._pending.bases.append(BaseDecl(base_id, dtype, size))
+            if data is not None:
+                self._pending.data[base_id] = data
+            self.stats.bases_created += 1
+            return LazyBase(self, base_id, dtype, size)
+
+    def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
+        """Append one instruction; flush when the batch reaches its size threshold."""
+        with self._lock:
+            pending = self._pending
+            pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
+            if len(pending.instructions) >= self.flush_threshold:
+                self.flush()
+
+    def release(self, base_id: int) -> None:
+        """Record the end of a base's life (never flushes: it may run inside garbage collection)."""
+        with self._lock:
+            self._pending.instructions.append(
+                Instruction("release", (), (), make_attrs(base=base_id))
+            )
+            self.stats.bases_released += 1
+
+    # running ---------------------------------------------------------------------------------
+    def flush(self) -> None:
+        """Run everything recorded so far."""
+        with self._lock:
+            batch = self._pending
+            if batch.is_empty():
+                return
+            self._pending = Batch()
+            self.stats.flushes += 1
+            self.stats.instructions += len(batch.instructions)
+            if self.verify:
+                batch = self._check(batch)
+            if self.dump:
+                from shoal.bytecode import disassemble
+
+                print(disassemble(batch), file=sys.stderr)
+            self.engine.execute(batch)
+
+    def _check(self, batch: Batch) -> Batch:
+        from shoal.bytecode import dumps, loads, verify
+
+        verify(batch, self._known)
+        for decl in batch.bases:
+            self._known[decl.id] = decl
+        for instruction in batch.instructions:
+            if instruction.op == "release":
+                self._known.pop(instruction.attr("base"), None)
+        return loads(dumps(batch))
+
+    def read(self, view: View) -> np.ndarray:
+        """Flush, then fetch the current contents of ``view`` as a new ndarray."""
+        with self._lock:
+            self.flush()
+            return self.engine.fetch(view)
+
+    def close(self) -> None:
+        """Flush and shut the component down."""
+        with self._lock:
+            if self.closed:
+                return
+            try:
+                self.flush()
+            finally:
+                self.closed = True
+                self.engine.shutdown()
+
+
+_current: Runtime | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> Runtime:
+    """The runtime in use, created on first use from the environment."""
+    global _current
+    runtime = _current
+    if runtime is None:
+        with _current_lock:
+            if _current is None:
+                _current = Runtime()
+            runtime = _current
+    return runtime
+
+
+def flush() -> None:
+    """Run everything recorded so far."""
+    if _current is not None:
+        _current.flush()
+
+
+@contextlib.contextmanager
+def configure(
+    engine: str | Component | None = None,
+    eager_threshold: int | None = None,
+    flush_threshold: int | None = None,
+) -> Iterator[Runtime]:
+    """Use a fresh runtime with these settings inside the block; the previous one comes back after.
+
+    Arrays created inside the block belong to its runtime and must not be used after it.
+    """
+    global _current
+    previous = _current
+    if previous is not None:
+        previous.flush()
+    runtime = Runtime(engine, eager_threshold, flush_threshold)
+    _current = runtime
+    try:
+        yield runtime
+    finally:
+        _current = previous
+        runtime.close()
+
+
+def _close_at_exit() -> None:
+    if _current is not None:
+        _current.close()
+
+
+atexit.register(_close_at_exit)
