@@ -1,5 +1,8 @@
 """Shoal's vector bytecode: one opcode table, instructions over views, self-contained batches."""
 
+from shoal.bytecode.codec import DEFAULT_LIMITS, WireLimits
+from shoal.bytecode.disasm import disassemble
+from shoal.bytecode.errors import BytecodeError
 from shoal.bytecode.ir import (
     BaseDecl,
     Batch,
@@ -10,20 +13,29 @@ from shoal.bytecode.ir import (
     make_attrs,
 )
 from shoal.bytecode.opcodes import BY_CODE, BY_NAME, OPCODES, Kind, OpSpec, spec, ufunc_opcode
+from shoal.bytecode.verify import verify
+from shoal.bytecode.wire import dumps, loads
 
 __all__ = [
     "BY_CODE",
     "BY_NAME",
+    "DEFAULT_LIMITS",
     "OPCODES",
     "BaseDecl",
     "Batch",
+    "BytecodeError",
     "Const",
     "Instruction",
     "Kind",
     "OpSpec",
     "Operand",
     "View",
+    "WireLimits",
+    "disassemble",
+    "dumps",
+    "loads",
     "make_attrs",
     "spec",
     "ufunc_opcode",
+    "verify",
 ]

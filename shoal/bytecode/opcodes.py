@@ -36,7 +36,10 @@ Reference = Callable[[Sequence[np.ndarray], Sequence[Any], Mapping[str, Any]], N
 
 @dataclass(frozen=True)
 class OpSpec:
-    """One row of the opcode table. ``arity`` -1 means a variable number of inputs."""
+    """One row of the opcode table. ``arity`` -1 means a variable number of inputs.
+
+    ``attrs`` are the attributes the operation accepts; ``required`` those it cannot run without.
+    """
 
     name: str
     code: int
@@ -46,6 +49,7 @@ class OpSpec:
     reference: Reference
     attrs: frozenset[str] = frozenset()
     ufunc: np.ufunc | None = None
+    required: frozenset[str] = frozenset()
 
 
 # Element-wise NumPy ufuncs, by canonical name. Order fixes the wire codes: append only.
@@ -202,15 +206,17 @@ _REDUCE_ATTRS = frozenset({"axis", "keepdims", "dtype"})
 def _build_table() -> tuple[OpSpec, ...]:
     rows: list[OpSpec] = []
 
-    def add(name, kind, arity, nout, reference, attrs=(), ufunc=None):
-        rows.append(OpSpec(name, len(rows) + 1, kind, arity, nout, reference, frozenset(attrs), ufunc))
+    def add(name, kind, arity, nout, reference, attrs=(), ufunc=None, required=()):
+        accepted = frozenset(attrs) | frozenset(required)
+        entry = OpSpec(name, len(rows) + 1, kind, arity, nout, reference, accepted, ufunc, frozenset(required))
+        rows.append(entry)
 
-    add("release", Kind.SYSTEM, 0, 0, _release, ("base",))
+    add("release", Kind.SYSTEM, 0, 0, _release, required=("base",))
     add("copy", Kind.MOVEMENT, 1, 1, _copy)
     add("fill", Kind.CREATION, 1, 1, _fill)
-    add("arange", Kind.CREATION, 0, 1, _arange, ("start", "stop", "step"))
-    add("linspace", Kind.CREATION, 0, 1, _linspace, ("start", "stop", "num", "endpoint"))
-    add("eye", Kind.CREATION, 0, 1, _eye, ("k",))
+    add("arange", Kind.CREATION, 0, 1, _arange, required=("start", "stop", "step"))
+    add("linspace", Kind.CREATION, 0, 1, _linspace, required=("start", "stop", "num", "endpoint"))
+    add("eye", Kind.CREATION, 0, 1, _eye, required=("k",))
     add("where", Kind.ELEMENTWISE, 3, 1, _where)
     add("sum", Kind.REDUCTION, 1, 1, _reduction(np.sum), _REDUCE_ATTRS)
     add("prod", Kind.REDUCTION, 1, 1, _reduction(np.prod), _REDUCE_ATTRS)
@@ -223,11 +229,11 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("std", Kind.REDUCTION, 1, 1, _reduction(np.std, "ddof"), _REDUCE_ATTRS | {"ddof"})
     add("argmin", Kind.REDUCTION, 1, 1, _arg_reduction(np.argmin), ("axis", "keepdims"))
     add("argmax", Kind.REDUCTION, 1, 1, _arg_reduction(np.argmax), ("axis", "keepdims"))
-    add("reduce", Kind.REDUCTION, 1, 1, _ufunc_reduce, _REDUCE_ATTRS | {"ufunc"})
+    add("reduce", Kind.REDUCTION, 1, 1, _ufunc_reduce, _REDUCE_ATTRS, required=("ufunc",))
     add("cumsum", Kind.SCAN, 1, 1, _scan(np.cumsum), ("axis", "dtype"))
     add("cumprod", Kind.SCAN, 1, 1, _scan(np.cumprod), ("axis", "dtype"))
-    add("gather", Kind.INDEXING, -1, 1, _gather, ("key",))
-    add("scatter", Kind.INDEXING, -1, 1, _scatter, ("key",))
+    add("gather", Kind.INDEXING, -1, 1, _gather, required=("key",))
+    add("scatter", Kind.INDEXING, -1, 1, _scatter, required=("key",))
     add("matmul", Kind.LINALG, 2, 1, _matmul)
     add("dot", Kind.LINALG, 2, 1, _dot)
     for name in UFUNC_NAMES:

@@ -1,0 +1,246 @@
+"""The verifier: rejects a malformed batch with a :class:`BytecodeError` that says where and why.
+
+Structural rules (always checked):
+
+- every base is declared once (in this batch, or known from earlier batches, not both), with a
+  supported dtype and a non-negative size; data arrays belong to bases declared in this batch and
+  match their declaration (1-D, C-contiguous, same dtype and size);
+- every instruction names an opcode of the table, with as many outputs as ``nout`` and as many
+  inputs as ``arity`` (at least one when the arity is variable), only attributes the table
+  accepts, every required attribute, no attribute twice, and values the wire format can carry;
+- outputs are views and inputs are views or scalar constants;
+- every view refers to a live base (declared, not released earlier in the batch), has a
+  supported dtype, equal-length shape and strides (at most 64), no negative extent, an offset
+  and strides aligned like NumPy's ``ALIGNED`` flag, and bytes inside the base.
+
+With ``semantics=True`` it also checks shapes where that is cheap (see
+:mod:`shoal.bytecode.shapes`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode.codec import DEFAULT_LIMITS
+from shoal.bytecode.dtypes import is_supported
+from shoal.bytecode.errors import BytecodeError
+from shoal.bytecode.ir import BaseDecl, Batch, Const, Instruction, View
+from shoal.bytecode.opcodes import BY_NAME, OpSpec
+from shoal.bytecode.shapes import check_shapes
+
+MAX_NDIM = DEFAULT_LIMITS.max_ndim
+
+
+def verify(
+    batch: Batch, known_bases: Mapping[int, BaseDecl] | None = None, *, semantics: bool = False
+) -> None:
+    """Raise :class:`BytecodeError` if ``batch`` is malformed.
+
+    ``known_bases`` are the bases that earlier batches declared and did not release; a batch
+    may use them without declaring them. ``semantics`` adds the cheap shape checks.
+    """
+    if not isinstance(batch, Batch):
+        raise BytecodeError(f"expected a Batch, got {type(batch).__name__}")
+    _Verifier(known_bases or {}, semantics).run(batch)
+
+
+class _Verifier:
+    def __init__(self, known_bases: Mapping[int, BaseDecl], semantics: bool) -> None:
+        self.live: dict[int, BaseDecl] = {}
+        self.released_by: dict[int, int] = {}
+        self.semantics = semantics
+        for base, decl in known_bases.items():
+            _check_decl(decl, f"known base {base!r}")
+            if decl.id != base:
+                raise BytecodeError(f"known base {base!r} maps to the declaration of base {decl.id}")
+            self.live[base] = decl
+
+    def run(self, batch: Batch) -> None:
+        declared_here: dict[int, BaseDecl] = {}
+        for index, decl in enumerate(batch.bases):
+            _check_decl(decl, f"base declaration {index}")
+            if decl.id in declared_here:
+                raise BytecodeError(f"base declaration {index}: base {decl.id} declared twice")
+            if decl.id in self.live:
+                raise BytecodeError(
+                    f"base declaration {index}: base {decl.id} is already known from an earlier batch"
+                )
+            declared_here[decl.id] = decl
+        for base, array in batch.data.items():
+            _check_data(base, array, declared_here.get(base))
+        self.live.update(declared_here)
+        for index, instruction in enumerate(batch.instructions):
+            self._instruction(index, instruction)
+
+    def _instruction(self, index: int, instruction: Instruction) -> None:
+        if not isinstance(instruction, Instruction):
+            raise BytecodeError(f"instruction {index}: expected an Instruction, got {type(instruction).__name__}")
+        entry = BY_NAME.get(instruction.op)
+        if entry is None:
+            raise BytecodeError(f"instruction {index}: unknown opcode {instruction.op!r}")
+        where = f"instruction {index} ({instruction.op})"
+        _check_counts(entry, instruction, where)
+        attrs = _check_attrs(entry, instruction, where)
+        for position, view in enumerate(instruction.outputs):
+            if not isinstance(view, View):
+                raise BytecodeError(f"{where}: output {position} must be a View, got {type(view).__name__}")
+            self._view(view, f"{where}: output {position}")
+        for position, operand in enumerate(instruction.inputs):
+            if isinstance(operand, View):
+                self._view(operand, f"{where}: input {position}")
+            elif isinstance(operand, Const):
+                _check_const(operand, f"{where}: input {position}")
+            else:
+                raise BytecodeError(
+                    f"{where}: input {position} must be a View or a Const, got {type(operand).__name__}"
+                )
+        if entry.name == "release":
+            self._release(index, attrs["base"], where)
+        if self.semantics:
+            problem = check_shapes(entry, instruction.outputs, instruction.inputs, attrs)
+            if problem:
+                raise BytecodeError(f"{where}: {problem}")
+
+    def _release(self, index: int, base: Any, where: str) -> None:
+        if not _is_int(base):
+            raise BytecodeError(f"{where}: attribute 'base' must be an int, got {base!r}")
+        self._live_decl(base, where)
+        del self.live[base]
+        self.released_by[base] = index
+
+    def _live_decl(self, base: Any, where: str) -> BaseDecl:
+        if not _is_int(base):
+            raise BytecodeError(f"{where} names base {base!r}, which is not an int")
+        decl = self.live.get(base)
+        if decl is not None:
+            return decl
+        if base in self.released_by:
+            raise BytecodeError(
+                f"{where} uses base {base}, released by instruction {self.released_by[base]}"
+            )
+        raise BytecodeError(f"{where} uses base {base}, which is neither declared nor known")
+
+    def _view(self, view: View, where: str) -> None:
+        decl = self._live_decl(view.base, where)
+        dtype = view.dtype
+        if not is_supported(dtype):
+            raise BytecodeError(f"{where}: unsupported view dtype {dtype!r}")
+        shape, strides = view.shape, view.strides
+        if not (isinstance(shape, tuple) and isinstance(strides, tuple)):
+            raise BytecodeError(f"{where}: shape and strides must be tuples")
+        if not all(_is_int(value) for value in (view.offset, *shape, *strides)):
+            raise BytecodeError(f"{where}: offset, shape and strides must be ints")
+        if len(shape) != len(strides):
+            raise BytecodeError(f"{where}: shape {shape} and strides {strides} differ in length")
+        if len(shape) > MAX_NDIM:
+            raise BytecodeError(f"{where}: {len(shape)} dimensions, more than {MAX_NDIM}")
+        if any(extent < 0 for extent in shape):
+            raise BytecodeError(f"{where}: negative extent in shape {shape}")
+        alignment = dtype.alignment
+        misaligned = [s for n, s in zip(shape, strides) if n > 1 and s % alignment]
+        if view.offset % alignment or misaligned:
+            raise BytecodeError(
+                f"{where}: offset {view.offset} and strides {strides} must be multiples of "
+                f"{alignment} (the alignment of {dtype})"
+            )
+        # Python ints throughout, so extents of NumPy-integer views cannot overflow
+        exact = View(view.base, dtype, int(view.offset), tuple(map(int, shape)), tuple(map(int, strides)))
+        low, high = exact.byte_extent()
+        nbytes = int(decl.size) * decl.dtype.itemsize
+        if low < 0 or high > nbytes:
+            raise BytecodeError(
+                f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
+            )
+
+
+def _check_decl(decl: Any, where: str) -> None:
+    if not isinstance(decl, BaseDecl):
+        raise BytecodeError(f"{where}: expected a BaseDecl, got {type(decl).__name__}")
+    if not _is_int(decl.id) or decl.id < 0:
+        raise BytecodeError(f"{where}: base id {decl.id!r} must be a non-negative int")
+    if not is_supported(decl.dtype):
+        raise BytecodeError(f"{where}: base {decl.id} has unsupported dtype {decl.dtype!r}")
+    if not _is_int(decl.size) or decl.size < 0:
+        raise BytecodeError(f"{where}: base {decl.id} has invalid size {decl.size!r}")
+    nbytes = int(decl.size) * decl.dtype.itemsize
+    if nbytes > DEFAULT_LIMITS.max_base_bytes:
+        raise BytecodeError(
+            f"{where}: base {decl.id} of {nbytes} bytes exceeds {DEFAULT_LIMITS.max_base_bytes}"
+        )
+
+
+def _check_data(base: Any, array: Any, decl: BaseDecl | None) -> None:
+    where = f"data for base {base!r}"
+    if decl is None:
+        raise BytecodeError(f"{where}: the base is not declared in this batch")
+    if not isinstance(array, np.ndarray):
+        raise BytecodeError(f"{where}: expected an ndarray, got {type(array).__name__}")
+    if array.ndim != 1 or not array.flags.c_contiguous:
+        raise BytecodeError(f"{where}: expected a 1-D C-contiguous array, got shape {array.shape}")
+    if array.dtype != decl.dtype or array.size != decl.size:
+        raise BytecodeError(
+            f"{where}: array of {array.size} x {array.dtype} does not match the declared "
+            f"{decl.size} x {decl.dtype}"
+        )
+
+
+def _check_counts(entry: OpSpec, instruction: Instruction, where: str) -> None:
+    nout, nin = len(instruction.outputs), len(instruction.inputs)
+    if nout != entry.nout:
+        raise BytecodeError(f"{where}: {nout} outputs, the opcode takes {entry.nout}")
+    if entry.arity == -1:
+        if nin < 1:
+            raise BytecodeError(f"{where}: no inputs, the opcode takes at least 1")
+    elif nin != entry.arity:
+        raise BytecodeError(f"{where}: {nin} inputs, the opcode takes {entry.arity}")
+
+
+def _check_attrs(entry: OpSpec, instruction: Instruction, where: str) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    if not isinstance(instruction.attrs, tuple):
+        raise BytecodeError(f"{where}: attrs must be a tuple of (name, value) pairs")
+    for pair in instruction.attrs:
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)):
+            raise BytecodeError(f"{where}: attribute {pair!r} is not a (name, value) pair")
+        key, value = pair
+        if key in attrs:
+            raise BytecodeError(f"{where}: attribute {key!r} given twice")
+        if key not in entry.attrs:
+            accepted = ", ".join(sorted(entry.attrs)) or "none"
+            raise BytecodeError(f"{where}: unknown attribute {key!r} (accepted: {accepted})")
+        _check_attr_value(value, f"{where}: attribute {key!r}", 0)
+        attrs[key] = value
+    missing = sorted(entry.required - attrs.keys())
+    if missing:
+        raise BytecodeError(f"{where}: missing required attribute(s) {', '.join(missing)}")
+    return attrs
+
+
+def _check_attr_value(value: Any, where: str, depth: int) -> None:
+    if isinstance(value, np.generic | np.dtype):
+        dtype = value.dtype if isinstance(value, np.generic) else value
+        if not is_supported(dtype):
+            raise BytecodeError(f"{where}: unsupported dtype {dtype!r}")
+    elif isinstance(value, tuple):
+        if depth >= DEFAULT_LIMITS.max_attr_depth:
+            raise BytecodeError(f"{where}: tuples nested deeper than {DEFAULT_LIMITS.max_attr_depth} levels")
+        for item in value:
+            _check_attr_value(item, where, depth + 1)
+    elif not (value is None or isinstance(value, bool | int | float | complex | str)):
+        raise BytecodeError(f"{where}: a value of type {type(value).__name__} cannot be carried")
+
+
+def _check_const(const: Const, where: str) -> None:
+    value = const.value
+    if isinstance(value, np.generic):
+        if not is_supported(value.dtype):
+            raise BytecodeError(f"{where}: constant of unsupported dtype {value.dtype!r}")
+    elif not isinstance(value, bool | int | float | complex):
+        raise BytecodeError(f"{where}: a constant must be a scalar, got {type(value).__name__}")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int | np.integer) and not isinstance(value, bool | np.bool_)
