@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.bytecode import Batch, Const, Instruction, View, spec
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, spec
 from shoal.engine.component import Component, Config, EngineError
 
 
@@ -24,28 +24,32 @@ class ReferenceEngine(Component):
 
     def __init__(self) -> None:
         self._bases: dict[int, np.ndarray] = {}
+        self._declared: dict[int, BaseDecl] = {}
 
     def init(self, config: Config) -> None:
         self._bases.clear()
+        self._declared.clear()
 
     def execute(self, batch: Batch) -> None:
         for decl in batch.bases:
-            if decl.id in self._bases:
+            if decl.id in self._bases or decl.id in self._declared:
                 raise EngineError(f"base {decl.id} declared twice")
             data = batch.data.get(decl.id)
             if data is None:
-                storage = np.empty(decl.size, decl.dtype)
+                self._declared[decl.id] = decl  # allocated when first used
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
-            self._bases[decl.id] = storage.view(np.uint8)
+                self._bases[decl.id] = storage.view(np.uint8)
         for instruction in batch.instructions:
             self._run(instruction)
 
     def _array(self, view: View) -> np.ndarray:
-        try:
-            buffer = self._bases[view.base]
-        except KeyError:
-            raise EngineError(f"base {view.base} is not live") from None
+        buffer = self._bases.get(view.base)
+        if buffer is None:
+            decl = self._declared.pop(view.base, None)
+            if decl is None:
+                raise EngineError(f"base {view.base} is not live")
+            buffer = self._bases[view.base] = np.empty(decl.size, decl.dtype).view(np.uint8)
         return view_of(buffer, view)
 
     def _operand(self, operand: View | Const):
@@ -66,9 +70,11 @@ class ReferenceEngine(Component):
 
     def release(self, base: int) -> None:
         self._bases.pop(base, None)
+        self._declared.pop(base, None)
 
     def shutdown(self) -> None:
         self._bases.clear()
+        self._declared.clear()
 
     def live_bases(self) -> int:
-        return len(self._bases)
+        return len(self._bases) + len(self._declared)

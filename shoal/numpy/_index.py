@@ -8,7 +8,7 @@ import numpy as np
 
 from shoal.bytecode import View
 from shoal.numpy._lazy import is_lazy, ndarray, new_array, operand, wrap_numpy
-from shoal.numpy._probe import data_address, geometry_probe
+from shoal.numpy._probe import data_address, format_shape, geometry_probe
 
 
 def _normalize(key: Any) -> tuple[Any, ...]:
@@ -154,7 +154,7 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
     except ValueError:
         fits = False
     if not fits:
-        raise ValueError(f"could not broadcast input array from shape {vshape} into shape {target.shape}")
+        raise ValueError(f"could not broadcast input array from shape {format_shape(vshape)} into shape {format_shape(target.shape)}")
     _check_assignable(array.dtype, value)
     source = operand(value)
     if isinstance(source, View) and source.shape != stripped:
@@ -172,8 +172,8 @@ def _advanced_set(array: ndarray, key: tuple[Any, ...], vshape: tuple[int, ...],
         fits = False
     if not fits:
         raise ValueError(
-            f"shape mismatch: value array of shape {vshape} could not be broadcast to indexing "
-            f"result of shape {shape}"
+            f"shape mismatch: value array of shape {format_shape(vshape)} could not be broadcast "
+            f"to indexing result of shape {format_shape(shape)}"
         )
     _check_assignable(array.dtype, value)
     if _has_scalar_bool(key):

@@ -48,8 +48,15 @@ def quietly(function, *args: Any, **kwargs: Any) -> Any:
         return function(*args, **kwargs)
 
 
+def format_shape(shape: tuple[int, ...]) -> str:
+    """A shape as NumPy prints it in error messages: ``(300,400)``, ``(3,)``, ``()``."""
+    if len(shape) == 1:
+        return f"({shape[0]},)"
+    return "(" + ",".join(str(n) for n in shape) + ")"
+
+
 def broadcast_error(shapes: list[tuple[int, ...]]) -> ValueError:
-    text = " ".join(str(shape) for shape in shapes)
+    text = " ".join(format_shape(shape) for shape in shapes)
     return ValueError(f"operands could not be broadcast together with shapes {text} ")
 
 

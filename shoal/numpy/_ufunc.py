@@ -9,7 +9,7 @@ import numpy as np
 
 from shoal.bytecode import ufunc_opcode
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
-from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+from shoal.numpy._probe import broadcast_shape, format_shape, quietly, value_probe
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -59,8 +59,8 @@ def apply_ufunc(
         full = _broadcast_or_none(shape, o.shape)
         if full != o.shape:
             raise ValueError(
-                f"non-broadcastable output operand with shape {o.shape} doesn't match the "
-                f"broadcast shape {full if full is not None else shape}"
+                f"non-broadcastable output operand with shape {format_shape(o.shape)} doesn't "
+                f"match the broadcast shape {format_shape(full if full is not None else shape)}"
             )
         shape = o.shape
     results = probe_result if ufunc.nout > 1 else (probe_result,)
