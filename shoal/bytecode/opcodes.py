@@ -131,7 +131,8 @@ def _reduction(function: Callable[..., Any], *extra: str) -> Reference:
         options = {name: attrs[name] for name in extra if name in attrs}
         if attrs.get("dtype") is not None:
             options["dtype"] = attrs["dtype"]
-        function(ins[0], axis=attrs.get("axis"), out=outs[0], keepdims=attrs.get("keepdims", False), **options)
+        result = function(ins[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False), **options)
+        np.copyto(outs[0], result, casting="unsafe")
 
     return run
 

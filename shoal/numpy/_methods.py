@@ -19,6 +19,8 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
         return apply_ufunc(ufunc, (other, self))
 
     def inplace(self: ndarray, other: Any) -> ndarray:
+        if self._scalar:  # NumPy scalars are immutable: ``x += y`` rebinds x
+            return apply_ufunc(ufunc, (self, other))
         apply_ufunc(ufunc, (self, other), out=(self,))
         return self
 
@@ -140,7 +142,13 @@ ndarray.diagonal = lambda self, offset=0, axis1=0, axis2=1: _shape.diagonal(self
 ndarray.view = lambda self, dtype=None, type=None: _shape.dtype_view(self, dtype, type)
 ndarray.dot = lambda self, other, out=None: _linalg.dot(self, other, out)
 ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
-ndarray.round = lambda self, decimals=0, out=None: np.round(self, decimals, out)
+def _round(self: ndarray, decimals: int = 0, out: Any = None) -> Any:
+    from shoal.numpy._functions import around
+
+    return around(self, decimals, out)
+
+
+ndarray.round = _round
 ndarray.sort = _sorting.sort_in_place
 ndarray.partition = _sorting.partition_in_place
 ndarray.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: _sorting.argsort(self, axis, kind, order, stable=stable)
