@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shoal.tasks.errors import TaskDependencyError
 from shoal.tasks.directions import Direction, ParameterSpec
+from shoal.tasks.errors import TaskDependencyError
 from shoal.tasks.shm import SegmentRef
 
 
@@ -54,9 +54,9 @@ class Datum:
 class Version:
     """One version of a datum: produced once, then only read."""
 
-    datum: Datum
+    datum: Datum = field(repr=False)
     number: int
-    producer: TaskNode | None = None
+    producer: TaskNode | None = field(default=None, repr=False)
     value: object = MISSING  # held in the main process for versions produced by tasks
     error: BaseException | None = None
     done: bool = False

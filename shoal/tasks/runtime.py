@@ -228,17 +228,17 @@ class Runtime:
                 f"task {node.name}: parameter {binding.slot!r} is marked recurrent read-only, "
                 f"which needs a NumPy array, got {type(value).__name__}"
             )
-        if handle.index in version.holders:
-            take = binding.spec.direction is Direction.INOUT
-            if take:
-                version.holders.discard(handle.index)
-            return wire.CachedArg(version.key, take)
         if binding.spec.direction is Direction.IN and isinstance(value, np.ndarray):
             if version.segment is None and self._should_share(binding, version, value):
                 self._place(version, value, binding.spec.recurrent_read_only)
             if version.segment is not None:
                 version.mapped_by.add(handle.index)
                 return wire.SharedArg(version.segment)
+        if handle.index in version.holders:
+            take = binding.spec.direction is Direction.INOUT
+            if take:
+                version.holders.discard(handle.index)
+            return wire.CachedArg(version.key, take)
         return wire.ValueArg(value)
 
     def _should_share(self, binding: Binding, version: Version, value: np.ndarray) -> bool:
@@ -411,9 +411,9 @@ class Runtime:
     # synchronization ---------------------------------------------------------------------------
     def wait_on(self, value: object) -> object:
         """The value of a future or of the latest version of data passed to tasks."""
-        if isinstance(value, list | tuple) and not isinstance(value, Future):
-            return type(value)(self.wait_on(item) for item in value)
         with self._lock:
+            if isinstance(value, list | tuple) and self._graph.lookup(value) is None:
+                return type(value)(self.wait_on(item) for item in value)
             datum = value._datum if isinstance(value, Future) else self._graph.lookup(value)
             if isinstance(value, Future) and (value._runtime is not self or datum.orphaned):
                 raise ValueError(f"{value!r} was deleted or belongs to a runtime that was shut down")
@@ -438,11 +438,11 @@ class Runtime:
 
     def delete(self, value: object) -> None:
         """Release data: its versions, worker copies and shared segments, once no task needs them."""
-        if isinstance(value, list | tuple) and not isinstance(value, Future):
-            for item in value:
-                self.delete(item)
-            return
         with self._lock:
+            if isinstance(value, list | tuple) and self._graph.lookup(value) is None:
+                for item in value:
+                    self.delete(item)
+                return
             datum = value._datum if isinstance(value, Future) else self._graph.lookup(value)
             if datum is None:
                 return
