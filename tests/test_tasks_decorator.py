@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -11,12 +9,13 @@ from shoal.tasks import IN, INOUT, OUT, task
 from shoal.tasks.directions import Direction, ParameterSpec
 from shoal.tasks.errors import TaskDependencyError
 from shoal.tasks.graph import Binding, Graph, TaskState
+from shoal.tasks.shm import task_segments
 
 
 @pytest.fixture(autouse=True)
 def no_shoal_segments():
     yield
-    assert not [n for n in os.listdir("/dev/shm") if n.startswith("shoal-")]
+    assert task_segments() == []
 
 
 def plain(a, b, c):

@@ -11,12 +11,13 @@ import pytest
 import shoal.tasks as tasks
 from shoal.tasks import IN, INOUT, barrier, delete, task, wait_on
 from shoal.tasks import shm as shm_store
+from shoal.tasks.shm import task_segments
 
 pytestmark = [pytest.mark.full, pytest.mark.timeout(60)]
 
 
 def shoal_segments() -> list[str]:
-    return [n for n in os.listdir("/dev/shm") if n.startswith("shoal-")]
+    return task_segments()
 
 
 @pytest.fixture(autouse=True)
@@ -146,7 +147,7 @@ def test_rro_gives_zero_copy_read_only_view(runtime):
 
 
 def test_rro_on_non_array_is_rejected_at_call(runtime):
-    with pytest.raises(TypeError, match="recurrent read-only.*NumPy array, got list"):
+    with pytest.raises(TypeError, match=r"recurrent read-only.*NumPy array, got list"):
         inspect_shared([1, 2, 3])
     with pytest.raises(TypeError, match="NumPy array, got int"):
         wait_on(inspect_shared(add(1, 2)))  # known only once the future has a value

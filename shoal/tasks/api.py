@@ -33,20 +33,27 @@ def get_runtime() -> Runtime:
         return _runtime
 
 
-def shutdown() -> None:
-    """Stop the workers and release all shared memory (also done at exit)."""
+def shutdown(timeout: float = 10.0) -> None:
+    """Stop the workers and release all shared memory (also done at exit).
+
+    Workers finish the task they are running for up to ``timeout`` seconds, then are killed.
+    """
     global _runtime
     with _lock:
         if _runtime is not None:
-            _runtime.shutdown()
+            _runtime.shutdown(timeout)
             _runtime = None
 
 
 def wait_on(value: object) -> object:
     """The value of a future, of data written by tasks, or of a list/tuple of those."""
-    if _runtime is None and not isinstance(value, Future | list | tuple):
+    if isinstance(value, Future):
+        return value._runtime.wait_on(value)
+    if _runtime is None:
+        if isinstance(value, list | tuple):
+            return type(value)(wait_on(item) for item in value)
         return value
-    return get_runtime().wait_on(value)
+    return _runtime.wait_on(value)
 
 
 def barrier() -> None:
@@ -57,5 +64,7 @@ def barrier() -> None:
 
 def delete(value: object) -> None:
     """Release data passed to tasks (or a future's value) and its shared-memory segments."""
-    if _runtime is not None:
+    if isinstance(value, Future):
+        value._runtime.delete(value)
+    elif _runtime is not None:
         _runtime.delete(value)

@@ -416,7 +416,7 @@ class Runtime:
                 return type(value)(self.wait_on(item) for item in value)
             datum = value._datum if isinstance(value, Future) else self._graph.lookup(value)
             if isinstance(value, Future) and (value._runtime is not self or datum.orphaned):
-                raise ValueError(f"{value!r} was deleted or belongs to a runtime that was shut down")
+                raise ValueError(f"{value!r} was deleted or belongs to another task runtime")
             if datum is None:
                 return value
             version = datum.latest

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
+import re
 import secrets
 import struct
 import time
@@ -139,6 +140,14 @@ def list_segments(prefix: str = PREFIX) -> list[str]:
         return sorted(name for name in os.listdir(SHM_DIR) if name.startswith(prefix))
     except FileNotFoundError:
         return []
+
+
+_TASK_SEGMENT = re.compile(rf"^{PREFIX}\d+\.[0-9a-f]+-")
+
+
+def task_segments() -> list[str]:
+    """Segments of task runtimes (of any process) in /dev/shm."""
+    return [name for name in list_segments() if _TASK_SEGMENT.match(name)]
 
 
 def sweep(job: str) -> int:
