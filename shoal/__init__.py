@@ -1,3 +1,14 @@
 """Shoal: ordinary NumPy and task-parallel Python programs on every core, unchanged."""
 
 __version__ = "0.1.0"
+
+_TASK_EXPORTS = frozenset({"task", "IN", "OUT", "INOUT", "wait_on", "barrier", "delete"})
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use so that ``import shoal`` stays light.
+    if name in _TASK_EXPORTS:
+        import shoal.tasks
+
+        return getattr(shoal.tasks, name)
+    raise AttributeError(f"module 'shoal' has no attribute {name!r}")
