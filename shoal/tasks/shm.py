@@ -150,6 +150,11 @@ def task_segments() -> list[str]:
     return [name for name in list_segments() if _TASK_SEGMENT.match(name)]
 
 
+def segment_owner(name: str) -> int:
+    """The pid of the process whose task runtime created the segment ``name``."""
+    return int(name[len(PREFIX) :].split(".", 1)[0])
+
+
 def sweep(job: str) -> int:
     """Unlink every segment of ``job``; returns how many were removed."""
     names = list_segments(f"{PREFIX}{job}-")
