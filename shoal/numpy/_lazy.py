@@ -14,6 +14,7 @@ import numpy as np
 
 from shoal import runtime as _runtime
 from shoal.bytecode import Const, View
+from shoal.numpy._uploads import cacheable
 from shoal.runtime import LazyBase
 
 
@@ -373,8 +374,16 @@ def operand(value: Any) -> View | Const:
     array = np.asarray(value)
     if array.ndim == 0:
         return Const(array[()])
+    runtime = _runtime.current()
+    if array is value and not is_small(array.size) and cacheable(array):
+        uploaded = runtime.uploads.lookup(array)
+        if uploaded is None:
+            snapshot = array.copy()
+            uploaded = new_array(array.dtype, array.shape, snapshot.reshape(-1))
+            runtime.uploads.store(array, uploaded, snapshot)
+        return uploaded._view
     carried = from_numpy(array)
-    carried._base.runtime.carry(carried)
+    runtime.carry(carried)
     return carried._view
 
 

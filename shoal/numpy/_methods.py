@@ -42,6 +42,35 @@ for _name, _ufunc in _OPERATORS.items():
 for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
     setattr(ndarray, f"__{_name}__", _binary(_ufunc)[0])
 
+_FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
+
+
+def _fast_power(base: ndarray, exponent: Any) -> np.ufunc | None:
+    """NumPy's ``a ** 2`` / ``** 0.5`` / ``** -1`` shortcut, where it gives power's dtype."""
+    if type(exponent) not in (int, float) or base.dtype.kind not in "fc":
+        return None
+    ufunc = _FAST_POWERS.get(exponent)
+    if ufunc is None:
+        return None
+    probe = np.zeros((), base.dtype)
+    return ufunc if np.power(probe, exponent).dtype == ufunc(probe).dtype else None
+
+
+def _pow(self: ndarray, other: Any) -> Any:
+    ufunc = _fast_power(self, other)
+    return apply_ufunc(np.power, (self, other)) if ufunc is None else apply_ufunc(ufunc, (self,))
+
+
+def _ipow(self: ndarray, other: Any) -> Any:
+    ufunc = _fast_power(self, other)
+    if ufunc is None or self._scalar:
+        return _binary(np.power)[2](self, other)
+    apply_ufunc(ufunc, (self,), out=(self,))
+    return self
+
+
+ndarray.__pow__ = _pow
+ndarray.__ipow__ = _ipow
 ndarray.__neg__ = lambda self: apply_ufunc(np.negative, (self,))
 ndarray.__pos__ = lambda self: apply_ufunc(np.positive, (self,))
 ndarray.__abs__ = lambda self: apply_ufunc(np.absolute, (self,))
