@@ -22,11 +22,11 @@ def test_unchanged_numpy_operand_is_uploaded_once() -> None:
 def test_changed_numpy_operand_is_uploaded_again() -> None:
     with runtime.configure(engine="reference", eager_threshold=100):
         real = numpy.arange(1000.0)
-        lazy = np.zeros(1000)
-        before = lazy + real
+        lazy = np.ones(1000)
+        before = lazy * real
         real[0] = 99.0
         real[-1] = -0.0
-        after = lazy + real
+        after = lazy * real
         assert float(before[0]) == 0.0
         assert float(after[0]) == 99.0
         assert numpy.signbit(numpy.asarray(after)[-1])
