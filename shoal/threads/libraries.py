@@ -57,6 +57,26 @@ class _Controllers:
 _controllers = _Controllers()
 
 
+def _openblas_setter(lib: object):
+    # threadpoolctl lets only the first thread that set OpenBLAS's pthreads pool
+    # change it; the arbitration here already serializes the changes, so call
+    # OpenBLAS directly from whichever thread needs it.
+    for prefix in ("", "scipy_"):
+        for suffix in ("", "64_", "_64"):
+            setter = getattr(lib.dynlib, f"{prefix}openblas_set_num_threads{suffix}", None)
+            if setter is not None:
+                return setter
+    return None
+
+
+def _set_process_wide(lib: object, n_threads: int) -> None:
+    setter = _openblas_setter(lib) if lib.internal_api == "openblas" else None
+    if setter is not None:
+        setter(n_threads)
+    else:
+        lib.set_num_threads(n_threads)
+
+
 def _numexpr():
     return sys.modules.get("numexpr")
 
@@ -113,7 +133,7 @@ class _ProcessWideLimit:
         for lib in _controllers.libraries(_PROCESS_WIDE_APIS):
             if not any(lib is saved for saved, _ in self._originals):
                 self._originals.append((lib, lib.num_threads))
-            lib.set_num_threads(min(n_threads, self._original_of(lib)))
+            _set_process_wide(lib, min(n_threads, self._original_of(lib)))
         numexpr = _numexpr()
         if numexpr is not None:
             if self._numexpr_original is None:
@@ -126,7 +146,7 @@ class _ProcessWideLimit:
 
     def _restore_originals(self) -> None:
         for lib, threads in self._originals:
-            lib.set_num_threads(threads)
+            _set_process_wide(lib, threads)
         numexpr = _numexpr()
         if numexpr is not None and self._numexpr_original is not None:
             numexpr.set_num_threads(self._numexpr_original)

@@ -22,8 +22,8 @@ import weakref
 from dataclasses import dataclass, field
 
 _TURNSTILE = 0
-_POLL_START_S = 0.0002
-_POLL_MAX_S = 0.005
+_POLL_START_S = 0.0001
+_POLL_MAX_S = 0.001
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
 _FLOCK = struct.Struct("hhqqi4x")
 
