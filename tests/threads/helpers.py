@@ -33,3 +33,20 @@ def matmul_work(size: int = 1200, repeats: int = 6):
             a @ a
 
     return work
+
+
+def busy_library_threads(work, min_cpu_s: float = 0.05, settle_s: float = 0.3) -> int:
+    """How many threads not started by Python (BLAS/OpenMP helpers) computed while ``work()`` ran.
+
+    Waits ``settle_s`` first, so that helpers spinning down after earlier work are idle.
+    """
+    threading.Event().wait(settle_s)
+    before = thread_cpu_seconds()
+    work()
+    after = thread_cpu_seconds()
+    python_threads = {thread.native_id for thread in threading.enumerate()}
+    return sum(
+        1
+        for tid, seconds in after.items()
+        if tid not in python_threads and seconds - before.get(tid, 0.0) >= min_cpu_s
+    )
