@@ -1,8 +1,26 @@
 """Shoal: ordinary NumPy and task-parallel Python programs on every core, unchanged."""
 
+from shoal.errors import ShoalFallbackWarning
+
 __version__ = "0.1.0"
 
-from shoal.errors import ShoalFallbackWarning
-from shoal.runtime import flush
+_TASK_EXPORTS = frozenset({"task", "IN", "OUT", "INOUT", "wait_on", "barrier", "delete"})
 
-__all__ = ["ShoalFallbackWarning", "flush"]
+
+def flush() -> None:
+    """Run every array operation recorded so far."""
+    import shoal.runtime
+
+    shoal.runtime.flush()
+
+
+def __getattr__(name: str) -> object:
+    # Imported on first use so that ``import shoal`` stays light.
+    if name in _TASK_EXPORTS:
+        import shoal.tasks
+
+        return getattr(shoal.tasks, name)
+    raise AttributeError(f"module 'shoal' has no attribute {name!r}")
+
+
+__all__ = ["IN", "INOUT", "OUT", "ShoalFallbackWarning", "barrier", "delete", "flush", "task", "wait_on"]

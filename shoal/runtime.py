@@ -107,6 +107,9 @@ class Runtime:
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
         self._carried: list[object] = []
+        from shoal.numpy._uploads import UploadCache
+
+        self.uploads = UploadCache()
 
     # recording -------------------------------------------------------------------------------
     def new_base(self, dtype: np.dtype, size: int, data: np.ndarray | None = None) -> LazyBase:
@@ -184,6 +187,7 @@ class Runtime:
             try:
                 self.flush()
             finally:
+                self.uploads.clear()
                 self.closed = True
                 self.engine.shutdown()
 

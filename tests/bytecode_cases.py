@@ -267,7 +267,31 @@ def _release() -> ExampleBuilder:
     return build
 
 
+def _ordering(op: str, **attrs: object) -> Callable[[], ExampleBuilder]:
+    def make() -> ExampleBuilder:
+        build = ExampleBuilder()
+        source = build.data(np.array([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]]))
+        dtype = "f8" if op in ("sort", "partition") else "i8"
+        build.add(op, (build.output(dtype, (2, 3)),), (source,), **attrs)
+        return build
+
+    return make
+
+
+def _take_along_axis() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(np.arange(6.0).reshape(2, 3))
+    index = build.data(np.array([[2, 0], [1, 1]], dtype=np.int64))
+    build.add("take_along_axis", (build.output("f8", (2, 2)),), (source, index), axis=1)
+    return build
+
+
 HAND_EXAMPLES: dict[str, Callable[[], ExampleBuilder]] = {
+    "sort": _ordering("sort", axis=1),
+    "argsort": _ordering("argsort", axis=0, kind="stable"),
+    "partition": _ordering("partition", kth=1, axis=1),
+    "argpartition": _ordering("argpartition", kth=(0, 2), axis=1),
+    "take_along_axis": _take_along_axis,
     "release": _release,
     "copy": _copy,
     "fill": _fill,

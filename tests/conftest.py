@@ -1,1 +1,8 @@
 """Shared test configuration."""
+
+import os
+
+# Every batch is verified and round-tripped through the wire format before it runs.
+os.environ.setdefault("SHOAL_VERIFY", "1")
+
+from numpy_fixtures import snp, snp_any  # noqa: F401  (fixtures for the NumPy tests)

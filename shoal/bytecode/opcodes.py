@@ -29,6 +29,7 @@ class Kind(enum.Enum):
     LINALG = "linalg"
     COMMUNICATION = "communication"
     SYSTEM = "system"
+    SORTING = "sorting"
 
 
 Reference = Callable[[Sequence[np.ndarray], Sequence[Any], Mapping[str, Any]], None]
@@ -130,7 +131,8 @@ def _reduction(function: Callable[..., Any], *extra: str) -> Reference:
         options = {name: attrs[name] for name in extra if name in attrs}
         if attrs.get("dtype") is not None:
             options["dtype"] = attrs["dtype"]
-        function(ins[0], axis=attrs.get("axis"), out=outs[0], keepdims=attrs.get("keepdims", False), **options)
+        result = function(ins[0], axis=attrs.get("axis"), keepdims=attrs.get("keepdims", False), **options)
+        np.copyto(outs[0], result, casting="unsafe")
 
     return run
 
@@ -196,6 +198,26 @@ def _dot(outs, ins, attrs):
     np.copyto(outs[0], np.dot(ins[0], ins[1]), casting="unsafe")
 
 
+def _sort(outs, ins, attrs):
+    np.copyto(outs[0], np.sort(ins[0], axis=attrs["axis"], kind=attrs.get("kind")))
+
+
+def _argsort(outs, ins, attrs):
+    np.copyto(outs[0], np.argsort(ins[0], axis=attrs["axis"], kind=attrs.get("kind")))
+
+
+def _partition(outs, ins, attrs):
+    np.copyto(outs[0], np.partition(ins[0], attrs["kth"], axis=attrs["axis"]))
+
+
+def _argpartition(outs, ins, attrs):
+    np.copyto(outs[0], np.argpartition(ins[0], attrs["kth"], axis=attrs["axis"]))
+
+
+def _take_along_axis(outs, ins, attrs):
+    np.copyto(outs[0], np.take_along_axis(ins[0], ins[1], axis=attrs["axis"]))
+
+
 def _release(outs, ins, attrs):
     """Handled by the engine itself; the reference has nothing to compute."""
 
@@ -239,6 +261,11 @@ def _build_table() -> tuple[OpSpec, ...]:
     for name in UFUNC_NAMES:
         ufunc = _ufunc(name)
         add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), ("dtype",), ufunc)
+    add("sort", Kind.SORTING, 1, 1, _sort, ("kind",), required=("axis",))
+    add("argsort", Kind.SORTING, 1, 1, _argsort, ("kind",), required=("axis",))
+    add("partition", Kind.SORTING, 1, 1, _partition, required=("kth", "axis"))
+    add("argpartition", Kind.SORTING, 1, 1, _argpartition, required=("kth", "axis"))
+    add("take_along_axis", Kind.INDEXING, 2, 1, _take_along_axis, required=("axis",))
     return tuple(rows)
 
 

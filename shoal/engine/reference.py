@@ -14,6 +14,8 @@ from shoal.engine.component import Component, Config, EngineError
 
 def view_of(buffer: np.ndarray, view: View) -> np.ndarray:
     """The ndarray that ``view`` describes over the raw bytes ``buffer`` of its base."""
+    if 0 in view.shape:
+        return np.empty(view.shape, view.dtype)
     return np.ndarray(view.shape, view.dtype, buffer=buffer, offset=view.offset, strides=view.strides)
 
 

@@ -7,13 +7,13 @@ Shoal's engine at flush triggers (reading a value, a full batch, ``shoal.flush()
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import numpy as _np
 from numpy import *  # noqa: F403  (NumPy's namespace: ufuncs, dtypes, constants, functions)
 
 from shoal.errors import ShoalFallbackWarning
-from shoal.numpy import linalg, random
 from shoal.numpy._create import (
     arange,
     array,
@@ -40,6 +40,10 @@ from shoal.numpy._dispatch import fallbacks_used
 from shoal.numpy._functions import clip, where
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
+
+# NumPy's star import bound ``random`` and ``linalg`` to NumPy's modules; bind Shoal's instead.
+random = importlib.import_module("shoal.numpy.random")
+linalg = importlib.import_module("shoal.numpy.linalg")
 
 
 def __getattr__(name: str) -> Any:

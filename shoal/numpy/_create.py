@@ -45,12 +45,12 @@ def _fill_constant(probe: np.ndarray) -> Any:
 
 def empty(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.empty``."""
-    return _filled(shape, dtype, None, np.empty, order)
+    return _filled(shape, float if dtype is None else dtype, None, np.empty, order)
 
 
 def zeros(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.zeros``."""
-    return _filled(shape, dtype, 0, np.zeros, order)
+    return _filled(shape, float if dtype is None else dtype, 0, np.zeros, order)
 
 
 def ones(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
@@ -178,7 +178,9 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     result._base.runtime.record("linspace", (result._view,), (), start=plain[0], stop=plain[1], num=num, endpoint=bool(endpoint))
     if retstep:
         div = (num - 1) if endpoint else num
-        step = (stop - start) / div if div > 0 else np.nan
+        exact = np.result_type(start, stop, float(num))
+        delta = np.asarray(stop, exact) - np.asarray(start, exact)
+        step = delta / div if div > 0 else np.nan
         return result, step
     return result
 
@@ -186,6 +188,8 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.eye``."""
     cols = N if M is None else M
+    if N < 0 or cols < 0:
+        raise ValueError("negative dimensions are not allowed")
     if is_small(N * cols) or order != "C":
         return np.eye(N, M, k, dtype, order)
     result = new_array(np.dtype(dtype), (operator.index(N), operator.index(cols)))

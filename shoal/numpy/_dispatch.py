@@ -8,6 +8,8 @@ and lazy ``out=`` arguments (and arrays that NumPy mutates in place) get the res
 from __future__ import annotations
 
 import collections
+import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -25,7 +27,8 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 COMPOSABLE: set[str] = {
     "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack", "column_stack",
     "isclose", "allclose", "array_equal", "diff", "outer", "average", "nan_to_num",
-    "real", "imag", "round", "around", "ptp", "count_nonzero", "trace", "linalg.norm",
+    "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
+    "tril",
 }  # fmt: skip
 
 # ndarray methods that change the array in place: the fallback writes the result back.
@@ -43,8 +46,21 @@ def _warn_once(name: str) -> None:
         warnings.warn(
             f"shoal.numpy does not implement {name} yet; it ran in NumPy on materialized data",
             ShoalFallbackWarning,
-            stacklevel=4,
+            stacklevel=_caller_stacklevel(),
         )
+
+
+_INTERNAL_PREFIXES = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(np.__file__))
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that points at the first frame outside Shoal and NumPy."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_PREFIXES):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape
+from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import is_lazy, is_small, new_array, operand, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 from shoal.numpy._ufunc import apply_ufunc
@@ -34,8 +34,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     for value in (condition, x, y):
         shape, probe = _probe_of(value)
         probes.append(probe)
-        if shape is not None:
-            shapes.append(shape)
+        shapes.append(() if shape is None else shape)
     dtype = np.asarray(quietly(np.where, *probes)).dtype
     shape = broadcast_shape(shapes) if shapes else ()
     if not any(is_lazy(v) for v in (condition, x, y)) and is_small(math.prod(shape)):
@@ -49,13 +48,39 @@ def clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = 
     """``np.clip``."""
     low = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     high = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
+    dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
+    if dtype.kind in "iu":  # NumPy clamps Python-int bounds into the array's integer range
+        info = np.iinfo(dtype)
+        if type(low) is int and low <= info.min:
+            low = None
+        if type(high) is int and high >= info.max:
+            high = None
     if low is None and high is None:
-        return apply_ufunc(np.positive, (a,), out=out, **kwargs) if out is not None else _shape.copy(a) if is_lazy(a) else np.clip(a, None, None)
+        return apply_ufunc(np.positive, (a,), out=out, **kwargs)
     if low is None:
         return apply_ufunc(np.minimum, (a, high), out=out, **kwargs)
     if high is None:
         return apply_ufunc(np.maximum, (a, low), out=out, **kwargs)
     return apply_ufunc(np._core.umath.clip, (a, low, high), out=out, **kwargs)
+
+
+def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    """``np.round``: the same multiply, ``rint``, divide steps as NumPy, so the same results."""
+    dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
+    if not is_lazy(a) and not is_lazy(out):
+        return np.round(a, decimals, out)
+    if dtype.kind in "biu":
+        if decimals >= 0:
+            return _shape.copy(a) if out is None else apply_ufunc(np.positive, (a,), out=out)
+        from shoal.numpy._dispatch import fallback_call
+
+        return fallback_call("round", np.round, (a, decimals), {"out": out})
+    if decimals == 0:
+        return apply_ufunc(np.rint, (a,), out=out)
+    factor = 10.0 ** abs(decimals)
+    scaled = apply_ufunc(np.multiply if decimals > 0 else np.true_divide, (a, factor), out=out)
+    apply_ufunc(np.rint, (scaled,), out=(scaled,))
+    return apply_ufunc(np.true_divide if decimals > 0 else np.multiply, (scaled, factor), out=(scaled,))
 
 
 def _reduction(name: str) -> Any:
@@ -126,6 +151,9 @@ def _register() -> None:
     table[np.cumsum] = lambda a, axis=None, dtype=None, out=None: _reduce.scan("cumsum", a, axis, dtype, out)
     table[np.cumprod] = lambda a, axis=None, dtype=None, out=None: _reduce.scan("cumprod", a, axis, dtype, out)
     table[np.where] = where
+    table[np.fix] = lambda x, out=None: apply_ufunc(np.trunc, (x,), out=out)  # same values and dtype
+    table[np.round] = around
+    table[np.around] = around
     table[np.clip] = clip
     table[np.dot] = _linalg.dot
     table[np.matmul] = _linalg.matmul
@@ -148,6 +176,8 @@ def _register() -> None:
     table[np.size] = _size
     table[np.result_type] = _result_type
     table[np.diagonal] = lambda a, offset=0, axis1=0, axis2=1: _shape.diagonal(a, offset, axis1, axis2)
+    for name in ("sort", "argsort", "partition", "argpartition", "take_along_axis"):
+        table[getattr(np, name)] = getattr(_sorting, name)
     for name in ("empty_like", "zeros_like", "ones_like", "full_like", "meshgrid"):
         table[getattr(np, name)] = getattr(_create, name)
 

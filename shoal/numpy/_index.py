@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import View
-from shoal.numpy._lazy import is_lazy, ndarray, new_array, operand, wrap_numpy
+from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
 
 
@@ -16,7 +16,11 @@ def _normalize(key: Any) -> tuple[Any, ...]:
     normalized = []
     for item in items:
         if is_lazy(item):
-            item = int(item) if item.ndim == 0 and item.dtype.kind in "iu" else item._value()
+            if item.dtype.kind not in "iub":
+                raise IndexError(
+                    "arrays used as indices must be of integer (or boolean) type"
+                )
+            item = item._value()
         normalized.append(item)
     return tuple(normalized)
 
@@ -34,7 +38,7 @@ def basic_view(array: ndarray, key: tuple[Any, ...]) -> tuple[View, bool]:
     full_key = key if any(item is Ellipsis for item in key) else (*key, Ellipsis)
     result = probe[full_key]
     offset = view.offset + data_address(result) - data_address(probe)
-    return View(view.base, view.dtype, offset, result.shape, result.strides), result.flags.writeable
+    return make_view(view.base, view.dtype, offset, result.shape, result.strides), result.flags.writeable
 
 
 def _is_element(array: ndarray, key: tuple[Any, ...]) -> bool:
@@ -108,6 +112,7 @@ def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
     result = new_array(array.dtype, shape)
     inputs = (array._view, *(operand(index) for index in index_arrays))
     array._base.runtime.record("gather", (result._view,), inputs, key=encoded)
+    result._scalar = not shape
     return result
 
 
@@ -140,6 +145,8 @@ def _strip_leading_ones(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
 
 def setitem(array: ndarray, key: Any, value: Any) -> None:
     """``array[key] = value`` with NumPy's broadcasting, casting and errors."""
+    if array._scalar:
+        raise TypeError(f"'numpy.{array.dtype.type.__name__}' object does not support item assignment")
     if array._readonly:
         raise ValueError("assignment destination is read-only")
     key = _normalize(key)
@@ -148,6 +155,9 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
         _advanced_set(array, key, vshape, value)
         return
     target, _ = basic_view(array, key)
+    if vshape and _is_element(array, key):
+        value_dtype = value.dtype if is_lazy(value) else np.asarray(value).dtype
+        np.zeros(1, array.dtype)[0] = np.broadcast_to(np.zeros((), value_dtype), vshape)
     stripped = _strip_leading_ones(vshape, len(target.shape))
     try:
         fits = np.broadcast_shapes(stripped, target.shape) == target.shape
@@ -170,6 +180,12 @@ def _advanced_set(array: ndarray, key: tuple[Any, ...], vshape: tuple[int, ...],
         fits = np.broadcast_shapes(_strip_leading_ones(vshape, len(shape)), shape) == shape
     except ValueError:
         fits = False
+    masks = [item for item in key if isinstance(item, np.ndarray) and item.dtype == np.bool_]
+    if not fits and len(key) == 1 and masks and len(vshape) == 1:
+        raise ValueError(
+            f"NumPy boolean array indexing assignment cannot assign {vshape[0]} input values to "
+            f"the {shape[0]} output values where the mask is true"
+        )
     if not fits:
         raise ValueError(
             f"shape mismatch: value array of shape {format_shape(vshape)} could not be broadcast "

@@ -14,6 +14,7 @@ import numpy as np
 
 from shoal import runtime as _runtime
 from shoal.bytecode import Const, View
+from shoal.numpy._uploads import cacheable
 from shoal.runtime import LazyBase
 
 
@@ -220,18 +221,8 @@ class ndarray(metaclass=_NdarrayMeta):
         return int(self._value())
 
     def _require_scalar(self, kind: str) -> None:
-        if self.size != 1:
-            raise TypeError("only length-1 arrays can be converted to Python scalars")
         if self.ndim > 0:
-            import warnings
-
-            warnings.warn(
-                "Conversion of an array with ndim > 0 to a scalar is deprecated, and will error "
-                "in future. Ensure you extract a single element from your array before performing "
-                "this operation. (Deprecated NumPy 1.25.)",
-                DeprecationWarning,
-                stacklevel=3,
-            )
+            raise TypeError("only 0-dimensional arrays can be converted to Python scalars")
 
     def __len__(self) -> int:
         if not self.shape:
@@ -302,10 +293,15 @@ class _FlatIter:
         return self._array.size
 
     def __getitem__(self, key: Any) -> Any:
-        return self._array.reshape(-1)[key] if self._array._view.is_contiguous() else self._array.ravel()[key]
+        result = self._array.reshape(-1)[key]
+        return result.copy() if is_lazy(result) and not result._scalar else result
 
     def __setitem__(self, key: Any, value: Any) -> None:
         array = self._array
+        if key is Ellipsis or key == slice(None):
+            value = value if is_lazy(value) and value.size == array.size else np.resize(materialize(value), array.size)
+            array[...] = value.reshape(array.shape)
+            return
         if array._view.is_contiguous():
             array.reshape(-1)[key] = value
             return
@@ -328,6 +324,13 @@ class _Flags:
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------
+def make_view(base: int, dtype: np.dtype, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> View:
+    """A view; empty views are anchored at offset 0 so they always lie inside their base."""
+    if 0 in shape:
+        offset = 0
+    return View(base, dtype, offset, tuple(shape), tuple(strides))
+
+
 def is_lazy(value: Any) -> bool:
     return type(value) is ndarray
 
@@ -371,8 +374,16 @@ def operand(value: Any) -> View | Const:
     array = np.asarray(value)
     if array.ndim == 0:
         return Const(array[()])
+    runtime = _runtime.current()
+    if array is value and not is_small(array.size) and cacheable(array):
+        uploaded = runtime.uploads.lookup(array)
+        if uploaded is None:
+            snapshot = array.copy()
+            uploaded = new_array(array.dtype, array.shape, snapshot.reshape(-1))
+            runtime.uploads.store(array, uploaded, snapshot)
+        return uploaded._view
     carried = from_numpy(array)
-    carried._base.runtime.carry(carried)
+    runtime.carry(carried)
     return carried._view
 
 

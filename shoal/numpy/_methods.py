@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy import _linalg, _reduce, _shape
+from shoal.numpy import _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._ufunc import apply_ufunc
 
@@ -19,6 +19,8 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
         return apply_ufunc(ufunc, (other, self))
 
     def inplace(self: ndarray, other: Any) -> ndarray:
+        if self._scalar:  # NumPy scalars are immutable: ``x += y`` rebinds x
+            return apply_ufunc(ufunc, (self, other))
         apply_ufunc(ufunc, (self, other), out=(self,))
         return self
 
@@ -40,6 +42,35 @@ for _name, _ufunc in _OPERATORS.items():
 for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
     setattr(ndarray, f"__{_name}__", _binary(_ufunc)[0])
 
+_FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
+
+
+def _fast_power(base: ndarray, exponent: Any) -> np.ufunc | None:
+    """NumPy's ``a ** 2`` / ``** 0.5`` / ``** -1`` shortcut, where it gives power's dtype."""
+    if type(exponent) not in (int, float) or base.dtype.kind not in "fc":
+        return None
+    ufunc = _FAST_POWERS.get(exponent)
+    if ufunc is None:
+        return None
+    probe = np.zeros((), base.dtype)
+    return ufunc if np.power(probe, exponent).dtype == ufunc(probe).dtype else None
+
+
+def _pow(self: ndarray, other: Any) -> Any:
+    ufunc = _fast_power(self, other)
+    return apply_ufunc(np.power, (self, other)) if ufunc is None else apply_ufunc(ufunc, (self,))
+
+
+def _ipow(self: ndarray, other: Any) -> Any:
+    ufunc = _fast_power(self, other)
+    if ufunc is None or self._scalar:
+        return _binary(np.power)[2](self, other)
+    apply_ufunc(ufunc, (self,), out=(self,))
+    return self
+
+
+ndarray.__pow__ = _pow
+ndarray.__ipow__ = _ipow
 ndarray.__neg__ = lambda self: apply_ufunc(np.negative, (self,))
 ndarray.__pos__ = lambda self: apply_ufunc(np.positive, (self,))
 ndarray.__abs__ = lambda self: apply_ufunc(np.absolute, (self,))
@@ -140,4 +171,14 @@ ndarray.diagonal = lambda self, offset=0, axis1=0, axis2=1: _shape.diagonal(self
 ndarray.view = lambda self, dtype=None, type=None: _shape.dtype_view(self, dtype, type)
 ndarray.dot = lambda self, other, out=None: _linalg.dot(self, other, out)
 ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
-ndarray.round = lambda self, decimals=0, out=None: np.round(self, decimals, out)
+def _round(self: ndarray, decimals: int = 0, out: Any = None) -> Any:
+    from shoal.numpy._functions import around
+
+    return around(self, decimals, out)
+
+
+ndarray.round = _round
+ndarray.sort = _sorting.sort_in_place
+ndarray.partition = _sorting.partition_in_place
+ndarray.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: _sorting.argsort(self, axis, kind, order, stable=stable)
+ndarray.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: _sorting.argpartition(self, kth, axis, kind, order)

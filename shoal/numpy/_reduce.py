@@ -9,7 +9,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from shoal.numpy._lazy import is_lazy, ndarray, new_array
-from shoal.numpy._probe import quietly, value_probe
+from shoal.numpy._probe import format_shape, quietly, value_probe
 
 _NO_DTYPE = {"min", "max", "any", "all", "argmin", "argmax"}
 _UNSUPPORTED_OPTIONS = ("initial", "where", "mean", "correction")
@@ -21,14 +21,30 @@ def _result_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
     return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
+_REDUCING_UFUNC = {
+    "sum": "add", "prod": "multiply", "min": "minimum", "max": "maximum", "any": "logical_or",
+    "all": "logical_and", "mean": "add", "var": "add", "std": "add",
+}  # fmt: skip
+
+
 def _check_out(out: Any, shape: tuple[int, ...], name: str) -> None:
     if out is None:
         return
     if not isinstance(out, ndarray):
         raise TypeError("output must be an array")
-    if out.shape != shape:
+    if out.shape == shape:
+        pass
+    elif name in ("argmin", "argmax"):
+        raise ValueError(f"output array does not match result of np.{name}.")
+    elif out.ndim != len(shape):
         raise ValueError(
-            f"output parameter for reduction operation {name} has the wrong shape: expected {shape}, got {out.shape}"
+            f"output parameter for reduction operation {_REDUCING_UFUNC.get(name, name)} has the "
+            f"wrong number of dimensions: Found {out.ndim} but expected {len(shape)}"
+        )
+    else:
+        raise ValueError(
+            "operands could not be broadcast together with remapped shapes [original->remapped]: "
+            f"{format_shape(out.shape)}->{format_shape(out.shape)} {format_shape(shape)}"
         )
     if is_lazy(out) and out._readonly:
         raise ValueError("output array is read-only")
@@ -58,7 +74,9 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
     if name in ("var", "std"):
         probe_kwargs["ddof"] = ddof
     probe_result = quietly(function, value_probe(array.dtype, array.shape), **probe_kwargs)
-    if name in ("argmin", "argmax"):
+    if array.ndim == 0:
+        axes, attr_axis, shape = (), None, np.shape(probe_result)
+    elif name in ("argmin", "argmax"):
         axes = tuple(range(array.ndim)) if axis is None else (normalize_axis_index(axis, array.ndim),)
         attr_axis = None if axis is None else axes[0]
         shape = _result_shape(array.shape, axes, keepdims) if axis is not None or keepdims else ()
@@ -89,6 +107,8 @@ def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, 
     if isinstance(out, tuple):
         out = out[0]
     probe_result = quietly(ufunc.reduce, value_probe(array.dtype, array.shape), axis=axis, dtype=dtype, keepdims=keepdims)
+    if array.ndim == 0:
+        axis = None
     axes = tuple(range(array.ndim)) if axis is None else normalize_axis_tuple(axis, array.ndim)
     shape = _result_shape(array.shape, axes, keepdims)
     if array.size == 0 and ufunc.identity is None and any(array.shape[a] == 0 for a in axes):
@@ -112,7 +132,7 @@ def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = 
     if not is_lazy(array):
         return getattr(np, name)(array, axis=axis, dtype=dtype, out=out)
     probe_result = quietly(getattr(np, name), value_probe(array.dtype, array.shape), axis=axis, dtype=dtype)
-    if axis is None:
+    if axis is None or array.ndim == 0:
         shape: tuple[int, ...] = (math.prod(array.shape),)
         attr_axis = None
     else:

@@ -9,12 +9,12 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from shoal.bytecode import View
 from shoal.numpy._lazy import (
     as_lazy,
     contiguous_strides,
     is_lazy,
     is_small,
+    make_view,
     ndarray,
     new_array,
     operand,
@@ -22,13 +22,13 @@ from shoal.numpy._lazy import (
 from shoal.numpy._probe import data_address, geometry_probe, quietly, value_probe
 
 
-def view_via_probe(array: ndarray, make_view: Callable[[np.ndarray], np.ndarray]) -> ndarray:
+def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]) -> ndarray:
     """Apply a view-making NumPy operation to ``array``'s geometry; never use with copying ops."""
     view = array._view
     probe = geometry_probe(view.dtype, view.shape, view.strides)
-    result = make_view(probe)
+    result = operation(probe)
     offset = view.offset + data_address(result) - data_address(probe)
-    new_view = View(view.base, result.dtype, offset, result.shape, result.strides)
+    new_view = make_view(view.base, result.dtype, offset, result.shape, result.strides)
     return array._derive(new_view, readonly=array._readonly or not result.flags.writeable)
 
 

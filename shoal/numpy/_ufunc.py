@@ -9,7 +9,7 @@ import numpy as np
 
 from shoal.bytecode import ufunc_opcode
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
-from shoal.numpy._probe import broadcast_shape, format_shape, quietly, value_probe
+from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -50,13 +50,25 @@ def apply_ufunc(
     if dtype is not None:
         options["dtype"] = dtype
     probe_result = quietly(ufunc, *probes, **options)
-    shape = broadcast_shape(shapes) if shapes else ()
+    if any(o is not None for o in outs):  # NumPy checks output casting before shapes
+        scalar_probes = [np.zeros((), p.dtype) if isinstance(p, np.ndarray) else p for p in probes]
+        out_probes = tuple(None if o is None else np.zeros((), o.dtype) for o in outs)
+        quietly(ufunc, *scalar_probes, out=out_probes, **options)
+    if ufunc is np.power:
+        _check_integer_powers(inputs, probe_result)
+    out_shapes = [o.shape for o in outs if o is not None]
+    try:
+        shape = np.broadcast_shapes(*shapes) if shapes else ()
+    except ValueError:
+        raise broadcast_error([*shapes, *out_shapes]) from None
     for o in outs:
         if o is None:
             continue
         if (is_lazy(o) and o._readonly) or (isinstance(o, np.ndarray) and not o.flags.writeable):
             raise ValueError("output array is read-only")
         full = _broadcast_or_none(shape, o.shape)
+        if full is None:
+            raise broadcast_error([*shapes, o.shape])
         if full != o.shape:
             raise ValueError(
                 f"non-broadcastable output operand with shape {format_shape(o.shape)} doesn't "
@@ -66,8 +78,6 @@ def apply_ufunc(
     results = probe_result if ufunc.nout > 1 else (probe_result,)
     result_dtypes = [np.asarray(r).dtype for r in results]
     if any(o is not None for o in outs):
-        out_probes = tuple(None if o is None else value_probe(o.dtype, o.shape) for o in outs)
-        quietly(ufunc, *probes, out=out_probes, **options)
         result_dtypes = [rd if o is None else o.dtype for rd, o in zip(result_dtypes, outs)]
     if (
         not any(is_lazy(v) for v in inputs)
@@ -76,6 +86,14 @@ def apply_ufunc(
     ):
         return ufunc(*inputs, out=out, where=where, **options)
     return _record(ufunc, inputs, outs, shape, result_dtypes, where, dtype)
+
+
+def _check_integer_powers(inputs: tuple[Any, ...], probe_result: Any) -> None:
+    """NumPy refuses negative integer exponents for integer results; that needs the values."""
+    exponent = inputs[1]
+    if len(inputs) == 2 and is_lazy(exponent) and np.asarray(probe_result).dtype.kind in "iu":
+        if exponent.dtype.kind == "i" and bool((exponent._value() < 0).any()):
+            raise ValueError("Integers to negative integer powers are not allowed.")
 
 
 def _broadcast_or_none(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:

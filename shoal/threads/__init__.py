@@ -1,22 +1,27 @@
-"""Thread budget shared by Shoal's engine, task workers and BLAS/OpenMP libraries."""
+"""Thread budget shared by Shoal's engine, task workers and BLAS/OpenMP libraries.
+
+* :func:`budget` / :func:`available_cores`: how many threads each level gets.
+* :func:`limit_library_threads`: cap BLAS/OpenMP/numexpr/Numba threads in this process.
+* :func:`parallel_region`: take node-wide tokens per ``SHOAL_COMPOSABILITY``.
+* ``python -m shoal.smp``: per-pool static budgets for unchanged programs.
+"""
 
 from __future__ import annotations
 
-import os
+from shoal.threads.budget import Budget, available_cores, budget, node_cores, threads_per_worker
+from shoal.threads.coordination import Mode, composability_mode, parallel_region
+from shoal.threads.libraries import library_pools, library_threads, limit_library_threads
 
-
-def available_cores() -> int:
-    """Cores this process may use: ``SHOAL_NUM_THREADS`` if set, else the CPU affinity mask."""
-    override = os.environ.get("SHOAL_NUM_THREADS")
-    if override:
-        try:
-            value = int(override)
-        except ValueError:
-            raise ValueError(f"SHOAL_NUM_THREADS must be a positive integer, got {override!r}") from None
-        if value < 1:
-            raise ValueError(f"SHOAL_NUM_THREADS must be a positive integer, got {override!r}")
-        return value
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # platforms without affinity masks
-        return os.cpu_count() or 1
+__all__ = [
+    "Budget",
+    "Mode",
+    "available_cores",
+    "budget",
+    "composability_mode",
+    "library_pools",
+    "library_threads",
+    "limit_library_threads",
+    "node_cores",
+    "parallel_region",
+    "threads_per_worker",
+]

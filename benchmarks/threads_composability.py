@@ -1,0 +1,113 @@
+"""Side-by-side benchmark of the composability modes (paper 002 §3), scaled to this machine.
+
+Run by hand: ``.venv/bin/python -m benchmarks.threads_composability [--repeats N] [--timeout S]``.
+Each (repetition, mode, workload) runs in a fresh process; modes alternate within
+each repetition.  Prints one table: median seconds, ratio to ``OMP_NUM_THREADS=1``,
+and the threads observed (max running at once; BLAS/OpenMP helper threads that computed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks.threads_workloads import WORKLOADS
+
+PROGRAM = str(Path(__file__).with_name("threads_workloads.py"))
+BASELINE = "OMP_NUM_THREADS=1"
+
+
+@dataclass(frozen=True)
+class Mode:
+    """One way to run the program."""
+
+    name: str
+    launcher: tuple[str, ...]
+    environment: tuple[tuple[str, str], ...] = ()
+
+
+MODES = (
+    Mode("default", ()),
+    Mode(BASELINE, (), (("OMP_NUM_THREADS", "1"),)),
+    Mode("smp -f 1", ("-m", "shoal.smp", "-f", "1")),
+    Mode("smp (f=2)", ("-m", "shoal.smp")),
+    Mode("exclusive", ("-m", "shoal.smp"), (("SHOAL_COMPOSABILITY", "exclusive"),)),
+    Mode("counting", ("-m", "shoal.smp"), (("SHOAL_COMPOSABILITY", "counting"),)),
+)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured run; ``seconds`` is a lower bound when ``timed_out``."""
+
+    seconds: float
+    timed_out: bool
+    max_running: int
+    library_threads: int
+
+
+def run_once(mode: Mode, workload: str, timeout: float, semaphore: str) -> Run:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith(("OMP_", "SHOAL_"))}
+    environment.update(mode.environment)
+    environment["SHOAL_SEMAPHORE_PATH"] = semaphore
+    command = [sys.executable, *mode.launcher, PROGRAM, workload]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment, check=True)
+    except subprocess.TimeoutExpired:
+        return Run(timeout, True, -1, -1)
+    record = json.loads(result.stdout.strip().splitlines()[-1])
+    return Run(record["seconds"], False, record["max_running"], record["library_threads_ran"])
+
+
+def _format_seconds(runs: list[Run]) -> str:
+    median = statistics.median(run.seconds for run in runs)
+    return (">" if sum(run.timed_out for run in runs) * 2 > len(runs) else "") + f"{median:.2f}"
+
+
+def table(results: dict[tuple[str, str], list[Run]]) -> str:
+    lines = [
+        f"| workload | mode | median s | vs {BASELINE} | max running threads | BLAS helper threads that ran |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for workload in WORKLOADS:
+        baseline = statistics.median(run.seconds for run in results[(workload, BASELINE)])
+        for mode in MODES:
+            runs = results[(workload, mode.name)]
+            finished = [run for run in runs if not run.timed_out]
+            running = max((run.max_running for run in finished), default=-1)
+            helpers = max((run.library_threads for run in finished), default=-1)
+            ratio = statistics.median(run.seconds for run in runs) / baseline
+            lines.append(
+                f"| {workload} | {mode.name} | {_format_seconds(runs)} | {ratio:.2f} | "
+                f"{running if running >= 0 else '?'} | {helpers if helpers >= 0 else '?'} |"
+            )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("--repeats", type=int, default=3)
+    options.add_argument("--timeout", type=float, default=20.0, help="seconds before a run is cut off")
+    arguments = options.parse_args()
+    results: dict[tuple[str, str], list[Run]] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        semaphore = os.path.join(directory, "tokens")
+        for repeat in range(arguments.repeats):
+            for workload in WORKLOADS:
+                for mode in MODES:
+                    run = run_once(mode, workload, arguments.timeout, semaphore)
+                    results.setdefault((workload, mode.name), []).append(run)
+                    print(f"# {repeat + 1}/{arguments.repeats} {workload:<22} {mode.name:<18} {run}", file=sys.stderr)
+    print(f"cores: {os.cpu_count()}, repetitions: {arguments.repeats}, cut-off: {arguments.timeout:.0f} s")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

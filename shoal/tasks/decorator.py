@@ -1,0 +1,60 @@
+"""The ``@task`` decorator."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+
+from shoal.tasks.directions import ParameterSpec, parse_parameter_specs
+
+
+class TaskFunction:
+    """A function whose calls run as tasks on worker processes and return futures."""
+
+    def __init__(self, function: Callable[..., object], returns: int, options: dict[str, object]) -> None:
+        qualname = getattr(function, "__qualname__", "")
+        if not callable(function) or not qualname or "<" in qualname:
+            raise TypeError(
+                f"@task needs a function defined at module level so workers can import it, "
+                f"got {function!r}"
+            )
+        if isinstance(returns, bool) or not isinstance(returns, int) or returns < 0:
+            raise TypeError(f"@task on {qualname}(): returns must be a non-negative integer, got {returns!r}")
+        self.__shoal_task_function__ = function
+        self.module: str = function.__module__
+        self.qualname: str = qualname
+        self.returns = returns
+        self.signature = inspect.signature(function)
+        self.specs: dict[str, ParameterSpec] = parse_parameter_specs(function, options)
+        self.positional_names = [
+            p.name
+            for p in self.signature.parameters.values()
+            if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        ]
+        functools.update_wrapper(self, function)
+
+    def __call__(self, *args: object, **kwargs: object) -> object:
+        from shoal.tasks.api import get_runtime
+
+        return get_runtime().submit(self, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<task {self.module}.{self.qualname}>"
+
+
+def task(function: Callable[..., object] | None = None, /, *, returns: int = 1, **options: object) -> object:
+    """Turn a function into a task; ``@task`` or ``@task(returns=2, c=INOUT, a={"rro": True})``.
+
+    Keyword options name parameters: a direction (``IN``, ``OUT``, ``INOUT``) or a dict with
+    ``"direction"`` and ``"rro"`` (also spelled ``"recurrent_read_only"``). Unnamed
+    parameters are IN. A call returns a :class:`~shoal.tasks.future.Future` at once
+    (a tuple of them when ``returns > 1``, None when ``returns=0``).
+    """
+    if function is not None:
+        return TaskFunction(function, returns, options)
+
+    def decorate(inner: Callable[..., object]) -> TaskFunction:
+        return TaskFunction(inner, returns, options)
+
+    return decorate

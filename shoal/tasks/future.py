@@ -1,0 +1,36 @@
+"""Futures returned by task calls."""
+
+from __future__ import annotations
+
+import weakref
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shoal.tasks.graph import Datum
+    from shoal.tasks.runtime import Runtime
+
+
+class Future:
+    """The value a task call will return. Pass it to other tasks or get it with ``wait_on``."""
+
+    __slots__ = ("__weakref__", "_datum", "_runtime")
+
+    def __init__(self, datum: Datum, runtime: Runtime) -> None:
+        self._datum = datum
+        self._runtime = runtime
+
+    def _watch(self, orphans: list[Datum]) -> None:
+        """Release the value once this future is garbage-collected."""
+        weakref.finalize(self, orphans.append, self._datum)
+
+    def result(self) -> object:
+        """Wait for the value (same as ``wait_on(future)``)."""
+        return self._runtime.wait_on(self)
+
+    def done(self) -> bool:
+        """Whether the task producing this value has finished or failed."""
+        return self._datum.latest.done
+
+    def __repr__(self) -> str:
+        state = "done" if self._datum.versions and self.done() else "pending"
+        return f"<Future data {self._datum.data_id} v{self._datum.current} {state}>"

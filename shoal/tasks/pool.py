@@ -1,0 +1,108 @@
+"""Worker processes of the task runtime, each fed by its own sender thread.
+
+Sends happen on a per-worker thread so that the runtime lock is never held while a pipe
+is full: a worker writing a large result and the main process writing a large argument
+to the same worker would otherwise wait on each other forever.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
+
+from shoal.tasks import wire
+from shoal.tasks.graph import TaskNode
+
+SendErrorHandler = Callable[["WorkerHandle", wire.TaskMessage, BaseException], None]
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """Forkserver: never forks the (threaded) main process; workers start from a clean server."""
+    context = multiprocessing.get_context("forkserver")
+    preload = ["shoal.tasks.worker"]
+    main = sys.modules.get("__main__")
+    if getattr(main, "__file__", None):
+        preload.append("__main__")  # so tasks defined in the main script resolve in workers
+    context.set_forkserver_preload(preload)
+    return context
+
+
+@dataclass(eq=False)
+class WorkerHandle:
+    """The main process's view of one worker."""
+
+    index: int
+    process: BaseProcess
+    connection: Connection
+    outbox: queue.SimpleQueue[wire.TaskMessage | wire.DropMessage | None]
+    sender: threading.Thread | None = None
+    in_flight: dict[int, TaskNode] = field(default_factory=dict)
+    pending_drops: list[wire.Key] = field(default_factory=list)
+    pending_segment_drops: list[str] = field(default_factory=list)
+    alive: bool = True
+
+    @property
+    def description(self) -> str:
+        return f"worker {self.index} (pid {self.process.pid})"
+
+    def take_drops(self) -> tuple[list[wire.Key], list[str]]:
+        drops, segments = self.pending_drops, self.pending_segment_drops
+        self.pending_drops, self.pending_segment_drops = [], []
+        return drops, segments
+
+
+def _send_loop(handle: WorkerHandle, on_error: SendErrorHandler) -> None:
+    while True:
+        message = handle.outbox.get()
+        try:
+            wire.send(handle.connection, message)
+        except (BrokenPipeError, ConnectionResetError, EOFError):
+            pass  # the receiver notices the death and reschedules
+        except OSError:
+            pass
+        except Exception as error:  # an argument that cannot be pickled
+            if isinstance(message, wire.TaskMessage):
+                on_error(handle, message, error)
+        if message is None:
+            return
+
+
+def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHandler) -> WorkerHandle:
+    """Start one worker process and its sender thread."""
+    from shoal.tasks.worker import worker_main
+
+    context = _context()
+    parent_end, child_end = context.Pipe(duplex=True)
+    process = context.Process(
+        target=worker_main,
+        args=(child_end, index, job, blas_threads),
+        name=f"shoal-task-worker-{index}",
+        daemon=True,
+    )
+    process.start()
+    child_end.close()
+    handle = WorkerHandle(index, process, parent_end, queue.SimpleQueue())
+    handle.sender = threading.Thread(
+        target=_send_loop, args=(handle, on_error), name=f"shoal-sender-{index}", daemon=True
+    )
+    handle.sender.start()
+    return handle
+
+
+def stop_worker(handle: WorkerHandle, timeout: float) -> None:
+    """Ask a worker to finish its queued work and exit; kill it if it does not."""
+    handle.alive = False
+    handle.outbox.put(None)
+    handle.process.join(timeout)
+    if handle.process.is_alive():
+        handle.process.kill()
+        handle.process.join(timeout)
+    if handle.sender is not None:
+        handle.sender.join(timeout)
+    handle.connection.close()

@@ -1,0 +1,185 @@
+"""System-wide shared memory for recurrently read arrays (paper 001 §III-A3, §III-B).
+
+Segments live in ``/dev/shm`` (what ``shm_open`` maps to on Linux) and are named
+``shoal-<job>-<data id>-v<version>``. Files are opened directly instead of through
+``multiprocessing.shared_memory`` so that Python's resource tracker never registers them
+and never unlinks a segment another process still expects.
+
+Layout: a 64-byte header whose first 8 bytes hold a ready flag, then the array bytes.
+Creation is create-or-attach without locks: whoever wins ``O_EXCL`` copies the data and
+writes the flag last; everyone else maps the file and waits for the flag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import mmap
+import os
+import re
+import secrets
+import struct
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+SHM_DIR = "/dev/shm"
+PREFIX = "shoal-"
+HEADER_BYTES = 64
+READY = 0x5944_4145_524C_4153  # arbitrary non-zero marker
+_FLAG = struct.Struct("<Q")
+#: Space left free in /dev/shm when deciding whether a segment fits.
+RESERVE_BYTES = 64 * 1024 * 1024
+
+
+class SegmentNotReady(RuntimeError):
+    """A segment exists but its creator never finished filling it."""
+
+
+@dataclass(frozen=True)
+class SegmentRef:
+    """What a worker needs to map an array placed in shared memory."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.dtype(self.dtype).itemsize * int(np.prod(self.shape, dtype=np.int64)))
+
+
+def new_job_name() -> str:
+    """A name unique to this process: ``<pid>.<random hex>`` (no dashes)."""
+    return f"{os.getpid()}.{secrets.token_hex(3)}"
+
+
+def segment_name(job: str, data_id: int, version: int) -> str:
+    """The segment name of one version of one datum."""
+    return f"{PREFIX}{job}-{data_id}-v{version}"
+
+
+def _path(name: str) -> str:
+    return os.path.join(SHM_DIR, name)
+
+
+def free_bytes() -> int:
+    """Bytes still available in /dev/shm."""
+    stats = os.statvfs(SHM_DIR)
+    return stats.f_bavail * stats.f_frsize
+
+
+def fits(nbytes: int) -> bool:
+    """Whether a segment of ``nbytes`` fits in /dev/shm, keeping a reserve."""
+    try:
+        return nbytes + HEADER_BYTES + RESERVE_BYTES <= free_bytes()
+    except OSError:
+        return False
+
+
+def _view(buffer: mmap.mmap, ref: SegmentRef) -> np.ndarray:
+    return np.ndarray(ref.shape, dtype=np.dtype(ref.dtype), buffer=buffer, offset=HEADER_BYTES)
+
+
+def create_or_attach(name: str, array: np.ndarray, timeout: float = 30.0) -> SegmentRef:
+    """Place ``array`` in the segment ``name`` unless someone already did; return its ref."""
+    if array.dtype.hasobject:
+        raise TypeError(f"arrays of dtype {array.dtype} cannot be placed in shared memory")
+    ref = SegmentRef(name, array.dtype.str, tuple(array.shape))
+    size = HEADER_BYTES + max(ref.nbytes, 1)
+    try:
+        fd = os.open(_path(name), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        attach(ref, timeout)  # waits until the other creator has written the ready flag
+        return ref
+    try:
+        os.ftruncate(fd, size)
+        with mmap.mmap(fd, size) as buffer:
+            _view(buffer, ref)[...] = array
+            _FLAG.pack_into(buffer, 0, READY)
+    except BaseException:
+        unlink(name)
+        raise
+    finally:
+        os.close(fd)
+    return ref
+
+
+def attach(ref: SegmentRef, timeout: float = 30.0) -> np.ndarray:
+    """Map a segment read-only and return a zero-copy view (``writeable=False``)."""
+    size = HEADER_BYTES + max(ref.nbytes, 1)
+    deadline = time.monotonic() + timeout
+    fd = os.open(_path(ref.name), os.O_RDONLY)
+    try:
+        while os.fstat(fd).st_size < size:
+            if time.monotonic() > deadline:
+                raise SegmentNotReady(f"shared-memory segment {ref.name} was never sized")
+            time.sleep(0.001)
+        buffer = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
+    while _FLAG.unpack_from(buffer, 0)[0] != READY:
+        if time.monotonic() > deadline:
+            buffer.close()
+            raise SegmentNotReady(f"shared-memory segment {ref.name} was never filled")
+        time.sleep(0.001)
+    view = _view(buffer, ref)
+    assert not view.flags.writeable
+    return view
+
+
+def unlink(name: str) -> None:
+    """Remove a segment's name; mappings that exist stay valid until dropped."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(_path(name))
+
+
+def list_segments(prefix: str = PREFIX) -> list[str]:
+    """Names in /dev/shm that start with ``prefix``."""
+    try:
+        return sorted(name for name in os.listdir(SHM_DIR) if name.startswith(prefix))
+    except FileNotFoundError:
+        return []
+
+
+_TASK_SEGMENT = re.compile(rf"^{PREFIX}\d+\.[0-9a-f]+-")
+
+
+def task_segments() -> list[str]:
+    """Segments of task runtimes (of any process) in /dev/shm."""
+    return [name for name in list_segments() if _TASK_SEGMENT.match(name)]
+
+
+def segment_owner(name: str) -> int:
+    """The pid of the process whose task runtime created the segment ``name``."""
+    return int(name[len(PREFIX) :].split(".", 1)[0])
+
+
+def sweep(job: str) -> int:
+    """Unlink every segment of ``job``; returns how many were removed."""
+    names = list_segments(f"{PREFIX}{job}-")
+    for name in names:
+        unlink(name)
+    return len(names)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_dead_jobs() -> int:
+    """Unlink task segments whose owning process no longer exists."""
+    removed = 0
+    for name in list_segments():
+        job = name[len(PREFIX) :].split("-", 1)[0]
+        pid_text = job.split(".", 1)[0]
+        if "." in job and pid_text.isdigit() and not _pid_alive(int(pid_text)):
+            unlink(name)
+            removed += 1
+    return removed

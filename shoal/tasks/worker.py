@@ -1,0 +1,135 @@
+"""The task worker process: runs tasks, keeps what it produced, maps shared arrays."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import pickle
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+
+import numpy as np
+
+from shoal.tasks import shm, wire
+
+
+def resolve_function(module_name: str, qualname: str) -> Callable[..., object]:
+    """Import the function a task names; unwrap the ``@task`` wrapper."""
+    module = sys.modules.get(module_name) or importlib.import_module(module_name)
+    target: object = module
+    for part in qualname.split("."):
+        target = getattr(target, part)
+    inner = getattr(target, "__shoal_task_function__", None)
+    return inner if inner is not None else target  # type: ignore[return-value]
+
+
+class WorkerState:
+    """One worker's tables: values it produced, and the segments it has mapped."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.cache: dict[wire.Key, object] = {}
+        self.segments: dict[str, np.ndarray] = {}
+        self.functions: dict[tuple[str, str], Callable[..., object]] = {}
+
+    def drop(self, keys: list[wire.Key], segment_names: list[str]) -> None:
+        for key in keys:
+            self.cache.pop(key, None)
+        for name in segment_names:
+            self.segments.pop(name, None)
+
+    def materialize(self, arg: wire.Arg) -> object:
+        if isinstance(arg, wire.ValueArg):
+            return arg.value
+        if isinstance(arg, wire.CachedArg):
+            return self.cache.pop(arg.key) if arg.take else self.cache[arg.key]
+        view = self.segments.get(arg.ref.name)
+        if view is None:
+            view = shm.attach(arg.ref)
+            self.segments[arg.ref.name] = view
+        return view
+
+    def run(self, message: wire.TaskMessage) -> wire.DoneMessage | wire.FailedMessage:
+        self.drop(message.drops, message.dropped_segments)
+        try:
+            key = (message.module, message.qualname)
+            function = self.functions.get(key)
+            if function is None:
+                function = self.functions[key] = resolve_function(*key)
+            args = [self.materialize(arg) for arg in message.args]
+            kwargs = {name: self.materialize(arg) for name, arg in message.kwargs.items()}
+            result = function(*args, **kwargs)
+            outputs = [args[w] if isinstance(w, int) else kwargs[w] for w in message.written]
+            outputs.extend(_split_returns(result, message.returns, message.qualname))
+        except Exception as error:
+            return self._failure(message.task_id, error)
+        for key, value in zip(message.output_keys, outputs):
+            self.cache[key] = value
+        return wire.DoneMessage(message.task_id, outputs)
+
+    def _failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
+        text = "".join(traceback.format_exception(error))
+        try:
+            pickle.dumps(error, protocol=5)
+            exception: BaseException | None = error
+        except Exception:
+            exception = None
+        return wire.FailedMessage(task_id, exception, repr(error), text, self.name)
+
+
+def _split_returns(result: object, returns: int, qualname: str) -> list[object]:
+    if returns == 0:
+        return []
+    if returns == 1:
+        return [result]
+    if not isinstance(result, tuple | list) or len(result) != returns:
+        length = f" of length {len(result)}" if isinstance(result, tuple | list) else ""
+        raise ValueError(
+            f"task {qualname} declares returns={returns} but returned "
+            f"{type(result).__name__}{length}"
+        )
+    return list(result)
+
+
+def _limit_blas(threads: int) -> object:
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=threads)
+
+
+def worker_main(connection: Connection, index: int, job: str, blas_threads: int) -> None:
+    """Entry point of a worker process: serve tasks until told to stop or the main dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    limits = _limit_blas(blas_threads)
+    state = WorkerState(f"worker {index} (pid {os.getpid()})")
+    main_gone = False
+    try:
+        while True:
+            try:
+                message = wire.receive(connection)
+            except (EOFError, OSError):
+                main_gone = True
+                break
+            if message is None:
+                break
+            if isinstance(message, wire.DropMessage):
+                state.drop(message.drops, message.dropped_segments)
+                continue
+            assert isinstance(message, wire.TaskMessage)
+            reply = state.run(message)
+            try:
+                try:
+                    wire.send(connection, reply)
+                except (pickle.PicklingError, TypeError, AttributeError) as error:
+                    wire.send(connection, state._failure(message.task_id, error))
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                main_gone = True
+                break
+    finally:
+        state.segments.clear()
+        if main_gone:
+            shm.sweep(job)  # the main process died without releasing its segments
+        del limits

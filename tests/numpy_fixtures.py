@@ -1,0 +1,285 @@
+"""Fixtures and helpers for the differential tests of ``shoal.numpy`` against NumPy.
+
+The contract of ``shoal.numpy`` is "the same as NumPy": every test here runs one operation
+through NumPy and through Shoal on equal copies of the same inputs and demands the same dtype,
+shape and values, or the same exception type raised by the call itself.
+
+``SHOAL_TESTS_AGAINST_NUMPY=1`` puts NumPy on both sides. It checks the tests themselves (a
+differential test that fails with NumPy on both sides is a wrong test); tests that need the
+Shoal runtime skip in that mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+AGAINST_NUMPY = os.environ.get("SHOAL_TESTS_AGAINST_NUMPY") == "1"
+
+# Small batches so that the size threshold triggers flushes inside ordinary tests.
+SMALL_FLUSH_THRESHOLD = 64
+# Larger than any array in these tests: every array stays a plain NumPy array.
+EAGER_EVERYTHING = 1 << 40
+
+ALL_DTYPES = tuple(
+    np.dtype(name)
+    for name in (
+        "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+        "float32", "float64", "complex64", "complex128",
+    )
+)  # fmt: skip
+INTEGER_DTYPES = tuple(d for d in ALL_DTYPES if d.kind in "iu")
+FLOAT_DTYPES = tuple(d for d in ALL_DTYPES if d.kind == "f")
+INEXACT_DTYPES = tuple(d for d in ALL_DTYPES if d.kind in "fc")
+NUMERIC_DTYPES = tuple(d for d in ALL_DTYPES if d.kind != "b")
+
+DIFFERENTIAL = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How the Shoal side of a test runs: which engine, and whether small arrays stay lazy."""
+
+    engine: str
+    lazy: bool
+
+    @property
+    def label(self) -> str:
+        return f"{self.engine}-{'lazy' if self.lazy else 'eager'}"
+
+
+def engine_names() -> list[str]:
+    """The engines the lazy tests run on: the reference engine, plus the node engine if built."""
+    if AGAINST_NUMPY:
+        return ["reference"]
+    import shoal.engine
+
+    return [name for name in ("reference", "node") if name in shoal.engine.names()]
+
+
+LAZY_MODES = [Mode(name, lazy=True) for name in engine_names()]
+ALL_MODES = [*LAZY_MODES, Mode("reference", lazy=False)]
+
+
+@contextlib.contextmanager
+def shoal_numpy(mode: Mode, flush_threshold: int = SMALL_FLUSH_THRESHOLD) -> Iterator[ModuleType]:
+    """``shoal.numpy`` running under a fresh runtime configured for ``mode``."""
+    if AGAINST_NUMPY:
+        yield np
+        return
+    runtime = importlib.import_module("shoal.runtime")
+    module = importlib.import_module("shoal.numpy")
+    eager_threshold = 0 if mode.lazy else EAGER_EVERYTHING
+    with runtime.configure(
+        engine=mode.engine, eager_threshold=eager_threshold, flush_threshold=flush_threshold
+    ):
+        yield module
+
+
+@pytest.fixture(params=LAZY_MODES, ids=lambda mode: mode.label)
+def snp(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    """``shoal.numpy`` with every array lazy, once per available engine."""
+    with shoal_numpy(request.param) as module:
+        yield module
+
+
+@pytest.fixture(params=ALL_MODES, ids=lambda mode: mode.label)
+def snp_any(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    """Like ``snp``, plus one run where every array is small enough to stay plain NumPy."""
+    with shoal_numpy(request.param) as module:
+        yield module
+
+
+def needs_runtime() -> None:
+    """Skip the calling test when NumPy stands on both sides (no runtime to inspect)."""
+    if AGAINST_NUMPY:
+        pytest.skip("inspects the Shoal runtime")
+
+
+def flush_count() -> int:
+    """How many batches the current runtime has flushed so far."""
+    import shoal.runtime
+
+    return shoal.runtime.current().stats.flushes
+
+
+# ---------------------------------------------------------------- comparing results
+
+
+def default_rtol(dtype: np.dtype) -> float:
+    """Relative tolerance for results of ``dtype``: a few ulps of room for other kernels."""
+    if dtype in (np.dtype("float32"), np.dtype("complex64")):
+        return 1e-5
+    return 1e-12
+
+
+def assert_same(
+    actual: Any, expected: Any, *, rtol: float | None = None, atol: float = 0.0
+) -> None:
+    """``actual`` (from Shoal) equals ``expected`` (from NumPy): type of value, dtype, shape, values.
+
+    Integers and booleans compare exactly; floating results within ``rtol`` (by default a few
+    ulps of their dtype) and ``atol``, with NaN and infinities in the same places. A NumPy scalar
+    may come back from Shoal as a 0-d array of the same dtype.
+    """
+    if isinstance(expected, tuple | list) and not isinstance(expected, np.ndarray):
+        assert isinstance(actual, tuple | list), f"expected a sequence, got {type(actual)}"
+        assert len(actual) == len(expected)
+        for actual_item, expected_item in zip(actual, expected):
+            assert_same(actual_item, expected_item, rtol=rtol, atol=atol)
+        return
+    if isinstance(expected, bool | int | float | complex) and not isinstance(expected, np.generic):
+        assert type(actual) is type(expected), f"{type(actual)} is not {type(expected)}"
+        if isinstance(expected, float | complex) and expected != expected:
+            assert actual != actual
+        else:
+            assert actual == expected or np.isclose(actual, expected, rtol=rtol or 1e-12, atol=atol)
+        return
+    assert isinstance(expected, np.ndarray | np.generic), f"cannot compare with {type(expected)}"
+    assert actual.dtype == expected.dtype, f"dtype {actual.dtype} != {expected.dtype}"
+    assert tuple(actual.shape) == expected.shape, f"shape {actual.shape} != {expected.shape}"
+    if isinstance(expected, np.ndarray) and expected.ndim > 0:
+        assert not isinstance(actual, np.generic), "a scalar came back where NumPy gives an array"
+    values = np.asarray(actual)
+    assert type(values) is np.ndarray
+    assert values.dtype == expected.dtype
+    if expected.dtype.kind in "fc":
+        np.testing.assert_allclose(
+            values,
+            expected,
+            rtol=default_rtol(expected.dtype) if rtol is None else rtol,
+            atol=atol,
+            equal_nan=True,
+            strict=True,
+        )
+    else:
+        np.testing.assert_array_equal(values, expected, strict=True)
+
+
+@contextlib.contextmanager
+def quiet_floating_point() -> Iterator[None]:
+    """Silence NumPy's floating-point RuntimeWarnings (both sides compute the same values)."""
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
+
+
+def to_shoal(snp: ModuleType, value: Any) -> Any:
+    """A Shoal copy of ``value`` if it is an ndarray; anything else passes through unchanged."""
+    if isinstance(value, np.ndarray):
+        return snp.array(value, copy=True)
+    return value
+
+
+def duplicate(value: Any) -> Any:
+    """An independent copy of ``value`` if it is an ndarray."""
+    return value.copy() if isinstance(value, np.ndarray) else value
+
+
+def outcome(call: Callable[[], Any]) -> tuple[Any, Exception | None]:
+    """``(result, None)`` or ``(None, exception)`` of ``call()``."""
+    try:
+        return call(), None
+    except Exception as error:
+        return None, error
+
+
+def check_same(
+    snp: ModuleType,
+    operation: Callable[..., Any],
+    *inputs: Any,
+    rtol: float | None = None,
+    atol: float = 0.0,
+) -> Any:
+    """Run ``operation(xp, *inputs)`` with ``xp`` NumPy and Shoal; both must agree.
+
+    NumPy works on copies of ``inputs``; Shoal on Shoal copies of them. Either both return the
+    same result and leave their inputs equal (so in-place operations and writes through views are
+    compared too), or both raise the same exception type from the call itself. Returns the
+    NumPy exception, or None.
+    """
+    numpy_inputs = [duplicate(value) for value in inputs]
+    shoal_inputs = [to_shoal(snp, value) for value in inputs]
+    with quiet_floating_point():
+        expected, error = outcome(lambda: operation(np, *numpy_inputs))
+        if error is not None:
+            with pytest.raises(type(error)):
+                operation(snp, *shoal_inputs)
+            return error
+        actual = operation(snp, *shoal_inputs)
+        assert_same(actual, expected, rtol=rtol, atol=atol)
+        for shoal_input, numpy_input in zip(shoal_inputs, numpy_inputs):
+            if isinstance(numpy_input, np.ndarray):
+                assert_same(shoal_input, numpy_input, rtol=rtol, atol=atol)
+    return None
+
+
+# ---------------------------------------------------------------- Hypothesis strategies
+
+dtypes = st.sampled_from(ALL_DTYPES)
+
+
+def elements(
+    dtype: np.dtype, *, bound: float | None = None, finite: bool = False
+) -> st.SearchStrategy:
+    """Values of ``dtype``; floats without subnormals, within ``bound`` when given."""
+    if dtype.kind == "f":
+        return hnp.from_dtype(
+            dtype,
+            allow_subnormal=False,
+            allow_nan=not finite and bound is None,
+            allow_infinity=not finite and bound is None,
+            min_value=-bound if bound else None,
+            max_value=bound if bound else None,
+        )
+    if dtype.kind == "c":
+        part = np.dtype(f"float{dtype.itemsize * 4}")
+        return st.builds(
+            complex,
+            elements(part, bound=bound, finite=finite),
+            elements(part, bound=bound, finite=finite),
+        )
+    if dtype.kind in "iu" and bound is not None:
+        info = np.iinfo(dtype)
+        return st.integers(max(info.min, -int(bound)), min(info.max, int(bound)))
+    return hnp.from_dtype(dtype)
+
+
+def arrays(
+    dtype: np.dtype | st.SearchStrategy,
+    shape: tuple[int, ...] | st.SearchStrategy,
+    *,
+    bound: float | None = None,
+    finite: bool = False,
+) -> st.SearchStrategy:
+    """NumPy arrays of ``dtype`` and ``shape`` (values or strategies)."""
+    if isinstance(dtype, st.SearchStrategy):
+        return dtype.flatmap(lambda d: arrays(d, shape, bound=bound, finite=finite))
+    return hnp.arrays(dtype, shape, elements=elements(dtype, bound=bound, finite=finite))
+
+
+shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
+nonempty_shapes = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5)
+# Mostly shapes that broadcast, sometimes two unrelated ones (NumPy's error must come back).
+two_shapes = st.one_of(
+    hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4).map(
+        lambda drawn: drawn.input_shapes
+    ),
+    st.tuples(shapes, shapes),
+)

@@ -1,0 +1,132 @@
+"""Array creation: Shoal against NumPy over dtypes and argument forms."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy_fixtures import ALL_DTYPES, DIFFERENTIAL, arrays, assert_same, check_same, dtypes, shapes
+
+DTYPE_NAMES = [dtype.name for dtype in ALL_DTYPES]
+dtype_arguments = (
+    st.none() | st.sampled_from(ALL_DTYPES) | st.sampled_from([int, float, complex, bool])
+)
+shape_arguments = st.integers(0, 5) | st.lists(st.integers(0, 4), max_size=3).map(tuple)
+
+
+@pytest.mark.parametrize("dtype", [None, *DTYPE_NAMES])
+@pytest.mark.parametrize(
+    "data",
+    [[[1, 2, 3], [4, 5, 6]], [1.5, -2.0], [True, False], [1 + 2j, 3], 7, 2.5, [[]]],
+    ids=repr,
+)
+def test_array_and_asarray_from_python_data(snp_any: ModuleType, dtype, data) -> None:
+    check_same(snp_any, lambda xp: xp.array(data, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.asarray(data, dtype=dtype))
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), dtype=dtype_arguments)
+def test_array_from_ndarray_with_dtype(snp_any: ModuleType, array: np.ndarray, dtype) -> None:
+    check_same(snp_any, lambda xp, a: xp.array(a, dtype=dtype), array)
+    check_same(snp_any, lambda xp, a: xp.asarray(a[::-1], dtype=dtype), array)
+
+
+@DIFFERENTIAL
+@given(
+    shape=shape_arguments,
+    dtype=dtype_arguments,
+    fill=st.integers(-5, 300) | st.floats(-5, 5) | st.booleans(),
+)
+def test_filled_arrays(snp_any: ModuleType, shape, dtype, fill) -> None:
+    check_same(snp_any, lambda xp: xp.zeros(shape, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.ones(shape, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.full(shape, fill, dtype=dtype))
+    empty = snp_any.empty(shape, dtype=dtype)
+    expected = np.empty(shape, dtype=dtype)
+    assert (empty.shape, empty.dtype) == (expected.shape, expected.dtype)
+
+
+@DIFFERENTIAL
+@given(
+    array=arrays(dtypes, shapes, bound=100),
+    dtype=dtype_arguments,
+    fill=st.integers(0, 100),
+    shape=st.none() | shape_arguments,
+)
+def test_like_functions(snp_any: ModuleType, array: np.ndarray, dtype, fill: int, shape) -> None:
+    check_same(snp_any, lambda xp, a: xp.zeros_like(a, dtype=dtype, shape=shape), array)
+    check_same(snp_any, lambda xp, a: xp.ones_like(a, dtype=dtype, shape=shape), array)
+    check_same(snp_any, lambda xp, a: xp.full_like(a, fill, dtype=dtype, shape=shape), array)
+    like = snp_any.empty_like(snp_any.asarray(array), dtype=dtype, shape=shape)
+    expected = np.empty_like(array, dtype=dtype, shape=shape)
+    assert (like.shape, like.dtype) == (expected.shape, expected.dtype)
+
+
+@DIFFERENTIAL
+@given(
+    start=st.integers(-20, 20) | st.floats(-20, 20),
+    stop=st.integers(-20, 20) | st.floats(-20, 20),
+    step=st.integers(-5, 5).filter(bool) | st.floats(0.25, 3) | st.floats(-3, -0.25),
+    dtype=st.none() | st.sampled_from(["int16", "int64", "float32", "float64", "complex128"]),
+)
+def test_arange(snp_any: ModuleType, start, stop, step, dtype) -> None:
+    check_same(snp_any, lambda xp: xp.arange(stop, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.arange(start, stop, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.arange(start, stop, step, dtype=dtype))
+
+
+@DIFFERENTIAL
+@given(
+    start=st.floats(-100, 100) | st.integers(-100, 100),
+    stop=st.floats(-100, 100) | st.integers(-100, 100),
+    num=st.integers(0, 40),
+    endpoint=st.booleans(),
+    dtype=st.none() | st.sampled_from(["int32", "float32", "float64", "complex64"]),
+)
+def test_linspace(snp_any: ModuleType, start, stop, num, endpoint, dtype) -> None:
+    check_same(snp_any, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.linspace(start, stop, num, endpoint=endpoint, retstep=True))
+
+
+@DIFFERENTIAL
+@given(
+    rows=st.integers(0, 6),
+    columns=st.none() | st.integers(0, 6),
+    diagonal=st.integers(-7, 7),
+    dtype=dtype_arguments,
+)
+def test_eye_and_identity(snp_any: ModuleType, rows, columns, diagonal, dtype) -> None:
+    check_same(snp_any, lambda xp: xp.eye(rows, columns, k=diagonal, dtype=dtype))
+    check_same(snp_any, lambda xp: xp.identity(rows, dtype=dtype))
+
+
+@pytest.mark.parametrize("indexing", ["xy", "ij"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_meshgrid(snp_any: ModuleType, indexing: str, sparse: bool) -> None:
+    x, y, z = np.arange(3.0), np.arange(4, dtype=np.int32), np.linspace(0, 1, 2)
+    check_same(snp_any, lambda xp, a, b: xp.meshgrid(a, b, indexing=indexing, sparse=sparse), x, y)
+    check_same(snp_any, lambda xp, *v: xp.meshgrid(*v, indexing=indexing, sparse=sparse), x, y, z)
+
+
+@pytest.mark.parametrize("dtype", [float, int, "int8", "complex64"])
+def test_fromfunction(snp_any: ModuleType, dtype) -> None:
+    check_same(snp_any, lambda xp: xp.fromfunction(lambda i, j: i * 10 + j, (3, 4), dtype=dtype))
+    check_same(snp_any, lambda xp: xp.fromfunction(lambda i: i**2, (5,), dtype=dtype))
+
+
+def test_created_arrays_are_shoal_arrays(snp_any: ModuleType) -> None:
+    for created in (
+        snp_any.zeros(3),
+        snp_any.ones((2, 2)),
+        snp_any.arange(4),
+        snp_any.linspace(0, 1, 5),
+        snp_any.eye(3),
+        snp_any.array([1, 2]),
+        snp_any.full(2, 7),
+    ):
+        assert isinstance(created, snp_any.ndarray)
+    assert_same(snp_any.arange(5) * 2, np.arange(5) * 2)

@@ -1,0 +1,181 @@
+"""Shape manipulation, joining, casting and matrix products: Shoal against NumPy."""
+
+from __future__ import annotations
+
+import math
+from types import ModuleType
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy_fixtures import (
+    ALL_DTYPES,
+    DIFFERENTIAL,
+    INTEGER_DTYPES,
+    arrays,
+    check_same,
+    dtypes,
+    shapes,
+)
+
+small_shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=6)
+
+
+@st.composite
+def reshape_targets(draw, shape: tuple[int, ...]):
+    """A shape with the same size (sometimes with -1), or any shape (NumPy's error then)."""
+    size = math.prod(shape)
+    factors = [d for d in range(1, size + 1) if size % d == 0] or [1]
+    first = draw(st.sampled_from(factors))
+    same_size = draw(
+        st.sampled_from(
+            [
+                (size,),
+                (-1,),
+                (first, size // first),
+                (first, -1),
+                (1, size, 1),
+                (size // first, 1, first),
+            ]
+        )
+    )
+    return draw(st.just(same_size) | small_shapes)
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), data=st.data())
+def test_reshape_matches_numpy(snp_any: ModuleType, array: np.ndarray, data) -> None:
+    target = data.draw(reshape_targets(array.shape), label="target")
+    check_same(snp_any, lambda xp, a: a.reshape(target), array)
+    check_same(snp_any, lambda xp, a: xp.reshape(a[..., ::-1], target), array)
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), data=st.data())
+def test_axis_movers_match_numpy(snp_any: ModuleType, array: np.ndarray, data) -> None:
+    ndim = array.ndim
+    permutation = data.draw(st.permutations(range(ndim)) | st.lists(st.integers(-ndim - 1, ndim)))
+    first, second = data.draw(st.tuples(st.integers(-ndim - 1, ndim), st.integers(-ndim - 1, ndim)))
+    new_axis = data.draw(st.integers(-ndim - 2, ndim + 1), label="new_axis")
+    check_same(snp_any, lambda xp, a: a.T, array)
+    check_same(snp_any, lambda xp, a: xp.transpose(a, permutation), array)
+    check_same(snp_any, lambda xp, a: a.transpose(*permutation), array)
+    check_same(snp_any, lambda xp, a: xp.swapaxes(a, first, second), array)
+    check_same(snp_any, lambda xp, a: xp.expand_dims(a, new_axis), array)
+    check_same(snp_any, lambda xp, a: a.ravel(), array)
+    check_same(snp_any, lambda xp, a: a.T.ravel(), array)
+    check_same(snp_any, lambda xp, a: a.T.flatten(), array)
+
+
+@DIFFERENTIAL
+@given(
+    array=arrays(dtypes, hnp.array_shapes(min_dims=0, max_dims=4, min_side=1, max_side=2)),
+    data=st.data(),
+)
+def test_squeeze_matches_numpy(snp: ModuleType, array: np.ndarray, data) -> None:
+    axis = data.draw(st.none() | st.integers(-array.ndim - 1, array.ndim), label="axis")
+    check_same(snp, lambda xp, a: xp.squeeze(a, axis=axis), array)
+    check_same(snp, lambda xp, a: a.squeeze(), array)
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), data=st.data())
+def test_broadcast_to_matches_numpy(snp: ModuleType, array: np.ndarray, data) -> None:
+    target = data.draw(
+        hnp.broadcastable_shapes(array.shape, min_side=0).map(
+            lambda other: np.broadcast_shapes(other, array.shape)
+        )
+        | small_shapes,
+        label="target",
+    )
+    check_same(snp, lambda xp, a: xp.broadcast_to(a, target), array)
+
+
+@st.composite
+def joinable(draw, stack: bool):
+    """1-3 arrays that join along ``axis`` (same shape for stack), sometimes not."""
+    shape = list(draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=4)))
+    axis = draw(st.integers(-len(shape), len(shape) - (0 if stack else 1)))
+    parts = []
+    for _ in range(draw(st.integers(1, 3))):
+        part_shape = list(shape)
+        if not stack and axis < len(shape):
+            part_shape[axis] = draw(st.integers(0, 3))
+        if draw(st.integers(0, 9)) == 0:
+            part_shape = list(draw(small_shapes))
+        parts.append(draw(arrays(dtypes, tuple(part_shape), bound=100)))
+    return parts, draw(st.just(axis) | st.none()) if not stack else axis
+
+
+@DIFFERENTIAL
+@given(case=joinable(stack=False))
+def test_concatenate_matches_numpy(snp_any: ModuleType, case) -> None:
+    parts, axis = case
+    check_same(snp_any, lambda xp, *p: xp.concatenate(p, axis=axis), *parts)
+
+
+@DIFFERENTIAL
+@given(case=joinable(stack=True))
+def test_stack_matches_numpy(snp: ModuleType, case) -> None:
+    parts, axis = case
+    check_same(snp, lambda xp, *p: xp.stack(p, axis=axis), *parts)
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), data=st.data())
+def test_roll_matches_numpy(snp: ModuleType, array: np.ndarray, data) -> None:
+    ndim = array.ndim
+    shift = data.draw(st.integers(-7, 7), label="shift")
+    axis = data.draw(st.none() | st.integers(-ndim, ndim - 1) if ndim else st.none(), label="axis")
+    check_same(snp, lambda xp, a: xp.roll(a, shift, axis=axis), array)
+    if ndim >= 2:
+        check_same(snp, lambda xp, a: xp.roll(a, (shift, 1), axis=(0, -1)), array)
+
+
+@DIFFERENTIAL
+@given(
+    source=st.sampled_from(ALL_DTYPES),
+    target=st.sampled_from(ALL_DTYPES),
+    shape=shapes,
+    casting=st.sampled_from(["unsafe", "same_kind", "safe"]),
+    data=st.data(),
+)
+def test_astype_matches_numpy(snp_any: ModuleType, source, target, shape, casting, data) -> None:
+    # Finite, non-negative, in-range values: other float-to-integer casts are undefined in C.
+    array = np.abs(data.draw(arrays(source, shape, bound=100, finite=True))).astype(source)
+    check_same(snp_any, lambda xp, a: a.astype(target, casting=casting), array)
+    check_same(snp_any, lambda xp, a: a[::-1].astype(target), array)
+
+
+@st.composite
+def matmul_operands(draw):
+    """Two arrays of a numeric dtype whose shapes multiply (or, sometimes, do not)."""
+    m, n, k, batch = (draw(st.integers(1, 4)) for _ in range(4))
+    left_shape, right_shape = draw(
+        st.sampled_from(
+            [((n,), (n,)), ((m, n), (n,)), ((n,), (n, k)), ((m, n), (n, k)), ((batch, m, n), (n, k)),
+             ((batch, m, n), (batch, n, k)), ((1, m, n), (batch, n, k)), ((m, n), (n + 1, k))]
+        )
+    )  # fmt: skip
+    dtype = draw(st.sampled_from((*INTEGER_DTYPES, np.dtype("float32"), np.dtype("float64"))))
+    other = draw(st.just(dtype) | dtypes)
+    return draw(arrays(dtype, left_shape, bound=10)), draw(arrays(other, right_shape, bound=10))
+
+
+@DIFFERENTIAL
+@given(operands=matmul_operands())
+def test_matrix_products_match_numpy(snp_any: ModuleType, operands) -> None:
+    check_same(snp_any, lambda xp, a, b: a @ b, *operands, atol=1e-3)
+    check_same(snp_any, lambda xp, a, b: xp.matmul(a, b), *operands, atol=1e-3)
+    check_same(snp_any, lambda xp, a, b: xp.dot(a, b), *operands, atol=1e-3)
+    check_same(snp_any, lambda xp, a, b: a.dot(b), *operands, atol=1e-3)
+
+
+def test_matmul_in_place_and_with_views(snp: ModuleType) -> None:
+    def program(xp, a, b):
+        a @= b
+        return a, a.T @ b[::-1], xp.dot(a[:, 0], b[0])
+
+    square = np.arange(9.0).reshape(3, 3)
+    check_same(snp, program, square, square.T / 3)

@@ -1,0 +1,52 @@
+"""Observing BLAS threads in tests: which threads burnt CPU during some work."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from shoal.threads.observe import thread_cpu_seconds
+
+
+def busy_other_threads(work, share: float = 0.4) -> int:
+    """How many other threads computed alongside the caller while ``work()`` ran.
+
+    A thread counts when it used at least ``share`` of the caller's CPU time: an
+    OpenBLAS helper that only spins down after earlier work stays below that.
+    """
+    me = threading.get_native_id()
+    before = thread_cpu_seconds()
+    work()
+    after = thread_cpu_seconds()
+    used = {tid: seconds - before.get(tid, 0.0) for tid, seconds in after.items()}
+    threshold = share * used[me]
+    return sum(1 for tid, seconds in used.items() if tid != me and seconds >= threshold)
+
+
+def matmul_work(size: int = 1200, repeats: int = 6):
+    """A BLAS-heavy job that OpenBLAS splits over all its threads."""
+    a = np.random.default_rng(0).random((size, size))
+
+    def work() -> None:
+        for _ in range(repeats):
+            a @ a
+
+    return work
+
+
+def busy_library_threads(work, min_cpu_s: float = 0.05, settle_s: float = 0.3) -> int:
+    """How many threads not started by Python (BLAS/OpenMP helpers) computed while ``work()`` ran.
+
+    Waits ``settle_s`` first, so that helpers spinning down after earlier work are idle.
+    """
+    threading.Event().wait(settle_s)
+    before = thread_cpu_seconds()
+    work()
+    after = thread_cpu_seconds()
+    python_threads = {thread.native_id for thread in threading.enumerate()}
+    return sum(
+        1
+        for tid, seconds in after.items()
+        if tid not in python_threads and seconds - before.get(tid, 0.0) >= min_cpu_s
+    )

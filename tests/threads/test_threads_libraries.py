@@ -1,0 +1,77 @@
+"""limit_library_threads: observed BLAS thread use, restoring, overlapping limits."""
+
+from __future__ import annotations
+
+import threading
+
+import numexpr
+import pytest
+from threadpoolctl import threadpool_info
+
+from shoal.threads import available_cores, library_pools, library_threads, limit_library_threads
+
+from .helpers import busy_other_threads, matmul_work
+
+pytestmark = pytest.mark.skipif(available_cores() < 2, reason="needs two cores to see BLAS threads")
+
+
+def _blas_threads() -> list[int]:
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_default_blas_uses_helper_threads_and_a_limit_of_one_stops_them():
+    work = matmul_work()
+    assert busy_other_threads(work) >= 1  # the control: OpenBLAS's own threads compute
+    with limit_library_threads(1):
+        assert _blas_threads() == [1]
+        assert busy_other_threads(work) == 0
+    assert busy_other_threads(work) >= 1
+
+
+def test_limit_restores_blas_and_numexpr_settings():
+    before_blas, before_numexpr = _blas_threads(), numexpr.get_num_threads()
+    with limit_library_threads(1) as granted:
+        assert granted == 1
+        assert numexpr.get_num_threads() == 1
+        assert library_threads() == 1
+    assert _blas_threads() == before_blas
+    assert numexpr.get_num_threads() == before_numexpr
+
+
+def test_a_limit_only_lowers():
+    before = _blas_threads()
+    with limit_library_threads(before[0] + 10):
+        assert _blas_threads() == before
+
+
+def test_overlapping_limits_from_threads_apply_the_smallest_and_restore_at_the_end():
+    before = _blas_threads()
+    inner_entered, release_inner = threading.Event(), threading.Event()
+    seen: list[list[int]] = []
+
+    def other_thread() -> None:
+        with limit_library_threads(1):
+            inner_entered.set()
+            release_inner.wait(10)
+
+    with limit_library_threads(2):
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        inner_entered.wait(10)
+        seen.append(_blas_threads())
+        release_inner.set()
+        worker.join()
+        seen.append(_blas_threads())  # the other limit ended first: back to ours, not the original
+    assert seen == [[1], [min(2, before[0])]]
+    assert _blas_threads() == before
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, None, True])
+def test_bad_limits_are_rejected(bad):
+    with pytest.raises(ValueError, match="positive integer"), limit_library_threads(bad):
+        pass
+
+
+def test_library_pools_lists_openblas_and_numexpr():
+    names = {pool.name for pool in library_pools()}
+    assert {"openblas", "numexpr"} <= names
