@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
 from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
@@ -33,6 +32,7 @@ from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
 from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.storage import Storage
+from shoal.threads import limit_library_threads
 
 
 @dataclass
@@ -83,7 +83,6 @@ class NodeEngine(Component):
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
-        self._controller: ThreadpoolController | None = None
         self.block_elements = 1 << 16
         self.threads = 1
         self.direct_work = DIRECT_WORK_ELEMENTS
@@ -102,7 +101,6 @@ class NodeEngine(Component):
         mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
         self._kernels = KernelCache(CompileMode.parse(mode))
         self._pool = WorkerPool(self.threads)
-        self._controller = ThreadpoolController() if self.threads > 1 else None
 
     def _ready(self) -> tuple[WorkerPool, KernelCache]:
         if self._pool is None or self._kernels is None:
@@ -133,8 +131,8 @@ class NodeEngine(Component):
         builder = Builder(self._storage, kernels, self.block_elements, self.threads)
         ops = builder.build(plan)
         plan_seconds = time.perf_counter() - planning
-        if self._controller is not None:
-            with self._controller.limit(limits=1):
+        if self.threads > 1:
+            with limit_library_threads(1):  # the pool's threads are the parallelism
                 run = pool.run(ops, self._prepare)
         else:
             run = pool.run(ops, self._prepare)
@@ -162,8 +160,6 @@ class NodeEngine(Component):
             self._storage.ensure(base)
         for base in op.written:
             self._storage.make_writable(base)
-        if op.exclusive and self._controller is not None:
-            op.run = _with_threads(op.run, self._controller, self.threads)
 
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)
@@ -193,10 +189,3 @@ class NodeEngine(Component):
     def compile_errors(self) -> list[str]:
         return [] if self._kernels is None else list(self._kernels.errors)
 
-
-def _with_threads(run, controller: ThreadpoolController, threads: int):
-    def run_with_all_cores():
-        with controller.limit(limits=threads):
-            return run()
-
-    return run_with_all_cores

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Const, Instruction, Kind, View, spec
+from shoal.bytecode import Const, Instruction, View, spec
 from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
@@ -188,9 +188,8 @@ class Builder:
         writes = [key for view in instruction.outputs for key in self._view_blocks(view)]
         bases = tuple({view.base for view in (*instruction.inputs, *instruction.outputs) if isinstance(view, View)})
         written = tuple({view.base for view in instruction.outputs})
-        exclusive = spec(instruction.op).kind is Kind.LINALG
         run = partial(self._run_whole, instruction)
-        self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, written, exclusive=exclusive, label=instruction.op))
+        self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, written, label=instruction.op))
 
     def _row_panels(self, instruction: Instruction) -> bool:
         """A 2-D product as row panels on the pool, each a one-thread BLAS call.

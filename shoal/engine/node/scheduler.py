@@ -3,7 +3,7 @@
 Ready operations (reference count zero) wait in a heap ordered by program position, so earlier
 work runs first and releases free memory promptly. Worker threads run kernels (compiled ones
 drop the GIL); the scheduling thread keeps the bookkeeping, runs cheap ``inline`` operations
-itself and runs ``exclusive`` ones (linear algebra, which brings its own threads) alone.
+itself and runs ``exclusive`` ones (work that brings its own threads) alone.
 """
 
 from __future__ import annotations
