@@ -156,3 +156,18 @@ def test_a_hot_kernel_compiles_in_the_background_and_is_then_loaded_from_disk(mo
         assert stats.compiled_block_ops == stats.block_ops
     finally:
         fresh.shutdown()
+
+
+def test_compiled_kernel_with_several_reductions_and_an_update_between_them():
+    def program(rec):
+        a = rec.array(np.linspace(-1, 1, 500))
+        low = rec.reduce("min", a)
+        total = rec.reduce("sum", a)
+        rec.emit("multiply", (a,), (a, 3.0))
+        high = rec.reduce("max", a)
+        mean = rec.reduce("mean", a)
+        return [low, total, high, mean, a]
+
+    engine = run_both(program, block=64, compile="sync", exact=False)
+    assert engine.last_stats.kernels == 1
+    assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops - 4  # 4 folds

@@ -24,19 +24,33 @@ def test_each_sweep_is_its_own_kernel_because_the_next_reads_shifted_neighbours(
     assert stats.temporaries == 15
 
 
-def test_a_reduction_ends_the_chain_it_consumes():
+def test_reductions_join_the_chain_and_reading_their_result_breaks_it():
     def program(rec: Recorder):
         a = rec.array(np.arange(100.0))
         b = rec.array(np.ones(100))
         product = rec.ufunc("multiply", a, b)
         total = rec.reduce("sum", product)
         rec.release(product)
-        after = rec.ufunc("add", a, 1.0)  # starts a new kernel
-        return [total, after]
+        largest = rec.reduce("max", a)
+        after = rec.ufunc("add", a, 1.0)  # same kernel: does not read a reduction's result
+        centred = rec.ufunc("subtract", a, total)  # reads ``total``: a new kernel
+        return [total, largest, after, centred]
 
     stats = run_both(program, block=16, exact=False).last_stats
     assert stats.kernels == 2
     assert stats.temporaries == 1
+
+
+def test_a_reduction_sees_its_source_before_later_in_place_updates():
+    def program(rec: Recorder):
+        a = rec.array(np.arange(64.0))
+        before = rec.reduce("sum", a)
+        rec.emit("multiply", (a,), (a, 2.0))
+        after = rec.reduce("sum", a)
+        return [before, after, a]
+
+    stats = run_both(program, block=16, exact=False).last_stats
+    assert stats.kernels == 1
 
 
 def test_different_shapes_make_different_kernels():

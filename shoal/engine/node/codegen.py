@@ -107,9 +107,9 @@ def compilable(program: KernelProgram) -> bool:
         loop = step.loop_in[-1] if step.op in ("where",) else step.loop_in[0]
         if loop.kind not in kinds or (loop.kind == "b" and step.op not in _BOOL_SAFE):
             return False
-    if program.reduction is not None:
-        source = program.slots[program.reduction.source].dtype
-        if source.kind == "c" and program.reduction.op in ("min", "max"):
+    for reduction in program.reductions:
+        source = program.slots[reduction.source].dtype
+        if source.kind == "c" and reduction.op in ("min", "max"):
             return False
     return True
 
@@ -146,10 +146,10 @@ def generate(program: KernelProgram, name: str) -> str:
         '@numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)',
         f"def {name}({', '.join(params)}):",
     ]
-    reduction = program.reduction
+    reductions = program.reductions
     body_indent = "    " * (ndim + 1)
-    if reduction is not None:
-        lines.append(f"    acc = {_identity(reduction.op, reduction.acc)}")
+    for which, reduction in enumerate(reductions):
+        lines.append(f"    acc{which} = {_identity(reduction.op, reduction.acc)}")
     arrays = [i for i, slot in enumerate(slots) if slot.kind == ARRAY]
     for i in arrays:
         lines.append(f"    q{i}_0 = o{i}")
@@ -166,7 +166,11 @@ def generate(program: KernelProgram, name: str) -> str:
     for i, slot in enumerate(slots):
         if slot.kind == CONST:
             values[i] = (f"c{i}", slot.dtype)
+    pending = 0
     for k, step in enumerate(program.steps):
+        while pending < len(reductions) and reductions[pending].position == k:
+            lines.append(body_indent + _reduce_line(pending, reductions[pending], slots, ndim, values))
+            pending += 1
         inputs = []
         for position, slot_id in enumerate(step.inputs):
             expression, dtype = _read(slots, slot_id, ndim, values)
@@ -182,10 +186,10 @@ def generate(program: KernelProgram, name: str) -> str:
             values[out] = (f"t{out}", slots[out].dtype)
         else:
             lines.append(f"{body_indent}{_element(slots[out], out, ndim - 1)} = {stored}")
-    if reduction is not None:
-        value = _cast_read(slots, reduction.source, ndim, values, reduction.acc)
-        lines.append(f"{body_indent}{_accumulate(reduction.op, value)}")
-        lines.append("    return acc")
+    for which in range(pending, len(reductions)):
+        lines.append(body_indent + _reduce_line(which, reductions[which], slots, ndim, values))
+    if reductions:
+        lines.append(f"    return ({''.join(f'acc{which}, ' for which in range(len(reductions)))})")
     else:
         lines.append("    return 0")
     lines += ["", "", "def _warmup():", f"    return {name}({', '.join(_dummy_arguments(program, ndim))})"]
@@ -256,14 +260,18 @@ def _identity(op: str, acc: np.dtype) -> str:
     return f"np.{acc.name}({info.max if op == 'min' else info.min})"
 
 
-def _accumulate(op: str, value: str) -> str:
+def _reduce_line(which: int, reduction, slots, ndim: int, values) -> str:
+    return _accumulate(reduction.op, f"acc{which}", _cast_read(slots, reduction.source, ndim, values, reduction.acc))
+
+
+def _accumulate(op: str, acc: str, value: str) -> str:
     if op in ("sum", "mean"):
-        return f"acc += {value}"
+        return f"{acc} += {value}"
     if op == "prod":
-        return f"acc *= {value}"
+        return f"{acc} *= {value}"
     if op == "any":
-        return f"acc = acc | ({value} != 0)"
+        return f"{acc} = {acc} | ({value} != 0)"
     if op == "all":
-        return f"acc = acc & ({value} != 0)"
+        return f"{acc} = {acc} & ({value} != 0)"
     compare = "<" if op == "min" else ">"
-    return f"acc = ({value}) if (({value}) {compare} acc or ({value}) != ({value})) else acc"
+    return f"{acc} = ({value}) if (({value}) {compare} {acc} or ({value}) != ({value})) else {acc}"

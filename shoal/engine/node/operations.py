@@ -133,15 +133,15 @@ class Builder:
                 (writes if slot.written else reads).extend(blocks[index])
             ops.append(BlockOp(self._next(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.groups}.{index}"))
         self.deps.insert_group(ops)
-        if program.reduction is not None:
-            output = program.reduction.output
-            fold = partial(self._fold, program, ops, output)
+        for which, reduction in enumerate(program.reductions):
+            output = reduction.output
+            fold = partial(self._fold, program, which, ops, output)
             op = BlockOp(self._next(), fold, (), tuple(self._view_blocks(output)), (output.base,), (output.base,), inline=True, label="fold")
             self.deps.insert_group([op], after=ops)
 
-    def _fold(self, program: KernelProgram, ops: list[BlockOp], output: View) -> None:
+    def _fold(self, program: KernelProgram, which: int, ops: list[BlockOp], output: View) -> None:
         with np.errstate(all="ignore"):
-            finalize(program, [op.result for op in ops], self.storage.array(output))
+            finalize(program, which, [op.result[which] for op in ops], self.storage.array(output))
 
     def _slot_blocks(self, program: KernelProgram, slot) -> list[list[tuple[int, int]]]:
         """Base-blocks that each view-block of ``slot`` touches (vectorised over blocks)."""

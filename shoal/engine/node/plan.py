@@ -4,7 +4,8 @@ Consecutive element-wise instructions over the same iteration shape join one *fu
 (one kernel per view-block) as long as running them element by element gives the same result
 as running them one at a time: every base that the group writes must be accessed through the
 same element mapping everywhere in the group, or through byte ranges that do not overlap. A
-full reduction may end a group. Everything else runs as a *whole-view* operation through the
+full reduction joins the group too (its result is written when all view-blocks are done, so
+nothing later in the group may touch it). Everything else runs as a *whole-view* operation through the
 opcode's reference implementation.
 
 A base that the batch declares, writes and reads only inside one group (always through the
@@ -45,10 +46,10 @@ class Group:
     shape: tuple[int, ...]
     instructions: list[Instruction] = field(default_factory=list)
     accesses: dict[int, list[Access]] = field(default_factory=dict)
-    reduction: Instruction | None = None
+    reductions: list[Instruction] = field(default_factory=list)
 
     def closed(self) -> bool:
-        return self.reduction is not None or len(self.instructions) >= MAX_GROUP_STEPS
+        return len(self.instructions) >= MAX_GROUP_STEPS
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         for access in accesses:
             current.accesses.setdefault(access.base, []).append(access)
         if instruction.op in FUSIBLE_REDUCTIONS:
-            current.reduction = instruction
+            current.reductions.append(instruction)
         if current.closed():
             close()
     close()
@@ -161,6 +162,10 @@ def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] 
     views: list[tuple[View, bool]] = [(view, False) for view in instruction.inputs if isinstance(view, View)]
     if instruction.op not in FUSIBLE_REDUCTIONS:
         views += [(view, True) for view in instruction.outputs]
+    else:  # the result appears only at the end: any other access to it in the group conflicts
+        out = instruction.outputs[0]
+        low, high = view_extent(out)
+        accesses.append(Access(out.base, ("reduction", id(instruction)), low, high, True))
     for view, write in views:
         try:
             strides = broadcast_strides(view, shape)
@@ -210,7 +215,7 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
                 if view.base not in candidates:
                     continue
                 is_output = any(view is out for out in instruction.outputs)
-                if instruction is step.reduction and is_output:
+                if is_output and instruction.op in FUSIBLE_REDUCTIONS:
                     seen_in[view.base] = None
                     continue
                 if view.base in seen_in and seen_in[view.base] is not step:

@@ -48,10 +48,14 @@ class KernelStep:
 
 @dataclass(frozen=True, slots=True)
 class ReductionStep:
-    """A full reduction ending the kernel: per-block partials in ``acc`` combined at the end."""
+    """A full reduction: per-block partials in ``acc``, folded when every block is done.
+
+    ``position`` is how many steps come before it: it reads ``source`` as those steps left it.
+    """
 
     op: str
     source: int
+    position: int
     acc: np.dtype
     output: View
     instruction: Instruction
@@ -62,7 +66,7 @@ class KernelProgram:
     shape: tuple[int, ...]
     slots: list[Slot]
     steps: list[KernelStep]
-    reduction: ReductionStep | None
+    reductions: list[ReductionStep]
     partition: Partition
     elements: int
 
@@ -77,8 +81,8 @@ class KernelProgram:
             (s.op, s.outputs, s.inputs, tuple(d.str for d in s.loop_in or ()), tuple(d.str for d in s.loop_out or ()))
             for s in self.steps
         )
-        reduction = None if self.reduction is None else (self.reduction.op, self.reduction.source, self.reduction.acc.str)
-        return (ndim, slots, steps, reduction)
+        reductions = tuple((r.op, r.source, r.position, r.acc.str) for r in self.reductions)
+        return (ndim, slots, steps, reductions)
 
 
 def _inner_class(slot: Slot) -> str:
@@ -116,11 +120,11 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             slots[index] = Slot(s.kind, s.dtype, s.base, s.offset, s.strides, s.value, True)
         return index
 
-    reduction = None
+    reductions: list[ReductionStep] = []
     for instruction in group.instructions:
-        if instruction is group.reduction:
+        if any(instruction is r for r in group.reductions):
             source = slot_of(instruction.inputs[0], False)
-            reduction = ReductionStep(instruction.op, source, _accumulator(instruction), instruction.outputs[0], instruction)
+            reductions.append(ReductionStep(instruction.op, source, len(steps), _accumulator(instruction), instruction.outputs[0], instruction))
             continue
         inputs = tuple(slot_of(operand, False) for operand in instruction.inputs)
         outputs = tuple(slot_of(view, True) for view in instruction.outputs)
@@ -132,7 +136,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     for i, strides in zip(array_ids, collapsed):
         s = slots[i]
         slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written)
-    return KernelProgram(shape, slots, steps, reduction, partition(shape, block_elements), math.prod(group.shape))
+    return KernelProgram(shape, slots, steps, reductions, partition(shape, block_elements), math.prod(group.shape))
 
 
 def _const_dtype(const: Const) -> np.dtype:

@@ -19,7 +19,7 @@ TILE_ELEMENTS = 32768
 
 
 def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.ndarray]) -> Any:
-    """Run view-block ``index`` of ``program``; the block's partial reduction or None."""
+    """Run view-block ``index`` of ``program``; the block's partial reductions (a tuple) or None."""
     part = program.partition
     shape = part.block_shape(index)
     inner = int(np.prod(shape[1:], dtype=np.int64))
@@ -30,7 +30,8 @@ def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
     scratch = {i: np.empty((min(tile_rows, shape[0]), *shape[1:]), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
     references = [(spec(step.op).reference, step.instruction.attr_dict()) for step in program.steps]
-    partials = []
+    reductions = program.reductions
+    partials: list[list[Any]] = [[] for _ in reductions]
     for start in range(0, shape[0], tile_rows):
         rows = min(tile_rows, shape[0] - start)
         tile_shape = (rows, *shape[1:])
@@ -43,14 +44,18 @@ def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.
                 operands.append(scratch[i][:rows])
             else:
                 operands.append(slot.value)
-        for step, (reference, attrs) in zip(program.steps, references):
+        pending = 0
+        for position, (step, (reference, attrs)) in enumerate(zip(program.steps, references)):
+            while pending < len(reductions) and reductions[pending].position == position:
+                r = reductions[pending]
+                partials[pending].append(partial_reduce(r.op, operands[r.source], r.acc))
+                pending += 1
             reference([operands[o] for o in step.outputs], [operands[i] for i in step.inputs], attrs)
-        if program.reduction is not None:
-            reduction = program.reduction
-            partials.append(partial_reduce(reduction.op, operands[reduction.source], reduction.acc))
-    if program.reduction is None:
+        for r, bucket in zip(reductions[pending:], partials[pending:]):
+            bucket.append(partial_reduce(r.op, operands[r.source], r.acc))
+    if not reductions:
         return None
-    return combine(program.reduction.op, partials)
+    return tuple(combine(r.op, bucket) for r, bucket in zip(reductions, partials))
 
 
 def partial_reduce(op: str, values: np.ndarray, acc: np.dtype) -> Any:
@@ -84,10 +89,9 @@ def combine(op: str, partials: Sequence[Any]) -> Any:
     return bool(np.all(values))
 
 
-def finalize(program: KernelProgram, partials: Sequence[Any], out: np.ndarray) -> None:
-    """Write a full reduction's result from its per-block partials into ``out``."""
-    reduction = program.reduction
-    assert reduction is not None
+def finalize(program: KernelProgram, which: int, partials: Sequence[Any], out: np.ndarray) -> None:
+    """Write reduction ``which``'s result from its per-block partials into ``out``."""
+    reduction = program.reductions[which]
     total = combine(reduction.op, partials)
     if reduction.op == "mean":
         total = total / program.elements
