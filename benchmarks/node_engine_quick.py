@@ -110,7 +110,7 @@ def main() -> None:
             print("  speedup vs numpy: " + "  ".join(f"{peer} {medians['numpy'] / m:.2f}x" for peer, m in medians.items() if peer != "numpy"))
             print(f"  values agree: {max(abs(v - values['numpy']) / abs(values['numpy']) for v in values.values()):.1e} rel;"
                   f" last batch: {stats.kernels} kernels, {stats.block_ops} block ops,"
-                  f" {stats.scheduling_us_per_block_op:.1f} us scheduling per block op")
+                  f" {stats.compiled_block_ops} compiled, {stats.scheduling_us_per_block_op:.1f} us scheduling per block op")
 
 
 if __name__ == "__main__":
