@@ -12,7 +12,8 @@ Settings (``Config`` first, the environment overrides):
 * compilation: ``Config.options["compile"]`` or ``SHOAL_COMPILE`` = ``background`` (default),
   ``sync`` or ``off``.
 * direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
-  below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never).
+  below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
+  a lone element-wise instruction under 1/64 of it runs whole instead of as a kernel.
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class NodeEngine(Component):
             )
             return
         plan = plan_batch(batch, self._storage.decls)
-        builder = Builder(self._storage, kernels, self.block_elements, self.threads)
+        builder = Builder(self._storage, kernels, self.block_elements, self.threads, self.direct_work)
         ops = builder.build(plan)
         plan_seconds = time.perf_counter() - planning
         if self.threads > 1:

@@ -70,8 +70,9 @@ class GroupRunner:
 class Builder:
     """Adds the block operations of plan steps to the dependency lists, in program order."""
 
-    def __init__(self, storage: Storage, kernels: KernelCache, block_elements: int, threads: int = 1) -> None:
+    def __init__(self, storage: Storage, kernels: KernelCache, block_elements: int, threads: int = 1, direct_work: int = 0) -> None:
         self.storage = storage
+        self.direct_work = direct_work  # a lone instruction under 1/64 of this runs whole
         self.kernels = kernels
         self.block_elements = block_elements
         self.threads = threads
@@ -109,6 +110,9 @@ class Builder:
         return [(view.base, k) for k in base_blocks(low, high, self._block_bytes(view.base))]
 
     def _group(self, group: Group, temporaries: set[int]) -> None:
+        if len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64:
+            self._whole(group.instructions[0])  # cheaper to plan; one block anyway
+            return
         program = lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
         self.counts.groups += 1
         self.counts.fused_instructions += len(group.instructions)
