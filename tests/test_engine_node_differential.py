@@ -305,3 +305,29 @@ def test_matrix_products_as_row_panels(dtype):
 
     engine = run_both(program, block=64, exact=False)
     assert engine.last_stats.product_panels == 3 * 3  # three products of 150 rows, 64-row panels
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_reductions_and_scans_along_axes_run_as_slabs(threads):
+    def program(rec):
+        f = rec.array(RNG.random((9, 40, 30)))
+        i = rec.array(RNG.integers(-50, 50, (40, 30)).astype(np.int32))
+        return [
+            rec.reduce("sum", f, axis=0),
+            rec.reduce("max", f, axis=(0, 2), keepdims=True),
+            rec.reduce("mean", i, axis=1),
+            rec.reduce("argmin", f, axis=2),
+            rec.reduce("var", f, axis=0),
+            rec.reduce("prod", i, axis=-1, keepdims=True),
+            _scan(rec, f, "cumsum", 1),
+            _scan(rec, i, "cumprod", 0),
+        ]
+
+    engine = run_both(program, block=64, threads=threads, exact=False)
+    assert (engine.last_stats.axis_panels > 0) == (threads > 1)
+
+
+def _scan(rec, source, op, axis):
+    out = rec.empty(source.shape, source.dtype)
+    rec.emit(op, (out,), (source,), axis=axis)
+    return out

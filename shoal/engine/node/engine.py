@@ -48,6 +48,7 @@ class BatchStats:
     compiled_block_ops: int = 0
     whole_ops: int = 0
     product_panels: int = 0  # row panels of matrix products run on the pool
+    axis_panels: int = 0  # slabs of reductions and scans along an axis run on the pool
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
     peak_bytes: int = 0  # most base memory held at once during the batch
@@ -146,6 +147,7 @@ class NodeEngine(Component):
             compiled_block_ops=sum(runner.compiled_blocks for runner in builder.runners),
             whole_ops=counts.whole_ops,
             product_panels=counts.product_panels,
+            axis_panels=counts.axis_panels,
             releases=counts.releases,
             temporaries=len(plan.temporaries),
             peak_bytes=self._storage.peak_bytes,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Const, Instruction, View, spec
+from shoal.bytecode import Const, Instruction, Kind, View, spec
 from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
@@ -40,6 +40,7 @@ class BuildCounts:
     compilable_groups: int = 0
     whole_ops: int = 0
     product_panels: int = 0
+    axis_panels: int = 0
     releases: int = 0
 
 
@@ -185,7 +186,7 @@ class Builder:
         return [[(base, k) for k in range(first, last + 1)] for first, last in zip(firsts, lasts)]
 
     def _whole(self, instruction: Instruction) -> None:
-        if self._row_panels(instruction):
+        if self._row_panels(instruction) or self._axis_panels(instruction):
             return
         self.counts.whole_ops += 1
         reads = [key for view in instruction.inputs if isinstance(view, View) for key in self._view_blocks(view)]
@@ -223,6 +224,47 @@ class Builder:
         self.counts.product_panels += len(ops)
         return True
 
+    def _axis_panels(self, instruction: Instruction) -> bool:
+        """A reduction or scan along some axes, split along the first axis it keeps.
+
+        Each panel runs the opcode's reference implementation on a slab of the input and the
+        matching slab of the output, so ``np.sum(f, axis=0)`` over a (9, ny, nx) array runs as
+        row slabs of ``ny`` on every thread.
+        """
+        kind = spec(instruction.op).kind
+        if kind not in (Kind.REDUCTION, Kind.SCAN) or self.threads <= 1 or len(instruction.inputs) != 1:
+            return False
+        source, out = instruction.inputs[0], instruction.outputs[0]
+        axis = instruction.attr("axis")
+        if not isinstance(source, View) or axis is None or source.ndim < 2 or out.base == source.base:
+            return False
+        reduced = {a % source.ndim for a in (axis if isinstance(axis, tuple) else (axis,))}
+        kept = [a for a in range(source.ndim) if a not in reduced]
+        if not kept:
+            return False
+        split = kept[0]
+        if kind is Kind.SCAN or instruction.attr("keepdims", False):
+            out_axis = split
+        else:
+            out_axis = 0
+        rows = source.shape[split]
+        per_row = math.prod(source.shape) // max(rows, 1)
+        smallest = min(self.block_elements, MIN_VIEW_BLOCK_ELEMENTS)
+        panel = max(1, -(-rows // (4 * self.threads)), -(-smallest // max(per_row, 1)))
+        if panel >= rows:
+            return False
+        ops = []
+        for start in range(0, rows, panel):
+            stop = min(start + panel, rows)
+            piece = _slab(source, split, start, stop)
+            target = _slab(out, out_axis, start, stop)
+            run = partial(self._run_whole, Instruction(instruction.op, (target,), (piece,), instruction.attrs))
+            reads, writes = tuple(self._view_blocks(piece)), tuple(self._view_blocks(target))
+            ops.append(BlockOp(self._next(), run, reads, writes, (source.base, out.base), (out.base,), label="slab"))
+        self.deps.insert_group(ops)
+        self.counts.axis_panels += len(ops)
+        return True
+
     def _run_panel(self, a: View, b: View, out: View) -> None:
         left, right, target = self.storage.array(a), self.storage.array(b), self.storage.array(out)
         with np.errstate(all="ignore"):
@@ -247,3 +289,9 @@ class Builder:
         blocks = base_blocks(0, max(decl.nbytes, 1), self._block_bytes(base))
         writes = tuple((base, k) for k in blocks)
         self.deps.insert(BlockOp(self._next(), partial(self.storage.release, base), (), writes, inline=True, label="release"))
+
+
+def _slab(view: View, axis: int, start: int, stop: int) -> View:
+    """``view`` restricted to ``start:stop`` along ``axis``."""
+    shape = (*view.shape[:axis], stop - start, *view.shape[axis + 1 :])
+    return View(view.base, view.dtype, view.offset + start * view.strides[axis], shape, view.strides)
