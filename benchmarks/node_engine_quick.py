@@ -17,6 +17,7 @@ import time
 
 import numpy
 
+import shoal
 import shoal.numpy as snp
 from shoal import runtime
 
@@ -62,6 +63,21 @@ def black_scholes(np, spot, strike, years, days):
     return total
 
 
+def triad(np, a, b, out, repeats):
+    for _ in range(repeats):
+        out[...] = a * 2.0 + b
+        if np is snp:
+            shoal.flush()  # one pass per repeat, as NumPy makes (else all ten fuse into one)
+    return float(out[-1])
+
+
+def triad_numpy_in_place(a, b, out, repeats):
+    for _ in range(repeats):
+        numpy.multiply(a, 2.0, out=out)
+        numpy.add(out, b, out=out)
+    return float(out[-1])
+
+
 def timed(function, *args):
     start = time.perf_counter()
     value = function(*args)
@@ -82,8 +98,16 @@ def main() -> None:
     grid = rng.random((args.size, args.size))
     spot, strike, years = (rng.uniform(a, b, args.options) for a, b in ((10, 100), (10, 100), (0.5, 2)))
 
+    a, b = rng.random(1 << 24), rng.random(1 << 24)
+    out = numpy.zeros_like(a)
     with runtime.configure(engine="node") as rt:
+        sa, sb, sout = snp.array(a), snp.array(b), snp.zeros(1 << 24)
         workloads = {
+            "triad_16M_x10": {
+                "numpy": lambda: triad(numpy, a, b, out, 10),
+                "numpy_in_place": lambda: triad_numpy_in_place(a, b, out, 10),
+                "shoal": lambda: triad(snp, sa, sb, sout, 10),
+            },
             "jacobi": {
                 "numpy": lambda: jacobi(numpy, grid.copy(), args.sweeps),
                 "numexpr": lambda: jacobi_numexpr(grid.copy(), args.sweeps),
@@ -107,6 +131,9 @@ def main() -> None:
             medians = {peer: statistics.median(t) for peer, t in times.items()}
             stats = rt.engine.last_stats
             print(f"{name}: " + "  ".join(f"{peer} {m:.3f}s" for peer, m in medians.items()) + f"  shoal first run {cold:.3f}s")
+            if name.startswith("triad"):
+                bandwidth = {peer: 10 * 3 * 8 * a.size / m / 1e9 for peer, m in medians.items()}
+                print("  GB/s (3 streams): " + "  ".join(f"{peer} {g:.1f}" for peer, g in bandwidth.items()))
             print("  speedup vs numpy: " + "  ".join(f"{peer} {medians['numpy'] / m:.2f}x" for peer, m in medians.items() if peer != "numpy"))
             print(f"  values agree: {max(abs(v - values['numpy']) / abs(values['numpy']) for v in values.values()):.1e} rel;"
                   f" last batch: {stats.kernels} kernels, {stats.block_ops} block ops,"
