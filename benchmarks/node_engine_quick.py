@@ -78,6 +78,13 @@ def triad_numpy_in_place(a, b, out, repeats):
     return float(out[-1])
 
 
+def stream_add(a, b, out, repeats):
+    """STREAM's add kernel (two reads, one write per element): the bandwidth reference."""
+    for _ in range(repeats):
+        numpy.add(a, b, out=out)
+    return float(out[-1])
+
+
 def timed(function, *args):
     start = time.perf_counter()
     value = function(*args)
@@ -106,6 +113,7 @@ def main() -> None:
             "triad_16M_x10": {
                 "numpy": lambda: triad(numpy, a, b, out, 10),
                 "numpy_in_place": lambda: triad_numpy_in_place(a, b, out, 10),
+                "stream_add": lambda: stream_add(a, b, out, 10),
                 "shoal": lambda: triad(snp, sa, sb, sout, 10),
             },
             "jacobi": {
