@@ -106,6 +106,7 @@ class Runtime:
         self._pending = Batch()
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
+        self._carried: list[object] = []
 
     # recording -------------------------------------------------------------------------------
     def new_base(self, dtype: np.dtype, size: int, data: np.ndarray | None = None) -> LazyBase:
@@ -124,8 +125,13 @@ class Runtime:
         with self._lock:
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
+            self._carried.clear()
             if len(pending.instructions) >= self.flush_threshold:
                 self.flush()
+
+    def carry(self, array: object) -> None:
+        """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
+        self._carried.append(array)
 
     def release(self, base_id: int) -> None:
         """Record the end of a base's life (never flushes: it may run inside garbage collection)."""

@@ -371,7 +371,9 @@ def operand(value: Any) -> View | Const:
     array = np.asarray(value)
     if array.ndim == 0:
         return Const(array[()])
-    return from_numpy(array)._view
+    carried = from_numpy(array)
+    carried._base.runtime.carry(carried)
+    return carried._view
 
 
 def as_lazy(value: Any) -> ndarray:

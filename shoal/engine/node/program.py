@@ -1,0 +1,191 @@
+"""A fusion group lowered to a kernel program: operand slots, typed steps, block geometry.
+
+Slots are the kernel's operands: arrays in base memory (one per distinct element mapping),
+temporaries (per element or per tile, never in base memory) and constants. Steps name slots by
+index and carry the loop dtypes NumPy would use, so a compiled kernel computes exactly what the
+reference does. :meth:`KernelProgram.structure` is a hashable value that keys the compile cache:
+it holds dtypes, mappings' inner-stride classes and steps, never addresses or constant values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal.bytecode import Const, Instruction, View, spec
+from shoal.engine.node.blocks import Partition, broadcast_strides, collapse, partition
+from shoal.engine.node.plan import Group, loop_dtype_of
+
+ARRAY, TEMP, CONST = "array", "temp", "const"
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One kernel operand. Arrays carry their base, byte offset and collapsed byte strides."""
+
+    kind: str
+    dtype: np.dtype
+    base: int = -1
+    offset: int = 0
+    strides: tuple[int, ...] = ()
+    value: object = None
+    written: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class KernelStep:
+    """One instruction inside a kernel: ``op`` over slots, computed in ``loop_in``/``loop_out``."""
+
+    op: str
+    outputs: tuple[int, ...]
+    inputs: tuple[int, ...]
+    loop_in: tuple[np.dtype, ...] | None
+    loop_out: tuple[np.dtype, ...] | None
+    instruction: Instruction
+
+
+@dataclass(frozen=True, slots=True)
+class ReductionStep:
+    """A full reduction ending the kernel: per-block partials in ``acc`` combined at the end."""
+
+    op: str
+    source: int
+    acc: np.dtype
+    output: View
+    instruction: Instruction
+
+
+@dataclass
+class KernelProgram:
+    shape: tuple[int, ...]
+    slots: list[Slot]
+    steps: list[KernelStep]
+    reduction: ReductionStep | None
+    partition: Partition
+    elements: int
+
+    def structure(self) -> tuple:
+        """The kernel's shape as a hashable value (no addresses, no constant values)."""
+        ndim = len(self.partition.shape) - self.partition.axis
+        slots = tuple(
+            (slot.kind, slot.dtype.str, _inner_class(slot) if slot.kind == ARRAY else "", slot.written)
+            for slot in self.slots
+        )
+        steps = tuple(
+            (s.op, s.outputs, s.inputs, tuple(d.str for d in s.loop_in or ()), tuple(d.str for d in s.loop_out or ()))
+            for s in self.steps
+        )
+        reduction = None if self.reduction is None else (self.reduction.op, self.reduction.source, self.reduction.acc.str)
+        return (ndim, slots, steps, reduction)
+
+
+def _inner_class(slot: Slot) -> str:
+    stride = slot.strides[-1]
+    if stride == 0:
+        return "broadcast"
+    return "contiguous" if stride == slot.dtype.itemsize else "strided"
+
+
+def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelProgram:
+    """Slots, typed steps and view-blocks for ``group``."""
+    slot_index: dict[tuple, int] = {}
+    slots: list[Slot] = []
+    raw_strides: list[tuple[int, ...]] = []
+    steps: list[KernelStep] = []
+
+    def slot_of(operand: View | Const, write: bool) -> int:
+        if isinstance(operand, Const):
+            slots.append(Slot(CONST, _const_dtype(operand), value=operand.value))
+            raw_strides.append(())
+            return len(slots) - 1
+        strides = broadcast_strides(operand, group.shape)
+        if operand.base in temporaries:
+            key = ("temp", operand.base)
+        else:
+            key = ("array", operand.base, operand.dtype, operand.offset, strides)
+        index = slot_index.get(key)
+        if index is None:
+            kind = TEMP if operand.base in temporaries else ARRAY
+            slots.append(Slot(kind, operand.dtype, operand.base, operand.offset, strides))
+            raw_strides.append(strides)
+            index = slot_index[key] = len(slots) - 1
+        if write and not slots[index].written:
+            s = slots[index]
+            slots[index] = Slot(s.kind, s.dtype, s.base, s.offset, s.strides, s.value, True)
+        return index
+
+    reduction = None
+    for instruction in group.instructions:
+        if instruction is group.reduction:
+            source = slot_of(instruction.inputs[0], False)
+            reduction = ReductionStep(instruction.op, source, _accumulator(instruction), instruction.outputs[0], instruction)
+            continue
+        inputs = tuple(slot_of(operand, False) for operand in instruction.inputs)
+        outputs = tuple(slot_of(view, True) for view in instruction.outputs)
+        loop_in, loop_out = _loop_dtypes(instruction)
+        steps.append(KernelStep(instruction.op, outputs, inputs, loop_in, loop_out, instruction))
+
+    array_ids = [i for i, slot in enumerate(slots) if slot.kind != CONST]
+    shape, collapsed = collapse(group.shape, [raw_strides[i] for i in array_ids])
+    for i, strides in zip(array_ids, collapsed):
+        s = slots[i]
+        slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written)
+    return KernelProgram(shape, slots, steps, reduction, partition(shape, block_elements), math.prod(group.shape))
+
+
+def _const_dtype(const: Const) -> np.dtype:
+    value = const.value
+    if isinstance(value, np.generic):
+        return value.dtype
+    if isinstance(value, bool):
+        return np.dtype(bool)
+    if isinstance(value, int):
+        return np.dtype(np.int64) if -(2**63) <= value < 2**63 else np.dtype(np.uint64)
+    if isinstance(value, float):
+        return np.dtype(np.float64)
+    return np.dtype(np.complex128)
+
+
+def _loop_dtypes(instruction: Instruction) -> tuple[tuple[np.dtype, ...] | None, tuple[np.dtype, ...] | None]:
+    """The dtypes NumPy computes ``instruction`` in; None where they cannot be determined."""
+    op = instruction.op
+    out_dtypes = tuple(view.dtype for view in instruction.outputs)
+    if op in ("copy", "fill"):
+        return (out_dtypes[0],), out_dtypes
+    if op == "where":
+        _condition, x, y = instruction.inputs
+        values = [o.dtype if isinstance(o, View) else o.value for o in (x, y)]
+        try:
+            common = np.result_type(*values)
+        except TypeError:
+            return None, None
+        return (np.dtype(bool), common, common), (common,)
+    ufunc = spec(op).ufunc
+    if ufunc is None:
+        return None, None
+    try:
+        resolved = ufunc.resolve_dtypes(tuple(loop_dtype_of(o) for o in instruction.inputs) + (None,) * ufunc.nout)
+    except (TypeError, ValueError, np.exceptions.DTypePromotionError):
+        return None, None
+    return tuple(resolved[: ufunc.nin]), tuple(resolved[ufunc.nin :])
+
+
+def _accumulator(instruction: Instruction) -> np.dtype:
+    """The dtype partial results are kept in: wide floats, wrapping 64-bit integers, bools."""
+    op = instruction.op
+    source = instruction.inputs[0]
+    if op in ("any", "all"):
+        return np.dtype(bool)
+    if op in ("min", "max"):
+        return source.dtype
+    target = instruction.attr("dtype") or instruction.outputs[0].dtype
+    target = np.dtype(target)
+    if op == "mean" or target.kind == "f":
+        return np.dtype(np.complex128) if source.dtype.kind == "c" or target.kind == "c" else np.dtype(np.float64)
+    if target.kind == "c":
+        return np.dtype(np.complex128)
+    if target.kind == "u":
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)

@@ -1,0 +1,129 @@
+"""The ready queue and the thread pool that runs block operations.
+
+Ready operations (reference count zero) wait in a heap ordered by program position, so earlier
+work runs first and releases free memory promptly. Worker threads run kernels (compiled ones
+drop the GIL); the scheduling thread keeps the bookkeeping, runs cheap ``inline`` operations
+itself and runs ``exclusive`` ones (linear algebra, which brings its own threads) alone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from shoal.engine.node.deps import BlockOp
+
+
+@dataclass
+class RunStats:
+    """What one run of the ready queue cost on the scheduling thread."""
+
+    operations: int = 0
+    bookkeeping_seconds: float = 0.0
+    wall_seconds: float = 0.0
+
+
+class WorkerPool:
+    """``threads`` workers fed from a task queue; they report back on a completion queue."""
+
+    def __init__(self, threads: int) -> None:
+        if threads < 1:
+            raise ValueError(f"a worker pool needs at least one thread, got {threads}")
+        self.threads = threads
+        self._tasks: queue.SimpleQueue[BlockOp | None] = queue.SimpleQueue()
+        self._done: queue.SimpleQueue[tuple[BlockOp, BaseException | None]] = queue.SimpleQueue()
+        self._workers: list[threading.Thread] = []
+
+    def _ensure_started(self) -> None:
+        while len(self._workers) < self.threads:
+            worker = threading.Thread(target=self._work, name=f"shoal-worker-{len(self._workers)}", daemon=True)
+            worker.start()
+            self._workers.append(worker)
+
+    def _work(self) -> None:
+        while True:
+            op = self._tasks.get()
+            if op is None:
+                return
+            try:
+                op.result = op.run()
+                self._done.put((op, None))
+            except BaseException as error:  # reported to the scheduling thread, which re-raises
+                self._done.put((op, error))
+
+    def run(self, ops: list[BlockOp], prepare: Callable[[BlockOp], None]) -> RunStats:
+        """Run ``ops`` respecting their reference counts; re-raise the first failure."""
+        stats = RunStats(operations=len(ops))
+        start = clock = time.perf_counter()
+        inline_seconds = waiting_seconds = 0.0
+        ready = [op for op in ops if op.refcount == 0]
+        heapq.heapify(ready)
+        inflight = 0
+        finished = 0
+        failure: BaseException | None = None
+        parallel = self.threads > 1
+        while True:
+            while ready and failure is None:
+                op = ready[0]
+                run_here = op.inline or op.exclusive or not parallel
+                if run_here:
+                    if op.exclusive and inflight:
+                        break
+                    heapq.heappop(ready)
+                    prepare(op)
+                    began = time.perf_counter()
+                    try:
+                        op.result = op.run()
+                    except BaseException as error:
+                        failure = error
+                        break
+                    finally:
+                        inline_seconds += time.perf_counter() - began
+                    finished += 1
+                    _release_dependents(op, ready)
+                    continue
+                if inflight >= self.threads:
+                    break
+                heapq.heappop(ready)
+                prepare(op)
+                self._ensure_started()
+                self._tasks.put(op)
+                inflight += 1
+            if inflight == 0:
+                if failure is not None or not ready:
+                    break
+                continue
+            clock = time.perf_counter()
+            op, error = self._done.get()
+            waiting_seconds += time.perf_counter() - clock
+            inflight -= 1
+            if error is not None:
+                failure = failure or error
+            elif failure is None:
+                finished += 1
+                _release_dependents(op, ready)
+        stats.wall_seconds = time.perf_counter() - start
+        stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds)
+        if failure is not None:
+            raise failure
+        if finished != len(ops):
+            raise RuntimeError(f"dependency cycle: {len(ops) - finished} block operations never became ready")
+        return stats
+
+    def close(self) -> None:
+        for _ in self._workers:
+            self._tasks.put(None)
+        for worker in self._workers:
+            worker.join(timeout=30)
+        self._workers.clear()
+
+
+def _release_dependents(op: BlockOp, ready: list[BlockOp]) -> None:
+    for dependent in op.dependents:
+        dependent.refcount -= 1
+        if dependent.refcount == 0:
+            heapq.heappush(ready, dependent)

@@ -1,0 +1,68 @@
+"""The runtime: bases are released, batches flush at their threshold, settings are restored."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy
+import pytest
+
+import shoal
+import shoal.numpy as np
+from shoal import runtime
+
+
+def test_long_loop_keeps_live_bases_flat() -> None:
+    with runtime.configure(engine="reference", eager_threshold=0, flush_threshold=64) as rt:
+        a = np.ones(100)
+        for _ in range(2000):
+            a = a * 0.5 + 1.0
+        shoal.flush()
+        gc.collect()
+        shoal.flush()
+        assert rt.engine.live_bases() <= 4
+        assert rt.stats.bases_released >= 3990
+        numpy.testing.assert_allclose(numpy.asarray(a), numpy.full(100, 2.0))
+
+
+def test_batch_flushes_at_threshold_and_not_before() -> None:
+    with runtime.configure(engine="reference", eager_threshold=0, flush_threshold=10) as rt:
+        a = np.zeros(50)
+        for _ in range(4):
+            a += 1
+        assert rt.stats.flushes == 0
+        for _ in range(10):
+            a += 1
+        assert rt.stats.flushes >= 1
+        assert float(a[0]) == 14.0
+
+
+def test_configure_restores_previous_runtime() -> None:
+    outer = runtime.current()
+    with runtime.configure(engine="reference", eager_threshold=5) as inner:
+        assert runtime.current() is inner
+        assert inner.eager_threshold == 5
+    assert runtime.current() is outer
+
+
+def test_unknown_engine_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="unknown Shoal engine 'nope'"):
+        runtime.Runtime(engine="nope")
+
+
+def test_bad_environment_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SHOAL_EAGER_THRESHOLD", "lots")
+    with pytest.raises(ValueError, match="SHOAL_EAGER_THRESHOLD must be a non-negative integer"):
+        runtime.Runtime(engine="reference")
+
+
+def test_small_arrays_are_plain_numpy() -> None:
+    with runtime.configure(engine="reference", eager_threshold=1000):
+        small = np.ones(10)
+        large = np.ones(2000)
+        assert type(small) is numpy.ndarray
+        assert type(large) is np.ndarray
+        assert isinstance(small, np.ndarray) and isinstance(large, np.ndarray)
+        assert type(small + 1) is numpy.ndarray
+        mixed = small[:1] + large
+        assert type(mixed) is np.ndarray
