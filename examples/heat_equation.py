@@ -40,8 +40,8 @@ def solve(size: int, epsilon: float, max_iterations: int) -> tuple[np.ndarray, i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=600, help="interior points per side")
-    parser.add_argument("--epsilon", type=float, default=0.01)
+    parser.add_argument("size", type=int, nargs="?", default=500, help="interior points per side")
+    parser.add_argument("--epsilon", type=float, default=0.02)
     parser.add_argument("--max-iterations", type=int, default=10_000)
     args = parser.parse_args()
 

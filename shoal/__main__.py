@@ -1,0 +1,150 @@
+"""``python -m shoal``: run a NumPy program on every core, or one of Shoal's tools.
+
+python -m shoal [--fallbacks] program.py [arguments...]
+python -m shoal info
+python -m shoal bench [arguments...]
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import platform
+import sys
+import types
+from collections.abc import Sequence
+
+USAGE = """\
+usage: python -m shoal [--fallbacks] program.py [arguments...]
+       python -m shoal info
+       python -m shoal bench [arguments...]
+
+Runs program.py as `python program.py` would, with its own `import numpy` served by Shoal.
+
+options:
+  --fallbacks   at exit, report to stderr the NumPy functions Shoal ran through its fallback
+  -h, --help    show this message and exit
+  --version     show Shoal's version and exit
+
+commands:
+  info          the engine, cores and libraries Shoal would use here
+  bench         run Shoal's benchmarks side by side with their peers
+"""
+
+EXIT_USAGE = 2
+
+
+def _usage_error(message: str) -> int:
+    sys.stderr.write(f"{USAGE}\nshoal: error: {message}\n")
+    return EXIT_USAGE
+
+
+def _optional_module(name: str) -> types.ModuleType | None:
+    """Import ``name`` if it exists in this installation; errors inside it still propagate."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name is not None and name.startswith(error.name):
+            return None
+        raise
+
+
+def basic_info() -> str:
+    """The facts ``shoal info`` prints when the detailed thread report is not available."""
+    import numpy
+
+    import shoal
+    from shoal.threads import available_cores
+
+    try:
+        from shoal.runtime import default_engine_name
+
+        engine = default_engine_name()
+    except ImportError:
+        engine = os.environ.get("SHOAL_ENGINE", "reference")
+    numba = _optional_module("numba")
+    lines = [
+        f"shoal {shoal.__version__}",
+        f"engine: {engine}",
+        f"cores: {available_cores()}",
+        f"python: {platform.python_version()} ({sys.executable})",
+        f"numpy: {numpy.__version__}",
+        f"numba: {numba.__version__ if numba is not None else 'not installed'}",
+    ]
+    return "\n".join(lines)
+
+
+def _info(arguments: Sequence[str]) -> int:
+    if arguments:
+        return _usage_error(f"info takes no arguments, got {' '.join(arguments)!r}")
+    detailed = _optional_module("shoal.threads.info")
+    print(detailed.report() if detailed is not None else basic_info())
+    return 0
+
+
+def _bench(arguments: Sequence[str]) -> int:
+    bench = _optional_module("shoal.bench")
+    if bench is None:
+        sys.stderr.write("shoal: error: `shoal bench` is not available in this installation\n")
+        return EXIT_USAGE
+    return int(bench.main(list(arguments)) or 0)
+
+
+def _report_fallbacks() -> None:
+    from shoal.runner import fallbacks_used, format_fallback_report
+
+    sys.stderr.write(format_fallback_report(fallbacks_used()))
+    sys.stderr.flush()
+
+
+def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) -> int:
+    from shoal.runner import Program, ProgramNotFound, run
+
+    program = Program(path, list(arguments))
+    try:
+        program.read()
+    except ProgramNotFound as error:
+        sys.stderr.write(
+            f"shoal: can't open file {os.path.abspath(path)!r}: "
+            f"[Errno {error.errno}] {error.strerror}\n"
+        )
+        return EXIT_USAGE
+    if report_fallbacks:
+        atexit.register(_report_fallbacks)
+    run(program)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``python -m shoal`` and of the ``shoal`` command; returns the exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    report_fallbacks = False
+    while arguments and arguments[0].startswith("-") and arguments[0] != "-":
+        option = arguments.pop(0)
+        if option in ("-h", "--help"):
+            sys.stdout.write(USAGE)
+            return 0
+        if option == "--version":
+            import shoal
+
+            print(f"shoal {shoal.__version__}")
+            return 0
+        if option == "--fallbacks":
+            report_fallbacks = True
+        elif option == "--":
+            break
+        else:
+            return _usage_error(f"unknown option {option!r}")
+    if not arguments:
+        return _usage_error("no program given")
+    first, rest = arguments[0], arguments[1:]
+    if not report_fallbacks and first == "info":
+        return _info(rest)
+    if not report_fallbacks and first == "bench":
+        return _bench(rest)
+    return _run_program(first, rest, report_fallbacks)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
