@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from shoal.bench.launch import Totals, parse_stats
+from shoal.bench.stats import Totals, parse_stats
 
 TOOLS = ("numpy", "numexpr", "dask", "shoal")
 
