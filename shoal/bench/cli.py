@@ -14,6 +14,7 @@ import platform
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy
@@ -128,9 +129,18 @@ def _program(tool: str, example: Example, root: Path) -> Path:
 
 
 def collect(
-    examples: list[tuple[Example, int]], tools: tuple[str, ...], repeats: int, root: Path, timeout: float
+    examples: list[tuple[Example, int]],
+    tools: tuple[str, ...],
+    repeats: int,
+    root: Path,
+    timeout: float,
+    after_repetition: Callable[[list[ExampleResult], int], None] = lambda results, done: None,
 ) -> list[ExampleResult]:
-    """Run everything ``repeats`` times, tools alternating, and gather the samples."""
+    """Run everything ``repeats`` times, tools alternating, and gather the samples.
+
+    ``after_repetition(results, done)`` is called after each repetition, so a long run leaves a
+    report of the repetitions it finished.
+    """
     results = [
         ExampleResult(example, size, {tool: Cell(unavailable=_unavailable(tool, example, root)) for tool in tools})
         for example, size in examples
@@ -158,6 +168,7 @@ def collect(
                     file=sys.stderr,
                     flush=True,
                 )
+        after_repetition(results, repetition + 1)
     return results
 
 
@@ -178,18 +189,23 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     roof = stream.measure_in_child(QUICK_ROOF_ELEMENTS if args.quick else stream.DEFAULT_ELEMENTS)
     print(f"roof: {roof.describe()}", file=sys.stderr)
-    results = collect(examples, args.tools, args.repeats, root, args.timeout)
+    command_line = shlex.join(["python", "-m", "shoal.bench", *(sys.argv[1:] if argv is None else argv)])
 
-    info = report.RunInfo(
-        command=shlex.join(["python", "-m", "shoal.bench", *(sys.argv[1:] if argv is None else argv)]),
-        repeats=args.repeats,
-        cores=os.cpu_count() or 1,
-        python=platform.python_version(),
-        numpy=numpy.__version__,
-        tools=args.tools,
-    )
-    text = report.render(results, roof, info)
-    (output / "bench.md").write_text(text)
+    def write_report(results: list[ExampleResult], done: int) -> str:
+        info = report.RunInfo(
+            command=command_line,
+            repeats=done,
+            cores=os.cpu_count() or 1,
+            python=platform.python_version(),
+            numpy=numpy.__version__,
+            tools=args.tools,
+        )
+        text = report.render(results, roof, info)
+        (output / "bench.md").write_text(text)
+        return text
+
+    results = collect(examples, args.tools, args.repeats, root, args.timeout, write_report)
+    text = write_report(results, args.repeats)
     chart.draw(results, args.tools, output / "bench.png")
     print(text)
     print(f"wrote {output / 'bench.md'} and {output / 'bench.png'} in {time.perf_counter() - started:.0f} s", file=sys.stderr)
