@@ -1,0 +1,7 @@
+"""``python -m shoal.bench``."""
+
+import sys
+
+from shoal.bench import main
+
+sys.exit(main())

@@ -1,0 +1,35 @@
+"""Node engine statistics summed over one program run, and the line that carries them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STATS_PREFIX = "shoal-stats:"
+
+
+@dataclass
+class Totals:
+    """Engine statistics summed over every batch of one program run."""
+
+    batches: int = 0
+    block_ops: int = 0
+    scheduling_seconds: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"{STATS_PREFIX} batches={self.batches} block_ops={self.block_ops} "
+            f"scheduling_seconds={self.scheduling_seconds!r}"
+        )
+
+
+def parse_stats(text: str) -> Totals | None:
+    """The totals a launched program printed, or None if it printed none."""
+    for line in reversed(text.splitlines()):
+        if line.startswith(STATS_PREFIX):
+            fields = dict(item.split("=", 1) for item in line[len(STATS_PREFIX) :].split())
+            return Totals(
+                batches=int(fields["batches"]),
+                block_ops=int(fields["block_ops"]),
+                scheduling_seconds=float(fields["scheduling_seconds"]),
+            )
+    return None

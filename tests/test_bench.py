@@ -1,0 +1,46 @@
+"""Smoke test of ``python -m shoal.bench``: a quick run writes the table, and checksums agree."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from shoal.bench.results import checksums_agree
+from shoal.bench.stats import Totals, parse_stats
+
+
+def test_checksum_tolerance_is_relative() -> None:
+    assert checksums_agree(1e12, 1e12 * (1 + 5e-10))
+    assert not checksums_agree(1.0, 1.0 + 1e-8)
+    assert not checksums_agree(float("nan"), 1.0)
+
+
+def test_engine_stats_line_round_trips() -> None:
+    totals = Totals(batches=3, block_ops=1200, scheduling_seconds=0.0125)
+    assert parse_stats(f"noise\n{totals.line()}\n") == totals
+    assert parse_stats("no stats here") is None
+
+
+def test_unknown_example_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    from shoal.bench import main
+
+    with pytest.raises(SystemExit):
+        main(["--examples", "no_such_example"])
+    assert "unknown example no_such_example" in capsys.readouterr().err
+
+
+@pytest.mark.full
+def test_quick_run_writes_table_and_checksums_agree(tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, "-m", "shoal.bench", "--quick", "--repeats", "1",
+         "--examples", "jacobi_stencil,black_scholes", "--output", str(tmp_path)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )
+    table = (tmp_path / "bench.md").read_text()
+    assert run.returncode == 0, run.stderr
+    assert "| jacobi_stencil |" in table and "| black_scholes |" in table
+    assert "All tools' checksums agree" in table
+    assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
