@@ -148,13 +148,13 @@ def concatenate(
     ndim = len(shapes[0])
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
+    axis = normalize_axis_index(axis, ndim)
     for index, shape in enumerate(shapes[1:], start=1):
         if len(shape) != ndim:
             raise ValueError(
                 "all the input arrays must have same number of dimensions, but the array at index 0 "
                 f"has {ndim} dimension(s) and the array at index {index} has {len(shape)} dimension(s)"
             )
-    axis = normalize_axis_index(axis, ndim)
     for index, shape in enumerate(shapes[1:], start=1):
         for dim in range(ndim):
             if dim != axis and shape[dim] != shapes[0][dim]:
