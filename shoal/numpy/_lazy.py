@@ -331,6 +331,17 @@ def make_view(base: int, dtype: np.dtype, offset: int, shape: tuple[int, ...], s
     return View(base, dtype, offset, tuple(shape), tuple(strides))
 
 
+def deliver(result: ndarray, out: Any) -> Any:
+    """The value an operation returns: ``out`` (a NumPy ``out`` gets the data copied in), or
+    ``result``, which stands for a NumPy scalar when it is 0-d and no ``out`` was given."""
+    if out is not None and not is_lazy(out):
+        np.copyto(out, result._value())
+        return out
+    if out is None and not result.shape:
+        result._scalar = True
+    return result
+
+
 def is_lazy(value: Any) -> bool:
     return type(value) is ndarray
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy._lazy import is_lazy, is_small, new_array, operand
+from shoal.numpy._lazy import deliver, is_lazy, is_small, new_array, operand
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
@@ -74,9 +74,4 @@ def _product(op: str, a: Any, b: Any, out: Any, shape: tuple[int, ...], dtype: n
         return function(a, b) if out is None else function(a, b, out=out)
     result = out if is_lazy(out) else new_array(dtype, shape)
     result._base.runtime.record(op, (result._view,), (operand(a), operand(b)))
-    if out is not None and not is_lazy(out):
-        np.copyto(out, result._value())
-        return out
-    if out is None and not shape:
-        result._scalar = True
-    return result
+    return deliver(result, out)

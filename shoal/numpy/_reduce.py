@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
-from shoal.numpy._lazy import is_lazy, ndarray, new_array
+from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array
 from shoal.numpy._probe import format_shape, quietly, value_probe
 
 _NO_DTYPE = {"min", "max", "any", "all", "argmin", "argmax"}
@@ -87,19 +87,14 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
         attr_axis = axes
         shape = _result_shape(array.shape, axes, keepdims)
     _check_out(out, shape, name)
-    result = out if out is not None else new_array(np.asarray(probe_result).dtype, shape)
+    result = out if is_lazy(out) else new_array(np.asarray(probe_result if out is None else out).dtype, shape)
     attrs: dict[str, Any] = {"axis": attr_axis, "keepdims": keepdims}
     if name not in _NO_DTYPE:
         attrs["dtype"] = None if dtype is None else np.dtype(dtype)
     if name in ("var", "std"):
         attrs["ddof"] = ddof
-    target = result if is_lazy(result) else new_array(result.dtype, shape)
-    array._base.runtime.record(name, (target._view,), (array._view,), **attrs)
-    if not is_lazy(result):
-        np.copyto(result, target._value())
-    elif out is None and not shape:
-        result._scalar = True
-    return result
+    array._base.runtime.record(name, (result._view,), (array._view,), **attrs)
+    return deliver(result, out)
 
 
 def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
@@ -117,12 +112,7 @@ def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, 
     result = out if is_lazy(out) else new_array(np.asarray(probe_result).dtype, shape)
     attrs = {"ufunc": ufunc.__name__, "axis": axes, "keepdims": keepdims, "dtype": None if dtype is None else np.dtype(dtype)}
     array._base.runtime.record("reduce", (result._view,), (array._view,), **attrs)
-    if out is not None and not is_lazy(out):
-        np.copyto(out, result._value())
-        return out
-    if out is None and not shape:
-        result._scalar = True
-    return result
+    return deliver(result, out)
 
 
 def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
@@ -141,7 +131,4 @@ def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = 
     _check_out(out, shape, name)
     result = out if is_lazy(out) else new_array(probe_result.dtype, shape)
     array._base.runtime.record(name, (result._view,), (array._view,), axis=attr_axis, dtype=None if dtype is None else np.dtype(dtype))
-    if out is not None and not is_lazy(out):
-        np.copyto(out, result._value())
-        return out
-    return result
+    return deliver(result, out)

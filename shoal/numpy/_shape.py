@@ -12,6 +12,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from shoal.numpy._lazy import (
     as_lazy,
     contiguous_strides,
+    deliver,
     is_lazy,
     is_small,
     make_view,
@@ -185,10 +186,7 @@ def concatenate(
         target = view_via_probe(result, lambda probe, region=region: probe[region])
         result._base.runtime.record("copy", (target._view,), (operand(value),))
         start = stop
-    if out is not None and not is_lazy(out):
-        np.copyto(out, result._value())
-        return out
-    return result
+    return deliver(result, out)
 
 
 def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind") -> Any:
