@@ -11,7 +11,6 @@ import importlib
 from typing import Any
 
 import numpy as _np
-from numpy import *  # noqa: F403  (NumPy's namespace: ufuncs, dtypes, constants, functions)
 
 from shoal.errors import ShoalFallbackWarning
 from shoal.numpy._create import (
@@ -41,7 +40,19 @@ from shoal.numpy._functions import clip, where
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
 
-# NumPy's star import bound ``random`` and ``linalg`` to NumPy's modules; bind Shoal's instead.
+# NumPy's namespace (ufuncs, dtypes, constants, functions), without importing the submodules NumPy
+# loads on first use (``testing``, ``f2py``, ...): module ``__getattr__`` below serves those.
+# Shoal's own definitions above take precedence.
+_LAZY_SUBMODULES = {"testing", "f2py", "ctypeslib", "typing", "matlib", "polynomial", "ma", "char", "rec", "strings"}
+globals().update(
+    {
+        name: getattr(_np, name)
+        for name in _np.__all__
+        if name not in _LAZY_SUBMODULES and name not in globals()
+    }
+)
+
+# NumPy's namespace has ``random`` and ``linalg`` as NumPy's modules; bind Shoal's instead.
 random = importlib.import_module("shoal.numpy.random")
 linalg = importlib.import_module("shoal.numpy.linalg")
 
@@ -56,3 +67,4 @@ __all__ = [
     "fallbacks_used", "fromfunction", "full", "full_like", "identity", "indices", "linalg",
     "linspace", "meshgrid", "ndarray", "ones", "ones_like", "random", "where", "zeros", "zeros_like",
 ]  # fmt: skip
+__all__ += sorted({name for name in _np.__all__ if name not in _LAZY_SUBMODULES} - set(__all__))
