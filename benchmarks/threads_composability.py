@@ -3,7 +3,12 @@
 Run by hand: ``.venv/bin/python -m benchmarks.threads_composability [--repeats N] [--timeout S]``.
 Each (repetition, mode, workload) runs in a fresh process; modes alternate within
 each repetition.  Prints one table: median seconds, ratio to ``OMP_NUM_THREADS=1``,
-and the threads observed (max running at once; BLAS/OpenMP helper threads that computed).
+and the threads observed by sampling /proc every 5 ms during the run:
+
+* running: threads in state R at once (max over the samples);
+* inner threads: Python threads running x the BLAS threads a call would use at
+  that moment, i.e. the threads the running calls occupy (95th percentile and max);
+* helpers: threads not started by Python (BLAS/OpenMP pools) running at once (max).
 """
 
 from __future__ import annotations
@@ -50,7 +55,9 @@ class Run:
     seconds: float
     timed_out: bool
     max_running: int
-    library_threads: int
+    p95_inner: int
+    max_inner: int
+    max_helpers: int
 
 
 def run_once(mode: Mode, workload: str, timeout: float, semaphore: str) -> Run:
@@ -61,9 +68,21 @@ def run_once(mode: Mode, workload: str, timeout: float, semaphore: str) -> Run:
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment, check=True)
     except subprocess.TimeoutExpired:
-        return Run(timeout, True, -1, -1)
+        return Run(timeout, True, -1, -1, -1, -1)
     record = json.loads(result.stdout.strip().splitlines()[-1])
-    return Run(record["seconds"], False, record["max_running"], record["library_threads_ran"])
+    return Run(
+        record["seconds"],
+        False,
+        record["max_running"],
+        record["p95_inner_threads"],
+        record["max_inner_threads"],
+        record["max_running_helpers"],
+    )
+
+
+def _worst(runs: list[Run], field: str) -> str:
+    values = [getattr(run, field) for run in runs if not run.timed_out]
+    return str(max(values)) if values else "?"
 
 
 def _format_seconds(runs: list[Run]) -> str:
@@ -73,20 +92,18 @@ def _format_seconds(runs: list[Run]) -> str:
 
 def table(results: dict[tuple[str, str], list[Run]]) -> str:
     lines = [
-        f"| workload | mode | median s | vs {BASELINE} | max running threads | BLAS helper threads that ran |",
-        "|---|---|---:|---:|---:|---:|",
+        f"| workload | mode | median s | vs {BASELINE} | running threads | inner threads p95 (max) | helpers |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     for workload in WORKLOADS:
         baseline = statistics.median(run.seconds for run in results[(workload, BASELINE)])
         for mode in MODES:
             runs = results[(workload, mode.name)]
-            finished = [run for run in runs if not run.timed_out]
-            running = max((run.max_running for run in finished), default=-1)
-            helpers = max((run.library_threads for run in finished), default=-1)
             ratio = statistics.median(run.seconds for run in runs) / baseline
             lines.append(
                 f"| {workload} | {mode.name} | {_format_seconds(runs)} | {ratio:.2f} | "
-                f"{running if running >= 0 else '?'} | {helpers if helpers >= 0 else '?'} |"
+                f"{_worst(runs, 'max_running')} | {_worst(runs, 'p95_inner')} ({_worst(runs, 'max_inner')}) | "
+                f"{_worst(runs, 'max_helpers')} |"
             )
     return "\n".join(lines)
 
@@ -94,7 +111,7 @@ def table(results: dict[tuple[str, str], list[Run]]) -> str:
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     options.add_argument("--repeats", type=int, default=3)
-    options.add_argument("--timeout", type=float, default=20.0, help="seconds before a run is cut off")
+    options.add_argument("--timeout", type=float, default=10.0, help="seconds before a run is cut off")
     arguments = options.parse_args()
     results: dict[tuple[str, str], list[Run]] = {}
     with tempfile.TemporaryDirectory() as directory:

@@ -15,6 +15,7 @@ from multiprocessing.pool import ThreadPool
 
 import numpy as np
 
+from shoal.threads.libraries import library_threads
 from shoal.threads.observe import ThreadSampler, thread_cpu_seconds
 
 POOL_WORKERS = 8
@@ -95,7 +96,7 @@ def main(names: list[str]) -> None:
     for name in names or list(WORKLOADS):
         workload = WORKLOADS[name]
         before = thread_cpu_seconds()
-        with ThreadSampler(interval_s=0.01) as sampler:
+        with ThreadSampler(interval_s=0.005, threads_per_call=library_threads) as sampler:
             start = time.perf_counter()
             workload()
             seconds = time.perf_counter() - start
@@ -106,6 +107,9 @@ def main(names: list[str]) -> None:
             "max_running": observed.max_running,
             "mean_running": observed.mean_running,
             "max_live": observed.max_live,
+            "max_running_helpers": observed.max_running_helpers,
+            "max_inner_threads": observed.max_inner_threads,
+            "p95_inner_threads": observed.p95_inner_threads,
             "library_threads_ran": _library_threads_that_ran(before),
         }), flush=True)  # fmt: skip
 
