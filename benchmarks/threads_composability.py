@@ -2,7 +2,8 @@
 
 Run by hand: ``.venv/bin/python -m benchmarks.threads_composability [--repeats N] [--timeout S]``.
 Each (repetition, mode, workload) runs in a fresh process; modes alternate within
-each repetition.  Prints one table: median seconds, ratio to ``OMP_NUM_THREADS=1``,
+each repetition.  Prints one table: median seconds, the median over repetitions of
+the ratio to that repetition's ``OMP_NUM_THREADS=1`` run,
 and the threads observed by sampling /proc every 5 ms during the run:
 
 * running: threads in state R at once (max over the samples);
@@ -64,15 +65,12 @@ def run_once(mode: Mode, workload: str, timeout: float, semaphore: str) -> Run:
     environment = {key: value for key, value in os.environ.items() if not key.startswith(("OMP_", "SHOAL_"))}
     environment.update(mode.environment)
     environment["SHOAL_SEMAPHORE_PATH"] = semaphore
-    command = [sys.executable, *mode.launcher, PROGRAM, workload]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=environment, check=True)
-    except subprocess.TimeoutExpired:
-        return Run(timeout, True, -1, -1, -1, -1)
+    command = [sys.executable, *mode.launcher, PROGRAM, "--cutoff", str(timeout), workload]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout + 60, env=environment, check=True)
     record = json.loads(result.stdout.strip().splitlines()[-1])
     return Run(
         record["seconds"],
-        False,
+        record["cut_off"],
         record["max_running"],
         record["p95_inner_threads"],
         record["max_inner_threads"],
@@ -81,8 +79,7 @@ def run_once(mode: Mode, workload: str, timeout: float, semaphore: str) -> Run:
 
 
 def _worst(runs: list[Run], field: str) -> str:
-    values = [getattr(run, field) for run in runs if not run.timed_out]
-    return str(max(values)) if values else "?"
+    return str(max(getattr(run, field) for run in runs))
 
 
 def _format_seconds(runs: list[Run]) -> str:
@@ -96,10 +93,12 @@ def table(results: dict[tuple[str, str], list[Run]]) -> str:
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     for workload in WORKLOADS:
-        baseline = statistics.median(run.seconds for run in results[(workload, BASELINE)])
+        baseline = results[(workload, BASELINE)]
         for mode in MODES:
             runs = results[(workload, mode.name)]
-            ratio = statistics.median(run.seconds for run in runs) / baseline
+            # Paired: each run against the baseline run of its own repetition, which
+            # cancels load that changes slowly over the whole benchmark.
+            ratio = statistics.median(run.seconds / base.seconds for run, base in zip(runs, baseline, strict=True))
             lines.append(
                 f"| {workload} | {mode.name} | {_format_seconds(runs)} | {ratio:.2f} | "
                 f"{_worst(runs, 'max_running')} | {_worst(runs, 'p95_inner')} ({_worst(runs, 'max_inner')}) | "
@@ -110,8 +109,8 @@ def table(results: dict[tuple[str, str], list[Run]]) -> str:
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--repeats", type=int, default=3)
-    options.add_argument("--timeout", type=float, default=10.0, help="seconds before a run is cut off")
+    options.add_argument("--repeats", type=int, default=5)
+    options.add_argument("--timeout", type=float, default=6.0, help="seconds before a run is cut off")
     arguments = options.parse_args()
     results: dict[tuple[str, str], list[Run]] = {}
     with tempfile.TemporaryDirectory() as directory:
