@@ -109,8 +109,8 @@ def table(results: dict[tuple[str, str], list[Run]]) -> str:
 
 def main() -> None:
     options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    options.add_argument("--repeats", type=int, default=5)
-    options.add_argument("--timeout", type=float, default=6.0, help="seconds before a run is cut off")
+    options.add_argument("--repeats", type=int, default=4)
+    options.add_argument("--timeout", type=float, default=4.0, help="seconds before a run is cut off")
     arguments = options.parse_args()
     results: dict[tuple[str, str], list[Run]] = {}
     with tempfile.TemporaryDirectory() as directory:
