@@ -82,9 +82,13 @@ def _worst(runs: list[Run], field: str) -> str:
     return str(max(getattr(run, field) for run in runs))
 
 
+def _lower_bound(runs: list[Run]) -> str:
+    """">" when most runs were cut off, so their median is only a lower bound."""
+    return ">" if sum(run.timed_out for run in runs) * 2 > len(runs) else ""
+
+
 def _format_seconds(runs: list[Run]) -> str:
-    median = statistics.median(run.seconds for run in runs)
-    return (">" if sum(run.timed_out for run in runs) * 2 > len(runs) else "") + f"{median:.2f}"
+    return _lower_bound(runs) + f"{statistics.median(run.seconds for run in runs):.2f}"
 
 
 def table(results: dict[tuple[str, str], list[Run]]) -> str:
@@ -100,7 +104,7 @@ def table(results: dict[tuple[str, str], list[Run]]) -> str:
             # cancels load that changes slowly over the whole benchmark.
             ratio = statistics.median(run.seconds / base.seconds for run, base in zip(runs, baseline, strict=True))
             lines.append(
-                f"| {workload} | {mode.name} | {_format_seconds(runs)} | {ratio:.2f} | "
+                f"| {workload} | {mode.name} | {_format_seconds(runs)} | {_lower_bound(runs)}{ratio:.2f} | "
                 f"{_worst(runs, 'max_running')} | {_worst(runs, 'p95_inner')} ({_worst(runs, 'max_inner')}) | "
                 f"{_worst(runs, 'max_helpers')} |"
             )
