@@ -1,12 +1,15 @@
 """The four workloads of paper 002 §3, scaled to a small machine; run by threads_composability.
 
-Usage: python benchmarks/threads_workloads.py [WORKLOAD ...]
-Prints one JSON line per workload: seconds of the last repetition and the threads observed.
+Usage: python benchmarks/threads_workloads.py [--cutoff S] [WORKLOAD ...]
+Prints one JSON line per workload: its seconds and the threads observed.  A workload
+still running after the cut-off is reported with what was seen so far, and ends the program.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -15,7 +18,8 @@ from multiprocessing.pool import ThreadPool
 
 import numpy as np
 
-from shoal.threads.observe import ThreadSampler, thread_cpu_seconds
+from shoal.threads.libraries import library_threads
+from shoal.threads.observe import ThreadSampler
 
 POOL_WORKERS = 8
 EIG_SIZE = 256
@@ -75,39 +79,66 @@ WORKLOADS = {
 }
 
 
-def _library_threads_that_ran(before: dict[int, float], min_cpu_s: float = 0.05) -> int:
-    python_threads = {thread.native_id for thread in threading.enumerate()}
-    return sum(
-        1
-        for tid, seconds in thread_cpu_seconds().items()
-        if tid not in python_threads and seconds - before.get(tid, 0.0) >= min_cpu_s
-    )
-
-
-def _warm_up() -> None:
+def _warm_up(settle_s: float = 0.3) -> None:
     import dask.array  # noqa: F401
 
     np.linalg.eig(np.eye(EIG_SIZE))
+    time.sleep(settle_s)  # OpenBLAS helpers spinning after the warm-up go idle
 
 
-def main(names: list[str]) -> None:
+class _Report:
+    """Prints one workload's record once: when it ends, or at the cut-off, whichever comes first."""
+
+    def __init__(self, name: str, sampler: ThreadSampler) -> None:
+        self.name = name
+        self.sampler = sampler
+        self.start = time.perf_counter()
+        self._lock = threading.Lock()
+        self._printed = False
+
+    def finish(self, cut_off: bool) -> None:
+        with self._lock:
+            if self._printed:
+                return
+            self._printed = True
+            seconds = time.perf_counter() - self.start
+            self.sampler.__exit__(None, None, None)
+            observed = self.sampler.observation
+            print(json.dumps({
+                "workload": self.name,
+                "seconds": seconds,
+                "cut_off": cut_off,
+                "max_running": observed.max_running,
+                "mean_running": observed.mean_running,
+                "max_live": observed.max_live,
+                "max_running_helpers": observed.max_running_helpers,
+                "max_inner_threads": observed.max_inner_threads,
+                "p95_inner_threads": observed.p95_inner_threads,
+            }), flush=True)  # fmt: skip
+        if cut_off:
+            os._exit(0)  # the workload's threads cannot be stopped
+
+
+def main(arguments: list[str]) -> None:
+    options = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    options.add_argument("workloads", nargs="*", help=f"any of {', '.join(WORKLOADS)} (default: all)")
+    options.add_argument("--cutoff", type=float, default=None, help="stop after this many seconds")
+    parsed = options.parse_args(arguments)
+    unknown = [name for name in parsed.workloads if name not in WORKLOADS]
+    if unknown:
+        options.error(f"unknown workloads {unknown}; choose from {list(WORKLOADS)}")
     _warm_up()
-    for name in names or list(WORKLOADS):
-        workload = WORKLOADS[name]
-        before = thread_cpu_seconds()
-        with ThreadSampler(interval_s=0.01) as sampler:
-            start = time.perf_counter()
-            workload()
-            seconds = time.perf_counter() - start
-        observed = sampler.observation
-        print(json.dumps({
-            "workload": name,
-            "seconds": seconds,
-            "max_running": observed.max_running,
-            "mean_running": observed.mean_running,
-            "max_live": observed.max_live,
-            "library_threads_ran": _library_threads_that_ran(before),
-        }), flush=True)  # fmt: skip
+    for name in parsed.workloads or list(WORKLOADS):
+        # The workload runs in the main thread: Dask sizes its pool differently elsewhere.
+        report = _Report(name, ThreadSampler(interval_s=0.005, threads_per_call=library_threads).__enter__())
+        watchdog = threading.Timer(parsed.cutoff, report.finish, (True,)) if parsed.cutoff else None
+        if watchdog is not None:
+            watchdog.daemon = True
+            watchdog.start()
+        WORKLOADS[name]()
+        report.finish(cut_off=False)
+        if watchdog is not None:
+            watchdog.cancel()
 
 
 if __name__ == "__main__":

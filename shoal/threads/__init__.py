@@ -8,7 +8,14 @@
 
 from __future__ import annotations
 
-from shoal.threads.budget import Budget, available_cores, budget, node_cores, threads_per_worker
+from shoal.threads.budget import (
+    Budget,
+    available_cores,
+    budget,
+    node_cores,
+    spinning_threads_per_worker,
+    threads_per_worker,
+)
 from shoal.threads.coordination import Mode, composability_mode, parallel_region
 from shoal.threads.libraries import library_pools, library_threads, limit_library_threads
 
@@ -23,5 +30,6 @@ __all__ = [
     "limit_library_threads",
     "node_cores",
     "parallel_region",
+    "spinning_threads_per_worker",
     "threads_per_worker",
 ]

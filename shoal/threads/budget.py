@@ -48,6 +48,19 @@ def threads_per_worker(workers: int, factor: float = DEFAULT_ENGINE_FACTOR, core
     return max(1, math.floor(cores / workers * factor + 1e-9))
 
 
+def spinning_threads_per_worker(workers: int, factor: float = DEFAULT_ENGINE_FACTOR, cores: int | None = None) -> int:
+    """Threads of a process-wide, spin-waiting pool (OpenBLAS) for each of ``workers`` thread workers.
+
+    :func:`threads_per_worker`, clamped so that ``workers * threads <= cores``:
+    every worker's calls share one setting, and surplus threads of such pools
+    busy-wait for cores instead of yielding them (see docs/decisions.md).
+    """
+    threads = threads_per_worker(workers, factor, cores)
+    if cores is None:
+        cores = available_cores()
+    return min(threads, max(1, cores // workers))
+
+
 @dataclass(frozen=True)
 class Budget:
     """How the cores of this process are shared by Shoal's levels of parallelism.

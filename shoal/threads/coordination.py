@@ -135,7 +135,8 @@ def install_call_regions() -> None:
     """Make NumPy's linear algebra and products take tokens before large calls.
 
     Covers calls looked up through ``numpy`` / ``numpy.linalg`` at call time
-    (what Dask and most programs do); the ``@`` operator cannot be intercepted.
+    (what Dask and most programs do).  Not ``@`` (a C slot) nor ``np.matmul``: a
+    wrapper would fail Dask's ``ufunc is np.matmul`` test (see docs/decisions.md).
     """
     import numpy
 

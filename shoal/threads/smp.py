@@ -10,9 +10,11 @@ before the patch are covered) to give each worker's inner libraries
   parent's thread counts, which affinity alone would not change).  A worker
   that replaces a dead one takes the dead one's share.
 * thread workers get the limit through the libraries' controls: per thread
-  where the library has per-thread control (OpenMP, Numba); for process-wide
-  controls (OpenBLAS, numexpr) the smallest limit of the live pools applies, so
-  pools of different sizes never oversubscribe.
+  where the library has per-thread control (OpenMP, Numba).  Process-wide
+  controls (OpenBLAS, numexpr) hold one setting for all workers, and OpenBLAS's
+  surplus threads spin instead of yielding, so there the limit is clamped to
+  ``workers * threads <= cores`` (factor 1); the smallest limit of the live
+  pools applies, so pools of different sizes never oversubscribe.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import weakref
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from shoal.threads.budget import available_cores, threads_per_worker
+from shoal.threads.budget import available_cores, spinning_threads_per_worker, threads_per_worker
 from shoal.threads.coordination import composability_mode, install_call_regions
 from shoal.threads.libraries import (
     drop_process_wide_limit,
@@ -147,7 +149,7 @@ def _pool_init(self, processes=None, initializer=None, initargs=(), maxtasksperc
         return _originals.pool_init(self, processes, initializer, initargs, maxtasksperchild, context)
     plan = plan_for(workers, _factor)
     if isinstance(self, multiprocessing.pool.ThreadPool):
-        _hold_while_alive(self, plan.threads)
+        _hold_while_alive(self, spinning_threads_per_worker(workers, _factor))
         wrapped = (_start_thread_worker, (plan.threads, initializer, tuple(initargs)))
     else:
         slots = (context or multiprocessing.get_context()).Array("q", workers)
@@ -172,7 +174,7 @@ def _thread_executor_init(self, max_workers=None, thread_name_prefix="", initial
     if _factor is None or not _valid_workers(workers):
         return _originals.thread_executor_init(self, max_workers, thread_name_prefix, initializer, initargs)
     threads = threads_per_worker(workers, _factor)
-    _hold_while_alive(self, threads)
+    _hold_while_alive(self, spinning_threads_per_worker(workers, _factor))
     return _originals.thread_executor_init(
         self, max_workers, thread_name_prefix, _start_thread_worker, (threads, initializer, tuple(initargs))
     )

@@ -6,7 +6,14 @@ import os
 
 import pytest
 
-from shoal.threads import Budget, available_cores, budget, node_cores, threads_per_worker
+from shoal.threads import (
+    Budget,
+    available_cores,
+    budget,
+    node_cores,
+    spinning_threads_per_worker,
+    threads_per_worker,
+)
 
 
 @pytest.mark.parametrize(
@@ -15,6 +22,16 @@ from shoal.threads import Budget, available_cores, budget, node_cores, threads_p
 )
 def test_threads_per_worker_is_max_one_cores_over_workers_times_factor(workers, factor, cores, expected):
     assert threads_per_worker(workers, factor, cores) == expected
+
+
+@pytest.mark.parametrize(
+    ("workers", "factor", "cores", "expected"),
+    [(2, 2.0, 2, 1), (1, 2.0, 2, 2), (2, 2.0, 8, 4), (8, 2.0, 2, 1), (3, 2.0, 8, 2), (4, 0.5, 8, 1)],
+)
+def test_spinning_pools_never_give_thread_workers_more_than_the_cores(workers, factor, cores, expected):
+    assert spinning_threads_per_worker(workers, factor, cores) == expected
+    assert workers * expected <= max(cores, workers)
+    assert expected <= threads_per_worker(workers, factor, cores)
 
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])

@@ -15,7 +15,8 @@ from multiprocessing.pool import ThreadPool
 import pytest
 from threadpoolctl import threadpool_info
 
-from shoal.threads import available_cores
+from shoal.threads import available_cores, library_threads, threads_per_worker
+from shoal.threads.observe import ThreadSampler
 from shoal.threads.smp import WorkerPlan, plan_for
 
 from .helpers import busy_library_threads, busy_other_threads, matmul_work
@@ -54,6 +55,20 @@ def test_thread_pool_workers_run_blas_on_one_thread_and_the_limit_ends_with_the_
         assert set(pool.map(lambda _: _blas_threads(), range(8), chunksize=1)) == {1}
         assert busy_library_threads(lambda: eight_workers_multiply(pool)) == 0
     assert _blas_threads() == before
+
+
+def test_at_factor_two_thread_workers_share_a_spinning_blas_within_the_cores(smp_installed):
+    cores = available_cores()
+    assert threads_per_worker(cores, 2.0, cores) == 2  # what the formula alone would give each worker
+    work = matmul_work(600, 4)
+    smp_installed(2.0)
+    with ThreadPool(cores) as pool:
+        assert set(pool.map(lambda _: _blas_threads(), range(2 * cores), chunksize=1)) == {1}
+        assert busy_library_threads(lambda: pool.map(lambda _: work(), range(2 * cores), chunksize=1)) == 0
+        with ThreadSampler(threads_per_call=library_threads) as sampler:
+            pool.map(lambda _: work(), range(2 * cores), chunksize=1)
+    assert sampler.observation.max_running_helpers == 0
+    assert sampler.observation.p95_inner_threads <= cores
 
 
 def test_executors_and_pools_of_different_sizes_never_exceed_their_budget(smp_installed):
