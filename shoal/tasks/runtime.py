@@ -6,10 +6,11 @@ import atexit
 import contextlib
 import inspect
 import itertools
+import selectors
 import threading
 import warnings
 from collections import deque
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
 
 #: Tasks queued on one worker at a time: one running, one waiting behind it.
 WORKER_CAPACITY = 2
+#: A task whose function ran shorter than this (moving average) counts as short.
+SHORT_TASK_SECONDS = 0.001
+#: Capacity is counted in units: a task costs LONG_TASK_UNITS, a short one 1, so a worker
+#: queues up to WORKER_CAPACITY long tasks or WORKER_CAPACITY * LONG_TASK_UNITS short ones.
+LONG_TASK_UNITS = 16
+CAPACITY_UNITS = WORKER_CAPACITY * LONG_TASK_UNITS
 #: Automatic promotion ignores arrays smaller than this: pickling them costs less than a segment.
 AUTO_SHARE_MIN_BYTES = 256 * 1024
 #: A task whose worker dies is run again once; the next death fails it.
@@ -66,6 +73,9 @@ class Runtime:
         self._blas_threads = _blas_threads(count)
         self._indexes = itertools.count()
         self._workers: dict[int, WorkerHandle] = {}
+        self._generation = 0  # bumped when the set of workers changes
+        self._seconds: dict[tuple[str, str], float] = {}  # moving average run time per function
+        self._awaited: dict[Version, int] = {}  # versions that wait_on callers are blocked on
         self._wake_reader, self._wake_writer = _wake_pipe()
         for _ in range(count):
             self._add_worker()
@@ -77,6 +87,7 @@ class Runtime:
     def _add_worker(self) -> WorkerHandle:
         handle = start_worker(next(self._indexes), self.job, self._blas_threads, self._send_failed)
         self._workers[handle.index] = handle
+        self._generation += 1
         return handle
 
     @property
@@ -171,15 +182,15 @@ class Runtime:
         best: WorkerHandle | None = None
         best_key = (-1, 0)
         for handle in self._workers.values():
-            if len(handle.in_flight) >= WORKER_CAPACITY:
+            if handle.load >= CAPACITY_UNITS:
                 continue
-            key = (self._locality(node, handle), -len(handle.in_flight))
+            key = (self._locality(node, handle), -handle.load)
             if key > best_key:
                 best, best_key = handle, key
         return best
 
     def _fill(self, handle: WorkerHandle) -> None:
-        while self._ready and handle.alive and len(handle.in_flight) < WORKER_CAPACITY:
+        while self._ready and handle.alive and handle.load < CAPACITY_UNITS:
             window = list(itertools.islice(self._ready, 16))
             scores = [self._locality(node, handle) for node in window]
             position = scores.index(max(scores))
@@ -201,6 +212,8 @@ class Runtime:
             self._fail([node], error)
             return
         drops, segments = handle.take_drops()
+        estimate = self._seconds.get((node.module, node.qualname))
+        short = estimate is not None and estimate < SHORT_TASK_SECONDS
         message = wire.TaskMessage(
             node.task_id,
             node.module,
@@ -212,10 +225,11 @@ class Runtime:
             node.returns,
             drops,
             segments,
+            short,
         )
         node.state = TaskState.RUNNING
         node.worker = handle.index
-        handle.in_flight[node.task_id] = node
+        handle.add(node, 1 if short else LONG_TASK_UNITS)
         handle.outbox.put(message)
 
     def _arg_for(self, node: TaskNode, binding: Binding, handle: WorkerHandle) -> wire.Arg:
@@ -273,19 +287,33 @@ class Runtime:
 
     # completion --------------------------------------------------------------------------------
     def _receive_loop(self) -> None:
-        while not self._closed:
-            with self._lock:
-                handles = [h for h in self._workers.values() if h.alive]
-            by_connection = {h.connection: h for h in handles}
-            by_sentinel = {h.process.sentinel: h for h in handles}
-            ready = wait([*by_connection, *by_sentinel, self._wake_reader], timeout=1.0)
-            for item in ready:
-                if item is self._wake_reader:
-                    with contextlib.suppress(OSError, EOFError):
-                        self._wake_reader.recv_bytes()
-                    continue
-                handle = by_connection.get(item) or by_sentinel[item]  # type: ignore[call-overload]
-                self._drain(handle)
+        selector = selectors.PollSelector()
+        registered = -1
+        try:
+            while not self._closed:
+                if registered != self._generation:
+                    registered = self._register(selector)
+                for key, _ in selector.select(timeout=1.0):
+                    if key.data is None:
+                        with contextlib.suppress(OSError, EOFError):
+                            self._wake_reader.recv_bytes()
+                    else:
+                        self._drain(key.data)
+        finally:
+            selector.close()
+
+    def _register(self, selector: selectors.BaseSelector) -> int:
+        """Watch the wake pipe and every live worker's connection and sentinel."""
+        with self._lock:
+            generation = self._generation
+            handles = [h for h in self._workers.values() if h.alive]
+        for key in list(selector.get_map().values()):
+            selector.unregister(key.fileobj)
+        selector.register(self._wake_reader, selectors.EVENT_READ, None)
+        for handle in handles:
+            selector.register(handle.connection, selectors.EVENT_READ, handle)
+            selector.register(handle.process.sentinel, selectors.EVENT_READ, handle)
+        return generation
 
     def _drain(self, handle: WorkerHandle) -> None:
         while handle.alive:
@@ -294,34 +322,45 @@ class Runtime:
                     if not handle.process.is_alive():
                         self._worker_died(handle)
                     return
-                message = wire.receive(handle.connection)
+                replies = wire.receive(handle.connection)
             except (EOFError, OSError):
                 self._worker_died(handle)
                 return
-            self._on_message(handle, message)
+            self._on_replies(handle, replies)  # type: ignore[arg-type]
 
-    def _on_message(self, handle: WorkerHandle, message: object) -> None:
+    def _on_replies(self, handle: WorkerHandle, replies: list[wire.DoneMessage | wire.FailedMessage]) -> None:
         with self._lock:
             self._drain_orphans()
-            node = handle.in_flight.pop(message.task_id, None)  # type: ignore[attr-defined]
-            if node is None or node.state is not TaskState.RUNNING:
-                return
-            if isinstance(message, wire.DoneMessage):
-                ready = self._graph.complete(node, message.outputs, handle.index)
-                self._unfinished -= 1
-                for version in self._graph.finish_reads(node) + node.output_versions():
-                    if self._graph.unneeded(version):
-                        self._release(version)
-                self._schedule(ready)
-            else:
-                assert isinstance(message, wire.FailedMessage)
-                self._fail([node], _remote_error(node, message))
+            wake = False
+            for message in replies:
+                node = handle.remove(message.task_id)
+                if node is None or node.state is not TaskState.RUNNING:
+                    continue
+                if isinstance(message, wire.DoneMessage):
+                    self._note_seconds(node, message.seconds)
+                    ready = self._graph.complete(node, message.outputs, handle.index)
+                    self._unfinished -= 1
+                    outputs = node.output_versions()
+                    wake = wake or any(v in self._awaited for v in outputs)
+                    for version in self._graph.finish_reads(node) + outputs:
+                        if self._graph.unneeded(version):
+                            self._release(version)
+                    self._schedule(ready)
+                else:
+                    self._fail([node], _remote_error(node, message))
+                    wake = True
             self._fill(handle)
-            self._changed.notify_all()
+            if wake or self._unfinished == 0:
+                self._changed.notify_all()
+
+    def _note_seconds(self, node: TaskNode, seconds: float) -> None:
+        key = (node.module, node.qualname)
+        previous = self._seconds.get(key)
+        self._seconds[key] = seconds if previous is None else 0.7 * previous + 0.3 * seconds
 
     def _send_failed(self, handle: WorkerHandle, message: wire.TaskMessage, error: BaseException) -> None:
         with self._lock:
-            node = handle.in_flight.pop(message.task_id, None)
+            node = handle.remove(message.task_id)
             if node is not None:
                 failure = TypeError(f"task {node.name}: an argument could not be sent to the worker: {error}")
                 failure.__cause__ = error
@@ -344,11 +383,11 @@ class Runtime:
                 return
             handle.alive = False
             del self._workers[handle.index]
+            self._generation += 1
             handle.process.join(1.0)
             code = handle.process.exitcode
             handle.outbox.put(None)
-            orphaned_tasks = list(handle.in_flight.values())
-            handle.in_flight.clear()
+            orphaned_tasks = handle.remove_all()
             if self._closed:
                 return
             replacement = self._add_worker()
@@ -420,9 +459,16 @@ class Runtime:
             if datum is None:
                 return value
             version = datum.latest
-            while not version.done:
-                self._check_open()
-                self._changed.wait(0.5)
+            self._awaited[version] = self._awaited.get(version, 0) + 1
+            try:
+                while not version.done:
+                    self._check_open()
+                    self._changed.wait(0.5)
+            finally:
+                if self._awaited[version] == 1:
+                    del self._awaited[version]
+                else:
+                    self._awaited[version] -= 1
             if version.error is not None:
                 raise version.error
             return datum.owner() if version.number == 0 else version.value
@@ -462,7 +508,7 @@ class Runtime:
             self._closed = True
             handles = list(self._workers.values())
             self._workers.clear()
-            pending = [n for h in handles for n in h.in_flight.values()] + list(self._ready)
+            pending = [n for h in handles for n in h.remove_all()] + list(self._ready)
             self._ready.clear()
             self._fail(pending, RuntimeShutdownError("the task runtime was shut down before the task ran"))
             self._changed.notify_all()
