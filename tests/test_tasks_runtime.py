@@ -235,3 +235,41 @@ def test_delete_releases_future_values(runtime):
 def test_wait_on_untracked_values_returns_them(runtime):
     marker = object()
     assert wait_on(marker) is marker
+
+
+@task()
+def identity(x):
+    return x
+
+
+def _learn_short(function, count=40):
+    """Run a function enough times that the runtime counts it as a short task."""
+    wait_on([function(i) for i in range(count)])
+
+
+def test_burst_of_short_tasks_keeps_each_result_and_error(runtime):
+    _learn_short(identity)
+    futures = [identity(i) for i in range(400)]
+    unpicklable_argument = identity(lambda: 0)
+    failing = fail_with("in the burst")
+    futures += [identity(i) for i in range(400, 800)]
+    assert wait_on(futures) == list(range(800))
+    with pytest.raises(TypeError, match="could not be sent to the worker"):
+        wait_on(unpicklable_argument)
+    with pytest.raises(KeyError, match="in the burst"):
+        wait_on(failing)
+
+
+@task()
+def numbers(n, lazily=False):
+    return (i for i in range(n)) if lazily else list(range(n))
+
+
+def test_unpicklable_result_in_a_burst_fails_only_its_task(runtime):
+    _learn_short(numbers)
+    futures = [numbers(i) for i in range(300)]
+    bad = numbers(3, lazily=True)
+    futures += [numbers(i) for i in range(300, 600)]
+    assert wait_on(futures) == [list(range(i)) for i in range(600)]
+    with pytest.raises(TypeError, match="generator"):
+        wait_on(bad)
