@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import inspect
 import itertools
 import selectors
 import threading
@@ -105,8 +104,7 @@ class Runtime:
     # submission --------------------------------------------------------------------------------
     def submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """Add one call of ``function`` to the graph; returns its future(s) at once."""
-        bound = function.signature.bind(*args, **kwargs)
-        slots = _slots(function, bound)
+        slots = _slots(function, args, kwargs)
         with self._lock:
             self._check_open()
             self._drain_orphans()
@@ -134,9 +132,8 @@ class Runtime:
                     assert datum is not None
                     self._graph.bind_write(node, binding, datum)
             node.bindings = bindings
-            futures = [Future(self._graph.add_return(node), self) for _ in range(function.returns)]
-            for future in futures:
-                future._watch(self._graph.orphans)
+            orphans = self._graph.orphans
+            futures = [Future(self._graph.add_return(node), self, orphans) for _ in range(function.returns)]
             self._unfinished += 1
             failed_input = next((v.error for v in node.read_versions() if v.error is not None), None)
             if failed_input is not None:
@@ -176,7 +173,10 @@ class Runtime:
 
     @staticmethod
     def _locality(node: TaskNode, handle: WorkerHandle) -> int:
-        return sum(v.nbytes for v in node.read_versions() if handle.index in v.holders)
+        reads = node.read_versions()
+        if not reads:
+            return 0
+        return sum(v.nbytes for v in reads if handle.index in v.holders)
 
     def _pick_worker(self, node: TaskNode) -> WorkerHandle | None:
         best: WorkerHandle | None = None
@@ -534,7 +534,13 @@ def _wake_pipe() -> tuple[Connection, Connection]:
     return reader, writer
 
 
-def _slots(function: TaskFunction, bound: inspect.BoundArguments) -> list[tuple[int | str, ParameterSpec, object]]:
+def _slots(
+    function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]
+) -> list[tuple[int | str, ParameterSpec, object]]:
+    plain = function.plain_specs
+    if plain is not None and not kwargs and len(args) == len(plain):
+        return list(zip(range(len(args)), plain, args))
+    bound = function.signature.bind(*args, **kwargs)
     positional = function.positional_names
     slots: list[tuple[int | str, ParameterSpec, object]] = []
     for position, value in enumerate(bound.args):
