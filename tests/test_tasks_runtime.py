@@ -155,6 +155,22 @@ def test_rro_gives_zero_copy_read_only_view(runtime):
     assert runtime.segment_names == [] and shoal_segments() == []
 
 
+@task(a={"direction": IN, "rro": True})
+def shared_copy(a):
+    return np.array(a)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [np.arange(12.0).reshape(3, 4).T, np.zeros((3, 0)), np.array(7.5), np.arange(6, dtype=">i4")],
+    ids=["transposed", "empty", "0-d", "big-endian"],
+)
+def test_rro_segment_holds_any_layout(runtime, data):
+    view = wait_on(shared_copy(data))
+    np.testing.assert_array_equal(view, data)
+    assert view.shape == data.shape and view.dtype == data.dtype
+
+
 def test_rro_on_non_array_is_rejected_at_call(runtime):
     with pytest.raises(TypeError, match=r"recurrent read-only.*NumPy array, got list"):
         inspect_shared([1, 2, 3])
