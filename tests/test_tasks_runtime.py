@@ -187,8 +187,8 @@ def test_without_rro_arrays_arrive_as_private_copies(runtime):
 
 def test_automatic_promotion_on_second_read(runtime):
     data = np.ones(tasks.runtime.AUTO_SHARE_MIN_BYTES // 8)
-    assert wait_on(inspect_plain(data))[1] is True
-    assert runtime.segment_names == []
+    assert wait_on(inspect_plain(data))[1] is True  # first read: a private, writable copy
+    assert data.flags.writeable
     assert wait_on(inspect_plain(data))[1] is False  # second read: a shared view
     assert len(runtime.segment_names) == 1
     assert not data.flags.writeable  # writes would go unseen by the segment, so they fail
@@ -197,6 +197,25 @@ def test_automatic_promotion_on_second_read(runtime):
     delete(data)
     assert data.flags.writeable
     assert runtime.segment_names == []
+
+
+@task()
+def scribble_and_sum(a):
+    total = float(a.sum())
+    a[:] = -1.0  # a task may write into its own copy of an IN argument
+    return total
+
+
+def test_first_read_copy_is_private_and_promotion_sees_later_caller_writes(runtime):
+    data = np.ones(tasks.runtime.AUTO_SHARE_MIN_BYTES // 8)
+    assert wait_on(scribble_and_sum(data)) == data.size
+    assert (data == 1.0).all()  # the task's writes stayed in its copy
+    data[:10] = 3.0  # the caller still owns a writable array after one read
+    assert wait_on(inspect_plain(data))[0] == data.size + 20  # promotion took the new values
+    assert wait_on(inspect_plain(data))[0] == data.size + 20
+    assert len(runtime.segment_names) == 1 and not data.flags.writeable
+    delete(data)
+    assert runtime.segment_names == [] and data.flags.writeable
 
 
 def test_automatic_promotion_can_be_off():

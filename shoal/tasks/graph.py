@@ -65,6 +65,7 @@ class Version:
     nbytes: int = 0
     holders: set[int] = field(default_factory=set)  # workers caching the value
     segment: SegmentRef | None = None
+    snapshot: SegmentRef | None = None  # first-sight copy, reused at promotion if unchanged
     mapped_by: set[int] = field(default_factory=set)  # workers that mapped the segment
     share_refused: bool = False  # no room in shared memory: always sent by value
     locked_owner: bool = False  # the caller's array was made read-only on promotion

@@ -248,6 +248,10 @@ class Runtime:
             if version.segment is not None:
                 version.mapped_by.add(handle.index)
                 return wire.SharedArg(version.segment)
+            if version.snapshot is None and self._should_snapshot(version, value):
+                self._take_snapshot(version, value)
+            if version.snapshot is not None:
+                return wire.SharedArg(version.snapshot, private=True)
         if handle.index in version.holders:
             take = binding.spec.direction is Direction.INOUT
             if take:
@@ -267,7 +271,36 @@ class Runtime:
             and value.nbytes >= AUTO_SHARE_MIN_BYTES
         )
 
+    def _should_snapshot(self, version: Version, value: np.ndarray) -> bool:
+        return (
+            self.auto_share
+            and version.number == 0
+            and not version.share_refused
+            and not value.dtype.hasobject
+            and value.nbytes >= AUTO_SHARE_MIN_BYTES
+            and shm.fits(value.nbytes)
+        )
+
+    def _take_snapshot(self, version: Version, value: np.ndarray) -> None:
+        """First sight of a large caller array: send it as a copy-on-write snapshot."""
+        name = shm.segment_name(self.job, version.datum.data_id, version.number) + "-first"
+        self._segments.add(name)
+        version.snapshot = shm.create_or_attach(name, value)
+
+    def _drop_snapshot(self, version: Version) -> None:
+        if version.snapshot is not None:
+            shm.unlink(version.snapshot.name)
+            self._segments.discard(version.snapshot.name)
+            version.snapshot = None
+
     def _place(self, version: Version, value: np.ndarray, explicit: bool) -> None:
+        snapshot = version.snapshot
+        if snapshot is not None and shm.holds(snapshot, value):
+            # The array is unchanged since its first task: that snapshot becomes the segment.
+            version.snapshot = None
+            self._publish(version, snapshot, value, explicit)
+            return
+        self._drop_snapshot(version)
         name = shm.segment_name(self.job, version.datum.data_id, version.number)
         if not shm.fits(value.nbytes):
             version.share_refused = True
@@ -279,7 +312,11 @@ class Runtime:
             )
             return
         self._segments.add(name)
-        version.segment = shm.create_or_attach(name, value)
+        self._publish(version, shm.create_or_attach(name, value), value, explicit)
+
+    @staticmethod
+    def _publish(version: Version, segment: shm.SegmentRef, value: np.ndarray, explicit: bool) -> None:
+        version.segment = segment
         if not explicit and value.flags.writeable:
             # The segment is a snapshot: writes through the caller's array would go unseen.
             value.flags.writeable = False
@@ -419,6 +456,7 @@ class Runtime:
             handle = self._workers.get(index)
             if handle is not None:
                 handle.pending_drops.append(version.key)
+        self._drop_snapshot(version)
         if version.segment is not None:
             shm.unlink(version.segment.name)
             self._segments.discard(version.segment.name)

@@ -108,8 +108,12 @@ def create_or_attach(name: str, array: np.ndarray, timeout: float = 30.0) -> Seg
     return ref
 
 
-def attach(ref: SegmentRef, timeout: float = 30.0) -> np.ndarray:
-    """Map a segment read-only and return a zero-copy view (``writeable=False``)."""
+def attach(ref: SegmentRef, timeout: float = 30.0, private: bool = False) -> np.ndarray:
+    """Map a segment and return a zero-copy view.
+
+    Read-only (``writeable=False``) by default; ``private`` maps it copy-on-write instead:
+    a writable view whose writes stay in this process, like an array received by value.
+    """
     size = HEADER_BYTES + max(ref.nbytes, 1)
     deadline = time.monotonic() + timeout
     fd = os.open(_path(ref.name), os.O_RDONLY)
@@ -118,7 +122,7 @@ def attach(ref: SegmentRef, timeout: float = 30.0) -> np.ndarray:
             if time.monotonic() > deadline:
                 raise SegmentNotReady(f"shared-memory segment {ref.name} was never sized")
             time.sleep(0.001)
-        buffer = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        buffer = mmap.mmap(fd, size, access=mmap.ACCESS_COPY if private else mmap.ACCESS_READ)
     finally:
         os.close(fd)
     while _FLAG.unpack_from(buffer, 0)[0] != READY:
@@ -127,8 +131,16 @@ def attach(ref: SegmentRef, timeout: float = 30.0) -> np.ndarray:
             raise SegmentNotReady(f"shared-memory segment {ref.name} was never filled")
         time.sleep(0.001)
     view = _view(buffer, ref)
-    assert not view.flags.writeable
+    assert view.flags.writeable == private
     return view
+
+
+def holds(ref: SegmentRef, array: np.ndarray) -> bool:
+    """Whether the segment holds exactly ``array`` (same dtype, shape and bytes)."""
+    if np.dtype(ref.dtype) != array.dtype or ref.shape != array.shape:
+        return False
+    stored = attach(ref).reshape(-1).view(np.uint8)
+    return bool(np.array_equal(stored, np.ascontiguousarray(array).reshape(-1).view(np.uint8)))
 
 
 def unlink(name: str) -> None:

@@ -47,12 +47,16 @@ class CachedArg:
 
 @dataclass(frozen=True, slots=True)
 class SharedArg:
-    """An argument placed in shared memory, read through a zero-copy read-only view."""
+    """An argument placed in shared memory, read through a zero-copy read-only view.
+
+    ``private``: a snapshot mapped copy-on-write, a writable copy private to the task.
+    """
 
     ref: SegmentRef
+    private: bool = False
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.ref,))
+        return (type(self), (self.ref, self.private))
 
 
 Arg = ValueArg | CachedArg | SharedArg

@@ -48,6 +48,8 @@ class WorkerState:
             return arg.value
         if isinstance(arg, wire.CachedArg):
             return self.cache.pop(arg.key) if arg.take else self.cache[arg.key]
+        if arg.private:
+            return shm.attach(arg.ref, private=True)  # never cached: writes stay in this task
         view = self.segments.get(arg.ref.name)
         if view is None:
             view = shm.attach(arg.ref)
