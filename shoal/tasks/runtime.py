@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from shoal.tasks import shm, wire
+from shoal.tasks.arguments import check_argument, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
 from shoal.tasks.errors import (
     RemoteTraceback,
@@ -104,13 +105,13 @@ class Runtime:
     # submission --------------------------------------------------------------------------------
     def submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """Add one call of ``function`` to the graph; returns its future(s) at once."""
-        slots = _slots(function, args, kwargs)
+        slots = task_slots(function, args, kwargs)
         with self._lock:
             self._check_open()
             self._drain_orphans()
             resolved = [(slot, spec, value, self._datum_of(value, spec)) for slot, spec, value in slots]
             for slot, spec, value, datum in resolved:
-                _check_argument(function.qualname, slot, spec, value, datum)
+                check_argument(function.qualname, slot, spec, value, datum)
             node = self._graph.new_task(function.module, function.qualname, function.returns)
             bindings = []
             for slot, spec, value, datum in resolved:
@@ -570,39 +571,6 @@ def _wake_pipe() -> tuple[Connection, Connection]:
 
     reader, writer = multiprocessing.Pipe(duplex=False)
     return reader, writer
-
-
-def _slots(
-    function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]
-) -> list[tuple[int | str, ParameterSpec, object]]:
-    plain = function.plain_specs
-    if plain is not None and not kwargs and len(args) == len(plain):
-        return list(zip(range(len(args)), plain, args))
-    bound = function.signature.bind(*args, **kwargs)
-    positional = function.positional_names
-    slots: list[tuple[int | str, ParameterSpec, object]] = []
-    for position, value in enumerate(bound.args):
-        name = positional[position] if position < len(positional) else None
-        spec = function.specs[name] if name is not None else ParameterSpec(f"*{position}")
-        slots.append((position, spec, value))
-    for name, value in bound.kwargs.items():
-        slots.append((name, function.specs.get(name, ParameterSpec(name)), value))
-    return slots
-
-
-def _check_argument(qualname: str, slot: int | str, spec: ParameterSpec, value: object, datum: Datum | None) -> None:
-    if spec.recurrent_read_only and not isinstance(value, np.ndarray | Future):
-        raise TypeError(
-            f"{qualname}(): parameter {spec.name!r} is marked recurrent read-only, which needs a "
-            f"NumPy array, got {type(value).__name__}"
-        )
-    if spec.recurrent_read_only and isinstance(value, np.ndarray) and value.dtype.hasobject:
-        raise TypeError(
-            f"{qualname}(): parameter {spec.name!r} is marked recurrent read-only, but arrays of "
-            f"dtype object cannot live in shared memory"
-        )
-    if spec.direction is Direction.OUT and (isinstance(value, Future) or (datum is not None and datum.owner() is None)):
-        raise TypeError(f"{qualname}(): OUT parameter {spec.name!r} needs an object to write into, not a future")
 
 
 def _remote_error(node: TaskNode, message: wire.FailedMessage) -> BaseException:
