@@ -9,6 +9,7 @@ RRO off (A = the mode, B = off) like paper 001 Table I.
 from __future__ import annotations
 
 import argparse
+import logging
 import time
 
 import numpy as np
@@ -57,17 +58,24 @@ def _run_shoal(mode: str, fragments: list[np.ndarray], centers: np.ndarray) -> t
         tasks.shutdown()
 
 
-def _run_dask(client, fragments: list[np.ndarray], centers: np.ndarray) -> tuple[float, np.ndarray]:
-    start = time.perf_counter()
-    scattered = client.scatter(fragments)
-    for _ in range(ITERATIONS):
-        pairs = client.gather([client.submit(partial_sum, f, centers, pure=False) for f in scattered])
-        sums = sum(p[0] for p in pairs)
-        counts = sum(p[1] for p in pairs)
-        centers = sums / np.maximum(counts, 1.0)[:, None]
-    elapsed = time.perf_counter() - start
-    client.cancel(scattered)
-    return elapsed, centers
+def _run_dask(fragments: list[np.ndarray], centers: np.ndarray) -> tuple[float, np.ndarray]:
+    """Dask on a cluster of its own (its scheduler threads would otherwise run beside Shoal)."""
+    from dask.distributed import Client, LocalCluster
+
+    from shoal.threads import available_cores
+
+    with (
+        LocalCluster(n_workers=available_cores(), threads_per_worker=1, processes=True, silence_logs=logging.CRITICAL) as cluster,
+        Client(cluster) as client,
+    ):
+        start = time.perf_counter()
+        scattered = client.scatter(fragments)
+        for _ in range(ITERATIONS):
+            pairs = client.gather([client.submit(partial_sum, f, centers, pure=False) for f in scattered])
+            sums = sum(p[0] for p in pairs)
+            counts = sum(p[1] for p in pairs)
+            centers = sums / np.maximum(counts, 1.0)[:, None]
+        return time.perf_counter() - start, centers
 
 
 def main() -> None:
@@ -77,15 +85,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--no-dask", action="store_true")
     args = parser.parse_args()
-    client = None
-    if not args.no_dask:
-        from dask.distributed import Client, LocalCluster
-
-        from shoal.threads import available_cores
-
-        cluster = LocalCluster(n_workers=available_cores(), threads_per_worker=1, processes=True)
-        client = Client(cluster)
-    modes = ["off", "on", "auto"] + ([] if client is None else ["dask"])
+    modes = ["off", "on", "auto"] + ([] if args.no_dask else ["dask"])
     rows = []
     for dims in args.dims:
         rng = np.random.default_rng(dims)
@@ -97,7 +97,7 @@ def main() -> None:
         for _ in range(args.reps):
             for mode in modes:
                 if mode == "dask":
-                    elapsed, result = _run_dask(client, fragments, centers)
+                    elapsed, result = _run_dask(fragments, centers)
                 else:
                     elapsed, result = _run_shoal(mode, fragments, centers)
                     for fragment in fragments:
@@ -109,12 +109,9 @@ def main() -> None:
         rows.append(table_row(f"{size}, RRO on vs off", times["on"], times["off"]))
         rows.append(table_row(f"{size}, auto vs off", times["auto"], times["off"]))
         rows.append(table_row(f"{size}, auto vs RRO on", times["auto"], times["on"]))
-        if client is not None:
+        if not args.no_dask:
             rows.append(table_row(f"{size}, RRO on vs Dask", times["on"], times["dask"]))
         print("\n".join(rows[-4:]), flush=True)
-    if client is not None:
-        client.close()
-        cluster.close()
     print(f"\nk-means, {FRAGMENTS} fragments, {CENTERS} centres, {ITERATIONS} iterations, {args.reps} alternating repetitions")
     print(TABLE_HEADER)
     print("\n".join(rows))

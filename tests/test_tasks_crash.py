@@ -162,3 +162,22 @@ def test_killed_main_process_leaves_no_segments_or_workers(tmp_path):
     while shoal_segments() or any(psutil.pid_exists(pid) for pid in worker_pids):
         assert time.monotonic() < deadline, (shoal_segments(), worker_pids)
         time.sleep(0.05)
+
+
+@task()
+def kill_once(marker, value):
+    if not os.path.exists(marker):
+        with open(marker, "w") as file:
+            file.write(str(os.getpid()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    return value
+
+
+def test_worker_killed_amid_a_burst_of_short_tasks_loses_none(runtime, tmp_path):
+    wait_on([add(i, 0) for i in range(40)])  # short tasks now travel in batches
+    marker = str(tmp_path / "pid")
+    futures = [add(i, 0) for i in range(300)]
+    futures.append(kill_once(marker, -1))
+    futures += [add(i, 0) for i in range(300, 600)]
+    assert wait_on(futures) == [*range(300), -1, *range(300, 600)]
+    assert int(Path(marker).read_text()) not in runtime.worker_pids

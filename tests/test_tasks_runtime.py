@@ -155,6 +155,22 @@ def test_rro_gives_zero_copy_read_only_view(runtime):
     assert runtime.segment_names == [] and shoal_segments() == []
 
 
+@task(a={"direction": IN, "rro": True})
+def shared_copy(a):
+    return np.array(a)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [np.arange(12.0).reshape(3, 4).T, np.zeros((3, 0)), np.array(7.5), np.arange(6, dtype=">i4")],
+    ids=["transposed", "empty", "0-d", "big-endian"],
+)
+def test_rro_segment_holds_any_layout(runtime, data):
+    view = wait_on(shared_copy(data))
+    np.testing.assert_array_equal(view, data)
+    assert view.shape == data.shape and view.dtype == data.dtype
+
+
 def test_rro_on_non_array_is_rejected_at_call(runtime):
     with pytest.raises(TypeError, match=r"recurrent read-only.*NumPy array, got list"):
         inspect_shared([1, 2, 3])
@@ -171,8 +187,8 @@ def test_without_rro_arrays_arrive_as_private_copies(runtime):
 
 def test_automatic_promotion_on_second_read(runtime):
     data = np.ones(tasks.runtime.AUTO_SHARE_MIN_BYTES // 8)
-    assert wait_on(inspect_plain(data))[1] is True
-    assert runtime.segment_names == []
+    assert wait_on(inspect_plain(data))[1] is True  # first read: a private, writable copy
+    assert data.flags.writeable
     assert wait_on(inspect_plain(data))[1] is False  # second read: a shared view
     assert len(runtime.segment_names) == 1
     assert not data.flags.writeable  # writes would go unseen by the segment, so they fail
@@ -181,6 +197,25 @@ def test_automatic_promotion_on_second_read(runtime):
     delete(data)
     assert data.flags.writeable
     assert runtime.segment_names == []
+
+
+@task()
+def scribble_and_sum(a):
+    total = float(a.sum())
+    a[:] = -1.0  # a task may write into its own copy of an IN argument
+    return total
+
+
+def test_first_read_copy_is_private_and_promotion_sees_later_caller_writes(runtime):
+    data = np.ones(tasks.runtime.AUTO_SHARE_MIN_BYTES // 8)
+    assert wait_on(scribble_and_sum(data)) == data.size
+    assert (data == 1.0).all()  # the task's writes stayed in its copy
+    data[:10] = 3.0  # the caller still owns a writable array after one read
+    assert wait_on(inspect_plain(data))[0] == data.size + 20  # promotion took the new values
+    assert wait_on(inspect_plain(data))[0] == data.size + 20
+    assert len(runtime.segment_names) == 1 and not data.flags.writeable
+    delete(data)
+    assert runtime.segment_names == [] and data.flags.writeable
 
 
 def test_automatic_promotion_can_be_off():
@@ -235,3 +270,41 @@ def test_delete_releases_future_values(runtime):
 def test_wait_on_untracked_values_returns_them(runtime):
     marker = object()
     assert wait_on(marker) is marker
+
+
+@task()
+def identity(x):
+    return x
+
+
+def _learn_short(function, count=40):
+    """Run a function enough times that the runtime counts it as a short task."""
+    wait_on([function(i) for i in range(count)])
+
+
+def test_burst_of_short_tasks_keeps_each_result_and_error(runtime):
+    _learn_short(identity)
+    futures = [identity(i) for i in range(400)]
+    unpicklable_argument = identity(lambda: 0)
+    failing = fail_with("in the burst")
+    futures += [identity(i) for i in range(400, 800)]
+    assert wait_on(futures) == list(range(800))
+    with pytest.raises(TypeError, match="could not be sent to the worker"):
+        wait_on(unpicklable_argument)
+    with pytest.raises(KeyError, match="in the burst"):
+        wait_on(failing)
+
+
+@task()
+def numbers(n, lazily=False):
+    return (i for i in range(n)) if lazily else list(range(n))
+
+
+def test_unpicklable_result_in_a_burst_fails_only_its_task(runtime):
+    _learn_short(numbers)
+    futures = [numbers(i) for i in range(300)]
+    bad = numbers(3, lazily=True)
+    futures += [numbers(i) for i in range(300, 600)]
+    assert wait_on(futures) == [list(range(i)) for i in range(600)]
+    with pytest.raises(TypeError, match="generator"):
+        wait_on(bad)

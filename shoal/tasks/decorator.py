@@ -32,6 +32,11 @@ class TaskFunction:
             for p in self.signature.parameters.values()
             if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
         ]
+        parameters = list(self.signature.parameters.values())
+        plain = all(p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in parameters)
+        #: Specs in parameter order when every parameter can be passed positionally (else
+        #: None): a call with exactly that many positional arguments needs no binding.
+        self.plain_specs: list[ParameterSpec] | None = [self.specs[p.name] for p in parameters] if plain else None
         functools.update_wrapper(self, function)
 
     def __call__(self, *args: object, **kwargs: object) -> object:

@@ -65,6 +65,7 @@ class Version:
     nbytes: int = 0
     holders: set[int] = field(default_factory=set)  # workers caching the value
     segment: SegmentRef | None = None
+    snapshot: SegmentRef | None = None  # first-sight copy, reused at promotion if unchanged
     mapped_by: set[int] = field(default_factory=set)  # workers that mapped the segment
     share_refused: bool = False  # no room in shared memory: always sent by value
     locked_owner: bool = False  # the caller's array was made read-only on promotion
@@ -101,13 +102,17 @@ class TaskNode:
     state: TaskState = TaskState.WAITING
     attempts: int = 0
     worker: int | None = None
+    _reads: list[Version] | None = field(default=None, repr=False)  # cached once bound
 
     @property
     def name(self) -> str:
         return f"{self.qualname}#{self.task_id}"
 
     def read_versions(self) -> list[Version]:
-        return [b.reads for b in self.bindings if b.reads is not None]
+        """Versions this task reads (computed once its bindings are complete)."""
+        if self._reads is None:
+            self._reads = [b.reads for b in self.bindings if b.reads is not None]
+        return self._reads
 
     def written_bindings(self) -> list[Binding]:
         return [b for b in self.bindings if b.writes is not None]
@@ -116,6 +121,10 @@ class TaskNode:
         """Written versions in argument order, then return values: the worker's output order."""
         written = [b.writes for b in self.written_bindings()]
         return [v for v in written if v is not None] + self.return_versions
+
+
+def _no_owner() -> None:
+    return None
 
 
 def nbytes_of(value: object) -> int:
@@ -138,7 +147,7 @@ class Graph:
         datum_id = self._next_data_id
         self._next_data_id += 1
         if owner is None:
-            datum = Datum(datum_id, lambda: None)
+            datum = Datum(datum_id, _no_owner)
         else:
             try:
                 reference = weakref.ref(owner)

@@ -7,6 +7,7 @@ to the same worker would otherwise wait on each other forever.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import queue
 import sys
@@ -20,6 +21,7 @@ from shoal.tasks import wire
 from shoal.tasks.graph import TaskNode
 
 SendErrorHandler = Callable[["WorkerHandle", wire.TaskMessage, BaseException], None]
+Outgoing = wire.TaskMessage | wire.DropMessage
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -40,9 +42,10 @@ class WorkerHandle:
     index: int
     process: BaseProcess
     connection: Connection
-    outbox: queue.SimpleQueue[wire.TaskMessage | wire.DropMessage | None]
+    outbox: queue.SimpleQueue[Outgoing | None]
     sender: threading.Thread | None = None
-    in_flight: dict[int, TaskNode] = field(default_factory=dict)
+    in_flight: dict[int, tuple[TaskNode, int]] = field(default_factory=dict)  # id -> (task, units)
+    load: int = 0  # capacity units of the tasks in flight
     pending_drops: list[wire.Key] = field(default_factory=list)
     pending_segment_drops: list[str] = field(default_factory=list)
     alive: bool = True
@@ -51,6 +54,26 @@ class WorkerHandle:
     def description(self) -> str:
         return f"worker {self.index} (pid {self.process.pid})"
 
+    def add(self, node: TaskNode, units: int) -> None:
+        """Record a task sent to this worker, costing ``units`` of its capacity."""
+        self.in_flight[node.task_id] = (node, units)
+        self.load += units
+
+    def remove(self, task_id: int) -> TaskNode | None:
+        """Forget a task that finished or failed; None if it was not in flight here."""
+        entry = self.in_flight.pop(task_id, None)
+        if entry is None:
+            return None
+        self.load -= entry[1]
+        return entry[0]
+
+    def remove_all(self) -> list[TaskNode]:
+        """Forget every task in flight (the worker died or the runtime stops)."""
+        nodes = [node for node, _ in self.in_flight.values()]
+        self.in_flight.clear()
+        self.load = 0
+        return nodes
+
     def take_drops(self) -> tuple[list[wire.Key], list[str]]:
         drops, segments = self.pending_drops, self.pending_segment_drops
         self.pending_drops, self.pending_segment_drops = [], []
@@ -58,19 +81,48 @@ class WorkerHandle:
 
 
 def _send_loop(handle: WorkerHandle, on_error: SendErrorHandler) -> None:
+    """Send everything queued for the worker as one batch per wake-up; None stops the loop."""
     while True:
-        message = handle.outbox.get()
-        try:
-            wire.send(handle.connection, message)
-        except (BrokenPipeError, ConnectionResetError, EOFError):
-            pass  # the receiver notices the death and reschedules
-        except OSError:
-            pass
-        except Exception as error:  # an argument that cannot be pickled
-            if isinstance(message, wire.TaskMessage):
-                on_error(handle, message, error)
-        if message is None:
+        batch = [handle.outbox.get()]
+        while batch[-1] is not None:
+            try:
+                batch.append(handle.outbox.get_nowait())
+            except queue.Empty:
+                break
+        stop = batch[-1] is None
+        if stop:
+            batch.pop()
+        if batch:
+            _send_batch(handle, batch, on_error)
+        if stop:
+            _send_quietly(handle, None)
             return
+
+
+def _send_batch(handle: WorkerHandle, batch: list[Outgoing], on_error: SendErrorHandler) -> None:
+    try:
+        payload = wire.encode(batch)
+    except Exception:
+        # One argument cannot be pickled (nothing was written yet): send the rest one by one.
+        for message in batch:
+            try:
+                payload = wire.encode([message])
+            except Exception as error:
+                if isinstance(message, wire.TaskMessage):
+                    on_error(handle, message, error)
+                continue
+            _write_quietly(handle, payload)
+        return
+    _write_quietly(handle, payload)
+
+
+def _send_quietly(handle: WorkerHandle, message: object) -> None:
+    _write_quietly(handle, wire.encode(message))
+
+
+def _write_quietly(handle: WorkerHandle, payload: wire.Encoded) -> None:
+    with contextlib.suppress(OSError, EOFError):  # a dead worker: the receiver notices it
+        wire.write(handle.connection, payload)
 
 
 def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHandler) -> WorkerHandle:

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import inspect
 import itertools
+import selectors
 import threading
 import warnings
 from collections import deque
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from shoal.tasks import shm, wire
+from shoal.tasks.arguments import check_argument, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
 from shoal.tasks.errors import (
     RemoteTraceback,
@@ -32,6 +33,12 @@ if TYPE_CHECKING:
 
 #: Tasks queued on one worker at a time: one running, one waiting behind it.
 WORKER_CAPACITY = 2
+#: A task whose function ran shorter than this (moving average) counts as short.
+SHORT_TASK_SECONDS = 0.001
+#: Capacity is counted in units: a task costs LONG_TASK_UNITS, a short one 1, so a worker
+#: queues up to WORKER_CAPACITY long tasks or WORKER_CAPACITY * LONG_TASK_UNITS short ones.
+LONG_TASK_UNITS = 16
+CAPACITY_UNITS = WORKER_CAPACITY * LONG_TASK_UNITS
 #: Automatic promotion ignores arrays smaller than this: pickling them costs less than a segment.
 AUTO_SHARE_MIN_BYTES = 256 * 1024
 #: A task whose worker dies is run again once; the next death fails it.
@@ -66,6 +73,9 @@ class Runtime:
         self._blas_threads = _blas_threads(count)
         self._indexes = itertools.count()
         self._workers: dict[int, WorkerHandle] = {}
+        self._generation = 0  # bumped when the set of workers changes
+        self._seconds: dict[tuple[str, str], float] = {}  # moving average run time per function
+        self._awaited: dict[Version, int] = {}  # versions that wait_on callers are blocked on
         self._wake_reader, self._wake_writer = _wake_pipe()
         for _ in range(count):
             self._add_worker()
@@ -77,6 +87,7 @@ class Runtime:
     def _add_worker(self) -> WorkerHandle:
         handle = start_worker(next(self._indexes), self.job, self._blas_threads, self._send_failed)
         self._workers[handle.index] = handle
+        self._generation += 1
         return handle
 
     @property
@@ -94,14 +105,13 @@ class Runtime:
     # submission --------------------------------------------------------------------------------
     def submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """Add one call of ``function`` to the graph; returns its future(s) at once."""
-        bound = function.signature.bind(*args, **kwargs)
-        slots = _slots(function, bound)
+        slots = task_slots(function, args, kwargs)
         with self._lock:
             self._check_open()
             self._drain_orphans()
             resolved = [(slot, spec, value, self._datum_of(value, spec)) for slot, spec, value in slots]
             for slot, spec, value, datum in resolved:
-                _check_argument(function.qualname, slot, spec, value, datum)
+                check_argument(function.qualname, slot, spec, value, datum)
             node = self._graph.new_task(function.module, function.qualname, function.returns)
             bindings = []
             for slot, spec, value, datum in resolved:
@@ -123,9 +133,8 @@ class Runtime:
                     assert datum is not None
                     self._graph.bind_write(node, binding, datum)
             node.bindings = bindings
-            futures = [Future(self._graph.add_return(node), self) for _ in range(function.returns)]
-            for future in futures:
-                future._watch(self._graph.orphans)
+            orphans = self._graph.orphans
+            futures = [Future(self._graph.add_return(node), self, orphans) for _ in range(function.returns)]
             self._unfinished += 1
             failed_input = next((v.error for v in node.read_versions() if v.error is not None), None)
             if failed_input is not None:
@@ -165,21 +174,24 @@ class Runtime:
 
     @staticmethod
     def _locality(node: TaskNode, handle: WorkerHandle) -> int:
-        return sum(v.nbytes for v in node.read_versions() if handle.index in v.holders)
+        reads = node.read_versions()
+        if not reads:
+            return 0
+        return sum(v.nbytes for v in reads if handle.index in v.holders)
 
     def _pick_worker(self, node: TaskNode) -> WorkerHandle | None:
         best: WorkerHandle | None = None
         best_key = (-1, 0)
         for handle in self._workers.values():
-            if len(handle.in_flight) >= WORKER_CAPACITY:
+            if handle.load >= CAPACITY_UNITS:
                 continue
-            key = (self._locality(node, handle), -len(handle.in_flight))
+            key = (self._locality(node, handle), -handle.load)
             if key > best_key:
                 best, best_key = handle, key
         return best
 
     def _fill(self, handle: WorkerHandle) -> None:
-        while self._ready and handle.alive and len(handle.in_flight) < WORKER_CAPACITY:
+        while self._ready and handle.alive and handle.load < CAPACITY_UNITS:
             window = list(itertools.islice(self._ready, 16))
             scores = [self._locality(node, handle) for node in window]
             position = scores.index(max(scores))
@@ -201,6 +213,8 @@ class Runtime:
             self._fail([node], error)
             return
         drops, segments = handle.take_drops()
+        estimate = self._seconds.get((node.module, node.qualname))
+        short = estimate is not None and estimate < SHORT_TASK_SECONDS
         message = wire.TaskMessage(
             node.task_id,
             node.module,
@@ -212,10 +226,11 @@ class Runtime:
             node.returns,
             drops,
             segments,
+            short,
         )
         node.state = TaskState.RUNNING
         node.worker = handle.index
-        handle.in_flight[node.task_id] = node
+        handle.add(node, 1 if short else LONG_TASK_UNITS)
         handle.outbox.put(message)
 
     def _arg_for(self, node: TaskNode, binding: Binding, handle: WorkerHandle) -> wire.Arg:
@@ -234,6 +249,10 @@ class Runtime:
             if version.segment is not None:
                 version.mapped_by.add(handle.index)
                 return wire.SharedArg(version.segment)
+            if version.snapshot is None and self._should_snapshot(version, value):
+                self._take_snapshot(version, value)
+            if version.snapshot is not None:
+                return wire.SharedArg(version.snapshot, private=True)
         if handle.index in version.holders:
             take = binding.spec.direction is Direction.INOUT
             if take:
@@ -253,7 +272,36 @@ class Runtime:
             and value.nbytes >= AUTO_SHARE_MIN_BYTES
         )
 
+    def _should_snapshot(self, version: Version, value: np.ndarray) -> bool:
+        return (
+            self.auto_share
+            and version.number == 0
+            and not version.share_refused
+            and not value.dtype.hasobject
+            and value.nbytes >= AUTO_SHARE_MIN_BYTES
+            and shm.fits(value.nbytes)
+        )
+
+    def _take_snapshot(self, version: Version, value: np.ndarray) -> None:
+        """First sight of a large caller array: send it as a copy-on-write snapshot."""
+        name = shm.segment_name(self.job, version.datum.data_id, version.number) + "-first"
+        self._segments.add(name)
+        version.snapshot = shm.create_or_attach(name, value)
+
+    def _drop_snapshot(self, version: Version) -> None:
+        if version.snapshot is not None:
+            shm.unlink(version.snapshot.name)
+            self._segments.discard(version.snapshot.name)
+            version.snapshot = None
+
     def _place(self, version: Version, value: np.ndarray, explicit: bool) -> None:
+        snapshot = version.snapshot
+        if snapshot is not None and shm.holds(snapshot, value):
+            # The array is unchanged since its first task: that snapshot becomes the segment.
+            version.snapshot = None
+            self._publish(version, snapshot, value, explicit)
+            return
+        self._drop_snapshot(version)
         name = shm.segment_name(self.job, version.datum.data_id, version.number)
         if not shm.fits(value.nbytes):
             version.share_refused = True
@@ -265,7 +313,11 @@ class Runtime:
             )
             return
         self._segments.add(name)
-        version.segment = shm.create_or_attach(name, value)
+        self._publish(version, shm.create_or_attach(name, value), value, explicit)
+
+    @staticmethod
+    def _publish(version: Version, segment: shm.SegmentRef, value: np.ndarray, explicit: bool) -> None:
+        version.segment = segment
         if not explicit and value.flags.writeable:
             # The segment is a snapshot: writes through the caller's array would go unseen.
             value.flags.writeable = False
@@ -273,19 +325,33 @@ class Runtime:
 
     # completion --------------------------------------------------------------------------------
     def _receive_loop(self) -> None:
-        while not self._closed:
-            with self._lock:
-                handles = [h for h in self._workers.values() if h.alive]
-            by_connection = {h.connection: h for h in handles}
-            by_sentinel = {h.process.sentinel: h for h in handles}
-            ready = wait([*by_connection, *by_sentinel, self._wake_reader], timeout=1.0)
-            for item in ready:
-                if item is self._wake_reader:
-                    with contextlib.suppress(OSError, EOFError):
-                        self._wake_reader.recv_bytes()
-                    continue
-                handle = by_connection.get(item) or by_sentinel[item]  # type: ignore[call-overload]
-                self._drain(handle)
+        selector = selectors.PollSelector()
+        registered = -1
+        try:
+            while not self._closed:
+                if registered != self._generation:
+                    registered = self._register(selector)
+                for key, _ in selector.select(timeout=1.0):
+                    if key.data is None:
+                        with contextlib.suppress(OSError, EOFError):
+                            self._wake_reader.recv_bytes()
+                    else:
+                        self._drain(key.data)
+        finally:
+            selector.close()
+
+    def _register(self, selector: selectors.BaseSelector) -> int:
+        """Watch the wake pipe and every live worker's connection and sentinel."""
+        with self._lock:
+            generation = self._generation
+            handles = [h for h in self._workers.values() if h.alive]
+        for key in list(selector.get_map().values()):
+            selector.unregister(key.fileobj)
+        selector.register(self._wake_reader, selectors.EVENT_READ, None)
+        for handle in handles:
+            selector.register(handle.connection, selectors.EVENT_READ, handle)
+            selector.register(handle.process.sentinel, selectors.EVENT_READ, handle)
+        return generation
 
     def _drain(self, handle: WorkerHandle) -> None:
         while handle.alive:
@@ -294,34 +360,45 @@ class Runtime:
                     if not handle.process.is_alive():
                         self._worker_died(handle)
                     return
-                message = wire.receive(handle.connection)
+                replies = wire.receive(handle.connection)
             except (EOFError, OSError):
                 self._worker_died(handle)
                 return
-            self._on_message(handle, message)
+            self._on_replies(handle, replies)  # type: ignore[arg-type]
 
-    def _on_message(self, handle: WorkerHandle, message: object) -> None:
+    def _on_replies(self, handle: WorkerHandle, replies: list[wire.DoneMessage | wire.FailedMessage]) -> None:
         with self._lock:
             self._drain_orphans()
-            node = handle.in_flight.pop(message.task_id, None)  # type: ignore[attr-defined]
-            if node is None or node.state is not TaskState.RUNNING:
-                return
-            if isinstance(message, wire.DoneMessage):
-                ready = self._graph.complete(node, message.outputs, handle.index)
-                self._unfinished -= 1
-                for version in self._graph.finish_reads(node) + node.output_versions():
-                    if self._graph.unneeded(version):
-                        self._release(version)
-                self._schedule(ready)
-            else:
-                assert isinstance(message, wire.FailedMessage)
-                self._fail([node], _remote_error(node, message))
+            wake = False
+            for message in replies:
+                node = handle.remove(message.task_id)
+                if node is None or node.state is not TaskState.RUNNING:
+                    continue
+                if isinstance(message, wire.DoneMessage):
+                    self._note_seconds(node, message.seconds)
+                    ready = self._graph.complete(node, message.outputs, handle.index)
+                    self._unfinished -= 1
+                    outputs = node.output_versions()
+                    wake = wake or any(v in self._awaited for v in outputs)
+                    for version in self._graph.finish_reads(node) + outputs:
+                        if self._graph.unneeded(version):
+                            self._release(version)
+                    self._schedule(ready)
+                else:
+                    self._fail([node], _remote_error(node, message))
+                    wake = True
             self._fill(handle)
-            self._changed.notify_all()
+            if wake or self._unfinished == 0:
+                self._changed.notify_all()
+
+    def _note_seconds(self, node: TaskNode, seconds: float) -> None:
+        key = (node.module, node.qualname)
+        previous = self._seconds.get(key)
+        self._seconds[key] = seconds if previous is None else 0.7 * previous + 0.3 * seconds
 
     def _send_failed(self, handle: WorkerHandle, message: wire.TaskMessage, error: BaseException) -> None:
         with self._lock:
-            node = handle.in_flight.pop(message.task_id, None)
+            node = handle.remove(message.task_id)
             if node is not None:
                 failure = TypeError(f"task {node.name}: an argument could not be sent to the worker: {error}")
                 failure.__cause__ = error
@@ -344,11 +421,11 @@ class Runtime:
                 return
             handle.alive = False
             del self._workers[handle.index]
+            self._generation += 1
             handle.process.join(1.0)
             code = handle.process.exitcode
             handle.outbox.put(None)
-            orphaned_tasks = list(handle.in_flight.values())
-            handle.in_flight.clear()
+            orphaned_tasks = handle.remove_all()
             if self._closed:
                 return
             replacement = self._add_worker()
@@ -380,6 +457,7 @@ class Runtime:
             handle = self._workers.get(index)
             if handle is not None:
                 handle.pending_drops.append(version.key)
+        self._drop_snapshot(version)
         if version.segment is not None:
             shm.unlink(version.segment.name)
             self._segments.discard(version.segment.name)
@@ -420,9 +498,16 @@ class Runtime:
             if datum is None:
                 return value
             version = datum.latest
-            while not version.done:
-                self._check_open()
-                self._changed.wait(0.5)
+            self._awaited[version] = self._awaited.get(version, 0) + 1
+            try:
+                while not version.done:
+                    self._check_open()
+                    self._changed.wait(0.5)
+            finally:
+                if self._awaited[version] == 1:
+                    del self._awaited[version]
+                else:
+                    self._awaited[version] -= 1
             if version.error is not None:
                 raise version.error
             return datum.owner() if version.number == 0 else version.value
@@ -462,7 +547,7 @@ class Runtime:
             self._closed = True
             handles = list(self._workers.values())
             self._workers.clear()
-            pending = [n for h in handles for n in h.in_flight.values()] + list(self._ready)
+            pending = [n for h in handles for n in h.remove_all()] + list(self._ready)
             self._ready.clear()
             self._fail(pending, RuntimeShutdownError("the task runtime was shut down before the task ran"))
             self._changed.notify_all()
@@ -486,33 +571,6 @@ def _wake_pipe() -> tuple[Connection, Connection]:
 
     reader, writer = multiprocessing.Pipe(duplex=False)
     return reader, writer
-
-
-def _slots(function: TaskFunction, bound: inspect.BoundArguments) -> list[tuple[int | str, ParameterSpec, object]]:
-    positional = function.positional_names
-    slots: list[tuple[int | str, ParameterSpec, object]] = []
-    for position, value in enumerate(bound.args):
-        name = positional[position] if position < len(positional) else None
-        spec = function.specs[name] if name is not None else ParameterSpec(f"*{position}")
-        slots.append((position, spec, value))
-    for name, value in bound.kwargs.items():
-        slots.append((name, function.specs.get(name, ParameterSpec(name)), value))
-    return slots
-
-
-def _check_argument(qualname: str, slot: int | str, spec: ParameterSpec, value: object, datum: Datum | None) -> None:
-    if spec.recurrent_read_only and not isinstance(value, np.ndarray | Future):
-        raise TypeError(
-            f"{qualname}(): parameter {spec.name!r} is marked recurrent read-only, which needs a "
-            f"NumPy array, got {type(value).__name__}"
-        )
-    if spec.recurrent_read_only and isinstance(value, np.ndarray) and value.dtype.hasobject:
-        raise TypeError(
-            f"{qualname}(): parameter {spec.name!r} is marked recurrent read-only, but arrays of "
-            f"dtype object cannot live in shared memory"
-        )
-    if spec.direction is Direction.OUT and (isinstance(value, Future) or (datum is not None and datum.owner() is None)):
-        raise TypeError(f"{qualname}(): OUT parameter {spec.name!r} needs an object to write into, not a future")
 
 
 def _remote_error(node: TaskNode, message: wire.FailedMessage) -> BaseException:

@@ -1,11 +1,14 @@
 """Messages between the main process and task workers, framed with pickle protocol 5.
 
-Large buffers (NumPy arrays) travel out of band: one header frame with the pickle stream
-and the buffer sizes, then one frame per buffer, received straight into writable memory.
+Messages travel in batches: one frame holds a list of every message queued at send time,
+so a burst of small tasks costs one pickle and one write instead of one each. Large
+buffers (NumPy arrays) travel out of band: one header frame with the pickle stream and the
+buffer sizes, then one frame per buffer, received straight into writable memory.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
 import struct
 from dataclasses import dataclass, field
@@ -16,35 +19,50 @@ import numpy as np
 from shoal.tasks.shm import SegmentRef
 
 Key = tuple[int, int]  # (data id, version)
+# Every message pickles as its class and a tuple of its fields (``__reduce__``): no field
+# names in the stream and no instance dictionary to rebuild.
 _COUNT = struct.Struct("<I")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ValueArg:
     """An argument sent by value."""
 
     value: object
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.value,))
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class CachedArg:
     """An argument the worker already holds; ``take`` hands it over for writing."""
 
     key: Key
     take: bool
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.key, self.take))
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, slots=True)
 class SharedArg:
-    """An argument placed in shared memory, read through a zero-copy read-only view."""
+    """An argument placed in shared memory, read through a zero-copy read-only view.
+
+    ``private``: a snapshot mapped copy-on-write, a writable copy private to the task.
+    """
 
     ref: SegmentRef
+    private: bool = False
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.ref, self.private))
 
 
 Arg = ValueArg | CachedArg | SharedArg
 
 
-@dataclass
+@dataclass(slots=True)
 class TaskMessage:
     """Run ``module.qualname(*args, **kwargs)`` and send back the written values."""
 
@@ -58,25 +76,37 @@ class TaskMessage:
     returns: int
     drops: list[Key] = field(default_factory=list)
     dropped_segments: list[str] = field(default_factory=list)
+    short: bool = False  # expected to finish quickly: the worker may hold its reply briefly
+
+    def __reduce__(self) -> tuple[object, ...]:
+        fields = (self.task_id, self.module, self.qualname, self.args, self.kwargs, self.written)
+        return (type(self), (*fields, self.output_keys, self.returns, self.drops, self.dropped_segments, self.short))
 
 
-@dataclass
+@dataclass(slots=True)
 class DropMessage:
     """Forget cached values and shared-memory mappings."""
 
     drops: list[Key]
     dropped_segments: list[str]
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.drops, self.dropped_segments))
 
-@dataclass
+
+@dataclass(slots=True)
 class DoneMessage:
     """A task finished; ``outputs`` follow ``TaskMessage.output_keys``."""
 
     task_id: int
     outputs: list[object]
+    seconds: float = 0.0  # how long the function ran
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.task_id, self.outputs, self.seconds))
 
 
-@dataclass
+@dataclass(slots=True)
 class FailedMessage:
     """A task raised. ``exception`` is None when the exception itself could not be pickled."""
 
@@ -86,16 +116,45 @@ class FailedMessage:
     traceback: str
     worker: str
 
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.task_id, self.exception, self.description, self.traceback, self.worker))
 
-def send(connection: Connection, message: object) -> None:
-    """Send one message; array buffers go out of band."""
+
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """A pickled message ready to write: the header frame, then its out-of-band buffers."""
+
+    header: bytes
+    buffers: list[memoryview]
+
+
+def encode(message: object) -> Encoded:
+    """Pickle a message (or a batch, a list of them); raises if something cannot be pickled."""
     buffers: list[pickle.PickleBuffer] = []
     stream = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
     raws = [buffer.raw() for buffer in buffers]
     sizes = struct.pack(f"<{len(raws)}Q", *(raw.nbytes for raw in raws))
-    connection.send_bytes(_COUNT.pack(len(raws)) + sizes + stream)
-    for raw in raws:
-        connection.send_bytes(raw)
+    return Encoded(_COUNT.pack(len(raws)) + sizes + stream, raws)
+
+
+def write(connection: Connection, encoded: Encoded) -> None:
+    """Write an encoded message: the header as a frame, then each buffer's raw bytes.
+
+    Buffers go straight to the descriptor (their sizes are in the header): one copy into
+    the kernel and, on the other side, one copy out into the destination array, where
+    ``Connection.recv_bytes_into`` would copy each chunk twice more.
+    """
+    connection.send_bytes(encoded.header)
+    descriptor = connection.fileno()
+    for raw in encoded.buffers:
+        view = raw
+        while view:
+            view = view[os.write(descriptor, view) :]
+
+
+def send(connection: Connection, message: object) -> None:
+    """Send one message (or a list of them, a batch); array buffers go out of band."""
+    write(connection, encode(message))
 
 
 def receive(connection: Connection) -> object:
@@ -105,10 +164,14 @@ def receive(connection: Connection) -> object:
     sizes = struct.unpack_from(f"<{count}Q", frame, _COUNT.size)
     stream = memoryview(frame)[_COUNT.size + 8 * count :]
     buffers = []
+    descriptor = connection.fileno()
     for size in sizes:
         buffer = np.empty(size, dtype=np.uint8)
-        received = connection.recv_bytes_into(buffer)
-        if received != size:
-            raise EOFError(f"expected a buffer of {size} bytes, got {received}")
+        view = memoryview(buffer)
+        while view:
+            received = os.readv(descriptor, [view])
+            if received == 0:
+                raise EOFError(f"the connection closed inside a buffer of {size} bytes")
+            view = view[received:]
         buffers.append(buffer)
     return pickle.loads(stream, buffers=buffers)

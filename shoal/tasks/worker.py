@@ -7,7 +7,9 @@ import os
 import pickle
 import signal
 import sys
+import time
 import traceback
+from collections import deque
 from collections.abc import Callable
 from multiprocessing.connection import Connection
 
@@ -46,6 +48,8 @@ class WorkerState:
             return arg.value
         if isinstance(arg, wire.CachedArg):
             return self.cache.pop(arg.key) if arg.take else self.cache[arg.key]
+        if arg.private:
+            return shm.attach(arg.ref, private=True)  # never cached: writes stay in this task
         view = self.segments.get(arg.ref.name)
         if view is None:
             view = shm.attach(arg.ref)
@@ -61,14 +65,16 @@ class WorkerState:
                 function = self.functions[key] = resolve_function(*key)
             args = [self.materialize(arg) for arg in message.args]
             kwargs = {name: self.materialize(arg) for name, arg in message.kwargs.items()}
+            started = time.perf_counter()
             result = function(*args, **kwargs)
+            seconds = time.perf_counter() - started
             outputs = [args[w] if isinstance(w, int) else kwargs[w] for w in message.written]
             outputs.extend(_split_returns(result, message.returns, message.qualname))
         except Exception as error:
             return self._failure(message.task_id, error)
         for key, value in zip(message.output_keys, outputs):
             self.cache[key] = value
-        return wire.DoneMessage(message.task_id, outputs)
+        return wire.DoneMessage(message.task_id, outputs, seconds)
 
     def _failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
         text = "".join(traceback.format_exception(error))
@@ -100,34 +106,88 @@ def _limit_blas(threads: int) -> object:
     return threadpool_limits(limits=threads)
 
 
+#: Replies of short tasks are held back at most this long while more short tasks are queued.
+REPLY_HOLD_SECONDS = 0.002
+
+
+class _Inbox:
+    """Messages received but not yet handled, refilled without blocking when more arrived."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.queue: deque[object] = deque()
+        self.stopped = False
+
+    def refill(self, block: bool) -> None:
+        """Receive one batch if one is waiting (or, with ``block``, wait for it)."""
+        if self.stopped or not (block or self.connection.poll(0)):
+            return
+        batch = wire.receive(self.connection)
+        if batch is None:
+            self.stopped = True
+        else:
+            self.queue.extend(batch)  # type: ignore[call-overload]
+
+    def next_is_short(self) -> bool:
+        """Whether the next queued message is quick to handle (a short task or a drop)."""
+        if not self.queue:
+            self.refill(block=False)
+        if not self.queue:
+            return False
+        head = self.queue[0]
+        return isinstance(head, wire.DropMessage) or bool(getattr(head, "short", False))
+
+
+def _send_replies(connection: Connection, state: WorkerState, replies: list[object]) -> None:
+    try:
+        wire.send(connection, replies)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        encoded = []
+        for reply in replies:
+            try:
+                encoded.append(wire.encode([reply]))
+            except (pickle.PicklingError, TypeError, AttributeError) as error:
+                encoded.append(wire.encode([state._failure(reply.task_id, error)]))  # type: ignore[attr-defined]
+        for payload in encoded:
+            wire.write(connection, payload)
+
+
 def worker_main(connection: Connection, index: int, job: str, blas_threads: int) -> None:
-    """Entry point of a worker process: serve tasks until told to stop or the main dies."""
+    """Entry point of a worker process: serve tasks until told to stop or the main dies.
+
+    Replies go back in batches: after a short task the reply waits (at most
+    ``REPLY_HOLD_SECONDS``) while the next queued message is also short, so a burst of tiny
+    tasks costs one write each way; a long or unknown task's reply leaves at once.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     limits = _limit_blas(blas_threads)
     state = WorkerState(f"worker {index} (pid {os.getpid()})")
+    inbox = _Inbox(connection)
+    replies: list[object] = []
+    held_since = 0.0
     main_gone = False
     try:
         while True:
-            try:
-                message = wire.receive(connection)
-            except (EOFError, OSError):
-                main_gone = True
-                break
-            if message is None:
-                break
+            if not inbox.queue:
+                if inbox.stopped:
+                    break
+                inbox.refill(block=True)
+                continue
+            message = inbox.queue.popleft()
             if isinstance(message, wire.DropMessage):
                 state.drop(message.drops, message.dropped_segments)
+            else:
+                assert isinstance(message, wire.TaskMessage)
+                if not replies:
+                    held_since = time.perf_counter()
+                replies.append(state.run(message))
+            if not replies:
                 continue
-            assert isinstance(message, wire.TaskMessage)
-            reply = state.run(message)
-            try:
-                try:
-                    wire.send(connection, reply)
-                except (pickle.PicklingError, TypeError, AttributeError) as error:
-                    wire.send(connection, state._failure(message.task_id, error))
-            except (BrokenPipeError, ConnectionResetError, OSError):
-                main_gone = True
-                break
+            if not (inbox.next_is_short() and time.perf_counter() - held_since < REPLY_HOLD_SECONDS):
+                _send_replies(connection, state, replies)
+                replies = []
+    except (EOFError, OSError):
+        main_gone = True
     finally:
         state.segments.clear()
         if main_gone:
