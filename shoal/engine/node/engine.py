@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -32,38 +31,9 @@ from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, batch_work, run_direc
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
 from shoal.engine.node.scheduler import WorkerPool
+from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
 from shoal.threads import limit_library_threads
-
-
-@dataclass
-class BatchStats:
-    """What the last batch turned into and what scheduling it cost."""
-
-    instructions: int = 0
-    direct: bool = False  # small enough to run instruction by instruction (no blocks)
-    kernels: int = 0  # fusion groups: one kernel per view-block each
-    fused_instructions: int = 0
-    compilable_kernels: int = 0
-    compiled_block_ops: int = 0
-    whole_ops: int = 0
-    product_panels: int = 0  # row panels of matrix products run on the pool
-    axis_panels: int = 0  # slabs of reductions and scans along an axis run on the pool
-    releases: int = 0
-    temporaries: int = 0  # bases that were never allocated
-    peak_bytes: int = 0  # most base memory held at once during the batch
-    block_ops: int = 0
-    dependency_edges: int = 0
-    plan_seconds: float = 0.0
-    bookkeeping_seconds: float = 0.0
-    wall_seconds: float = 0.0
-
-    @property
-    def scheduling_us_per_block_op(self) -> float:
-        """Planning, dependency insertion and ready-queue bookkeeping per block operation (µs)."""
-        if not self.block_ops:
-            return 0.0
-        return (self.plan_seconds + self.bookkeeping_seconds) / self.block_ops * 1e6
 
 
 def _int_setting(name: str, text: str, minimum: int = 1) -> int:
@@ -128,6 +98,7 @@ class NodeEngine(Component):
                 peak_bytes=self._storage.peak_bytes,
                 wall_seconds=time.perf_counter() - started,
             )
+            record(self.last_stats)
             return
         plan = plan_batch(batch, self._storage.decls)
         builder = Builder(self._storage, kernels, self.block_elements, self.threads, self.direct_work)
@@ -157,6 +128,7 @@ class NodeEngine(Component):
             bookkeeping_seconds=run.bookkeeping_seconds,
             wall_seconds=time.perf_counter() - started,
         )
+        record(self.last_stats)
 
     def _prepare(self, op: BlockOp) -> None:
         for base in op.bases:
