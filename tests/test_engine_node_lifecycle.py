@@ -113,3 +113,25 @@ def test_small_batches_run_directly_and_match_the_reference():
             assert_same(engine.fetch(view), reference.fetch(view), exact=True)
     finally:
         engine.shutdown()
+
+
+def test_released_memory_is_reused_but_borrowed_data_never_is():
+    from shoal.bytecode import BaseDecl
+    from shoal.engine.node.storage import Storage
+
+    storage = Storage()
+    data = np.arange(100.0)
+    storage.declare(BaseDecl(1, np.dtype(np.float64), 100), data)
+    storage.declare(BaseDecl(2, np.dtype(np.float64), 100), None)
+    storage.ensure(2)
+    owned = storage.raw(2)
+    storage.release(1)
+    storage.release(2)
+    storage.declare(BaseDecl(3, np.dtype(np.float64), 100), None)
+    storage.declare(BaseDecl(4, np.dtype(np.float64), 100), None)
+    storage.ensure(3)
+    storage.ensure(4)
+    assert storage.raw(3) is owned  # the released buffer of the same size comes back
+    assert not np.shares_memory(storage.raw(4), data)  # the batch's array is never handed out
+    storage.raw(4)[:] = 0
+    np.testing.assert_array_equal(data, np.arange(100.0))
