@@ -135,3 +135,20 @@ def test_released_memory_is_reused_but_borrowed_data_never_is():
     assert not np.shares_memory(storage.raw(4), data)  # the batch's array is never handed out
     storage.raw(4)[:] = 0
     np.testing.assert_array_equal(data, np.arange(100.0))
+
+
+@pytest.mark.parametrize(("elements", "direct"), [(4000, True), (40000, False)])
+def test_batches_of_many_mid_sized_instructions_run_directly(elements, direct):
+    rec = Recorder()
+    a = rec.array(np.arange(float(elements)))
+    for _ in range(20):
+        a = rec.ufunc("add", a, 1.0)
+    batch = rec.new_batch()
+    engine = NodeEngine()
+    engine.init(Config(threads=2, options={"direct_work": "160000"}))  # 1/16: 10000 per instruction
+    try:
+        engine.execute(batch)
+        assert engine.last_stats.direct is direct
+        np.testing.assert_array_equal(engine.fetch(a), np.arange(float(elements)) + 20)
+    finally:
+        engine.shutdown()

@@ -3,6 +3,13 @@
 Planning, blocking and scheduling cost about a millisecond per batch in Python; a batch whose
 whole work is a few million element operations takes NumPy about as long, so splitting it would
 make Shoal slower than NumPy. Such batches run instruction by instruction over whole views.
+
+So does a batch of many mid-sized instructions: planning and blocking cost about 150-200 µs
+per instruction, which a batch whose instructions average fewer than ``direct_work / 16``
+elements (2^19 by default) does not win back on two cores. lattice_boltzmann.py (500 x 250 x 9,
+thousands of small copies from ``np.roll``) took 3.2-3.7 s blocked, 1.8-2.2 s direct and
+1.8-2.1 s in NumPy; shallow_water.py (1022², 200 K elements per instruction) 3.5-3.9 s blocked,
+2.0-2.2 s direct and 4.0-4.2 s in NumPy.
 """
 
 from __future__ import annotations
@@ -27,6 +34,15 @@ def batch_work(batch: Batch) -> int:
                 largest = max(largest, math.prod(view.shape))
         work += largest
     return work
+
+
+def runs_direct(batch: Batch, direct_work: int) -> bool:
+    """True if ``batch`` should run instruction by instruction (``direct_work`` 0: never)."""
+    work = batch_work(batch)
+    if work < direct_work:
+        return True
+    instructions = sum(1 for instruction in batch.instructions if instruction.op != "release")
+    return work < instructions * (direct_work // 16)
 
 
 def run_direct(batch: Batch, storage: Storage) -> None:

@@ -13,7 +13,8 @@ Settings (``Config`` first, the environment overrides):
   ``sync`` or ``off``.
 * direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
   below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
-  a lone element-wise instruction under 1/64 of it runs whole instead of as a kernel.
+  so does a batch whose instructions average under 1/16 of it, and a lone element-wise
+  instruction under 1/64 of it runs whole instead of as a kernel.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
-from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, batch_work, run_direct
+from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
 from shoal.engine.node.scheduler import WorkerPool
@@ -90,7 +91,7 @@ class NodeEngine(Component):
             self._storage.declare(decl, batch.data.get(decl.id))
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
-        if batch_work(batch) < self.direct_work:
+        if runs_direct(batch, self.direct_work):
             run_direct(batch, self._storage)
             self.last_stats = BatchStats(
                 instructions=len(batch.instructions),
