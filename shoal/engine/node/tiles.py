@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import spec
-from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram, KernelStep
 
 TILE_ELEMENTS = 32768
 
@@ -38,7 +38,7 @@ def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.
     block_strides = [s.strides[part.axis :] if s.kind != CONST else () for s in slots]
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
     scratch = {i: np.empty((min(tile_rows, shape[axis]), *inner_shape), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
-    steps = [(spec(step.op).reference, step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
+    steps = [(_implementation(program, step), step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
     reductions = program.reductions
     partials: list[list[Any]] = [[] for _ in reductions]
     for outer in np.ndindex(*shape[:axis]):
@@ -69,6 +69,25 @@ def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.
     if not reductions:
         return None
     return tuple(combine(r.op, bucket) for r, bucket in zip(reductions, partials))
+
+
+def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., None]:
+    """The step's reference, or an equivalent that allocates nothing per tile."""
+    if step.op == "where" and step.loop_in is not None:
+        out = step.outputs[0]
+        common = step.loop_in[1]
+        condition = program.slots[step.inputs[0]].dtype
+        if out not in step.inputs and condition == np.bool_ and program.slots[out].dtype == common == step.loop_in[2]:
+            return _where_in_place
+    return spec(step.op).reference
+
+
+def _where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -> None:
+    """``where`` without its temporary: legal when the output is no operand, the condition is
+    boolean and the operands' common dtype is the output's (no selected value is cast twice)."""
+    condition, x, y = ins
+    np.copyto(outs[0], y, casting="unsafe")
+    np.copyto(outs[0], x, casting="unsafe", where=condition)
 
 
 def partial_reduce(op: str, values: np.ndarray, acc: np.dtype) -> Any:
