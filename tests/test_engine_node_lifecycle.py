@@ -152,3 +152,15 @@ def test_batches_of_many_mid_sized_instructions_run_directly(elements, direct):
         np.testing.assert_array_equal(engine.fetch(a), np.arange(float(elements)) + 20)
     finally:
         engine.shutdown()
+
+
+def test_a_kernel_counts_as_cached_only_with_its_machine_code(tmp_path, monkeypatch):
+    from shoal.engine.node import compiler
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    name = "shoal_kernel_abc"
+    (tmp_path / "kernels" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "kernels" / f"{name}.py").write_text("# source of a compile that was cut short\n")
+    assert not compiler.machine_code_cached("abc")
+    (tmp_path / "kernels" / "__pycache__" / f"{name}.{name}-5.py311.nbi").write_bytes(b"")
+    assert compiler.machine_code_cached("abc")

@@ -74,6 +74,13 @@ def estimated_load_seconds() -> float:
     return 0.0 if "numba.core.dispatcher" in sys.modules else LOAD_SECONDS
 
 
+def machine_code_cached(key: str) -> bool:
+    """True if Numba's disk cache holds the compiled kernel ``key`` (not just its source: a
+    compile cut short when a program exits leaves the source behind without machine code)."""
+    name = f"shoal_kernel_{key}"
+    return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
+
+
 def kernel_key(structure: tuple) -> str:
     return hashlib.sha256(repr(structure).encode()).hexdigest()[:24]
 
@@ -119,7 +126,7 @@ class KernelCache:
         with self._lock:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
-        cached = (cache_dir() / f"shoal_kernel_{key}.py").exists()
+        cached = machine_code_cached(key)
         if spent >= (estimated_load_seconds() if cached else estimated_compile_seconds(program)):
             self._submit(key, program)
 
@@ -169,7 +176,7 @@ class KernelCache:
                 temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
                 temporary.write_text(source)
                 os.replace(temporary, path)
-            if not in_process:
+            if not in_process and not machine_code_cached(key):
                 self._compile_elsewhere(path)
             module = load_and_warm(path)  # a cache hit when the worker has compiled it
             self._ready[key] = getattr(module, name)
