@@ -84,8 +84,9 @@ class NodeEngine(Component):
     def execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
         started = time.perf_counter()
+        declared = {decl.id for decl in batch.bases}
         for base in batch.data:
-            if base not in {decl.id for decl in batch.bases}:
+            if base not in declared:
                 raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id))
