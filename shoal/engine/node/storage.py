@@ -9,8 +9,8 @@ the first operation that writes it is about to run: arrays that a program only r
 copied, and the batch itself is never modified.
 
 Released memory is kept for reuse by a later base of the same byte size (up to
-``RECYCLE_BYTES`` in all, buffers up to ``RECYCLE_LARGEST`` each, the sizes the C allocator keeps
-for NumPy): touching fresh pages costs about four times an add over them, and programs that
+``RECYCLE_BYTES`` in all, buffers up to ``RECYCLE_LARGEST`` each: a little more than the C
+allocator keeps for NumPy, which also elides temporaries): touching fresh pages costs about four times an add over them, and programs that
 create arrays in a loop ask for the same sizes again and again.
 """
 
@@ -21,8 +21,8 @@ import numpy as np
 from shoal.bytecode import BaseDecl, View
 from shoal.engine.component import EngineError
 
-RECYCLE_BYTES = 64 << 20
-RECYCLE_LARGEST = 32 << 20
+RECYCLE_BYTES = 96 << 20
+RECYCLE_LARGEST = 48 << 20
 
 
 class Storage:
