@@ -164,3 +164,19 @@ def test_a_kernel_counts_as_cached_only_with_its_machine_code(tmp_path, monkeypa
     assert not compiler.machine_code_cached("abc")
     (tmp_path / "kernels" / "__pycache__" / f"{name}.{name}-5.py311.nbi").write_bytes(b"")
     assert compiler.machine_code_cached("abc")
+
+
+def test_spare_memory_is_freed_before_a_fresh_allocation():
+    from shoal.bytecode import BaseDecl
+    from shoal.engine.node.storage import Storage
+
+    storage = Storage()
+    for base in (1, 2):
+        storage.declare(BaseDecl(base, np.dtype(np.float64), 100), None)
+        storage.ensure(base)
+    storage.release(1)
+    storage.release(2)
+    assert storage.spare_bytes == 1600
+    storage.declare(BaseDecl(3, np.dtype(np.float64), 150), None)
+    storage.ensure(3)  # no spare of 1200 bytes: enough spares go first, held + spare never grows
+    assert storage.bytes_held + storage.spare_bytes <= 1600

@@ -8,9 +8,9 @@ A base that arrives with data *borrows* the batch's array (read-only) and is cop
 the first operation that writes it is about to run: arrays that a program only reads are never
 copied, and the batch itself is never modified.
 
-Released memory is kept for reuse by a later base of the same byte size (up to
-``RECYCLE_BYTES`` in all, buffers up to ``RECYCLE_LARGEST`` each: a little more than the C
-allocator keeps for NumPy, which also elides temporaries): touching fresh pages costs about four times an add over them, and programs that
+Released memory is kept for reuse by a later base of the same byte size. Before a fresh
+allocation, spare buffers of at least its size are freed, so held plus spare memory never
+exceeds what holding only live bases would have reached: touching fresh pages costs about four times an add over them, and programs that
 create arrays in a loop ask for the same sizes again and again.
 """
 
@@ -20,9 +20,6 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, View
 from shoal.engine.component import EngineError
-
-RECYCLE_BYTES = 96 << 20
-RECYCLE_LARGEST = 48 << 20
 
 
 class Storage:
@@ -67,18 +64,27 @@ class Storage:
     def ensure(self, base: int) -> None:
         """Allocate ``base`` if it has no memory yet."""
         if base not in self._bytes:
-            nbytes = self.decl(base).nbytes
-            spare = self._spare.get(nbytes)
-            if spare:
-                self._spare_bytes -= nbytes
-                self._hold(base, spare.pop())
-            else:
-                self._hold(base, np.empty(nbytes, np.uint8))
+            self._hold(base, self._allocate(self.decl(base).nbytes))
+
+    def _allocate(self, nbytes: int) -> np.ndarray:
+        """A spare buffer of ``nbytes`` if there is one, else fresh memory."""
+        spare = self._spare.get(nbytes)
+        if spare:
+            buffer = spare.pop()
+            if not spare:
+                del self._spare[nbytes]
+            self._spare_bytes -= nbytes
+            return buffer
+        self._free_spares(nbytes)
+        return np.empty(nbytes, np.uint8)
 
     def make_writable(self, base: int) -> None:
         """Give a borrowed base its own copy before anything writes it."""
         if base in self._borrowed:
-            self._bytes[base] = self._bytes[base].copy()
+            borrowed = self._bytes[base]
+            own = self._allocate(borrowed.nbytes)
+            np.copyto(own, borrowed)
+            self._bytes[base] = own
             self._typed.pop(base, None)
             self._borrowed.discard(base)
 
@@ -113,19 +119,25 @@ class Storage:
         if held is None:
             return
         self.bytes_held -= held.nbytes
-        if not borrowed and 0 < held.nbytes <= RECYCLE_LARGEST and held.base is None:
-            while self._spare_bytes + held.nbytes > RECYCLE_BYTES and self._spare:
-                self._drop_one_spare()
-            if self._spare_bytes + held.nbytes <= RECYCLE_BYTES:
-                self._spare.setdefault(held.nbytes, []).append(held)
-                self._spare_bytes += held.nbytes
+        if not borrowed and held.nbytes and held.base is None:
+            self._spare.setdefault(held.nbytes, []).append(held)
+            self._spare_bytes += held.nbytes
 
-    def _drop_one_spare(self) -> None:
-        nbytes, buffers = next(iter(self._spare.items()))
-        buffers.pop()
-        self._spare_bytes -= nbytes
-        if not buffers:
-            del self._spare[nbytes]
+    def _free_spares(self, nbytes: int) -> None:
+        """Free spare buffers holding at least ``nbytes`` (all of them if they hold less)."""
+        freed = 0
+        while freed < nbytes and self._spare:
+            size, buffers = next(iter(self._spare.items()))
+            buffers.pop()
+            freed += size
+            self._spare_bytes -= size
+            if not buffers:
+                del self._spare[size]
+
+    @property
+    def spare_bytes(self) -> int:
+        """Released memory kept for reuse."""
+        return self._spare_bytes
 
     def allocated(self) -> int:
         return len(self._bytes)
