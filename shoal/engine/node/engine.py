@@ -94,6 +94,7 @@ class NodeEngine(Component):
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):
             run_direct(batch, self._storage)
+            self._storage.trim()
             self.last_stats = BatchStats(
                 instructions=len(batch.instructions),
                 direct=True,
@@ -111,6 +112,7 @@ class NodeEngine(Component):
                 run = pool.run(ops, self._prepare)
         else:
             run = pool.run(ops, self._prepare)
+        self._storage.trim()
         counts = builder.counts
         self.last_stats = BatchStats(
             instructions=len(batch.instructions),

@@ -8,10 +8,13 @@ A base that arrives with data *borrows* the batch's array (read-only) and is cop
 the first operation that writes it is about to run: arrays that a program only reads are never
 copied, and the batch itself is never modified.
 
-Released memory is kept for reuse by a later base of the same byte size. Before a fresh
-allocation, spare buffers of at least its size are freed, so held plus spare memory never
-exceeds what holding only live bases would have reached: touching fresh pages costs about four times an add over them, and programs that
-create arrays in a loop ask for the same sizes again and again.
+Released memory up to 32 MiB a buffer is kept for reuse by a later base of the same byte size:
+touching fresh pages costs about four times an add over them, and programs that create arrays
+in a loop ask for the same sizes again and again. Larger buffers are not kept: a reused buffer
+is resident at once, where fresh memory becomes resident as it is written, and reuse raised
+Jacobi's peak RSS at 4096² by a whole grid. Before a fresh allocation, spares of at least its
+size are freed, so held plus spare memory never exceeds what live bases alone reached; between
+batches at most 64 MiB of spares stay (``trim``), about what the C allocator keeps for NumPy.
 """
 
 from __future__ import annotations
@@ -20,6 +23,9 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, View
 from shoal.engine.component import EngineError
+
+KEEP_SPARE_BYTES = 64 << 20
+KEEP_SPARE_LARGEST = 32 << 20
 
 
 class Storage:
@@ -119,7 +125,7 @@ class Storage:
         if held is None:
             return
         self.bytes_held -= held.nbytes
-        if not borrowed and held.nbytes and held.base is None:
+        if not borrowed and 0 < held.nbytes <= KEEP_SPARE_LARGEST and held.base is None:
             self._spare.setdefault(held.nbytes, []).append(held)
             self._spare_bytes += held.nbytes
 
@@ -133,6 +139,15 @@ class Storage:
             self._spare_bytes -= size
             if not buffers:
                 del self._spare[size]
+
+    def trim(self, keep_bytes: int = KEEP_SPARE_BYTES, largest: int = KEEP_SPARE_LARGEST) -> None:
+        """Between batches keep only what the C allocator would keep for NumPy: spares up to
+        ``largest`` bytes each and ``keep_bytes`` in all (memory outside the engine, such as
+        fetched results, may need the rest)."""
+        for size in [size for size in self._spare if size > largest]:
+            self._spare_bytes -= size * len(self._spare.pop(size))
+        while self._spare_bytes > keep_bytes:
+            self._free_spares(self._spare_bytes - keep_bytes)
 
     @property
     def spare_bytes(self) -> int:
