@@ -129,8 +129,10 @@ class KernelCache:
         with self._lock:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
-        cached = machine_code_cached(key)
-        if spent >= (estimated_load_seconds() if cached else estimated_compile_seconds(program)):
+        compile_seconds = estimated_compile_seconds(program)
+        if spent < min(estimated_load_seconds(), compile_seconds) or key in self._pending or key in self._ready:
+            return  # not hot enough even to load it: no need to look at the disk cache
+        if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)
 
     def _submit(self, key: str, program: KernelProgram) -> None:
