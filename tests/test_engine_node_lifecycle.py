@@ -180,3 +180,31 @@ def test_spare_memory_is_freed_before_a_fresh_allocation():
     storage.declare(BaseDecl(3, np.dtype(np.float64), 150), None)
     storage.ensure(3)  # no spare of 1200 bytes: enough spares go first, held + spare never grows
     assert storage.bytes_held + storage.spare_bytes <= 1600
+
+
+def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
+    from engine_node_harness import assert_same
+
+    from shoal.engine import ReferenceEngine
+
+    rec = Recorder()
+    a = rec.array(np.linspace(-1.0, 1.0, 50))
+    b = rec.array(np.arange(50, dtype=np.float32))
+    mask = rec.ufunc("less", a, 0.0)
+    plain = rec.where(mask, a, 2.0)
+    narrowed = rec.empty((50,), np.float32)
+    rec.emit("where", (narrowed,), (mask, a, b))  # float64 selected, stored as float32
+    rec.emit("where", (a,), (mask, 0.0, a))  # the output is an operand
+    batch = rec.new_batch()
+    reference = ReferenceEngine()
+    reference.init(Config())
+    reference.execute(batch)
+    engine = NodeEngine()
+    engine.init(Config(threads=2))
+    try:
+        engine.execute(batch)
+        assert engine.last_stats.direct
+        for view in (plain, narrowed, a):
+            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
+    finally:
+        engine.shutdown()

@@ -20,6 +20,7 @@ import numpy as np
 
 from shoal.bytecode import Batch, Const, View, spec
 from shoal.engine.node.storage import Storage
+from shoal.engine.node.tiles import where_in_place
 
 DIRECT_WORK_ELEMENTS = 1 << 23
 
@@ -57,4 +58,22 @@ def run_direct(batch: Batch, storage: Storage) -> None:
         outs = [storage.array(view) for view in instruction.outputs]
         ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
         with np.errstate(all="ignore"):
-            spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+            if instruction.op == "where" and _selects_in_place(outs[0], ins):
+                where_in_place(outs, ins, None)
+            else:
+                spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+
+
+def _selects_in_place(out: np.ndarray, ins: list) -> bool:
+    """True if ``where`` may write ``out`` directly: a boolean condition, no operand in ``out``'s
+    memory and the operands' common dtype is ``out``'s (so no selected value is cast twice)."""
+    condition, x, y = ins
+    if not isinstance(condition, np.ndarray) or condition.dtype != np.bool_:
+        return False
+    if any(isinstance(v, np.ndarray) and np.may_share_memory(out, v) for v in ins):
+        return False
+    try:
+        common = np.result_type(*(v.dtype if isinstance(v, np.ndarray) else v for v in (x, y)))
+    except (TypeError, ValueError, OverflowError):
+        return False
+    return common == out.dtype

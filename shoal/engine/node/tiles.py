@@ -78,11 +78,11 @@ def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., N
         common = step.loop_in[1]
         condition = program.slots[step.inputs[0]].dtype
         if out not in step.inputs and condition == np.bool_ and program.slots[out].dtype == common == step.loop_in[2]:
-            return _where_in_place
+            return where_in_place
     return spec(step.op).reference
 
 
-def _where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -> None:
+def where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -> None:
     """``where`` without its temporary: legal when the output is no operand, the condition is
     boolean and the operands' common dtype is the output's (no selected value is cast twice)."""
     condition, x, y = ins
