@@ -148,6 +148,7 @@ def test_a_hot_kernel_compiles_in_the_background_and_is_then_loaded_from_disk(mo
     assert not psutil.Process().children()
     monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 1e9)
     monkeypatch.setattr(compiler, "LOAD_SECONDS", 0.0)
+    monkeypatch.setattr(compiler, "LOAD_SECONDS_PER_KERNEL", 0.0)
     fresh = node_engine(block=64, compile="background")
     try:
         square_roots(fresh, 1.0)  # found in the disk cache: loading is cheap, compiling is not

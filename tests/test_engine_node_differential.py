@@ -331,3 +331,19 @@ def _scan(rec, source, op, axis):
     out = rec.empty(source.shape, source.dtype)
     rec.emit(op, (out,), (source,), axis=axis)
     return out
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_where_on_tiles_writes_selected_values_exactly(block):
+    def program(rec):
+        a = rec.array(RNG.normal(size=(7, 9)))
+        b = rec.array(RNG.normal(size=(7, 9)).astype(np.float32))
+        mask = rec.ufunc("less", a, 0.0)
+        scaled = rec.ufunc("multiply", a, 3.0)
+        same = rec.where(mask, scaled, a)  # into a new base: no temporary
+        narrowed = rec.empty((7, 9), np.float32)
+        rec.emit("where", (narrowed,), (mask, scaled, b))  # float64 selected, stored as float32
+        into_operand = rec.where(mask, 1.0, scaled)
+        return [same, narrowed, into_operand]
+
+    run_both(program, block=block)

@@ -113,3 +113,98 @@ def test_small_batches_run_directly_and_match_the_reference():
             assert_same(engine.fetch(view), reference.fetch(view), exact=True)
     finally:
         engine.shutdown()
+
+
+def test_released_memory_is_reused_but_borrowed_data_never_is():
+    from shoal.bytecode import BaseDecl
+    from shoal.engine.node.storage import Storage
+
+    storage = Storage()
+    data = np.arange(100.0)
+    storage.declare(BaseDecl(1, np.dtype(np.float64), 100), data)
+    storage.declare(BaseDecl(2, np.dtype(np.float64), 100), None)
+    storage.ensure(2)
+    owned = storage.raw(2)
+    storage.release(1)
+    storage.release(2)
+    storage.declare(BaseDecl(3, np.dtype(np.float64), 100), None)
+    storage.declare(BaseDecl(4, np.dtype(np.float64), 100), None)
+    storage.ensure(3)
+    storage.ensure(4)
+    assert storage.raw(3) is owned  # the released buffer of the same size comes back
+    assert not np.shares_memory(storage.raw(4), data)  # the batch's array is never handed out
+    storage.raw(4)[:] = 0
+    np.testing.assert_array_equal(data, np.arange(100.0))
+
+
+@pytest.mark.parametrize(("elements", "direct"), [(4000, True), (40000, False)])
+def test_batches_of_many_mid_sized_instructions_run_directly(elements, direct):
+    rec = Recorder()
+    a = rec.array(np.arange(float(elements)))
+    for _ in range(20):
+        a = rec.ufunc("add", a, 1.0)
+    batch = rec.new_batch()
+    engine = NodeEngine()
+    engine.init(Config(threads=2, options={"direct_work": "160000"}))  # 1/16: 10000 per instruction
+    try:
+        engine.execute(batch)
+        assert engine.last_stats.direct is direct
+        np.testing.assert_array_equal(engine.fetch(a), np.arange(float(elements)) + 20)
+    finally:
+        engine.shutdown()
+
+
+def test_a_kernel_counts_as_cached_only_with_its_machine_code(tmp_path, monkeypatch):
+    from shoal.engine.node import compiler
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    name = "shoal_kernel_abc"
+    (tmp_path / "kernels" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "kernels" / f"{name}.py").write_text("# source of a compile that was cut short\n")
+    assert not compiler.machine_code_cached("abc")
+    (tmp_path / "kernels" / "__pycache__" / f"{name}.{name}-5.py311.nbi").write_bytes(b"")
+    assert compiler.machine_code_cached("abc")
+
+
+def test_spare_memory_is_freed_before_a_fresh_allocation():
+    from shoal.bytecode import BaseDecl
+    from shoal.engine.node.storage import Storage
+
+    storage = Storage()
+    for base in (1, 2):
+        storage.declare(BaseDecl(base, np.dtype(np.float64), 100), None)
+        storage.ensure(base)
+    storage.release(1)
+    storage.release(2)
+    assert storage.spare_bytes == 1600
+    storage.declare(BaseDecl(3, np.dtype(np.float64), 150), None)
+    storage.ensure(3)  # no spare of 1200 bytes: enough spares go first, held + spare never grows
+    assert storage.bytes_held + storage.spare_bytes <= 1600
+
+
+def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
+    from engine_node_harness import assert_same
+
+    from shoal.engine import ReferenceEngine
+
+    rec = Recorder()
+    a = rec.array(np.linspace(-1.0, 1.0, 50))
+    b = rec.array(np.arange(50, dtype=np.float32))
+    mask = rec.ufunc("less", a, 0.0)
+    plain = rec.where(mask, a, 2.0)
+    narrowed = rec.empty((50,), np.float32)
+    rec.emit("where", (narrowed,), (mask, a, b))  # float64 selected, stored as float32
+    rec.emit("where", (a,), (mask, 0.0, a))  # the output is an operand
+    batch = rec.new_batch()
+    reference = ReferenceEngine()
+    reference.init(Config())
+    reference.execute(batch)
+    engine = NodeEngine()
+    engine.init(Config(threads=2))
+    try:
+        engine.execute(batch)
+        assert engine.last_stats.direct
+        for view in (plain, narrowed, a):
+            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
+    finally:
+        engine.shutdown()

@@ -39,7 +39,7 @@ def command(tool: str, program: Path, size: int, arguments: tuple[str, ...]) -> 
     python = sys.executable
     args = [str(program), str(size), *arguments]
     if tool == "shoal":
-        return [python, "-m", "shoal.bench.launch", *args]
+        return [python, "-m", "shoal", *args]
     if tool in TOOLS:
         return [python, *args]
     raise ValueError(f"unknown tool {tool!r}; known tools: {', '.join(TOOLS)}")
@@ -70,7 +70,12 @@ def _wait(process: subprocess.Popen, timeout: float) -> tuple[int, int]:
 
 
 def run(argv: list[str], cwd: Path, timeout: float, env: dict[str, str] | None = None) -> Sample:
-    """Run ``argv`` in ``cwd`` and return its reported time, checksum, peak memory and stats."""
+    """Run ``argv`` in ``cwd`` and return its reported time, checksum, peak memory and stats.
+
+    ``SHOAL_STATS=1`` is set for the child, so a Shoal run prints the node engine's totals at
+    exit (:mod:`shoal.engine.node.stats`); other tools never import Shoal and ignore it.
+    """
+    env = {**(os.environ if env is None else env), "SHOAL_STATS": "1"}
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen(
             argv, cwd=cwd, stdout=out, stderr=err, env=env, start_new_session=True

@@ -1,10 +1,15 @@
-"""Node engine statistics summed over one program run, and the line that carries them."""
+"""Node engine statistics summed over one program run, read from the line it prints at exit.
+
+A Shoal run with ``SHOAL_STATS=1`` prints ``shoal-stats: batches=B block_ops=N
+scheduling_seconds=S ...`` to stderr (:mod:`shoal.engine.node.stats`); the harness keeps the
+three fields it reports and ignores the rest.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-STATS_PREFIX = "shoal-stats:"
+STATS_PREFIX = "shoal-stats:"  # as shoal.engine.node.stats prints it (importing that loads Numba)
 
 
 @dataclass

@@ -32,8 +32,8 @@ from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, KernelProgram
 
-# Numba is optional: without it every kernel runs on the NumPy tile path. Found, not imported:
-# importing it costs ~0.2 s at start-up, paid only when a kernel is first loaded.
+# Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
+# when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 
 
@@ -61,6 +61,7 @@ def cache_dir() -> Path:
 COMPILE_SECONDS_FIXED = 1.0
 COMPILE_SECONDS_PER_STEP = 0.1
 LOAD_SECONDS = 0.3
+LOAD_SECONDS_PER_KERNEL = 0.05
 
 
 def estimated_compile_seconds(program: KernelProgram) -> float:
@@ -70,8 +71,17 @@ def estimated_compile_seconds(program: KernelProgram) -> float:
 
 
 def estimated_load_seconds() -> float:
-    """CPU time loading a kernel from the disk cache costs: importing Numba, once."""
-    return 0.0 if "numba.core.dispatcher" in sys.modules else LOAD_SECONDS
+    """CPU time loading a kernel from the disk cache costs: importing Numba (once, 0.15-0.3 s
+    measured) and reading and linking the kernel (about 45 ms each, measured)."""
+    imported = "numba.core.dispatcher" in sys.modules
+    return (0.0 if imported else LOAD_SECONDS) + LOAD_SECONDS_PER_KERNEL
+
+
+def machine_code_cached(key: str) -> bool:
+    """True if Numba's disk cache holds the compiled kernel ``key`` (not just its source: a
+    compile cut short when a program exits leaves the source behind without machine code)."""
+    name = f"shoal_kernel_{key}"
+    return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
 
 
 def kernel_key(structure: tuple) -> str:
@@ -119,8 +129,10 @@ class KernelCache:
         with self._lock:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
-        cached = (cache_dir() / f"shoal_kernel_{key}.py").exists()
-        if spent >= (estimated_load_seconds() if cached else estimated_compile_seconds(program)):
+        compile_seconds = estimated_compile_seconds(program)
+        if spent < min(estimated_load_seconds(), compile_seconds) or key in self._pending or key in self._ready:
+            return  # not hot enough even to load it: no need to look at the disk cache
+        if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)
 
     def _submit(self, key: str, program: KernelProgram) -> None:
@@ -169,7 +181,7 @@ class KernelCache:
                 temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
                 temporary.write_text(source)
                 os.replace(temporary, path)
-            if not in_process:
+            if not in_process and not machine_code_cached(key):
                 self._compile_elsewhere(path)
             module = load_and_warm(path)  # a cache hit when the worker has compiled it
             self._ready[key] = getattr(module, name)

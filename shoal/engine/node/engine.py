@@ -13,14 +13,14 @@ Settings (``Config`` first, the environment overrides):
   ``sync`` or ``off``.
 * direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
   below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
-  a lone element-wise instruction under 1/64 of it runs whole instead of as a kernel.
+  so does a batch whose instructions average under 1/16 of it, and a lone element-wise
+  instruction under 1/64 of it runs whole instead of as a kernel.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -28,42 +28,13 @@ from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
-from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, batch_work, run_direct
+from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
 from shoal.engine.node.scheduler import WorkerPool
+from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
 from shoal.threads import limit_library_threads
-
-
-@dataclass
-class BatchStats:
-    """What the last batch turned into and what scheduling it cost."""
-
-    instructions: int = 0
-    direct: bool = False  # small enough to run instruction by instruction (no blocks)
-    kernels: int = 0  # fusion groups: one kernel per view-block each
-    fused_instructions: int = 0
-    compilable_kernels: int = 0
-    compiled_block_ops: int = 0
-    whole_ops: int = 0
-    product_panels: int = 0  # row panels of matrix products run on the pool
-    axis_panels: int = 0  # slabs of reductions and scans along an axis run on the pool
-    releases: int = 0
-    temporaries: int = 0  # bases that were never allocated
-    peak_bytes: int = 0  # most base memory held at once during the batch
-    block_ops: int = 0
-    dependency_edges: int = 0
-    plan_seconds: float = 0.0
-    bookkeeping_seconds: float = 0.0
-    wall_seconds: float = 0.0
-
-    @property
-    def scheduling_us_per_block_op(self) -> float:
-        """Planning, dependency insertion and ready-queue bookkeeping per block operation (µs)."""
-        if not self.block_ops:
-            return 0.0
-        return (self.plan_seconds + self.bookkeeping_seconds) / self.block_ops * 1e6
 
 
 def _int_setting(name: str, text: str, minimum: int = 1) -> int:
@@ -113,21 +84,24 @@ class NodeEngine(Component):
     def execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
         started = time.perf_counter()
+        declared = {decl.id for decl in batch.bases}
         for base in batch.data:
-            if base not in {decl.id for decl in batch.bases}:
+            if base not in declared:
                 raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id))
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
-        if batch_work(batch) < self.direct_work:
+        if runs_direct(batch, self.direct_work):
             run_direct(batch, self._storage)
+            self._storage.trim()
             self.last_stats = BatchStats(
                 instructions=len(batch.instructions),
                 direct=True,
                 peak_bytes=self._storage.peak_bytes,
                 wall_seconds=time.perf_counter() - started,
             )
+            record(self.last_stats)
             return
         plan = plan_batch(batch, self._storage.decls)
         builder = Builder(self._storage, kernels, self.block_elements, self.threads, self.direct_work)
@@ -138,6 +112,7 @@ class NodeEngine(Component):
                 run = pool.run(ops, self._prepare)
         else:
             run = pool.run(ops, self._prepare)
+        self._storage.trim()
         counts = builder.counts
         self.last_stats = BatchStats(
             instructions=len(batch.instructions),
@@ -157,6 +132,7 @@ class NodeEngine(Component):
             bookkeeping_seconds=run.bookkeeping_seconds,
             wall_seconds=time.perf_counter() - started,
         )
+        record(self.last_stats)
 
     def _prepare(self, op: BlockOp) -> None:
         for base in op.bases:

@@ -7,6 +7,14 @@ many arrays holds no more of them at once than the program itself would.
 A base that arrives with data *borrows* the batch's array (read-only) and is copied only when
 the first operation that writes it is about to run: arrays that a program only reads are never
 copied, and the batch itself is never modified.
+
+Released memory up to 32 MiB a buffer is kept for reuse by a later base of the same byte size:
+touching fresh pages costs about four times an add over them, and programs that create arrays
+in a loop ask for the same sizes again and again. Larger buffers are not kept: a reused buffer
+is resident at once, where fresh memory becomes resident as it is written, and reuse raised
+Jacobi's peak RSS at 4096² by a whole grid. Before a fresh allocation, spares of at least its
+size are freed, so held plus spare memory never exceeds what live bases alone reached; between
+batches at most 64 MiB of spares stay (``trim``), about what the C allocator keeps for NumPy.
 """
 
 from __future__ import annotations
@@ -15,6 +23,9 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, View
 from shoal.engine.component import EngineError
+
+KEEP_SPARE_BYTES = 64 << 20
+KEEP_SPARE_LARGEST = 32 << 20
 
 
 class Storage:
@@ -27,6 +38,8 @@ class Storage:
         self._borrowed: set[int] = set()
         self.bytes_held = 0
         self.peak_bytes = 0
+        self._spare: dict[int, list[np.ndarray]] = {}
+        self._spare_bytes = 0
 
     def _hold(self, base: int, array: np.ndarray) -> None:
         self._bytes[base] = array
@@ -57,12 +70,27 @@ class Storage:
     def ensure(self, base: int) -> None:
         """Allocate ``base`` if it has no memory yet."""
         if base not in self._bytes:
-            self._hold(base, np.empty(self.decl(base).nbytes, np.uint8))
+            self._hold(base, self._allocate(self.decl(base).nbytes))
+
+    def _allocate(self, nbytes: int) -> np.ndarray:
+        """A spare buffer of ``nbytes`` if there is one, else fresh memory."""
+        spare = self._spare.get(nbytes)
+        if spare:
+            buffer = spare.pop()
+            if not spare:
+                del self._spare[nbytes]
+            self._spare_bytes -= nbytes
+            return buffer
+        self._free_spares(nbytes)
+        return np.empty(nbytes, np.uint8)
 
     def make_writable(self, base: int) -> None:
         """Give a borrowed base its own copy before anything writes it."""
         if base in self._borrowed:
-            self._bytes[base] = self._bytes[base].copy()
+            borrowed = self._bytes[base]
+            own = self._allocate(borrowed.nbytes)
+            np.copyto(own, borrowed)
+            self._bytes[base] = own
             self._typed.pop(base, None)
             self._borrowed.discard(base)
 
@@ -90,11 +118,41 @@ class Storage:
 
     def release(self, base: int) -> None:
         self.decls.pop(base, None)
+        borrowed = base in self._borrowed
         self._borrowed.discard(base)
         held = self._bytes.pop(base, None)
-        if held is not None:
-            self.bytes_held -= held.nbytes
         self._typed.pop(base, None)
+        if held is None:
+            return
+        self.bytes_held -= held.nbytes
+        if not borrowed and 0 < held.nbytes <= KEEP_SPARE_LARGEST and held.base is None:
+            self._spare.setdefault(held.nbytes, []).append(held)
+            self._spare_bytes += held.nbytes
+
+    def _free_spares(self, nbytes: int) -> None:
+        """Free spare buffers holding at least ``nbytes`` (all of them if they hold less)."""
+        freed = 0
+        while freed < nbytes and self._spare:
+            size, buffers = next(iter(self._spare.items()))
+            buffers.pop()
+            freed += size
+            self._spare_bytes -= size
+            if not buffers:
+                del self._spare[size]
+
+    def trim(self, keep_bytes: int = KEEP_SPARE_BYTES, largest: int = KEEP_SPARE_LARGEST) -> None:
+        """Between batches keep only what the C allocator would keep for NumPy: spares up to
+        ``largest`` bytes each and ``keep_bytes`` in all (memory outside the engine, such as
+        fetched results, may need the rest)."""
+        for size in [size for size in self._spare if size > largest]:
+            self._spare_bytes -= size * len(self._spare.pop(size))
+        while self._spare_bytes > keep_bytes:
+            self._free_spares(self._spare_bytes - keep_bytes)
+
+    @property
+    def spare_bytes(self) -> int:
+        """Released memory kept for reuse."""
+        return self._spare_bytes
 
     def allocated(self) -> int:
         return len(self._bytes)
@@ -104,4 +162,6 @@ class Storage:
         self._bytes.clear()
         self._typed.clear()
         self._borrowed.clear()
+        self._spare.clear()
+        self._spare_bytes = 0
         self.bytes_held = 0

@@ -7,55 +7,87 @@ temporaries are tile-sized scratch arrays reused for every tile of the block.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from shoal.bytecode import spec
-from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram, KernelStep
 
 TILE_ELEMENTS = 32768
 
 
 def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.ndarray]) -> Any:
-    """Run view-block ``index`` of ``program``; the block's partial reductions (a tuple) or None."""
+    """Run view-block ``index`` of ``program``; the block's partial reductions (a tuple) or None.
+
+    Tiles are runs along the first axis of the block whose trailing axes hold at most
+    ``TILE_ELEMENTS`` elements, the axes before it fixed: a (2, 250, 500) block runs as tiles of
+    (65, 500), so temporaries stay in the L2 cache however wide the block is.
+    """
     part = program.partition
     shape = part.block_shape(index)
-    inner = int(np.prod(shape[1:], dtype=np.int64))
-    tile_rows = max(1, TILE_ELEMENTS // max(inner, 1))
+    axis = 0
+    while axis < len(shape) - 1 and math.prod(shape[axis + 1 :]) > TILE_ELEMENTS:
+        axis += 1
+    inner_shape = shape[axis + 1 :]
+    tile_rows = max(1, TILE_ELEMENTS // max(math.prod(inner_shape), 1))
     slots = program.slots
     offsets = [part.block_offset(index, s.offset, s.strides) if s.kind == ARRAY else 0 for s in slots]
     block_strides = [s.strides[part.axis :] if s.kind != CONST else () for s in slots]
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
-    scratch = {i: np.empty((min(tile_rows, shape[0]), *shape[1:]), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
-    references = [(spec(step.op).reference, step.instruction.attr_dict()) for step in program.steps]
+    scratch = {i: np.empty((min(tile_rows, shape[axis]), *inner_shape), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
+    steps = [(_implementation(program, step), step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
     reductions = program.reductions
     partials: list[list[Any]] = [[] for _ in reductions]
-    for start in range(0, shape[0], tile_rows):
-        rows = min(tile_rows, shape[0] - start)
-        tile_shape = (rows, *shape[1:])
-        operands: list[Any] = []
-        for i, slot in enumerate(slots):
-            if slot.kind == ARRAY:
-                strides = block_strides[i]
-                operands.append(np.ndarray(tile_shape, slot.dtype, buffer=buffers[i], offset=offsets[i] + start * strides[0], strides=strides))
-            elif slot.kind == TEMP:
-                operands.append(scratch[i][:rows])
-            else:
-                operands.append(slot.value)
-        pending = 0
-        for position, (step, (reference, attrs)) in enumerate(zip(program.steps, references)):
-            while pending < len(reductions) and reductions[pending].position == position:
-                r = reductions[pending]
-                partials[pending].append(partial_reduce(r.op, operands[r.source], r.acc))
-                pending += 1
-            reference([operands[o] for o in step.outputs], [operands[i] for i in step.inputs], attrs)
-        for r, bucket in zip(reductions[pending:], partials[pending:]):
-            bucket.append(partial_reduce(r.op, operands[r.source], r.acc))
+    for outer in np.ndindex(*shape[:axis]):
+        for start in range(0, shape[axis], tile_rows):
+            rows = min(tile_rows, shape[axis] - start)
+            tile_shape = (rows, *inner_shape)
+            operands: list[Any] = []
+            for i, slot in enumerate(slots):
+                if slot.kind == ARRAY:
+                    strides = block_strides[i]
+                    offset = offsets[i] + start * strides[axis]
+                    for position, stride in zip(outer, strides):
+                        offset += position * stride
+                    operands.append(np.ndarray(tile_shape, slot.dtype, buffer=buffers[i], offset=offset, strides=strides[axis:]))
+                elif slot.kind == TEMP:
+                    operands.append(scratch[i][:rows])
+                else:
+                    operands.append(slot.value)
+            pending = 0
+            for position, (reference, attrs, outputs, inputs) in enumerate(steps):
+                while pending < len(reductions) and reductions[pending].position == position:
+                    r = reductions[pending]
+                    partials[pending].append(partial_reduce(r.op, operands[r.source], r.acc))
+                    pending += 1
+                reference([operands[o] for o in outputs], [operands[i] for i in inputs], attrs)
+            for r, bucket in zip(reductions[pending:], partials[pending:]):
+                bucket.append(partial_reduce(r.op, operands[r.source], r.acc))
     if not reductions:
         return None
     return tuple(combine(r.op, bucket) for r, bucket in zip(reductions, partials))
+
+
+def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., None]:
+    """The step's reference, or an equivalent that allocates nothing per tile."""
+    if step.op == "where" and step.loop_in is not None:
+        out = step.outputs[0]
+        common = step.loop_in[1]
+        condition = program.slots[step.inputs[0]].dtype
+        if out not in step.inputs and condition == np.bool_ and program.slots[out].dtype == common == step.loop_in[2]:
+            return where_in_place
+    return spec(step.op).reference
+
+
+def where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -> None:
+    """``where`` without its temporary: legal when the output is no operand, the condition is
+    boolean and the operands' common dtype is the output's (no selected value is cast twice)."""
+    condition, x, y = ins
+    np.copyto(outs[0], y, casting="unsafe")
+    np.copyto(outs[0], x, casting="unsafe", where=condition)
 
 
 def partial_reduce(op: str, values: np.ndarray, acc: np.dtype) -> Any:
