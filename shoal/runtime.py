@@ -112,14 +112,19 @@ class Runtime:
         self.uploads = UploadCache()
 
     # recording -------------------------------------------------------------------------------
-    def new_base(self, dtype: np.dtype, size: int, data: np.ndarray | None = None) -> LazyBase:
-        """Declare a new base of ``size`` elements; ``data`` (1-D, copied by the caller) fills it."""
+    def new_base(
+        self, dtype: np.dtype, size: int, data: np.ndarray | None = None, donate: bool = True
+    ) -> LazyBase:
+        """Declare a new base of ``size`` elements filled from ``data`` (1-D). With ``donate`` the
+        caller gives ``data`` away: the component may keep and write it instead of copying."""
         with self._lock:
             base_id = self._next_id
             self._next_id += 1
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             if data is not None:
                 self._pending.data[base_id] = data
+                if donate:
+                    self._pending.donated.add(base_id)
             self.stats.bases_created += 1
             return LazyBase(self, base_id, dtype, size)
 

@@ -346,11 +346,14 @@ def is_lazy(value: Any) -> bool:
     return type(value) is ndarray
 
 
-def new_array(dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray | None = None) -> ndarray:
-    """A new C-contiguous lazy array; ``data`` (1-D, owned by the batch) gives its contents."""
+def new_array(
+    dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray | None = None, donate: bool = True
+) -> ndarray:
+    """A new C-contiguous lazy array; ``data`` (1-D) gives its contents, handed over to the
+    component unless ``donate`` is false (the caller keeps using it)."""
     dtype = np.dtype(dtype)
     size = math.prod(shape)
-    base = _runtime.current().new_base(dtype, size, data)
+    base = _runtime.current().new_base(dtype, size, data, donate)
     view = View(base.id, dtype, 0, tuple(shape), contiguous_strides(tuple(shape), dtype.itemsize))
     return ndarray._wrap(base, view)
 
@@ -390,7 +393,7 @@ def operand(value: Any) -> View | Const:
         uploaded = runtime.uploads.lookup(array)
         if uploaded is None:
             snapshot = array.copy()
-            uploaded = new_array(array.dtype, array.shape, snapshot.reshape(-1))
+            uploaded = new_array(array.dtype, array.shape, snapshot.reshape(-1), donate=False)
             runtime.uploads.store(array, uploaded, snapshot)
         return uploaded._view
     carried = from_numpy(array)

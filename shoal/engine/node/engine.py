@@ -89,7 +89,7 @@ class NodeEngine(Component):
             if base not in declared:
                 raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
-            self._storage.declare(decl, batch.data.get(decl.id))
+            self._storage.declare(decl, batch.data.get(decl.id), decl.id in batch.donated)
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):

@@ -46,13 +46,15 @@ class Storage:
         self.bytes_held += array.nbytes
         self.peak_bytes = max(self.peak_bytes, self.bytes_held)
 
-    def declare(self, decl: BaseDecl, data: np.ndarray | None) -> None:
+    def declare(self, decl: BaseDecl, data: np.ndarray | None, donated: bool = False) -> None:
         if decl.id in self.decls:
             raise EngineError(f"base {decl.id} declared twice")
         if data is not None:
             if data.size != decl.size:
                 raise EngineError(f"data for base {decl.id} has {data.size} elements, declared {decl.size}")
-            if data.dtype == decl.dtype and data.flags.c_contiguous:
+            if donated and data.dtype == decl.dtype and data.flags.c_contiguous and data.flags.writeable:
+                self._hold(decl.id, data.reshape(decl.size).view(np.uint8))  # handed over: no copy
+            elif data.dtype == decl.dtype and data.flags.c_contiguous:
                 borrowed = data.reshape(decl.size).view(np.uint8)
                 borrowed.flags.writeable = False
                 self._hold(decl.id, borrowed)
