@@ -18,23 +18,11 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
 from shoal.engine import Component, Config, create
+from shoal.system import env_integer
 from shoal.threads import available_cores
 
 DEFAULT_EAGER_THRESHOLD = 65536
 DEFAULT_FLUSH_THRESHOLD = 2048
-
-
-def _env_int(name: str, default: int) -> int:
-    text = os.environ.get(name)
-    if not text:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {text!r}")
-    return value
 
 
 def default_engine_name() -> str:
@@ -88,13 +76,13 @@ class Runtime:
         self.engine: Component = create(engine) if isinstance(engine, str) else engine
         self.engine.init(Config(threads=available_cores()))
         self.eager_threshold = (
-            _env_int("SHOAL_EAGER_THRESHOLD", DEFAULT_EAGER_THRESHOLD)
+            env_integer("SHOAL_EAGER_THRESHOLD", DEFAULT_EAGER_THRESHOLD)
             if eager_threshold is None
             else eager_threshold
         )
         self.flush_threshold = max(
             1,
-            _env_int("SHOAL_FLUSH_THRESHOLD", DEFAULT_FLUSH_THRESHOLD)
+            env_integer("SHOAL_FLUSH_THRESHOLD", DEFAULT_FLUSH_THRESHOLD)
             if flush_threshold is None
             else flush_threshold,
         )

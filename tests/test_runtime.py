@@ -52,7 +52,7 @@ def test_unknown_engine_is_a_clear_error() -> None:
 
 def test_bad_environment_setting_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SHOAL_EAGER_THRESHOLD", "lots")
-    with pytest.raises(ValueError, match="SHOAL_EAGER_THRESHOLD must be a non-negative integer"):
+    with pytest.raises(ValueError, match="SHOAL_EAGER_THRESHOLD must be an integer of at least 0"):
         runtime.Runtime(engine="reference")
 
 

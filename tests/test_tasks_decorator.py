@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
@@ -11,13 +9,6 @@ from shoal.tasks import IN, INOUT, OUT, task
 from shoal.tasks.directions import Direction, ParameterSpec
 from shoal.tasks.errors import TaskDependencyError
 from shoal.tasks.graph import Binding, Graph, TaskState
-from shoal.tasks.shm import segment_owner, task_segments
-
-
-@pytest.fixture(autouse=True)
-def no_shoal_segments():
-    yield
-    assert [n for n in task_segments() if segment_owner(n) == os.getpid()] == []
 
 
 def plain(a, b, c):

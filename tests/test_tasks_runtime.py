@@ -6,40 +6,16 @@ import os
 import re
 
 import numpy as np
-import psutil
 import pytest
+from task_fixtures import shoal_segments
 
 import shoal.tasks as tasks
 from shoal.tasks import IN, INOUT, barrier, delete, task, wait_on
 from shoal.tasks import shm as shm_store
-from shoal.tasks.shm import segment_owner, task_segments
 
 pytestmark = [pytest.mark.full, pytest.mark.timeout(60)]
 
 
-def shoal_segments() -> list[str]:
-    """Task segments of this process, or of any process that is gone (a leak).
-
-    Live programs running beside the tests (benchmarks) may own segments; those are theirs.
-    """
-    return [
-        name
-        for name in task_segments()
-        if segment_owner(name) == os.getpid() or not psutil.pid_exists(segment_owner(name))
-    ]
-
-
-@pytest.fixture(autouse=True)
-def no_shoal_segments():
-    yield
-    assert shoal_segments() == []
-
-
-@pytest.fixture
-def runtime():
-    rt = tasks.start(workers=2)
-    yield rt
-    tasks.shutdown()
 
 
 @task(c=INOUT, returns=0)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shoal.system import pid_alive
+
 SHM_DIR = "/dev/shm"
 PREFIX = "shoal-"
 HEADER_BYTES = 64
@@ -189,23 +191,13 @@ def sweep(job: str) -> int:
     return len(names)
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def sweep_dead_jobs() -> int:
     """Unlink task segments whose owning process no longer exists."""
     removed = 0
     for name in list_segments():
         job = name[len(PREFIX) :].split("-", 1)[0]
         pid_text = job.split(".", 1)[0]
-        if "." in job and pid_text.isdigit() and not _pid_alive(int(pid_text)):
+        if "." in job and pid_text.isdigit() and not pid_alive(int(pid_text)):
             unlink(name)
             removed += 1
     return removed

@@ -6,6 +6,8 @@ import math
 import os
 from dataclasses import dataclass
 
+from shoal.system import integer_setting
+
 DEFAULT_ENGINE_FACTOR = 1.0
 
 
@@ -13,13 +15,7 @@ def available_cores() -> int:
     """Cores this process may use: ``SHOAL_NUM_THREADS`` if set, else the CPU affinity mask."""
     override = os.environ.get("SHOAL_NUM_THREADS")
     if override:
-        try:
-            value = int(override)
-        except ValueError:
-            raise ValueError(f"SHOAL_NUM_THREADS must be a positive integer, got {override!r}") from None
-        if value < 1:
-            raise ValueError(f"SHOAL_NUM_THREADS must be a positive integer, got {override!r}")
-        return value
+        return integer_setting("SHOAL_NUM_THREADS", override, minimum=1)
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # platforms without affinity masks

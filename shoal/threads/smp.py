@@ -26,6 +26,7 @@ import weakref
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from dataclasses import dataclass
 
+from shoal.system import pid_alive
 from shoal.threads.budget import available_cores, spinning_threads_per_worker, threads_per_worker
 from shoal.threads.coordination import composability_mode, install_call_regions
 from shoal.threads.libraries import (
@@ -204,26 +205,12 @@ def _start_thread_worker(threads: int, initializer, initargs: tuple) -> None:
         initializer(*initargs)
 
 
-def _is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _claim_slot(slots) -> int:
     me = os.getpid()
     with slots.get_lock():
         owners = list(slots.get_obj())
         for slot, owner in enumerate(owners):
-            if owner == 0 or owner == me or not _is_alive(owner):
+            if owner == 0 or owner == me or not pid_alive(owner):
                 slots.get_obj()[slot] = me
                 return slot
     return me % len(owners)  # more live workers than slots: share one

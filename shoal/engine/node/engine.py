@@ -34,17 +34,8 @@ from shoal.engine.node.plan import plan_batch
 from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
+from shoal.system import integer_setting
 from shoal.threads import limit_library_threads
-
-
-def _int_setting(name: str, text: str, minimum: int = 1) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer of at least {minimum}, got {text!r}") from None
-    if value < minimum:
-        raise ValueError(f"{name} must be an integer of at least {minimum}, got {text!r}")
-    return value
 
 
 class NodeEngine(Component):
@@ -64,13 +55,13 @@ class NodeEngine(Component):
     def init(self, config: Config) -> None:
         self.shutdown()
         block = os.environ.get("SHOAL_BLOCK_SIZE")
-        self.block_elements = _int_setting("SHOAL_BLOCK_SIZE", block) if block else config.block_size
+        self.block_elements = integer_setting("SHOAL_BLOCK_SIZE", block, minimum=1) if block else config.block_size
         if self.block_elements < 1:
             raise ValueError(f"block size must be a positive number of elements, got {self.block_elements}")
         threads = config.options.get("threads") or os.environ.get("SHOAL_NUM_THREADS")
-        self.threads = _int_setting("threads", threads) if threads else max(1, config.threads)
+        self.threads = integer_setting("threads", threads, minimum=1) if threads else max(1, config.threads)
         direct = config.options.get("direct_work") or os.environ.get("SHOAL_DIRECT_WORK")
-        self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else _int_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
+        self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
         self._kernels = KernelCache(CompileMode.parse(mode))
         self._pool = WorkerPool(self.threads)
