@@ -71,7 +71,9 @@ def main() -> None:
     start = time.perf_counter()
     total = 0.0
     for day in range(args.days):
-        remaining = ne.evaluate("years - elapsed", local_dict={"years": years, "elapsed": day / 365.0})
+        remaining = ne.evaluate(
+            "years - elapsed", local_dict={"years": years, "elapsed": day / 365.0}
+        )
         call, put = price(spot, strike, remaining, RISK_FREE_RATE, VOLATILITY)
         total += np.mean(call) + np.mean(put)
     checksum = float(total)

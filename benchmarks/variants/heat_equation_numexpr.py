@@ -3,11 +3,11 @@
 Usage: python heat_equation_numexpr.py [SIZE] [--epsilon E] [--max-iterations N]
 """
 
-import argparse
-import time
-
 import numexpr as ne
 import numpy as np
+from _example import load_example
+
+example = load_example("heat_equation")
 
 
 def solve(size: int, epsilon: float, max_iterations: int) -> tuple[np.ndarray, int]:
@@ -31,7 +31,9 @@ def solve(size: int, epsilon: float, max_iterations: int) -> tuple[np.ndarray, i
     delta = epsilon + 1.0
     iterations = 0
     while delta > epsilon and iterations < max_iterations:
-        ne.evaluate("0.2 * (center + north + south + east + west)", local_dict=arrays, out=arrays["work"])
+        ne.evaluate(
+            "0.2 * (center + north + south + east + west)", local_dict=arrays, out=arrays["work"]
+        )
         # numexpr reductions run on one thread; the element-wise part is threaded, NumPy sums.
         delta = float(np.sum(ne.evaluate("abs(work - center)", local_dict=arrays))) / center.size
         center[:] = arrays["work"]
@@ -39,22 +41,6 @@ def solve(size: int, epsilon: float, max_iterations: int) -> tuple[np.ndarray, i
     return grid, iterations
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=600, help="interior points per side")
-    parser.add_argument("--epsilon", type=float, default=0.01)
-    parser.add_argument("--max-iterations", type=int, default=10_000)
-    args = parser.parse_args()
-
-    start = time.perf_counter()
-    grid, iterations = solve(args.size, args.epsilon, args.max_iterations)
-    checksum = float(np.sum(grid))
-    elapsed = time.perf_counter() - start
-
-    print(f"iterations: {iterations}")
-    print(f"checksum: {checksum!r}")
-    print(f"time: {elapsed:.6f}")
-
-
 if __name__ == "__main__":
-    main()
+    example.solve = solve
+    example.main()

@@ -3,11 +3,11 @@
 Usage: python jacobi_stencil_numexpr.py [SIZE] [--iterations N] [--seed S]
 """
 
-import argparse
-import time
-
 import numexpr as ne
 import numpy as np
+from _example import load_example
+
+example = load_example("jacobi_stencil")
 
 
 def smooth(grid: np.ndarray, iterations: int) -> np.ndarray:
@@ -26,24 +26,6 @@ def smooth(grid: np.ndarray, iterations: int) -> np.ndarray:
     return grid
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=2000, help="grid points per side")
-    parser.add_argument("--iterations", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args()
-
-    rng = np.random.default_rng(args.seed)
-    grid = rng.random((args.size, args.size))
-
-    start = time.perf_counter()
-    smooth(grid, args.iterations)
-    checksum = float(np.sum(grid))
-    elapsed = time.perf_counter() - start
-
-    print(f"checksum: {checksum!r}")
-    print(f"time: {elapsed:.6f}")
-
-
 if __name__ == "__main__":
-    main()
+    example.smooth = smooth
+    example.main()

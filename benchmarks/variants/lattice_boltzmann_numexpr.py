@@ -7,18 +7,17 @@ the kinetic energy of the final flow.
 Usage: python lattice_boltzmann_numexpr.py [SIZE] [--steps N] [--tau T]
 """
 
-import argparse
-import time
-
 import numexpr as ne
 import numpy as np
+from _example import load_example
 
-# D2Q9 lattice: velocity of each population, its weight and the opposite direction.
-VELOCITY_X = np.array([0, 1, 0, -1, 0, 1, -1, -1, 1])
-VELOCITY_Y = np.array([0, 0, 1, 0, -1, 1, 1, -1, -1])
-WEIGHTS = np.array([4 / 9, 1 / 9, 1 / 9, 1 / 9, 1 / 9, 1 / 36, 1 / 36, 1 / 36, 1 / 36])
-OPPOSITE = np.array([0, 3, 4, 1, 2, 7, 8, 5, 6])
-INITIAL_VELOCITY = 0.1
+example = load_example("lattice_boltzmann")
+INITIAL_VELOCITY = example.INITIAL_VELOCITY
+OPPOSITE = example.OPPOSITE
+VELOCITY_X = example.VELOCITY_X
+VELOCITY_Y = example.VELOCITY_Y
+WEIGHTS = example.WEIGHTS
+macroscopic = example.macroscopic
 
 
 def equilibrium(density: np.ndarray, ux: np.ndarray, uy: np.ndarray) -> np.ndarray:
@@ -36,14 +35,6 @@ def equilibrium(density: np.ndarray, ux: np.ndarray, uy: np.ndarray) -> np.ndarr
         "weights * density * (1.0 + 3.0 * projected + 4.5 * projected**2 - 1.5 * speed_squared)",
         local_dict=terms,
     )
-
-
-def macroscopic(populations: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Density and velocity of every cell."""
-    density = np.sum(populations, axis=0)
-    ux = np.sum(populations * VELOCITY_X[:, np.newaxis, np.newaxis], axis=0) / density
-    uy = np.sum(populations * VELOCITY_Y[:, np.newaxis, np.newaxis], axis=0) / density
-    return density, ux, uy
 
 
 def simulate(nx: int, ny: int, steps: int, tau: float) -> np.ndarray:
@@ -73,22 +64,7 @@ def simulate(nx: int, ny: int, steps: int, tau: float) -> np.ndarray:
     return populations
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=500, help="cells along the channel")
-    parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--tau", type=float, default=0.6)
-    args = parser.parse_args()
-
-    start = time.perf_counter()
-    populations = simulate(args.size, max(args.size // 2, 8), args.steps, args.tau)
-    density, ux, uy = macroscopic(populations)
-    checksum = float(np.sum(density)) + float(np.sum(density * (ux**2 + uy**2)))
-    elapsed = time.perf_counter() - start
-
-    print(f"checksum: {checksum!r}")
-    print(f"time: {elapsed:.6f}")
-
-
 if __name__ == "__main__":
-    main()
+    example.equilibrium = equilibrium
+    example.simulate = simulate
+    example.main()

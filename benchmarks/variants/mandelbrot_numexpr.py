@@ -3,11 +3,11 @@
 Usage: python mandelbrot_numexpr.py [SIZE] [--iterations N]
 """
 
-import argparse
-import time
-
 import numexpr as ne
 import numpy as np
+from _example import load_example
+
+example = load_example("mandelbrot")
 
 
 def escape_counts(c: np.ndarray, max_iterations: int) -> np.ndarray:
@@ -20,24 +20,6 @@ def escape_counts(c: np.ndarray, max_iterations: int) -> np.ndarray:
     return state["counts"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=1000, help="pixels per side")
-    parser.add_argument("--iterations", type=int, default=50)
-    args = parser.parse_args()
-
-    real = np.linspace(-2.0, 0.6, args.size)
-    imaginary = np.linspace(-1.3, 1.3, args.size)
-    c = real[np.newaxis, :] + 1j * imaginary[:, np.newaxis]
-
-    start = time.perf_counter()
-    counts = escape_counts(c, args.iterations)
-    checksum = float(np.sum(counts))
-    elapsed = time.perf_counter() - start
-
-    print(f"checksum: {checksum!r}")
-    print(f"time: {elapsed:.6f}")
-
-
 if __name__ == "__main__":
-    main()
+    example.escape_counts = escape_counts
+    example.main()

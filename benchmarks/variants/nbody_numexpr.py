@@ -6,15 +6,13 @@ N-by-N arrays. The checksum combines the final positions and the total energy.
 Usage: python nbody_numexpr.py [SIZE] [--steps N] [--seed S]
 """
 
-import argparse
-import time
-
 import numexpr as ne
 import numpy as np
+from _example import load_example
 
-GRAVITY = 1.0
-SOFTENING = 0.1
-TIME_STEP = 0.01
+example = load_example("nbody")
+GRAVITY = example.GRAVITY
+SOFTENING = example.SOFTENING
 
 
 def accelerations(positions: np.ndarray, masses: np.ndarray) -> np.ndarray:
@@ -22,8 +20,16 @@ def accelerations(positions: np.ndarray, masses: np.ndarray) -> np.ndarray:
     x = positions[:, 0:1]
     y = positions[:, 1:2]
     z = positions[:, 2:3]
-    pairs = {"dx": x.T - x, "dy": y.T - y, "dz": z.T - z, "softening": SOFTENING, "gravity": GRAVITY}
-    pairs["inverse_cube"] = ne.evaluate("(dx**2 + dy**2 + dz**2 + softening**2) ** -1.5", local_dict=pairs)
+    pairs = {
+        "dx": x.T - x,
+        "dy": y.T - y,
+        "dz": z.T - z,
+        "softening": SOFTENING,
+        "gravity": GRAVITY,
+    }
+    pairs["inverse_cube"] = ne.evaluate(
+        "(dx**2 + dy**2 + dz**2 + softening**2) ** -1.5", local_dict=pairs
+    )
     ax = ne.evaluate("gravity * (dx * inverse_cube)", local_dict=pairs) @ masses
     ay = ne.evaluate("gravity * (dy * inverse_cube)", local_dict=pairs) @ masses
     az = ne.evaluate("gravity * (dz * inverse_cube)", local_dict=pairs) @ masses
@@ -43,32 +49,7 @@ def energy(positions: np.ndarray, velocities: np.ndarray, masses: np.ndarray) ->
     return float(kinetic + potential)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=2000, help="number of bodies")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=42)
-    args = parser.parse_args()
-
-    rng = np.random.default_rng(args.seed)
-    masses = rng.uniform(0.5, 1.5, args.size) / args.size
-    positions = rng.standard_normal((args.size, 3))
-    velocities = 0.1 * rng.standard_normal((args.size, 3))
-    velocities -= np.mean(masses[:, np.newaxis] * velocities, axis=0) / np.mean(masses)
-
-    start = time.perf_counter()
-    acceleration = accelerations(positions, masses)
-    for _ in range(args.steps):
-        velocities += 0.5 * TIME_STEP * acceleration
-        positions += TIME_STEP * velocities
-        acceleration = accelerations(positions, masses)
-        velocities += 0.5 * TIME_STEP * acceleration
-    checksum = float(np.sum(np.abs(positions))) + energy(positions, velocities, masses)
-    elapsed = time.perf_counter() - start
-
-    print(f"checksum: {checksum!r}")
-    print(f"time: {elapsed:.6f}")
-
-
 if __name__ == "__main__":
-    main()
+    example.accelerations = accelerations
+    example.energy = energy
+    example.main()

@@ -6,29 +6,14 @@ checksum combines the final water height and momentum.
 Usage: python shallow_water_numexpr.py [SIZE] [--steps N]
 """
 
-import argparse
-import time
-
 import numexpr as ne
 import numpy as np
+from _example import load_example
 
-GRAVITY = 9.8
-TIME_STEP = 0.02
-SPACING = 1.0
-
-
-def reflect(height: np.ndarray, momentum_x: np.ndarray, momentum_y: np.ndarray) -> None:
-    """Fill the ghost cells: walls reflect the normal momentum and mirror everything else."""
-    for field, flip_rows, flip_columns in (
-        (height, 1.0, 1.0),
-        (momentum_x, -1.0, 1.0),
-        (momentum_y, 1.0, -1.0),
-    ):
-        field[0, :] = flip_rows * field[1, :]
-        field[-1, :] = flip_rows * field[-2, :]
-        field[:, 0] = flip_columns * field[:, 1]
-        field[:, -1] = flip_columns * field[:, -2]
-
+example = load_example("shallow_water")
+GRAVITY = example.GRAVITY
+SPACING = example.SPACING
+TIME_STEP = example.TIME_STEP
 
 FLUX_ALONG = "along**2 / height + 0.5 * gravity * height**2"
 FLUX_ACROSS = "along * across / height"
@@ -39,7 +24,11 @@ def fluxes(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Fluxes of height, momentum along the direction and momentum across it."""
     terms = {"height": height, "along": along, "across": across, "gravity": GRAVITY}
-    return along, ne.evaluate(FLUX_ALONG, local_dict=terms), ne.evaluate(FLUX_ACROSS, local_dict=terms)
+    return (
+        along,
+        ne.evaluate(FLUX_ALONG, local_dict=terms),
+        ne.evaluate(FLUX_ACROSS, local_dict=terms),
+    )
 
 
 def half_step(a: np.ndarray, b: np.ndarray, fa: np.ndarray, fb: np.ndarray) -> np.ndarray:
@@ -84,32 +73,9 @@ def step(height: np.ndarray, momentum_x: np.ndarray, momentum_y: np.ndarray) -> 
     update(momentum_y, flux_x[2], flux_y[1])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("size", type=int, nargs="?", default=500, help="cells per side")
-    parser.add_argument("--steps", type=int, default=100)
-    args = parser.parse_args()
-
-    n = args.size
-    coordinates = np.linspace(-1.0, 1.0, n + 2)
-    x, y = np.meshgrid(coordinates, coordinates, indexing="ij")
-    height = 1.0 + 0.5 * np.exp(-((x - 0.2) ** 2 + (y + 0.1) ** 2) / 0.02)
-    momentum_x = np.zeros((n + 2, n + 2))
-    momentum_y = np.zeros((n + 2, n + 2))
-
-    start = time.perf_counter()
-    for _ in range(args.steps):
-        reflect(height, momentum_x, momentum_y)
-        step(height, momentum_x, momentum_y)
-    interior = (slice(1, -1), slice(1, -1))
-    checksum = float(np.sum(height[interior])) + float(
-        np.sum(np.abs(momentum_x[interior]) + np.abs(momentum_y[interior]))
-    )
-    elapsed = time.perf_counter() - start
-
-    print(f"checksum: {checksum!r}")
-    print(f"time: {elapsed:.6f}")
-
-
 if __name__ == "__main__":
-    main()
+    example.fluxes = fluxes
+    example.half_step = half_step
+    example.update = update
+    example.step = step
+    example.main()
