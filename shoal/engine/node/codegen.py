@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram
 
 _INT = "iu"
 _REAL = "f"
@@ -134,7 +134,7 @@ def generate(program: KernelProgram, name: str) -> str:
     slots = program.slots
     params = [f"n{d}" for d in range(ndim)]
     for i, slot in enumerate(slots):
-        if slot.kind == ARRAY:
+        if slot.kind in (ARRAY, DEFERRED):
             params += [f"a{i}", f"o{i}"] + [f"s{i}_{d}" for d in range(ndim)]
         elif slot.kind == CONST:
             params.append(f"c{i}")
@@ -150,7 +150,7 @@ def generate(program: KernelProgram, name: str) -> str:
     body_indent = "    " * (ndim + 1)
     for which, reduction in enumerate(reductions):
         lines.append(f"    acc{which} = {_identity(reduction.op, reduction.acc)}")
-    arrays = [i for i, slot in enumerate(slots) if slot.kind == ARRAY]
+    arrays = [i for i, slot in enumerate(slots) if slot.kind in (ARRAY, DEFERRED)]
     for i in arrays:
         lines.append(f"    q{i}_0 = o{i}")
     last = ndim - 1
@@ -200,7 +200,7 @@ def _dummy_arguments(program: KernelProgram, ndim: int) -> list[str]:
     """Source of arguments with the kernel's types that run zero iterations (to compile it)."""
     args = ["0"] * ndim
     for slot in program.slots:
-        if slot.kind == ARRAY:
+        if slot.kind in (ARRAY, DEFERRED):
             args += [f"np.zeros(1, np.dtype({slot.dtype.str!r}))", "0"] + ["0"] * ndim
         elif slot.kind == CONST:
             args.append(f"np.dtype({slot.dtype.str!r}).type(0)")
@@ -215,7 +215,7 @@ def _row_setup(slots, arrays: list[int], last: int) -> list[str]:
     """
     lines = []
     for i in arrays:
-        inner = slots[i].strides[-1] // slots[i].dtype.itemsize
+        inner = _inner_elements(slots[i])
         if inner == 1:
             lines.append(f"r{i} = a{i}[q{i}_{last}:q{i}_{last} + n{last}]")
         elif inner == 0 and not slots[i].written:
@@ -223,8 +223,13 @@ def _row_setup(slots, arrays: list[int], last: int) -> list[str]:
     return lines
 
 
+def _inner_elements(slot) -> int:
+    """The innermost stride in elements (a deferred slot's block buffer is always contiguous)."""
+    return 1 if slot.kind == DEFERRED else slot.strides[-1] // slot.dtype.itemsize
+
+
 def _element(slot, slot_id: int, last: int) -> str:
-    inner = slot.strides[-1] // slot.dtype.itemsize
+    inner = _inner_elements(slot)
     if inner == 1:
         return f"r{slot_id}[i{last}]"
     if inner == 0 and not slot.written:

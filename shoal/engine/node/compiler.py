@@ -30,7 +30,7 @@ import numpy as np
 
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
-from shoal.engine.node.program import ARRAY, CONST, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
@@ -240,13 +240,22 @@ class KernelCache:
             self._worker = None
 
 
-def kernel_args(program: KernelProgram, index: int, typed_of: Callable[[int, np.dtype], np.ndarray]) -> list[Any]:
-    """The compiled kernel's arguments for view-block ``index``."""
+def kernel_args(
+    program: KernelProgram,
+    index: int,
+    typed_of: Callable[[int, np.dtype], np.ndarray],
+    block_buffers: dict[int, np.ndarray],
+) -> list[Any]:
+    """The compiled kernel's arguments for view-block ``index``; deferred slots write into
+    ``block_buffers`` (slot -> a C-contiguous array of the view-block's shape)."""
     part = program.partition
     axis = part.axis
     args: list[Any] = list(part.block_shape(index))
-    for slot in program.slots:
-        if slot.kind == ARRAY:
+    for position, slot in enumerate(program.slots):
+        if slot.kind == DEFERRED:
+            buffer = block_buffers[position]
+            args += [buffer.reshape(-1), 0, *(s // slot.dtype.itemsize for s in buffer.strides)]
+        elif slot.kind == ARRAY:
             itemsize = slot.dtype.itemsize
             args.append(typed_of(slot.base, slot.dtype))
             args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)

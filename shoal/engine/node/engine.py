@@ -116,6 +116,7 @@ class NodeEngine(Component):
             axis_panels=counts.axis_panels,
             releases=counts.releases,
             temporaries=len(plan.temporaries),
+            deferred_writes=counts.deferred_writes,
             peak_bytes=self._storage.peak_bytes,
             block_ops=len(ops),
             dependency_edges=builder.deps.edges,

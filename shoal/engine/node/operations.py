@@ -1,7 +1,8 @@
 """Turning a plan into block operations in the dependency lists.
 
 A fusion group becomes one block operation per view-block (compiled kernel when ready, NumPy
-tiles otherwise) plus, for a reduction, an inline operation that folds the partials. A
+tiles otherwise) plus, for a reduction, an inline operation that folds the partials, and for a
+deferred write, inline operations that commit the rows neighbouring view-blocks read. A
 whole-view instruction becomes one block operation over every base-block it touches. A release
 becomes an inline operation that writes every base-block of its base, so it runs after every
 access and frees the memory at once.
@@ -21,9 +22,10 @@ from shoal.bytecode import Const, Instruction, Kind, View, spec
 from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
+from shoal.engine.node.deferred import block_buffer, commit, store
 from shoal.engine.node.deps import BlockOp, DependencyLists
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
-from shoal.engine.node.program import ARRAY, KernelProgram, lower
+from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, lower
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.tiles import finalize, run_tiles
 
@@ -42,6 +44,7 @@ class BuildCounts:
     product_panels: int = 0
     axis_panels: int = 0
     releases: int = 0
+    deferred_writes: int = 0
 
 
 class GroupRunner:
@@ -53,19 +56,50 @@ class GroupRunner:
         self.kernels = kernels
         self.key = kernel_key(program.structure()) if kernels is not None else ""
         self.compiled_blocks = 0
+        self._held: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     def run(self, index: int) -> Any:
+        """Compute view-block ``index``; store its deferred writes, holding shared rows."""
+        program = self.program
+        shape = program.partition.block_shape(index)
+        buffers = {slot: block_buffer(slot, program.slots[slot].dtype, shape) for slot in program.reaches}
         with np.errstate(all="ignore"):
-            if self.kernels is None:
-                return run_tiles(self.program, index, self.storage.raw)
-            kernel = self.kernels.ready(self.key)
-            if kernel is not None:
-                self.compiled_blocks += 1
-                return kernel(*kernel_args(self.program, index, self.storage.typed))
-            started = time.perf_counter()
-            result = run_tiles(self.program, index, self.storage.raw)
-            self.kernels.note_numpy_time(self.key, self.program, time.perf_counter() - started)
-            return result
+            result = self._compute(index, buffers)
+        for slot, computed in buffers.items():
+            held = store(computed, self._target(slot, index), *self.held_rows(slot, index))
+            if held is not None:
+                self._held[(index, slot)] = held
+        return result
+
+    def _compute(self, index: int, buffers: dict[int, np.ndarray]) -> Any:
+        if self.kernels is None:
+            return run_tiles(self.program, index, self.storage.raw, buffers)
+        kernel = self.kernels.ready(self.key)
+        if kernel is not None:
+            self.compiled_blocks += 1
+            return kernel(*kernel_args(self.program, index, self.storage.typed, buffers))
+        started = time.perf_counter()
+        result = run_tiles(self.program, index, self.storage.raw, buffers)
+        self.kernels.note_numpy_time(self.key, self.program, time.perf_counter() - started)
+        return result
+
+    def held_rows(self, slot: int, index: int) -> tuple[int, int]:
+        """Rows of view-block ``index`` that deferred ``slot`` holds at its front and back."""
+        part = self.program.partition
+        return self.program.reaches[slot].held_rows(part.starts[index], part.stops[index], part.shape[0])
+
+    def _target(self, slot: int, index: int) -> np.ndarray:
+        s = self.program.slots[slot]
+        part = self.program.partition
+        offset = part.block_offset(index, s.offset, s.strides)
+        return np.ndarray(part.block_shape(index), s.dtype, buffer=self.storage.raw(s.base), offset=offset, strides=s.strides)
+
+    def commit(self, index: int) -> None:
+        """Store the rows view-block ``index`` held, now that no other view-block reads them."""
+        for slot in self.program.reaches:
+            held = self._held.pop((index, slot), None)
+            if held is not None:
+                commit(held, self._target(slot, index))
 
 
 class Builder:
@@ -126,7 +160,7 @@ class Builder:
         runner = GroupRunner(program, self.storage, kernels)
         self.runners.append(runner)
         part = program.partition
-        arrays = [slot for slot in program.slots if slot.kind == ARRAY]
+        arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]
         bases = tuple({slot.base for slot in arrays})
         written = tuple({slot.base for slot in arrays if slot.written})
         access_lists = [self._slot_blocks(program, slot) for slot in arrays]
@@ -143,6 +177,30 @@ class Builder:
             fold = partial(self._fold, program, which, ops, output)
             op = BlockOp(self._next(), fold, (), tuple(self._view_blocks(output)), (output.base,), (output.base,), inline=True, label="fold")
             self.deps.insert_group([op], after=ops)
+        if program.reaches:
+            self.counts.deferred_writes += len(program.reaches)
+            self.deps.insert_group(self._commits(runner))
+
+    def _commits(self, runner: GroupRunner) -> list[BlockOp]:
+        """One inline operation per view-block that holds rows, writing those rows' base-blocks."""
+        program = runner.program
+        part = program.partition
+        commits = []
+        for index in range(len(part)):
+            writes: list[tuple[int, int]] = []
+            for slot_id in program.reaches:
+                slot = program.slots[slot_id]
+                front, back = runner.held_rows(slot_id, index)
+                rows = part.stops[index] - part.starts[index]
+                for first, count in ((0, front), (rows - back, back)):
+                    if count:
+                        offset = part.block_offset(index, slot.offset, slot.strides) + first * slot.strides[0]
+                        low, high = extent(offset, (count, *part.shape[1:]), slot.strides, slot.dtype.itemsize)
+                        writes += [(slot.base, k) for k in base_blocks(low, high, self._block_bytes(slot.base))]
+            if writes:
+                bases = tuple({key[0] for key in writes})
+                commits.append(BlockOp(self._next(), partial(runner.commit, index), (), tuple(writes), bases, bases, inline=True, label="commit"))
+        return commits
 
     def _fold(self, program: KernelProgram, which: int, ops: list[BlockOp], output: View) -> None:
         with np.errstate(all="ignore"):

@@ -6,7 +6,9 @@ as running them one at a time: every base that the group writes must be accessed
 same element mapping everywhere in the group, or through byte ranges that do not overlap. A
 full reduction joins the group too (its result is written when all view-blocks are done, so
 nothing later in the group may touch it). Everything else runs as a *whole-view* operation through the
-opcode's reference implementation.
+opcode's reference implementation. A small instruction that cannot join the group but touches
+nothing the group writes (say, dividing a reduction's result by a count) is *postponed* until
+the group closes instead of closing it.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
@@ -16,7 +18,7 @@ same mapping) and releases is a *temporary*: it lives per element (compiled) or 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,6 +27,7 @@ from shoal.engine.node.blocks import broadcast_strides, view_extent
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 MAX_GROUP_STEPS = 64
+POSTPONE_ELEMENTS = 4096  # instructions this small (and 1/16 of the group) may wait for it to close
 _NUMERIC_KINDS = "biufc"
 
 
@@ -37,6 +40,7 @@ class Access:
     low: int
     high: int
     write: bool
+    deferred: bool = False
 
 
 @dataclass
@@ -47,9 +51,19 @@ class Group:
     instructions: list[Instruction] = field(default_factory=list)
     accesses: dict[int, list[Access]] = field(default_factory=dict)
     reductions: list[Instruction] = field(default_factory=list)
+    deferred: dict[int, tuple] = field(default_factory=dict)  # base -> mapping key of its deferred write
+    postponed: list[Instruction] = field(default_factory=list)
 
     def closed(self) -> bool:
         return len(self.instructions) >= MAX_GROUP_STEPS
+
+    def postponed_bases(self) -> set[int]:
+        """Bases that postponed instructions write: the group may no longer touch them."""
+        return {out.base for instruction in self.postponed for out in instruction.outputs}
+
+    def postponed_reads(self) -> set[int]:
+        """Bases that postponed instructions read: the group may no longer write them."""
+        return {view.base for instruction in self.postponed for view in instruction.inputs if isinstance(view, View)}
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         nonlocal current
         if current is not None:
             steps.append(current)
+            steps.extend(WholeOp(instruction) for instruction in current.postponed)
             current = None
         steps.extend(pending_releases)
         pending_releases.clear()
@@ -98,22 +113,26 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
                 close()
             continue
         shape = _fusible_shape(instruction)
-        if shape is None:
+        accesses = None if shape is None else _accesses(instruction, shape)
+        joined = None
+        if accesses is not None and current is not None and current.shape == shape:
+            joined = _join(current, accesses)
+        if joined is None and current is not None and _postponable(current, instruction):
+            current.postponed.append(instruction)
+            continue
+        if joined is None:
             close()
+            joined = None if accesses is None else _join(None, accesses)
+        if joined is None or shape is None:
             steps.append(WholeOp(instruction))
             continue
-        accesses = _accesses(instruction, shape)
-        if accesses is None:
-            close()
-            steps.append(WholeOp(instruction))
-            continue
-        if current is not None and (current.shape != shape or not _compatible(current, accesses)):
-            close()
         if current is None:
             current = Group(shape)
         current.instructions.append(instruction)
-        for access in accesses:
+        for access in joined:
             current.accesses.setdefault(access.base, []).append(access)
+            if access.deferred:
+                current.deferred[access.base] = access.key
         if instruction.op in FUSIBLE_REDUCTIONS:
             current.reductions.append(instruction)
         if current.closed():
@@ -157,7 +176,7 @@ def _full_reduction(instruction: Instruction, source: View) -> bool:
 
 
 def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] | None:
-    """Accesses over ``shape``; None if the instruction overlaps itself with different mappings."""
+    """How ``instruction`` touches its bases over ``shape``; None if a view does not broadcast."""
     accesses: list[Access] = []
     views: list[tuple[View, bool]] = [(view, False) for view in instruction.inputs if isinstance(view, View)]
     if instruction.op not in FUSIBLE_REDUCTIONS:
@@ -173,26 +192,65 @@ def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] 
             return None
         low, high = view_extent(view)
         accesses.append(Access(view.base, (view.dtype, view.offset, strides), low, high, write))
-    if not _conflict_free(accesses, accesses):
-        return None
     return accesses
 
 
-def _compatible(group: Group, accesses: list[Access]) -> bool:
-    existing = [a for new in {a.base for a in accesses} for a in group.accesses.get(new, ())]
-    return _conflict_free(existing, accesses)
+def _join(group: Group | None, new: list[Access]) -> list[Access] | None:
+    """``new`` as it joins ``group`` (None: a group of its own), or None if it cannot.
 
-
-def _conflict_free(existing: list[Access], new: list[Access]) -> bool:
-    """True if every write meets other accesses of its base only through the same mapping."""
+    Every write must meet other accesses of its base only through the same mapping or disjoint
+    bytes, unless it can be deferred: the group has not written the base yet and every
+    overlapping access is a read with the write's dtype and strides.
+    """
+    if group is not None:
+        if any(a.base in group.deferred or a.base in group.postponed_bases() for a in new):
+            return None
+        if any(a.write and a.base in group.postponed_reads() for a in new):
+            return None
+    existing = [] if group is None else [a for base in {a.base for a in new} for a in group.accesses.get(base, ())]
+    everything = [*existing, *new]
+    joined = list(new)
+    for position, write in enumerate(new):
+        if not write.write or write.key[0] == "reduction":
+            continue
+        clashes = [b for b in everything if b is not write and _clash(write, b)]
+        if clashes and _deferrable(write, clashes, everything):
+            joined[position] = replace(write, deferred=True)
+    deferred = {id(new[i]) for i, a in enumerate(joined) if a.deferred}
     for a in new:
-        for b in existing:
-            if a is b or a.base != b.base or not (a.write or b.write):
-                continue
-            if a.key == b.key:
-                continue
-            if a.low < b.high and b.low < a.high:
-                return False
+        for b in everything:
+            if b is not a and _clash(a, b) and id(a) not in deferred and id(b) not in deferred:
+                return None
+    return joined
+
+
+def _clash(a: Access, b: Access) -> bool:
+    """True if ``a`` and ``b`` may touch the same bytes through different mappings, one writing."""
+    return a.base == b.base and (a.write or b.write) and a.key != b.key and a.low < b.high and b.low < a.high
+
+
+def _deferrable(write: Access, clashes: list[Access], everything: list[Access]) -> bool:
+    if any(b.write for b in clashes):
+        return False
+    if any(b.write and b is not write and b.base == write.base for b in everything):
+        return False
+    dtype, _, strides = write.key
+    return all(b.key[0] == dtype and b.key[2] == strides for b in clashes)
+
+
+def _postponable(group: Group, instruction: Instruction) -> bool:
+    """True if ``instruction`` is small and may run after ``group`` without changing results."""
+    size = sum(math.prod(out.shape) for out in instruction.outputs)
+    if size > min(POSTPONE_ELEMENTS, math.prod(group.shape) // 16):
+        return False
+    written = {base for base, accesses in group.accesses.items() if any(a.write for a in accesses)}
+    results = {r.outputs[0].base for r in group.reductions}
+    for out in instruction.outputs:
+        if out.base in group.accesses:
+            return False
+    for operand in instruction.inputs:
+        if isinstance(operand, View) and operand.base in written and operand.base not in results:
+            return False
     return True
 
 

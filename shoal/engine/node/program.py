@@ -1,7 +1,8 @@
 """A fusion group lowered to a kernel program: operand slots, typed steps, block geometry.
 
 Slots are the kernel's operands: arrays in base memory (one per distinct element mapping),
-temporaries (per element or per tile, never in base memory) and constants. Steps name slots by
+temporaries (per element or per tile, never in base memory), deferred outputs (a block buffer
+stored into base memory after the kernel, see ``shoal.engine.node.deferred``) and constants. Steps name slots by
 index and carry the loop dtypes NumPy would use, so a compiled kernel computes exactly what the
 reference does. :meth:`KernelProgram.structure` is a hashable value that keys the compile cache:
 it holds dtypes, mappings' inner-stride classes and steps, never addresses or constant values.
@@ -10,15 +11,16 @@ it holds dtypes, mappings' inner-stride classes and steps, never addresses or co
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from shoal.bytecode import Const, Instruction, View, spec
 from shoal.engine.node.blocks import Partition, broadcast_strides, collapse, partition
+from shoal.engine.node.deferred import Reach, reach
 from shoal.engine.node.plan import Group, loop_dtype_of
 
-ARRAY, TEMP, CONST = "array", "temp", "const"
+ARRAY, TEMP, CONST, DEFERRED = "array", "temp", "const", "deferred"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,7 @@ class KernelProgram:
     reductions: list[ReductionStep]
     partition: Partition
     elements: int
+    reaches: dict[int, Reach] = field(default_factory=dict)  # deferred slot -> rows other blocks read
 
     def structure(self) -> tuple:
         """The kernel's shape as a hashable value (no addresses, no constant values)."""
@@ -106,12 +109,13 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             return len(slots) - 1
         strides = broadcast_strides(operand, group.shape)
         if operand.base in temporaries:
-            key = ("temp", operand.base)
+            kind, key = TEMP, ("temp", operand.base)
+        elif write and operand.base in group.deferred:
+            kind, key = DEFERRED, ("deferred", operand.base)
         else:
-            key = ("array", operand.base, operand.dtype, operand.offset, strides)
+            kind, key = ARRAY, ("array", operand.base, operand.dtype, operand.offset, strides)
         index = slot_index.get(key)
         if index is None:
-            kind = TEMP if operand.base in temporaries else ARRAY
             slots.append(Slot(kind, operand.dtype, operand.base, operand.offset, strides))
             raw_strides.append(strides)
             index = slot_index[key] = len(slots) - 1
@@ -136,7 +140,13 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     for i, strides in zip(array_ids, collapsed):
         s = slots[i]
         slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written)
-    return KernelProgram(shape, slots, steps, reductions, partition(shape, block_elements), math.prod(group.shape))
+    reaches = {}
+    for i, slot in enumerate(slots):
+        if slot.kind == DEFERRED:
+            reads = [(s.offset, s.strides) for s in slots if s.kind == ARRAY and s.base == slot.base]
+            reaches[i] = reach(shape, slot.offset, slot.strides, slot.dtype.itemsize, reads)
+    blocks = partition(shape, block_elements, outer_only=bool(reaches))
+    return KernelProgram(shape, slots, steps, reductions, blocks, math.prod(group.shape), reaches)
 
 
 def _const_dtype(const: Const) -> np.dtype:

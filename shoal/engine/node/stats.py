@@ -37,6 +37,7 @@ class BatchStats:
     axis_panels: int = 0  # slabs of reductions and scans along an axis run on the pool
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
+    deferred_writes: int = 0  # in-place writes fused with their reads through block buffers
     peak_bytes: int = 0  # most base memory held at once during the batch
     block_ops: int = 0
     dependency_edges: int = 0

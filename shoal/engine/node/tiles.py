@@ -14,13 +14,20 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import spec
-from shoal.engine.node.program import ARRAY, CONST, TEMP, KernelProgram, KernelStep
+from shoal.engine.node.program import ARRAY, DEFERRED, TEMP, KernelProgram, KernelStep
 
 TILE_ELEMENTS = 32768
 
 
-def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.ndarray]) -> Any:
+def run_tiles(
+    program: KernelProgram,
+    index: int,
+    buffer_of: Callable[[int], np.ndarray],
+    block_buffers: dict[int, np.ndarray],
+) -> Any:
     """Run view-block ``index`` of ``program``; the block's partial reductions (a tuple) or None.
+
+    Deferred slots write into ``block_buffers`` (slot -> an array of the view-block's shape).
 
     Tiles are runs along the first axis of the block whose trailing axes hold at most
     ``TILE_ELEMENTS`` elements, the axes before it fixed: a (2, 250, 500) block runs as tiles of
@@ -35,7 +42,7 @@ def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.
     tile_rows = max(1, TILE_ELEMENTS // max(math.prod(inner_shape), 1))
     slots = program.slots
     offsets = [part.block_offset(index, s.offset, s.strides) if s.kind == ARRAY else 0 for s in slots]
-    block_strides = [s.strides[part.axis :] if s.kind != CONST else () for s in slots]
+    block_strides = [s.strides[part.axis :] if s.kind == ARRAY else () for s in slots]
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
     scratch = {i: np.empty((min(tile_rows, shape[axis]), *inner_shape), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
     steps = [(_implementation(program, step), step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
@@ -55,6 +62,8 @@ def run_tiles(program: KernelProgram, index: int, buffer_of: Callable[[int], np.
                     operands.append(np.ndarray(tile_shape, slot.dtype, buffer=buffers[i], offset=offset, strides=strides[axis:]))
                 elif slot.kind == TEMP:
                     operands.append(scratch[i][:rows])
+                elif slot.kind == DEFERRED:
+                    operands.append(block_buffers[i][(*outer, slice(start, start + rows))])
                 else:
                     operands.append(slot.value)
             pending = 0
