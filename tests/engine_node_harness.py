@@ -14,13 +14,21 @@ from shoal.engine.node import NodeEngine
 Program = Callable[[Recorder], list[View]]
 
 
-def node_engine(block: int = 7, threads: int = 2, compile: str = "off") -> NodeEngine:
+def node_engine(block: int = 7, threads: int = 2, compile: str = "off", schedule: str = "program") -> NodeEngine:
     engine = NodeEngine()
-    engine.init(Config(threads=threads, block_size=block, options={"compile": compile, "direct_work": "0"}))
+    engine.init(Config(threads=threads, block_size=block, options={"compile": compile, "direct_work": "0", "schedule": schedule}))
     return engine
 
 
-def run_both(program: Program, block: int = 7, threads: int = 2, compile: str = "off", exact: bool = True, batches: int = 1) -> NodeEngine:
+def run_both(
+    program: Program,
+    block: int = 7,
+    threads: int = 2,
+    compile: str = "off",
+    exact: bool = True,
+    batches: int = 1,
+    schedule: str = "program",
+) -> NodeEngine:
     """Record ``program`` (``batches`` times, one batch each), run it on both engines, compare.
 
     ``exact`` demands bit-equal results (NumPy tile path); otherwise floats match to their
@@ -29,7 +37,7 @@ def run_both(program: Program, block: int = 7, threads: int = 2, compile: str = 
     recorder = Recorder()
     reference = ReferenceEngine()
     reference.init(Config())
-    node = node_engine(block, threads, compile)
+    node = node_engine(block, threads, compile, schedule)
     try:
         checked: list[View] = []
         for _ in range(batches):

@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shoal.engine.node.deferred import Reach, reach
 from shoal.engine.node.plan import Group, WholeOp, plan_batch
@@ -42,9 +44,10 @@ def test_in_place_jacobi_sweeps_are_one_kernel_each_without_a_temporary(block):
     assert stats.peak_bytes == 23 * 17 * 8  # only the grid: the right-hand side is never allocated
 
 
+@pytest.mark.parametrize("schedule", ["program", "reverse"])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_in_place_jacobi_matches_on_any_thread_count(threads):
-    run_both(in_place_jacobi(4, shape=(40, 9)), block=9, threads=threads)
+def test_in_place_jacobi_matches_on_any_thread_count_and_schedule(threads, schedule):
+    run_both(in_place_jacobi(4, shape=(40, 9)), block=9, threads=threads, schedule=schedule)
 
 
 @pytest.mark.parametrize(("write", "read"), [((slice(2, None),), (slice(None, -2),)), ((slice(None, -3),), (slice(3, None),))])
@@ -142,3 +145,35 @@ def test_compiled_in_place_jacobi_and_heat_sweeps(block):
         return [grid, work, delta]
 
     assert run_both(heat, block=block, compile="sync", exact=False).last_stats.compiled_block_ops > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(3, 30),
+    cols=st.integers(3, 12),
+    shifts=st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=3),
+    reverse=st.booleans(),
+    block=st.integers(1, 50),
+    threads=st.sampled_from([1, 2, 3]),
+    schedule=st.sampled_from(["program", "reverse"]),
+)
+def test_random_shifted_in_place_updates_match_the_reference(rows, cols, shifts, reverse, block, threads, schedule):
+    """``a[w] = a[w] * 0.5 + sum(a[w shifted by (dr, dc)])`` over random shifts, also through
+    views walking the rows backwards, on any block size, thread count and legal schedule (one
+    thread in reverse order runs later view-blocks before the earlier ones that read them)."""
+
+    def window(dr: int, dc: int) -> tuple[slice, slice]:
+        columns = slice(2 + dc, 2 + dc + cols)
+        if reverse:
+            return slice(1 + dr + rows, 1 + dr if dr > -2 else None, -1), columns
+        return slice(2 + dr, 2 + dr + rows), columns
+
+    def program(rec):
+        a = rec.array(RNG.random((rows + 4, cols + 4)))
+        total = rec.ufunc("multiply", rec.index(a, window(0, 0)), 0.5)
+        for dr, dc in shifts:
+            total = rec.ufunc("add", total, rec.index(a, window(dr, dc)))
+        rec.copy(rec.index(a, window(0, 0)), total)
+        return [a]
+
+    run_both(program, block=block, threads=threads, schedule=schedule)

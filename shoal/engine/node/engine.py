@@ -11,6 +11,9 @@ Settings (``Config`` first, the environment overrides):
 * threads: ``Config.threads``; ``Config.options["threads"]`` or ``SHOAL_NUM_THREADS`` override.
 * compilation: ``Config.options["compile"]`` or ``SHOAL_COMPILE`` = ``background`` (default),
   ``sync`` or ``off``.
+* schedule: ``Config.options["schedule"]`` or ``SHOAL_SCHEDULE`` = ``program`` (default: earliest
+  ready operation first) or ``reverse`` (latest first; a legal order that tests use to show no
+  dependency is missing).
 * direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
   below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
   so does a batch whose instructions average under 1/16 of it, and a lone element-wise
@@ -64,7 +67,10 @@ class NodeEngine(Component):
         self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
         self._kernels = KernelCache(CompileMode.parse(mode))
-        self._pool = WorkerPool(self.threads)
+        schedule = (config.options.get("schedule") or os.environ.get("SHOAL_SCHEDULE") or "program").strip().lower()
+        if schedule not in ("program", "reverse"):
+            raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")
+        self._pool = WorkerPool(self.threads, reverse=schedule == "reverse")
 
     def _ready(self) -> tuple[WorkerPool, KernelCache]:
         if self._pool is None or self._kernels is None:

@@ -4,6 +4,10 @@ Ready operations (reference count zero) wait in a heap ordered by program positi
 work runs first and releases free memory promptly. Worker threads run kernels (compiled ones
 drop the GIL); the scheduling thread keeps the bookkeeping, runs cheap ``inline`` operations
 itself and runs ``exclusive`` ones (work that brings its own threads) alone.
+
+Any order of ready operations is a legal schedule. ``reverse=True`` runs the latest ready one
+first: tests use it to show that no dependency is missing between operations that program order
+alone happens to serialise.
 """
 
 from __future__ import annotations
@@ -30,10 +34,11 @@ class RunStats:
 class WorkerPool:
     """``threads`` workers fed from a task queue; they report back on a completion queue."""
 
-    def __init__(self, threads: int) -> None:
+    def __init__(self, threads: int, reverse: bool = False) -> None:
         if threads < 1:
             raise ValueError(f"a worker pool needs at least one thread, got {threads}")
         self.threads = threads
+        self.reverse = reverse
         self._tasks: queue.SimpleQueue[BlockOp | None] = queue.SimpleQueue()
         self._done: queue.SimpleQueue[tuple[BlockOp, BaseException | None]] = queue.SimpleQueue()
         self._workers: list[threading.Thread] = []
@@ -60,7 +65,8 @@ class WorkerPool:
         stats = RunStats(operations=len(ops))
         start = clock = time.perf_counter()
         inline_seconds = waiting_seconds = 0.0
-        ready = [op for op in ops if op.refcount == 0]
+        sign = -1 if self.reverse else 1
+        ready = [(sign * op.seq, op) for op in ops if op.refcount == 0]
         heapq.heapify(ready)
         inflight = 0
         finished = 0
@@ -68,7 +74,7 @@ class WorkerPool:
         parallel = self.threads > 1
         while True:
             while ready and failure is None:
-                op = ready[0]
+                op = ready[0][1]
                 run_here = op.inline or op.exclusive or not parallel
                 if run_here:
                     if op.exclusive and inflight:
@@ -84,7 +90,7 @@ class WorkerPool:
                     finally:
                         inline_seconds += time.perf_counter() - began
                     finished += 1
-                    _release_dependents(op, ready)
+                    _release_dependents(op, ready, sign)
                     continue
                 if inflight >= self.threads:
                     break
@@ -105,7 +111,7 @@ class WorkerPool:
                 failure = failure or error
             elif failure is None:
                 finished += 1
-                _release_dependents(op, ready)
+                _release_dependents(op, ready, sign)
         stats.wall_seconds = time.perf_counter() - start
         stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds)
         if failure is not None:
@@ -122,8 +128,8 @@ class WorkerPool:
         self._workers.clear()
 
 
-def _release_dependents(op: BlockOp, ready: list[BlockOp]) -> None:
+def _release_dependents(op: BlockOp, ready: list[tuple[int, BlockOp]], sign: int) -> None:
     for dependent in op.dependents:
         dependent.refcount -= 1
         if dependent.refcount == 0:
-            heapq.heappush(ready, dependent)
+            heapq.heappush(ready, (sign * dependent.seq, dependent))
