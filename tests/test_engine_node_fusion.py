@@ -142,3 +142,23 @@ def test_block_operations_follow_the_block_size():
 
     assert run_both(program, block=100).last_stats.block_ops == 10
     assert run_both(program, block=1000).last_stats.block_ops == 1
+
+
+def test_a_release_the_open_group_does_not_need_frees_memory_before_the_group_runs():
+    """heat_equation's ``work`` of the last sweep is dropped while the next sweep's is recorded."""
+    state = {}
+
+    def program(rec):
+        if "a" not in state:
+            state["a"] = rec.array(np.arange(4000.0))
+        a, previous = state["a"], state.get("work")
+        doubled = rec.ufunc("multiply", a, 2.0)
+        if previous is not None:
+            rec.release(previous)
+        work = state["work"] = rec.ufunc("add", doubled, 1.0)
+        rec.release(doubled)
+        return [a, work]
+
+    engine = run_both(program, block=500, batches=3)
+    assert engine.last_stats.kernels == 1 and engine.last_stats.temporaries == 1
+    assert engine.last_stats.peak_bytes == 2 * 4000 * 8  # ``a`` and one ``work``, never two

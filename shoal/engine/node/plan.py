@@ -108,9 +108,11 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
 
     for instruction in batch.instructions:
         if instruction.op == "release":
-            pending_releases.append(Release(instruction.attr("base")))
-            if current is None:
-                close()
+            release = Release(instruction.attr("base"))
+            if current is None or not _uses(current, release.base):
+                steps.append(release)  # now: its memory can serve the open group's new bases
+            else:
+                pending_releases.append(release)
             continue
         shape = _fusible_shape(instruction)
         accesses = None if shape is None else _accesses(instruction, shape)
@@ -236,6 +238,10 @@ def _deferrable(write: Access, clashes: list[Access], everything: list[Access]) 
         return False
     dtype, _, strides = write.key
     return all(b.key[0] == dtype and b.key[2] == strides for b in clashes)
+
+
+def _uses(group: Group, base: int) -> bool:
+    return base in group.accesses or base in group.postponed_bases() or base in group.postponed_reads()
 
 
 def _postponable(group: Group, instruction: Instruction) -> bool:

@@ -8,13 +8,13 @@ A base that arrives with data *borrows* the batch's array (read-only) and is cop
 the first operation that writes it is about to run: arrays that a program only reads are never
 copied, and the batch itself is never modified.
 
-Released memory up to 32 MiB a buffer is kept for reuse by a later base of the same byte size:
-touching fresh pages costs about four times an add over them, and programs that create arrays
-in a loop ask for the same sizes again and again. Larger buffers are not kept: a reused buffer
-is resident at once, where fresh memory becomes resident as it is written, and reuse raised
-Jacobi's peak RSS at 4096² by a whole grid. Before a fresh allocation, spares of at least its
-size are freed, so held plus spare memory never exceeds what live bases alone reached; between
-batches at most 64 MiB of spares stay (``trim``), about what the C allocator keeps for NumPy.
+Released memory is kept for reuse by a later base of the same byte size: touching fresh pages
+costs about four times an add over them, and programs that create arrays in a loop ask for the
+same sizes again and again. Before a fresh allocation, spares of at least its size are freed, so
+held plus spare memory never exceeds what live bases alone reached. Between batches only spares
+up to 32 MiB each and 64 MiB in all stay (``trim``), about what the C allocator keeps for NumPy:
+a kept buffer is resident at once, where fresh memory becomes resident as it is written, and
+keeping large ones across batches raised Jacobi's peak RSS at 4096² by a whole grid.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Storage:
         if held is None:
             return
         self.bytes_held -= held.nbytes
-        if not borrowed and 0 < held.nbytes <= KEEP_SPARE_LARGEST and held.base is None:
+        if not borrowed and held.nbytes > 0 and held.base is None:
             self._spare.setdefault(held.nbytes, []).append(held)
             self._spare_bytes += held.nbytes
 
