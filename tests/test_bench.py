@@ -45,6 +45,7 @@ def test_quick_run_writes_table_and_checksums_agree(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert "| jacobi_stencil |" in table and "| black_scholes |" in table
     assert "All tools' checksums agree" in table
+    assert "Fused element-wise kernel: the same triad through Shoal" in table
     assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -60,3 +61,15 @@ def test_shoal_stats_prints_engine_totals_at_exit(tmp_path: Path) -> None:
     from shoal.engine.node.stats import STATS_PREFIX as ENGINE_PREFIX
 
     assert STATS_PREFIX == ENGINE_PREFIX
+
+
+@pytest.mark.full
+def test_fused_triad_is_measured_against_the_roof_loop() -> None:
+    from shoal.bench import fused
+
+    result = fused.measure_in_child(elements=1 << 18, repeats=2)
+    assert result.elements == 1 << 18
+    assert result.shoal_bytes_per_second > 0 and result.roof_bytes_per_second > 0
+    assert result.fraction == result.shoal_bytes_per_second / result.roof_bytes_per_second
+    with pytest.raises(ValueError, match="must be positive"):
+        fused.measure(elements=0)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy
 
-from shoal.bench import chart, report, stream
+from shoal.bench import chart, fused, report, stream
 from shoal.bench.catalog import EXAMPLES, Example, find
 from shoal.bench.measure import TOOLS, BenchError, command, run
 from shoal.bench.results import Cell, ExampleResult
@@ -187,8 +187,12 @@ def main(argv: list[str] | None = None) -> int:
     examples = [(example, _size(example, overrides, args.quick, args.scale)) for example in chosen]
 
     started = time.perf_counter()
-    roof = stream.measure_in_child(QUICK_ROOF_ELEMENTS if args.quick else stream.DEFAULT_ELEMENTS)
+    roof_elements = QUICK_ROOF_ELEMENTS if args.quick else stream.DEFAULT_ELEMENTS
+    roof = stream.measure_in_child(roof_elements)
     print(f"roof: {roof.describe()}", file=sys.stderr)
+    fused_triad = fused.measure_in_child(roof_elements) if roof.method == "numba-triad" else None
+    if fused_triad is not None:
+        print(f"fused triad through Shoal: {fused_triad.describe()}", file=sys.stderr)
     command_line = shlex.join(["python", "-m", "shoal.bench", *(sys.argv[1:] if argv is None else argv)])
 
     def write_report(results: list[ExampleResult], done: int) -> str:
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             numpy=numpy.__version__,
             tools=args.tools,
         )
-        text = report.render(results, roof, info)
+        text = report.render(results, roof, info, fused_triad)
         (output / "bench.md").write_text(text)
         return text
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shoal.bench.fused import FusedBandwidth
 from shoal.bench.results import ExampleResult
 from shoal.bench.stream import Roof
 
@@ -65,7 +66,7 @@ def _size(result: ExampleResult) -> str:
     return f"{result.size} {arguments}".strip()
 
 
-def render(results: list[ExampleResult], roof: Roof, info: RunInfo) -> str:
+def render(results: list[ExampleResult], roof: Roof, info: RunInfo, fused: FusedBandwidth | None = None) -> str:
     """The whole report as Markdown."""
     tools = info.tools
     lines = [
@@ -76,6 +77,9 @@ def render(results: list[ExampleResult], roof: Roof, info: RunInfo) -> str:
         f"Python {info.python}, NumPy {info.numpy}.",
         "",
         f"Memory-bandwidth roof: {roof.describe()}.",
+        "",
+        "Fused element-wise kernel: "
+        + (f"the same triad through Shoal, {fused.describe()}." if fused else "not measured (needs Numba)."),
         "",
         "## Median seconds (speed-up over NumPy)",
         "",

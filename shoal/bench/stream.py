@@ -15,12 +15,14 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 DEFAULT_ELEMENTS = 1 << 25  # 256 MiB per float64 array, three arrays: far beyond any cache
 DEFAULT_REPEATS = 10
+TRIAD_BYTES_PER_ELEMENT = 3 * 8  # counted the STREAM way: two reads, one write
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ def _best_seconds(kernel, repeats: int) -> float:
     return best
 
 
-def _numba_triad(elements: int, repeats: int) -> Roof:
+def numba_triad(elements: int) -> tuple[Callable[[], None], Callable[[], bool]]:
+    """A compiled parallel triad over fresh arrays (first touched in parallel) and its check."""
     import numba
 
     @numba.njit(parallel=True, fastmath=False, cache=False)
@@ -71,10 +74,17 @@ def _numba_triad(elements: int, repeats: int) -> Roof:
     a, b, c = (np.empty(elements) for _ in range(3))
     for array, value in ((a, 0.0), (b, 1.0), (c, 2.0)):
         fill(array, value)
-    seconds = _best_seconds(lambda: triad(a, b, c, 3.0), repeats)
-    if a[elements // 2] != 7.0:
+    return (lambda: triad(a, b, c, 3.0)), (lambda: a[elements // 2] == 7.0)
+
+
+def _numba_triad(elements: int, repeats: int) -> Roof:
+    import numba
+
+    run, correct = numba_triad(elements)
+    seconds = _best_seconds(run, repeats)
+    if not correct():
         raise RuntimeError("STREAM triad produced a wrong result")
-    return Roof(3 * 8 * elements / seconds, "numba-triad", numba.get_num_threads(), elements)
+    return Roof(TRIAD_BYTES_PER_ELEMENT * elements / seconds, "numba-triad", numba.get_num_threads(), elements)
 
 
 def _numpy_copy(elements: int, repeats: int) -> Roof:
