@@ -84,8 +84,24 @@ def machine_code_cached(key: str) -> bool:
     return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
 
 
+def _generator_stamp() -> str:
+    """A digest of the code that writes kernels or is inlined into them. Numba's disk cache
+    checks only the kernel module's own file, so the stamp is part of every kernel's key: a
+    kernel cached by an older generator is never loaded."""
+    digest = hashlib.sha256()
+    for name in ("codegen.py", "vector_math.py"):
+        try:
+            digest.update((Path(__file__).with_name(name)).read_bytes())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()[:16]
+
+
+GENERATOR_STAMP = _generator_stamp()
+
+
 def kernel_key(structure: tuple) -> str:
-    return hashlib.sha256(repr(structure).encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{GENERATOR_STAMP}{structure!r}".encode()).hexdigest()[:24]
 
 
 class KernelCache:
