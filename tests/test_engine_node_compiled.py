@@ -172,3 +172,39 @@ def test_compiled_kernel_with_several_reductions_and_an_update_between_them():
     engine = run_both(program, block=64, compile="sync", exact=False)
     assert engine.last_stats.kernels == 1
     assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops - 4  # 4 folds
+
+
+def test_a_cached_kernel_runs_from_the_first_block_of_a_batch_that_outweighs_loading_it(monkeypatch):
+    warm = node_engine(block=64, compile="sync")
+    try:
+        square_roots(warm, 0.25)  # puts the kernel in the disk cache
+    finally:
+        warm.shutdown()
+    small = node_engine(block=64, compile="background")
+    try:
+        stats = square_roots(small, 0.5)  # 1000 elements: far less work than loading Numba
+        assert stats.compiled_block_ops == 0
+    finally:
+        small.shutdown()
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-3)  # as if the batch were huge
+    large = node_engine(block=64, compile="background")
+    try:
+        stats = square_roots(large, 1.0)
+        assert stats.block_ops > 1 and stats.compiled_block_ops == stats.block_ops
+        assert not psutil.Process().children()  # loaded in-process, nothing compiled
+    finally:
+        large.shutdown()
+
+
+def test_a_batch_that_outweighs_compiling_queues_the_kernel_before_it_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))  # nothing on disk yet
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-3)
+    engine = node_engine(block=64, compile="background")
+    try:
+        first = square_roots(engine, 3.0)  # NumPy while it compiles
+        engine.wait_for_compiler()
+        assert first.compiled_block_ops < first.block_ops
+        second = square_roots(engine, 4.0)
+        assert second.compiled_block_ops == second.block_ops
+    finally:
+        engine.shutdown()

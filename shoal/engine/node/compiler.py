@@ -62,6 +62,7 @@ COMPILE_SECONDS_FIXED = 1.0
 COMPILE_SECONDS_PER_STEP = 0.1
 LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
+NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
 
 
 def estimated_compile_seconds(program: KernelProgram) -> float:
@@ -75,6 +76,11 @@ def estimated_load_seconds() -> float:
     measured) and reading and linking the kernel (about 45 ms each, measured)."""
     imported = "numba.core.dispatcher" in sys.modules
     return (0.0 if imported else LOAD_SECONDS) + LOAD_SECONDS_PER_KERNEL
+
+
+def estimated_numpy_seconds(program: KernelProgram) -> float:
+    """CPU time the NumPy tile path will spend on all of ``program``'s view-blocks."""
+    return program.elements * max(1, len(program.steps) + len(program.reductions)) * NUMPY_SECONDS_PER_ELEMENT_STEP
 
 
 def machine_code_cached(key: str) -> bool:
@@ -117,15 +123,20 @@ class KernelCache:
         self._thread: threading.Thread | None = None
         self._worker: subprocess.Popen[str] | None = None
         self._closed = False
-        self._numpy_seconds: dict[str, float] = {}
+        self._numpy_seconds: dict[str, float] = {}  # spent on the NumPy path
+        self._foreseen_seconds: dict[str, float] = {}  # what every block built so far would take
+        self._not_on_disk: set[str] = set()
         self.compiled = 0
         self.errors: list[str] = []
 
     def lookup(self, program: KernelProgram) -> Callable[..., Any] | None:
         """The compiled kernel for ``program`` if ready; may start compiling or loading it.
 
-        Sync mode compiles now; background mode waits for :meth:`note_numpy_time` to show that
-        the structure is hot enough to pay for loading (disk-cached) or compiling it.
+        Sync mode compiles now. Background mode counts the NumPy time the program's view-blocks
+        would take: a structure whose blocks in this batch (with what it ran before) outweigh
+        loading its disk-cached kernel is loaded now, before its first block runs, and one that
+        outweighs compiling is queued for the compiler. Otherwise :meth:`note_numpy_time` decides
+        later, from time actually spent.
         """
         if self.mode is CompileMode.OFF:
             return None
@@ -136,6 +147,21 @@ class KernelCache:
         if self.mode is CompileMode.SYNC:
             self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
             return self._ready.get(key)
+        with self._lock:
+            foreseen = self._foreseen_seconds.get(key, 0.0) + estimated_numpy_seconds(program)
+            self._foreseen_seconds[key] = foreseen
+            worth = max(foreseen, self._numpy_seconds.get(key, 0.0))
+            pending = key in self._pending
+        compile_seconds = estimated_compile_seconds(program)
+        if pending or worth < min(estimated_load_seconds(), compile_seconds):
+            return None
+        if key not in self._not_on_disk:
+            if machine_code_cached(key):
+                self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
+                return self._ready.get(key)
+            self._not_on_disk.add(key)
+        if worth >= compile_seconds:
+            self._submit(key, program)
         return None
 
     def note_numpy_time(self, key: str, program: KernelProgram, seconds: float) -> None:
