@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from shoal.engine.node.codegen import generate
+from shoal.engine.node import native
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, KernelProgram
 
@@ -62,6 +63,7 @@ COMPILE_SECONDS_FIXED = 1.0
 COMPILE_SECONDS_PER_STEP = 0.1
 LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
+NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
 NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
 
 
@@ -72,8 +74,9 @@ def estimated_compile_seconds(program: KernelProgram) -> float:
 
 
 def estimated_load_seconds() -> float:
-    """CPU time loading a kernel from the disk cache costs: importing Numba (once, 0.15-0.3 s
-    measured) and reading and linking the kernel (about 45 ms each, measured)."""
+    """CPU time loading a kernel from Numba's disk cache costs: importing Numba (once, 0.15-0.3 s
+    measured) and reading and linking the kernel (about 45 ms each, measured). A kernel with a
+    shared library costs :data:`NATIVE_LOAD_SECONDS` instead."""
     imported = "numba.core.dispatcher" in sys.modules
     return (0.0 if imported else LOAD_SECONDS) + LOAD_SECONDS_PER_KERNEL
 
@@ -83,9 +86,16 @@ def estimated_numpy_seconds(program: KernelProgram) -> float:
     return program.elements * max(1, len(program.steps) + len(program.reductions)) * NUMPY_SECONDS_PER_ELEMENT_STEP
 
 
+def native_library(key: str) -> Path:
+    """Where kernel ``key``'s shared library is kept (see ``native.py``)."""
+    return native.library_path(cache_dir(), f"shoal_kernel_{key}")
+
+
 def machine_code_cached(key: str) -> bool:
-    """True if Numba's disk cache holds the compiled kernel ``key`` (not just its source: a
-    compile cut short when a program exits leaves the source behind without machine code)."""
+    """True if kernel ``key``'s machine code is on disk: its shared library or Numba's cache
+    (not just its source: a compile cut short when a program exits leaves the source behind)."""
+    if native.available(native_library(key)):
+        return True
     name = f"shoal_kernel_{key}"
     return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
 
@@ -126,6 +136,7 @@ class KernelCache:
         self._numpy_seconds: dict[str, float] = {}  # spent on the NumPy path
         self._foreseen_seconds: dict[str, float] = {}  # what every block built so far would take
         self._not_on_disk: set[str] = set()
+        self._no_library: set[str] = set()
         self.compiled = 0
         self.errors: list[str] = []
 
@@ -152,8 +163,16 @@ class KernelCache:
             self._foreseen_seconds[key] = foreseen
             worth = max(foreseen, self._numpy_seconds.get(key, 0.0))
             pending = key in self._pending
+        if pending or worth < NATIVE_LOAD_SECONDS:
+            return None
+        if key not in self._no_library:
+            kernel = native.load(native_library(key))
+            if kernel is not None:
+                self._ready[key] = kernel
+                return kernel
+            self._no_library.add(key)
         compile_seconds = estimated_compile_seconds(program)
-        if pending or worth < min(estimated_load_seconds(), compile_seconds):
+        if worth < min(estimated_load_seconds(), compile_seconds):
             return None
         if key not in self._not_on_disk:
             if machine_code_cached(key):
@@ -213,20 +232,28 @@ class KernelCache:
                 self._pending.discard(key)
 
     def _compile(self, key: str, source: str, in_process: bool) -> None:
-        """Write the module, have the worker process compile it, then load it from the cache."""
+        """Write the module, have the worker process compile it, then load it: as a shared
+        library where there is one, else from Numba's cache (writing the library for next time)."""
         name = f"shoal_kernel_{key}"
+        library = native_library(key)
         try:
-            directory = cache_dir()
-            directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"{name}.py"
-            if not path.exists() or path.read_text() != source:
-                temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                temporary.write_text(source)
-                os.replace(temporary, path)
-            if not in_process and not machine_code_cached(key):
-                self._compile_elsewhere(path)
-            module = load_and_warm(path)  # a cache hit when the worker has compiled it
-            self._ready[key] = getattr(module, name)
+            kernel: Callable[..., Any] | None = native.load(library)
+            if kernel is None:
+                directory = cache_dir()
+                directory.mkdir(parents=True, exist_ok=True)
+                path = directory / f"{name}.py"
+                if not path.exists() or path.read_text() != source:
+                    temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                    temporary.write_text(source)
+                    os.replace(temporary, path)
+                if not in_process and not machine_code_cached(key):
+                    self._compile_elsewhere(path)  # writes the library too where it can
+                kernel = native.load(library)
+            if kernel is None:
+                module = load_and_warm(path)  # a cache hit when the worker has compiled it
+                kernel = getattr(module, name)
+                native.build(module, name, library)
+            self._ready[key] = kernel
             self.compiled += 1
         except Exception as error:  # a kernel that will not compile runs on NumPy instead
             self._failed.add(key)
