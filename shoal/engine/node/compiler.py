@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.node.codegen import generate
 from shoal.engine.node import native
+from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, KernelProgram
 

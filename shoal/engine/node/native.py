@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
-import inspect
 import json
 import os
 import platform
@@ -141,7 +140,7 @@ def build(module: ModuleType, name: str, library: Path) -> bool:
         if entry is None:
             return False
         object_code = _object_code(entry)
-    except Exception:  # noqa: BLE001 - an unbuildable library only costs the faster load
+    except Exception:
         return False
     directory = library.parent
     with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as scratch:
@@ -176,13 +175,12 @@ def _entry_point(kernel: Any) -> tuple[Any, list[str], list[str]]:
     from numba.np.numpy_support import as_dtype
 
     signature = kernel.nopython_signatures[0]
-    names = list(inspect.signature(kernel.py_func).parameters)
     c_args: list[Any] = []
     entry_params: list[str] = []
     setup: list[str] = []
     call: list[str] = []
     params: list[str] = []
-    for position, (arg_name, arg_type) in enumerate(zip(names, signature.args)):
+    for position, arg_type in enumerate(signature.args):
         local = f"x{position}"
         if isinstance(arg_type, types.Array):
             if arg_type.ndim != 1 or as_dtype(arg_type.dtype).char not in _CTYPES:
@@ -221,7 +219,7 @@ def _entry_point(kernel: Any) -> tuple[Any, list[str], list[str]]:
         "    return 0",
     ])  # fmt: skip
     namespace: dict[str, Any] = {"numba": numba, "kernel": kernel}
-    exec(compile(source, f"<entry of {kernel.__name__}>", "exec"), namespace)  # noqa: S102
+    exec(compile(source, f"<entry of {kernel.__name__}>", "exec"), namespace)
     entry = numba.cfunc(types.int32(*c_args), error_model="numpy")(namespace["entry"])
     return entry, params, results
 
