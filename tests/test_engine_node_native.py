@@ -14,6 +14,7 @@ from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 from test_engine_node_differential import sample
 
+from shoal.bytecode import View
 from shoal.engine.node import compiler, native
 
 
@@ -43,8 +44,21 @@ def integers_and_flags(rec: Recorder) -> list:
     return [chosen, singles, rec.reduce("any", flags), rec.reduce("all", flags), rec.reduce("sum", chosen), rec.reduce("max", singles)]
 
 
+def escape_step(rec: Recorder) -> list:
+    """One Mandelbrot step: complex arrays, complex constants (both widths), a complex sum."""
+    grid = np.linspace(-2, 0.6, 500)[None, :] + 1j * np.linspace(-1.3, 1.3, 4)[:, None]
+    c = rec.array(grid)
+    z = rec.ufunc("multiply", c, 0.5 - 0.25j)
+    real = View(z.base, np.dtype(np.float64), z.offset, z.shape, z.strides)
+    imaginary = View(z.base, np.dtype(np.float64), z.offset + 8, z.shape, z.strides)
+    inside = rec.ufunc("less_equal", rec.ufunc("add", rec.ufunc("square", real), rec.ufunc("square", imaginary)), 4.0)
+    stepped = rec.where(inside, rec.ufunc("add", rec.ufunc("multiply", z, z), c), z)
+    narrow = rec.ufunc("add", rec.array(grid.astype(np.complex64)), np.complex64(1 - 2j))
+    return [stepped, narrow, rec.reduce("sum", stepped), rec.reduce("sum", inside)]
+
+
 @pytest.mark.full
-@pytest.mark.parametrize("program", [prices, integers_and_flags])
+@pytest.mark.parametrize("program", [prices, integers_and_flags, escape_step])
 def test_kernels_from_shared_libraries_match_the_reference(program, kernel_cache, monkeypatch):
     pytest.importorskip("numba")
     first = run_both(program, block=128, compile="sync", exact=False)  # compiles, writes libraries

@@ -11,8 +11,9 @@ interpreter lock during the call, as Numba's ``nogil`` kernels do.
 The entry point still references Numba's runtime and the Python C API on its error paths
 (which a kernel never takes: no bounds checks, NumPy's error model, arrays without owners).
 Those references are made weak, so the library loads without them. A library records the CPU
-it was built for and is loaded only on the same one; without a C compiler, Numba, or for
-argument types outside :data:`_CTYPES` no library is written and Numba's cache serves instead.
+it was built for and is loaded only on the same one. Complex scalars travel as their two parts.
+Without a C compiler, or for a type ctypes cannot pass, no library is written and Numba's cache
+serves instead.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ _CTYPES: dict[str, Any] = {
     "B": ctypes.c_uint8, "H": ctypes.c_uint16, "I": ctypes.c_uint32, "L": ctypes.c_uint64, "Q": ctypes.c_uint64,
     "f": ctypes.c_float, "d": ctypes.c_double, "?": ctypes.c_uint8,
 }  # fmt: skip
+_COMPLEX_PARTS = {"F": ctypes.c_float, "D": ctypes.c_double}  # passed as real and imaginary part
 _ARRAY = "array"
 LIBRARY_FORMAT = 1
 
@@ -84,6 +86,8 @@ class NativeKernel:
                 flat.append(value.size)
             elif kind in "fd":
                 flat.append(float(value))
+            elif kind in "FD":
+                flat += [float(value.real), float(value.imag)]
             else:
                 flat.append(int(value))
         outputs = [np.zeros(1, np.uint8 if dtype == np.bool_ else dtype) for dtype in self.results]
@@ -110,7 +114,12 @@ def load(library: Path) -> NativeKernel | None:
     results = tuple(np.dtype(d) for d in description["results"])
     argtypes: list[Any] = []
     for kind in params:
-        argtypes += [ctypes.c_void_p, ctypes.c_int64] if kind == _ARRAY else [_CTYPES[kind]]
+        if kind == _ARRAY:
+            argtypes += [ctypes.c_void_p, ctypes.c_int64]
+        elif kind in _COMPLEX_PARTS:
+            argtypes += [_COMPLEX_PARTS[kind]] * 2
+        else:
+            argtypes.append(_CTYPES[kind])
     argtypes += [ctypes.c_void_p] * len(results)
     function.argtypes = argtypes
     function.restype = ctypes.c_int32
@@ -183,7 +192,7 @@ def _entry_point(kernel: Any) -> tuple[Any, list[str], list[str]]:
     for position, arg_type in enumerate(signature.args):
         local = f"x{position}"
         if isinstance(arg_type, types.Array):
-            if arg_type.ndim != 1 or as_dtype(arg_type.dtype).char not in _CTYPES:
+            if arg_type.ndim != 1:
                 return None, [], []
             c_args += [types.CPointer(arg_type.dtype), types.int64]
             entry_params += [f"p{position}", f"n{position}"]
@@ -191,6 +200,14 @@ def _entry_point(kernel: Any) -> tuple[Any, list[str], list[str]]:
             params.append(_ARRAY)
         else:
             char = as_dtype(arg_type).char
+            if char in _COMPLEX_PARTS:
+                part = arg_type.underlying_float
+                c_args += [part, part]
+                entry_params += [f"{local}_re", f"{local}_im"]
+                setup.append(f"    {local} = np.{as_dtype(arg_type).name}(complex({local}_re, {local}_im))")
+                params.append(char)
+                call.append(local)
+                continue
             if char not in _CTYPES:
                 return None, [], []
             c_args.append(types.uint8 if char == "?" else arg_type)
@@ -218,7 +235,7 @@ def _entry_point(kernel: Any) -> tuple[Any, list[str], list[str]]:
         *store,
         "    return 0",
     ])  # fmt: skip
-    namespace: dict[str, Any] = {"numba": numba, "kernel": kernel}
+    namespace: dict[str, Any] = {"numba": numba, "np": np, "kernel": kernel}
     exec(compile(source, f"<entry of {kernel.__name__}>", "exec"), namespace)
     entry = numba.cfunc(types.int32(*c_args), error_model="numpy")(namespace["entry"])
     return entry, params, results
