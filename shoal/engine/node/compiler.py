@@ -2,14 +2,17 @@
 
 Generated source is written to ``$SHOAL_CACHE_DIR`` (default ``~/.cache/shoal/kernels``) as one
 module per kernel structure, named by a hash of that structure, and imported from there, so
-Numba's own ``cache=True`` keeps the machine code between runs. Until a kernel is ready the
-engine runs the NumPy tile path: a short program never waits for a compiler.
+Numba's own ``cache=True`` keeps the machine code between runs; the compile worker also writes
+each kernel as a shared library that later runs load with ``ctypes`` (``native.py``). Until a
+kernel is ready the engine runs the NumPy tile path: a short program never waits for a compiler.
 
 Compiling costs far more than most short programs run (0.3 s to several seconds per kernel,
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
-NumPy path has spent about as much CPU time on its structure as compiling would take (the ski-rental
-rule: never worse than twice the better choice). A kernel already in the disk cache only has to
-pay for importing Numba, once.
+NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
+structure as compiling would take (the ski-rental rule: never worse than twice the better
+choice). A kernel with a shared library on disk loads in under a millisecond and is used from
+the first block of any batch that would spend more than that; one only in Numba's cache pays for
+importing Numba, once.
 """
 
 from __future__ import annotations
