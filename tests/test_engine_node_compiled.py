@@ -208,3 +208,41 @@ def test_a_batch_that_outweighs_compiling_queues_the_kernel_before_it_runs(monke
         assert second.compiled_block_ops == second.block_ops
     finally:
         engine.shutdown()
+
+
+def test_runs_too_short_to_pay_for_compiling_add_up_across_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 0.3)
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_PER_STEP", 0.0)
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-4)  # 1000 x 2 steps: 0.2 s a run
+    first = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(first, 0.25).compiled_block_ops == 0
+        first.wait_for_compiler()
+    finally:
+        first.shutdown()
+    assert not list((tmp_path / "kernels").glob("*.so"))  # nothing compiled: 0.2 s < 0.3 s
+    (heat,) = (tmp_path / "kernels").glob("*.heat")
+    assert float(heat.read_text()) == pytest.approx(0.2)
+    second = node_engine(block=64, compile="background")
+    try:
+        square_roots(second, 0.5)  # 0.2 s now and 0.2 s before: worth compiling
+        second.wait_for_compiler()
+        stats = square_roots(second, 1.0)
+        assert stats.compiled_block_ops == stats.block_ops
+    finally:
+        second.shutdown()
+    assert float(heat.read_text()) == pytest.approx(0.2)  # compiled: no longer counted
+
+
+def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 120.0)
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-2)  # worth compiling at once
+    engine = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(engine, 0.25).compiled_block_ops == 0
+    finally:
+        engine.shutdown()  # while the worker compiles
+    assert not psutil.Process().children()
+    assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))

@@ -68,6 +68,8 @@ LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
 NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
 NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
+HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
+COMPILE_GRACE_SECONDS = 3.0  # how long closing waits for a kernel the worker is compiling
 
 
 def estimated_compile_seconds(program: KernelProgram) -> float:
@@ -87,6 +89,19 @@ def estimated_load_seconds() -> float:
 def estimated_numpy_seconds(program: KernelProgram) -> float:
     """CPU time the NumPy tile path will spend on all of ``program``'s view-blocks."""
     return program.elements * max(1, len(program.steps) + len(program.reductions)) * NUMPY_SECONDS_PER_ELEMENT_STEP
+
+
+def heat_path(key: str) -> Path:
+    """Where the NumPy time that earlier runs spent on kernel ``key`` is written down."""
+    return cache_dir() / f"shoal_kernel_{key}.heat"
+
+
+def past_numpy_seconds(key: str) -> float:
+    """NumPy time earlier runs spent on structure ``key`` without its kernel (0 if none)."""
+    try:
+        return max(0.0, float(heat_path(key).read_text()))
+    except (OSError, ValueError):
+        return 0.0
 
 
 def native_library(key: str) -> Path:
@@ -140,6 +155,7 @@ class KernelCache:
         self._foreseen_seconds: dict[str, float] = {}  # what every block built so far would take
         self._not_on_disk: set[str] = set()
         self._no_library: set[str] = set()
+        self._past_seconds: dict[str, float] = {}  # earlier runs' NumPy time, read once per key
         self.compiled = 0
         self.errors: list[str] = []
 
@@ -175,15 +191,15 @@ class KernelCache:
                 return kernel
             self._no_library.add(key)
         compile_seconds = estimated_compile_seconds(program)
-        if worth < min(estimated_load_seconds(), compile_seconds):
-            return None
-        if key not in self._not_on_disk:
+        if worth >= min(estimated_load_seconds(), compile_seconds) and key not in self._not_on_disk:
             if machine_code_cached(key):
                 self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
                 return self._ready.get(key)
             self._not_on_disk.add(key)
-        if worth >= compile_seconds:
-            self._submit(key, program)
+        if key not in self._past_seconds:
+            self._past_seconds[key] = past_numpy_seconds(key)
+        if worth + self._past_seconds[key] >= compile_seconds:
+            self._submit(key, program)  # earlier runs count: each was too short to pay alone
         return None
 
     def note_numpy_time(self, key: str, program: KernelProgram, seconds: float) -> None:
@@ -193,6 +209,7 @@ class KernelCache:
         with self._lock:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
+        spent += self._past_seconds.get(key, 0.0)
         compile_seconds = estimated_compile_seconds(program)
         if spent < min(estimated_load_seconds(), compile_seconds) or key in self._pending or key in self._ready:
             return  # not hot enough even to load it: no need to look at the disk cache
@@ -292,17 +309,49 @@ class KernelCache:
             raise RuntimeError(answer[len("error ") :])
 
     def close(self) -> None:
-        self._closed = True
         self._close_worker()
+        self._write_heat()
+
+    def _write_heat(self) -> None:
+        """Add this run's NumPy time per structure without a kernel to what earlier runs spent,
+        so that a program too short to pay for compiling gets its kernels after a few runs."""
+        with self._lock:
+            keys = set(self._foreseen_seconds) | set(self._numpy_seconds)
+            worth = {key: max(self._foreseen_seconds.get(key, 0.0), self._numpy_seconds.get(key, 0.0)) for key in keys}
+        for key, seconds in worth.items():
+            if key in self._ready or key in self._failed or seconds < HEAT_MIN_SECONDS:
+                continue
+            path = heat_path(key)
+            total = self._past_seconds.get(key, past_numpy_seconds(key)) + seconds
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_suffix(f".{os.getpid()}.tmp")
+                temporary.write_text(f"{total!r}\n")
+                os.replace(temporary, path)
+            except OSError:
+                return  # an unwritable cache only costs the memory across runs
 
     def _close_worker(self) -> None:
-        """Stop the compile thread and the worker process (an unfinished compile is dropped)."""
-        worker = self._worker
-        if worker is not None:
-            worker.kill()  # a compile thread waiting on it reads end-of-file and gives up
-            worker.wait()
+        """Stop the compile thread and the worker process. The kernel being compiled gets
+        :data:`COMPILE_GRACE_SECONDS` to finish, so a later run finds it on disk; the rest of
+        the queue is dropped."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                with self._lock:
+                    self._pending.discard(item[0])
         if self._thread is not None:
             self._queue.put(None)
+            self._thread.join(timeout=COMPILE_GRACE_SECONDS)
+        self._closed = True
+        worker = self._worker
+        if worker is not None:
+            worker.kill()  # a compile thread still waiting on it reads end-of-file and gives up
+            worker.wait()
+        if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
         if worker is not None:
