@@ -322,7 +322,8 @@ class KernelCache:
             if key in self._ready or key in self._failed or seconds < HEAT_MIN_SECONDS:
                 continue
             path = heat_path(key)
-            total = self._past_seconds.get(key, past_numpy_seconds(key)) + seconds
+            past = self._past_seconds[key] if key in self._past_seconds else past_numpy_seconds(key)
+            total = past + seconds
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 temporary = path.with_suffix(f".{os.getpid()}.tmp")
