@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -121,3 +122,15 @@ def test_a_library_built_for_another_cpu_or_damaged_is_not_loaded(tmp_path):
     assert not native.available(library) and native.load(library) is None
     library.with_suffix(".json").unlink()
     assert not native.available(library) and native.load(library) is None
+
+
+def test_build_directories_abandoned_by_a_killed_worker_are_removed(tmp_path):
+    abandoned = tmp_path / f"{native.BUILD_PREFIX}killed"
+    abandoned.mkdir()
+    (abandoned / "kernel.o").write_bytes(b"half written")
+    running = tmp_path / f"{native.BUILD_PREFIX}running"
+    running.mkdir()
+    old = time.time() - 2 * native.STALE_BUILD_SECONDS
+    os.utime(abandoned, (old, old))
+    native.remove_stale_builds(tmp_path)
+    assert not abandoned.exists() and running.exists()

@@ -28,6 +28,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -43,6 +44,8 @@ _CTYPES: dict[str, Any] = {
 _COMPLEX_PARTS = {"F": ctypes.c_float, "D": ctypes.c_double}  # passed as real and imaginary part
 _ARRAY = "array"
 LIBRARY_FORMAT = 1
+BUILD_PREFIX = ".build-"
+STALE_BUILD_SECONDS = 600.0  # no build takes this long; an older build directory was abandoned
 
 
 @functools.cache
@@ -152,7 +155,8 @@ def build(module: ModuleType, name: str, library: Path) -> bool:
     except Exception:
         return False
     directory = library.parent
-    with tempfile.TemporaryDirectory(dir=directory, prefix=".build-") as scratch:
+    remove_stale_builds(directory)
+    with tempfile.TemporaryDirectory(dir=directory, prefix=BUILD_PREFIX) as scratch:
         object_path = Path(scratch) / "kernel.o"
         object_path.write_bytes(object_code)
         linked = Path(scratch) / "kernel.so"
@@ -166,6 +170,17 @@ def build(module: ModuleType, name: str, library: Path) -> bool:
         os.replace(linked, library)
         os.replace(staged, _description_path(library))
     return True
+
+
+def remove_stale_builds(directory: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
+    """Remove build directories that a killed compile worker left behind."""
+    now = time.time()
+    for leftover in directory.glob(f"{BUILD_PREFIX}*"):
+        try:
+            if now - leftover.stat().st_mtime > older_than:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def load_check(library: Path, symbol: str) -> bool:
