@@ -120,6 +120,11 @@ def test_a_library_built_for_another_cpu_or_damaged_is_not_loaded(tmp_path):
     description["host"] = "another cpu"
     library.with_suffix(".json").write_text(json.dumps(description))
     assert not native.available(library) and native.load(library) is None
+    description.update(host=native.host_fingerprint(), params=["no such type"])
+    library.with_suffix(".json").write_text(json.dumps(description))
+    assert native.load(library) is None
+    library.with_suffix(".json").write_text("[1, 2]")
+    assert not native.available(library) and native.load(library) is None
     library.with_suffix(".json").unlink()
     assert not native.available(library) and native.load(library) is None
 

@@ -101,41 +101,47 @@ class NativeKernel:
         return tuple(out.astype(dtype)[0] for out, dtype in zip(outputs, self.results))
 
 
-def load(library: Path) -> NativeKernel | None:
-    """The kernel in ``library`` if it exists and was built for this CPU, else None."""
+def _description(library: Path) -> dict[str, Any] | None:
+    """The description written next to ``library`` if it is for this CPU, else None."""
     try:
         description = json.loads(_description_path(library).read_text())
-        if description.get("format") != LIBRARY_FORMAT or description.get("host") != host_fingerprint():
-            return None
-        if not library.exists():
-            return None
+    except (OSError, ValueError):
+        return None
+    if not isinstance(description, dict) or description.get("format") != LIBRARY_FORMAT:
+        return None
+    return description if description.get("host") == host_fingerprint() else None
+
+
+def load(library: Path) -> NativeKernel | None:
+    """The kernel in ``library`` if it exists, was built for this CPU and loads, else None
+    (whatever is wrong with a cached file, the kernel falls back to Numba or NumPy)."""
+    description = _description(library)
+    if description is None or not library.exists():
+        return None
+    try:
         handle = ctypes.CDLL(str(library))
         function = handle[description["symbol"]]
-    except (OSError, ValueError, KeyError, AttributeError):
+        params = tuple(str(kind) for kind in description["params"])
+        results = tuple(np.dtype(d) for d in description["results"])
+        argtypes: list[Any] = []
+        for kind in params:
+            if kind == _ARRAY:
+                argtypes += [ctypes.c_void_p, ctypes.c_int64]
+            elif kind in _COMPLEX_PARTS:
+                argtypes += [_COMPLEX_PARTS[kind]] * 2
+            else:
+                argtypes.append(_CTYPES[kind])
+        argtypes += [ctypes.c_void_p] * len(results)
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int32
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    params = tuple(description["params"])
-    results = tuple(np.dtype(d) for d in description["results"])
-    argtypes: list[Any] = []
-    for kind in params:
-        if kind == _ARRAY:
-            argtypes += [ctypes.c_void_p, ctypes.c_int64]
-        elif kind in _COMPLEX_PARTS:
-            argtypes += [_COMPLEX_PARTS[kind]] * 2
-        else:
-            argtypes.append(_CTYPES[kind])
-    argtypes += [ctypes.c_void_p] * len(results)
-    function.argtypes = argtypes
-    function.restype = ctypes.c_int32
     return NativeKernel(function, params, results, handle)
 
 
 def available(library: Path) -> bool:
     """True if a library for this CPU is on disk (cheap: reads its small description)."""
-    try:
-        description = json.loads(_description_path(library).read_text())
-    except (OSError, ValueError):
-        return False
-    return description.get("host") == host_fingerprint() and library.exists()
+    return _description(library) is not None and library.exists()
 
 
 def build(module: ModuleType, name: str, library: Path) -> bool:
