@@ -172,3 +172,77 @@ def test_compiled_kernel_with_several_reductions_and_an_update_between_them():
     engine = run_both(program, block=64, compile="sync", exact=False)
     assert engine.last_stats.kernels == 1
     assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops - 4  # 4 folds
+
+
+def test_a_cached_kernel_runs_from_the_first_block_of_a_batch_that_outweighs_loading_it(monkeypatch):
+    warm = node_engine(block=64, compile="sync")
+    try:
+        square_roots(warm, 0.25)  # puts the kernel in the disk cache
+    finally:
+        warm.shutdown()
+    small = node_engine(block=64, compile="background")
+    try:
+        stats = square_roots(small, 0.5)  # 1000 elements: far less work than loading Numba
+        assert stats.compiled_block_ops == 0
+    finally:
+        small.shutdown()
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-3)  # as if the batch were huge
+    large = node_engine(block=64, compile="background")
+    try:
+        stats = square_roots(large, 1.0)
+        assert stats.block_ops > 1 and stats.compiled_block_ops == stats.block_ops
+        assert not psutil.Process().children()  # loaded in-process, nothing compiled
+    finally:
+        large.shutdown()
+
+
+def test_a_batch_that_outweighs_compiling_queues_the_kernel_before_it_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))  # nothing on disk yet
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-3)
+    engine = node_engine(block=64, compile="background")
+    try:
+        first = square_roots(engine, 3.0)  # NumPy while it compiles
+        engine.wait_for_compiler()
+        assert first.compiled_block_ops < first.block_ops
+        second = square_roots(engine, 4.0)
+        assert second.compiled_block_ops == second.block_ops
+    finally:
+        engine.shutdown()
+
+
+def test_runs_too_short_to_pay_for_compiling_add_up_across_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 0.3)
+    monkeypatch.setattr(compiler, "COMPILE_SECONDS_PER_STEP", 0.0)
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-4)  # 1000 x 2 steps: 0.2 s a run
+    first = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(first, 0.25).compiled_block_ops == 0
+        first.wait_for_compiler()
+    finally:
+        first.shutdown()
+    assert not list((tmp_path / "kernels").glob("*.so"))  # nothing compiled: 0.2 s < 0.3 s
+    (heat,) = (tmp_path / "kernels").glob("*.heat")
+    assert float(heat.read_text()) == pytest.approx(0.2)
+    second = node_engine(block=64, compile="background")
+    try:
+        square_roots(second, 0.5)  # 0.2 s now and 0.2 s before: worth compiling
+        second.wait_for_compiler()
+        stats = square_roots(second, 1.0)
+        assert stats.compiled_block_ops == stats.block_ops
+    finally:
+        second.shutdown()
+    assert float(heat.read_text()) == pytest.approx(0.2)  # compiled: no longer counted
+
+
+def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 120.0)
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-2)  # worth compiling at once
+    engine = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(engine, 0.25).compiled_block_ops == 0
+    finally:
+        engine.shutdown()  # while the worker compiles
+    assert not psutil.Process().children()
+    assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))

@@ -30,9 +30,9 @@ EXPRESSIONS: dict[str, tuple[str, str]] = {
     "fabs": (_REAL, "abs({a})"),
     "square": ("iufc", "{a} * {a}"),
     "sqrt": (_REAL, "np.sqrt({a})"),
-    "exp": (_REAL, "np.exp({a})"),
+    "exp": (_REAL, "vm.exp({a})"),
     "expm1": (_REAL, "np.expm1({a})"),
-    "log": (_REAL, "np.log({a})"),
+    "log": (_REAL, "vm.log({a})"),
     "log2": (_REAL, "np.log2({a})"),
     "log10": (_REAL, "np.log10({a})"),
     "log1p": (_REAL, "np.log1p({a})"),
@@ -141,6 +141,7 @@ def generate(program: KernelProgram, name: str) -> str:
     lines = [
         "import numpy as np",
         "import numba",
+        "from shoal.engine.node import vector_math as vm",
         "",
         "",
         '@numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)',
@@ -266,14 +267,17 @@ def _identity(op: str, acc: np.dtype) -> str:
 
 
 def _reduce_line(which: int, reduction, slots, ndim: int, values) -> str:
-    return _accumulate(reduction.op, f"acc{which}", _cast_read(slots, reduction.source, ndim, values, reduction.acc))
+    value = _cast_read(slots, reduction.source, ndim, values, reduction.acc)
+    return _accumulate(reduction.op, f"acc{which}", value, reduction.acc.kind == "f")
 
 
-def _accumulate(op: str, acc: str, value: str) -> str:
+def _accumulate(op: str, acc: str, value: str, real: bool = False) -> str:
+    """One element's update of accumulator ``acc``; real sums and products may be reordered
+    (``vector_math.reassoc_add``) so that the loop vectorises."""
     if op in ("sum", "mean"):
-        return f"{acc} += {value}"
+        return f"{acc} = vm.reassoc_add({acc}, {value})" if real else f"{acc} += {value}"
     if op == "prod":
-        return f"{acc} *= {value}"
+        return f"{acc} = vm.reassoc_multiply({acc}, {value})" if real else f"{acc} *= {value}"
     if op == "any":
         return f"{acc} = {acc} | ({value} != 0)"
     if op == "all":

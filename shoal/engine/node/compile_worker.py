@@ -1,8 +1,9 @@
 """A separate process that compiles kernel modules so compiling never holds the engine's GIL.
 
 It reads one module path per line on stdin, imports the module and calls its ``_warmup()``
-(which compiles the kernel and stores the machine code in Numba's disk cache), and answers one
-line: ``ok`` or ``error <message>``. It exits when stdin closes, so it cannot outlive the
+(which compiles the kernel and stores the machine code in Numba's disk cache), writes the kernel
+as a shared library next to it where it can (``native.py``), and answers one line: ``ok`` or
+``error <message>``. It exits when stdin closes, so it cannot outlive the
 process that started it.
 """
 
@@ -11,6 +12,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 from pathlib import Path
+
+from shoal.engine.node.native import build, library_path
 
 
 def load_and_warm(path: Path) -> object:
@@ -34,7 +37,8 @@ def main() -> None:
     for line in sys.stdin:
         path = Path(line.strip())
         try:
-            load_and_warm(path)
+            module = load_and_warm(path)
+            build(module, path.stem, library_path(path.parent, path.stem))
         except Exception as error:
             message = f"{type(error).__name__}: {error}".replace("\n", " ")
             print(f"error {message}", flush=True)

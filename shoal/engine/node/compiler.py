@@ -2,14 +2,17 @@
 
 Generated source is written to ``$SHOAL_CACHE_DIR`` (default ``~/.cache/shoal/kernels``) as one
 module per kernel structure, named by a hash of that structure, and imported from there, so
-Numba's own ``cache=True`` keeps the machine code between runs. Until a kernel is ready the
-engine runs the NumPy tile path: a short program never waits for a compiler.
+Numba's own ``cache=True`` keeps the machine code between runs; the compile worker also writes
+each kernel as a shared library that later runs load with ``ctypes`` (``native.py``). Until a
+kernel is ready the engine runs the NumPy tile path: a short program never waits for a compiler.
 
 Compiling costs far more than most short programs run (0.3 s to several seconds per kernel,
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
-NumPy path has spent about as much CPU time on its structure as compiling would take (the ski-rental
-rule: never worse than twice the better choice). A kernel already in the disk cache only has to
-pay for importing Numba, once.
+NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
+structure as compiling would take (the ski-rental rule: never worse than twice the better
+choice). A kernel with a shared library on disk loads in under a millisecond and is used from
+the first block of any batch that would spend more than that; one only in Numba's cache pays for
+importing Numba, once.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal.engine.node import native
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
@@ -62,6 +66,10 @@ COMPILE_SECONDS_FIXED = 1.0
 COMPILE_SECONDS_PER_STEP = 0.1
 LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
+NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
+NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
+HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
+COMPILE_GRACE_SECONDS = 3.0  # how long closing waits for a kernel the worker is compiling
 
 
 def estimated_compile_seconds(program: KernelProgram) -> float:
@@ -71,21 +79,63 @@ def estimated_compile_seconds(program: KernelProgram) -> float:
 
 
 def estimated_load_seconds() -> float:
-    """CPU time loading a kernel from the disk cache costs: importing Numba (once, 0.15-0.3 s
-    measured) and reading and linking the kernel (about 45 ms each, measured)."""
+    """CPU time loading a kernel from Numba's disk cache costs: importing Numba (once, 0.15-0.3 s
+    measured) and reading and linking the kernel (about 45 ms each, measured). A kernel with a
+    shared library costs :data:`NATIVE_LOAD_SECONDS` instead."""
     imported = "numba.core.dispatcher" in sys.modules
     return (0.0 if imported else LOAD_SECONDS) + LOAD_SECONDS_PER_KERNEL
 
 
+def estimated_numpy_seconds(program: KernelProgram) -> float:
+    """CPU time the NumPy tile path will spend on all of ``program``'s view-blocks."""
+    return program.elements * max(1, len(program.steps) + len(program.reductions)) * NUMPY_SECONDS_PER_ELEMENT_STEP
+
+
+def heat_path(key: str) -> Path:
+    """Where the NumPy time that earlier runs spent on kernel ``key`` is written down."""
+    return cache_dir() / f"shoal_kernel_{key}.heat"
+
+
+def past_numpy_seconds(key: str) -> float:
+    """NumPy time earlier runs spent on structure ``key`` without its kernel (0 if none)."""
+    try:
+        return max(0.0, float(heat_path(key).read_text()))
+    except (OSError, ValueError):
+        return 0.0
+
+
+def native_library(key: str) -> Path:
+    """Where kernel ``key``'s shared library is kept (see ``native.py``)."""
+    return native.library_path(cache_dir(), f"shoal_kernel_{key}")
+
+
 def machine_code_cached(key: str) -> bool:
-    """True if Numba's disk cache holds the compiled kernel ``key`` (not just its source: a
-    compile cut short when a program exits leaves the source behind without machine code)."""
+    """True if kernel ``key``'s machine code is on disk: its shared library or Numba's cache
+    (not just its source: a compile cut short when a program exits leaves the source behind)."""
+    if native.available(native_library(key)):
+        return True
     name = f"shoal_kernel_{key}"
     return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
 
 
+def _generator_stamp() -> str:
+    """A digest of the code that writes kernels or is inlined into them. Numba's disk cache
+    checks only the kernel module's own file, so the stamp is part of every kernel's key: a
+    kernel cached by an older generator is never loaded."""
+    digest = hashlib.sha256()
+    for name in ("codegen.py", "vector_math.py"):
+        try:
+            digest.update((Path(__file__).with_name(name)).read_bytes())
+        except OSError:
+            digest.update(name.encode())
+    return digest.hexdigest()[:16]
+
+
+GENERATOR_STAMP = _generator_stamp()
+
+
 def kernel_key(structure: tuple) -> str:
-    return hashlib.sha256(repr(structure).encode()).hexdigest()[:24]
+    return hashlib.sha256(f"{GENERATOR_STAMP}{structure!r}".encode()).hexdigest()[:24]
 
 
 class KernelCache:
@@ -101,15 +151,22 @@ class KernelCache:
         self._thread: threading.Thread | None = None
         self._worker: subprocess.Popen[str] | None = None
         self._closed = False
-        self._numpy_seconds: dict[str, float] = {}
+        self._numpy_seconds: dict[str, float] = {}  # spent on the NumPy path
+        self._foreseen_seconds: dict[str, float] = {}  # what every block built so far would take
+        self._not_on_disk: set[str] = set()
+        self._no_library: set[str] = set()
+        self._past_seconds: dict[str, float] = {}  # earlier runs' NumPy time, read once per key
         self.compiled = 0
         self.errors: list[str] = []
 
     def lookup(self, program: KernelProgram) -> Callable[..., Any] | None:
         """The compiled kernel for ``program`` if ready; may start compiling or loading it.
 
-        Sync mode compiles now; background mode waits for :meth:`note_numpy_time` to show that
-        the structure is hot enough to pay for loading (disk-cached) or compiling it.
+        Sync mode compiles now. Background mode counts the NumPy time the program's view-blocks
+        would take: a structure whose blocks in this batch (with what it ran before) outweigh
+        loading its disk-cached kernel is loaded now, before its first block runs, and one that
+        outweighs compiling is queued for the compiler. Otherwise :meth:`note_numpy_time` decides
+        later, from time actually spent.
         """
         if self.mode is CompileMode.OFF:
             return None
@@ -120,6 +177,29 @@ class KernelCache:
         if self.mode is CompileMode.SYNC:
             self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
             return self._ready.get(key)
+        with self._lock:
+            foreseen = self._foreseen_seconds.get(key, 0.0) + estimated_numpy_seconds(program)
+            self._foreseen_seconds[key] = foreseen
+            worth = max(foreseen, self._numpy_seconds.get(key, 0.0))
+            pending = key in self._pending
+        if pending or worth < NATIVE_LOAD_SECONDS:
+            return None
+        if key not in self._no_library:
+            kernel = native.load(native_library(key))
+            if kernel is not None:
+                self._ready[key] = kernel
+                return kernel
+            self._no_library.add(key)
+        compile_seconds = estimated_compile_seconds(program)
+        if worth >= min(estimated_load_seconds(), compile_seconds) and key not in self._not_on_disk:
+            if machine_code_cached(key):
+                self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
+                return self._ready.get(key)
+            self._not_on_disk.add(key)
+        if key not in self._past_seconds:
+            self._past_seconds[key] = past_numpy_seconds(key)
+        if worth + self._past_seconds[key] >= compile_seconds:
+            self._submit(key, program)  # earlier runs count: each was too short to pay alone
         return None
 
     def note_numpy_time(self, key: str, program: KernelProgram, seconds: float) -> None:
@@ -129,6 +209,7 @@ class KernelCache:
         with self._lock:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
+        spent += self._past_seconds.get(key, 0.0)
         compile_seconds = estimated_compile_seconds(program)
         if spent < min(estimated_load_seconds(), compile_seconds) or key in self._pending or key in self._ready:
             return  # not hot enough even to load it: no need to look at the disk cache
@@ -171,20 +252,28 @@ class KernelCache:
                 self._pending.discard(key)
 
     def _compile(self, key: str, source: str, in_process: bool) -> None:
-        """Write the module, have the worker process compile it, then load it from the cache."""
+        """Write the module, have the worker process compile it, then load it: as a shared
+        library where there is one, else from Numba's cache (writing the library for next time)."""
         name = f"shoal_kernel_{key}"
+        library = native_library(key)
         try:
-            directory = cache_dir()
-            directory.mkdir(parents=True, exist_ok=True)
-            path = directory / f"{name}.py"
-            if not path.exists() or path.read_text() != source:
-                temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                temporary.write_text(source)
-                os.replace(temporary, path)
-            if not in_process and not machine_code_cached(key):
-                self._compile_elsewhere(path)
-            module = load_and_warm(path)  # a cache hit when the worker has compiled it
-            self._ready[key] = getattr(module, name)
+            kernel: Callable[..., Any] | None = native.load(library)
+            if kernel is None:
+                directory = cache_dir()
+                directory.mkdir(parents=True, exist_ok=True)
+                path = directory / f"{name}.py"
+                if not path.exists() or path.read_text() != source:
+                    temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+                    temporary.write_text(source)
+                    os.replace(temporary, path)
+                if not in_process and not machine_code_cached(key):
+                    self._compile_elsewhere(path)  # writes the library too where it can
+                kernel = native.load(library)
+            if kernel is None:
+                module = load_and_warm(path)  # a cache hit when the worker has compiled it
+                kernel = getattr(module, name)
+                native.build(module, name, library)
+            self._ready[key] = kernel
             self.compiled += 1
         except Exception as error:  # a kernel that will not compile runs on NumPy instead
             self._failed.add(key)
@@ -220,17 +309,50 @@ class KernelCache:
             raise RuntimeError(answer[len("error ") :])
 
     def close(self) -> None:
-        self._closed = True
         self._close_worker()
+        self._write_heat()
+
+    def _write_heat(self) -> None:
+        """Add this run's NumPy time per structure without a kernel to what earlier runs spent,
+        so that a program too short to pay for compiling gets its kernels after a few runs."""
+        with self._lock:
+            keys = set(self._foreseen_seconds) | set(self._numpy_seconds)
+            worth = {key: max(self._foreseen_seconds.get(key, 0.0), self._numpy_seconds.get(key, 0.0)) for key in keys}
+        for key, seconds in worth.items():
+            if key in self._ready or key in self._failed or seconds < HEAT_MIN_SECONDS:
+                continue
+            path = heat_path(key)
+            past = self._past_seconds[key] if key in self._past_seconds else past_numpy_seconds(key)
+            total = past + seconds
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                temporary = path.with_suffix(f".{os.getpid()}.tmp")
+                temporary.write_text(f"{total!r}\n")
+                os.replace(temporary, path)
+            except OSError:
+                return  # an unwritable cache only costs the memory across runs
 
     def _close_worker(self) -> None:
-        """Stop the compile thread and the worker process (an unfinished compile is dropped)."""
-        worker = self._worker
-        if worker is not None:
-            worker.kill()  # a compile thread waiting on it reads end-of-file and gives up
-            worker.wait()
+        """Stop the compile thread and the worker process. The kernel being compiled gets
+        :data:`COMPILE_GRACE_SECONDS` to finish, so a later run finds it on disk; the rest of
+        the queue is dropped."""
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                with self._lock:
+                    self._pending.discard(item[0])
         if self._thread is not None:
             self._queue.put(None)
+            self._thread.join(timeout=COMPILE_GRACE_SECONDS)
+        self._closed = True
+        worker = self._worker
+        if worker is not None:
+            worker.kill()  # a compile thread still waiting on it reads end-of-file and gives up
+            worker.wait()
+        if self._thread is not None:
             self._thread.join(timeout=30)
             self._thread = None
         if worker is not None:

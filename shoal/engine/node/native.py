@@ -1,0 +1,276 @@
+"""Compiled kernels as shared libraries, so that a cached kernel loads without importing Numba.
+
+Loading a kernel from Numba's disk cache costs importing Numba and setting up its compiler
+contexts (0.3-0.6 s measured here, more than black_scholes.py's whole compiled run) before the
+first kernel runs. The compile worker therefore also writes each kernel as a shared library:
+Numba compiles a C-callable entry point that takes raw pointers and calls the kernel, LLVM emits
+it as position-independent object code for this CPU, and the system's C compiler links it.
+A later run loads it with ``ctypes`` in well under a millisecond; ``ctypes`` releases the
+interpreter lock during the call, as Numba's ``nogil`` kernels do.
+
+The entry point still references Numba's runtime and the Python C API on its error paths
+(which a kernel never takes: no bounds checks, NumPy's error model, arrays without owners).
+Those references are made weak, so the library loads without them. A library records the CPU
+it was built for and is loaded only on the same one. Complex scalars travel as their two parts.
+Without a C compiler, or for a type ctypes cannot pass, no library is written and Numba's cache
+serves instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+_CTYPES: dict[str, Any] = {
+    "b": ctypes.c_int8, "h": ctypes.c_int16, "i": ctypes.c_int32, "l": ctypes.c_int64, "q": ctypes.c_int64,
+    "B": ctypes.c_uint8, "H": ctypes.c_uint16, "I": ctypes.c_uint32, "L": ctypes.c_uint64, "Q": ctypes.c_uint64,
+    "f": ctypes.c_float, "d": ctypes.c_double, "?": ctypes.c_uint8,
+}  # fmt: skip
+_COMPLEX_PARTS = {"F": ctypes.c_float, "D": ctypes.c_double}  # passed as real and imaginary part
+_ARRAY = "array"
+LIBRARY_FORMAT = 1
+BUILD_PREFIX = ".build-"
+STALE_BUILD_SECONDS = 600.0  # no build takes this long; an older build directory was abandoned
+
+
+@functools.cache
+def host_fingerprint() -> str:
+    """The CPU this process runs on: a library built for another one is not loaded."""
+    text = platform.machine()
+    try:
+        with open("/proc/cpuinfo") as info:
+            for line in info:
+                if line.startswith(("model name", "flags")):
+                    text += line
+                if line.strip() == "":
+                    break
+    except OSError:
+        text += platform.processor()
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def library_path(directory: Path, name: str) -> Path:
+    return directory / f"{name}.so"
+
+
+def _description_path(library: Path) -> Path:
+    return library.with_suffix(".json")
+
+
+@dataclass(frozen=True)
+class NativeKernel:
+    """A kernel in a shared library, called with the same arguments as its Numba original."""
+
+    function: Any
+    params: tuple[str, ...]  # per kernel argument: "array" or a scalar's dtype character
+    results: tuple[np.dtype, ...]  # the kernel's return tuple (reductions); empty: returns 0
+    library: Any  # keeps the library loaded while the function is in use
+
+    def __call__(self, *args: Any) -> Any:
+        flat: list[Any] = []
+        for kind, value in zip(self.params, args):
+            if kind == _ARRAY:
+                flat.append(value.ctypes.data)
+                flat.append(value.size)
+            elif kind in "fd":
+                flat.append(float(value))
+            elif kind in "FD":
+                flat += [float(value.real), float(value.imag)]
+            else:
+                flat.append(int(value))
+        outputs = [np.zeros(1, np.uint8 if dtype == np.bool_ else dtype) for dtype in self.results]
+        flat.extend(out.ctypes.data for out in outputs)
+        self.function(*flat)
+        if not self.results:
+            return 0
+        return tuple(out.astype(dtype)[0] for out, dtype in zip(outputs, self.results))
+
+
+def _description(library: Path) -> dict[str, Any] | None:
+    """The description written next to ``library`` if it is for this CPU, else None."""
+    try:
+        description = json.loads(_description_path(library).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(description, dict) or description.get("format") != LIBRARY_FORMAT:
+        return None
+    return description if description.get("host") == host_fingerprint() else None
+
+
+def load(library: Path) -> NativeKernel | None:
+    """The kernel in ``library`` if it exists, was built for this CPU and loads, else None
+    (whatever is wrong with a cached file, the kernel falls back to Numba or NumPy)."""
+    description = _description(library)
+    if description is None or not library.exists():
+        return None
+    try:
+        handle = ctypes.CDLL(str(library))
+        function = handle[description["symbol"]]
+        params = tuple(str(kind) for kind in description["params"])
+        results = tuple(np.dtype(d) for d in description["results"])
+        argtypes: list[Any] = []
+        for kind in params:
+            if kind == _ARRAY:
+                argtypes += [ctypes.c_void_p, ctypes.c_int64]
+            elif kind in _COMPLEX_PARTS:
+                argtypes += [_COMPLEX_PARTS[kind]] * 2
+            else:
+                argtypes.append(_CTYPES[kind])
+        argtypes += [ctypes.c_void_p] * len(results)
+        function.argtypes = argtypes
+        function.restype = ctypes.c_int32
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return NativeKernel(function, params, results, handle)
+
+
+def available(library: Path) -> bool:
+    """True if a library for this CPU is on disk (cheap: reads its small description)."""
+    return _description(library) is not None and library.exists()
+
+
+def build(module: ModuleType, name: str, library: Path) -> bool:
+    """Write kernel ``name`` of the compiled (warmed-up) ``module`` as ``library``; True if done.
+
+    Needs Numba (the kernel is already compiled) and a C compiler to link; any failure leaves
+    nothing behind and the kernel is then loaded through Numba's cache.
+    """
+    linker = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if linker is None:
+        return False
+    try:
+        entry, params, results = _entry_point(getattr(module, name))
+        if entry is None:
+            return False
+        object_code = _object_code(entry)
+    except Exception:
+        return False
+    directory = library.parent
+    remove_stale_builds(directory)
+    with tempfile.TemporaryDirectory(dir=directory, prefix=BUILD_PREFIX) as scratch:
+        object_path = Path(scratch) / "kernel.o"
+        object_path.write_bytes(object_code)
+        linked = Path(scratch) / "kernel.so"
+        done = subprocess.run([linker, "-shared", "-o", str(linked), str(object_path)], capture_output=True, check=False)
+        if done.returncode != 0 or load_check(linked, entry.native_name) is False:
+            return False
+        description = {"format": LIBRARY_FORMAT, "host": host_fingerprint(), "symbol": entry.native_name,
+                       "params": params, "results": results}  # fmt: skip
+        staged = Path(scratch) / "kernel.json"
+        staged.write_text(json.dumps(description))
+        os.replace(linked, library)
+        os.replace(staged, _description_path(library))
+    return True
+
+
+def remove_stale_builds(directory: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
+    """Remove build directories that a killed compile worker left behind."""
+    now = time.time()
+    for leftover in directory.glob(f"{BUILD_PREFIX}*"):
+        try:
+            if now - leftover.stat().st_mtime > older_than:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:
+            continue
+
+
+def load_check(library: Path, symbol: str) -> bool:
+    """True if the freshly linked ``library`` loads and exports ``symbol``."""
+    try:
+        ctypes.CDLL(str(library))[symbol]
+    except (OSError, AttributeError):
+        return False
+    return True
+
+
+def _entry_point(kernel: Any) -> tuple[Any, list[str], list[str]]:
+    """A Numba ``cfunc`` taking pointers and scalars that calls ``kernel`` and stores its results."""
+    import numba
+    from numba.core import types
+    from numba.np.numpy_support import as_dtype
+
+    signature = kernel.nopython_signatures[0]
+    c_args: list[Any] = []
+    entry_params: list[str] = []
+    setup: list[str] = []
+    call: list[str] = []
+    params: list[str] = []
+    for position, arg_type in enumerate(signature.args):
+        local = f"x{position}"
+        if isinstance(arg_type, types.Array):
+            if arg_type.ndim != 1:
+                return None, [], []
+            c_args += [types.CPointer(arg_type.dtype), types.int64]
+            entry_params += [f"p{position}", f"n{position}"]
+            setup.append(f"    {local} = numba.carray(p{position}, n{position})")
+            params.append(_ARRAY)
+        else:
+            char = as_dtype(arg_type).char
+            if char in _COMPLEX_PARTS:
+                part = arg_type.underlying_float
+                c_args += [part, part]
+                entry_params += [f"{local}_re", f"{local}_im"]
+                setup.append(f"    {local} = np.{as_dtype(arg_type).name}(complex({local}_re, {local}_im))")
+                params.append(char)
+                call.append(local)
+                continue
+            if char not in _CTYPES:
+                return None, [], []
+            c_args.append(types.uint8 if char == "?" else arg_type)
+            entry_params.append(local)
+            if char == "?":
+                setup.append(f"    {local} = {local} != 0")
+            params.append(char)
+        call.append(local)
+    returned = signature.return_type
+    elements = list(returned) if isinstance(returned, types.BaseTuple) else []
+    results: list[str] = []
+    store: list[str] = []
+    for which, element in enumerate(elements):
+        char = as_dtype(element).char
+        if char not in _CTYPES and char not in "FD":
+            return None, [], []
+        c_args.append(types.CPointer(types.uint8 if char == "?" else element))
+        entry_params.append(f"out{which}")
+        store.append(f"    out{which}[0] = result[{which}]")
+        results.append(np.dtype(char).str)
+    source = "\n".join([
+        f"def entry({', '.join(entry_params)}):",
+        *setup,
+        f"    result = kernel({', '.join(call)})",
+        *store,
+        "    return 0",
+    ])  # fmt: skip
+    namespace: dict[str, Any] = {"numba": numba, "np": np, "kernel": kernel}
+    exec(compile(source, f"<entry of {kernel.__name__}>", "exec"), namespace)
+    entry = numba.cfunc(types.int32(*c_args), error_model="numpy")(namespace["entry"])
+    return entry, params, results
+
+
+def _object_code(entry: Any) -> bytes:
+    """``entry``'s module as position-independent object code for this CPU, with every
+    external symbol weak (they are only referenced on error paths that a kernel never takes)."""
+    import llvmlite.binding as llvm
+
+    text = str(entry._library._final_module)
+    text = re.sub(r"^declare (?!.*@llvm\.)", "declare extern_weak ", text, flags=re.M)
+    text = re.sub(r"^(@\S+) = external global", r"\1 = extern_weak global", text, flags=re.M)
+    machine = llvm.Target.from_default_triple().create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, reloc="pic", codemodel="default"
+    )
+    return machine.emit_object(llvm.parse_assembly(text))
