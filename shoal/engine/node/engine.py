@@ -31,6 +31,13 @@ from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
+from shoal.engine.node.plan_cache import (
+    BatchShape,
+    BoundStorage,
+    CachedPlan,
+    PlanCache,
+    batch_shape,
+)
 from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
@@ -51,9 +58,12 @@ class NodeEngine(Component):
         self.threads = 1
         self.direct_work = DIRECT_WORK_ELEMENTS
         self.last_stats = BatchStats()
+        self._plans = PlanCache()
+        self._active: Storage | BoundStorage = self._storage
 
     def init(self, config: Config) -> None:
         self.shutdown()
+        self._plans.clear()
         block = os.environ.get("SHOAL_BLOCK_SIZE")
         self.block_elements = integer_setting("SHOAL_BLOCK_SIZE", block, minimum=1) if block else config.block_size
         if self.block_elements < 1:
@@ -94,42 +104,70 @@ class NodeEngine(Component):
             )
             record(self.last_stats)
             return
-        plan = plan_batch(batch, self._storage.decls)
-        builder = Builder(self._storage, kernels, self.block_elements, self.threads, self.direct_work)
-        ops = builder.build(plan)
+        shape = batch_shape(batch, self._storage.decls)
+        cached = None if shape is None else self._plans.take(shape)
+        replayed = cached is not None
+        if cached is None:
+            cached = self._plan(batch, shape, kernels)
+            if shape is not None:
+                self._plans.put(shape, cached)
         plan_seconds = time.perf_counter() - planning
-        if self.threads > 1:
-            with limit_library_threads(1):  # the pool's threads are the parallelism
-                run = pool.run(ops, self._prepare)
-        else:
-            run = pool.run(ops, self._prepare)
+        compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
+        self._active = cached.storage
+        try:
+            if self.threads > 1:
+                with limit_library_threads(1):  # the pool's threads are the parallelism
+                    run = pool.run(cached.ops, self._prepare)
+            else:
+                run = pool.run(cached.ops, self._prepare)
+        except BaseException:
+            if shape is not None:
+                self._plans.forget(shape)
+            raise
+        finally:
+            cached.finished()
+            self._active = self._storage
         self._storage.trim()
-        counts = builder.counts
         self.last_stats = BatchStats(
             instructions=len(batch.instructions),
-            kernels=counts.groups,
-            fused_instructions=counts.fused_instructions,
-            compilable_kernels=counts.compilable_groups,
-            compiled_block_ops=sum(runner.compiled_blocks for runner in builder.runners),
-            whole_ops=counts.whole_ops,
-            product_panels=counts.product_panels,
-            axis_panels=counts.axis_panels,
-            releases=counts.releases,
-            temporaries=len(plan.temporaries),
+            replayed=replayed,
+            compiled_block_ops=sum(runner.compiled_blocks for runner in cached.runners) - compiled_before,
             peak_bytes=self._storage.peak_bytes,
-            block_ops=len(ops),
-            dependency_edges=builder.deps.edges,
+            block_ops=len(cached.ops),
             plan_seconds=plan_seconds,
             bookkeeping_seconds=run.bookkeeping_seconds,
             wall_seconds=time.perf_counter() - started,
+            **cached.stats,
         )
         record(self.last_stats)
 
+    def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> CachedPlan:
+        """Plan ``batch`` and build its block operations on storage bound to its own base ids."""
+        ids = {} if shape is None else {base: base for base in shape.ids}
+        storage = BoundStorage(self._storage, ids) if shape is not None else self._storage
+        plan = plan_batch(batch, self._storage.decls)
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
+        ops = builder.build(plan)
+        counts = builder.counts
+        stats = {
+            "kernels": counts.groups,
+            "fused_instructions": counts.fused_instructions,
+            "compilable_kernels": counts.compilable_groups,
+            "whole_ops": counts.whole_ops,
+            "product_panels": counts.product_panels,
+            "axis_panels": counts.axis_panels,
+            "releases": counts.releases,
+            "temporaries": len(plan.temporaries),
+            "dependency_edges": builder.deps.edges,
+        }
+        return CachedPlan(shape.ids if shape is not None else (), storage, ops, stats, builder.runners)
+
     def _prepare(self, op: BlockOp) -> None:
+        storage = self._active
         for base in op.bases:
-            self._storage.ensure(base)
+            storage.ensure(base)
         for base in op.written:
-            self._storage.make_writable(base)
+            storage.make_writable(base)
 
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)
