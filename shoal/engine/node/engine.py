@@ -26,6 +26,7 @@ import numpy as np
 
 from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.node.cluster import cluster
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
@@ -145,7 +146,7 @@ class NodeEngine(Component):
         """Plan ``batch`` and build its block operations on storage bound to its own base ids."""
         ids = {} if shape is None else {base: base for base in shape.ids}
         storage = BoundStorage(self._storage, ids) if shape is not None else self._storage
-        plan = plan_batch(batch, self._storage.decls)
+        plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
         ops = builder.build(plan)
         counts = builder.counts

@@ -1,0 +1,109 @@
+"""Reordering a batch into longer runs of one shape: only instructions independent of the run
+move, and the node engine's results stay the reference engine's, bit for bit."""
+
+from __future__ import annotations
+
+import numpy as np
+from engine_node_harness import run_both
+from engine_node_recorder import Recorder
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shoal.engine.node.cluster import cluster
+
+
+def ops_of(batch):
+    return [(i.op, i.outputs[0].shape if i.outputs else None) for i in batch.instructions]
+
+
+def test_an_independent_instruction_of_another_shape_moves_ahead_of_the_run():
+    rec = Recorder()
+    big = rec.array(np.ones((3, 4)))
+    small = rec.array(np.ones(4))
+    a = rec.ufunc("multiply", big, 2.0)
+    s = rec.ufunc("square", small)  # independent of the run: moves
+    b = rec.ufunc("add", a, s)  # same shape as the run, reads the moved result
+    batch = rec.new_batch()
+    order = cluster(batch).instructions
+    assert [i.op for i in order] == ["square", "multiply", "add"]
+    assert [i.outputs[0].base for i in order] == [s.base, a.base, b.base]
+
+
+def test_an_instruction_that_depends_on_the_run_stays():
+    rec = Recorder()
+    big = rec.array(np.ones((3, 4)))
+    a = rec.ufunc("multiply", big, 2.0)
+    rec.ufunc("negative", rec.index(a, 0))  # reads what the run wrote: stays
+    rec.ufunc("add", a, 1.0)  # independent of the (4,) run now open: moves ahead of it
+    rec.emit("multiply", (rec.index(big, 1),), (rec.index(big, 1), 3.0))  # joins the (4,) run
+    rec.ufunc("subtract", big, 1.0)  # reads what the (4,) run writes: stays
+    order = [(i.op, i.outputs[0].shape) for i in cluster(rec.new_batch()).instructions]
+    assert order == [("multiply", (3, 4)), ("add", (3, 4)), ("negative", (4,)), ("multiply", (4,)), ("subtract", (3, 4))]
+
+
+def test_an_instruction_does_not_move_past_a_release_of_its_base():
+    rec = Recorder()
+    big = rec.array(np.ones((3, 4)))
+    small = rec.array(np.ones(4))
+    a = rec.ufunc("multiply", big, 2.0)
+    t = rec.ufunc("add", small, 1.0)  # moves
+    rec.release(t)
+    rec.ufunc("add", a, 1.0)
+    order = [i.op for i in cluster(rec.new_batch()).instructions]
+    assert order == ["add", "multiply", "release", "add"]
+
+
+def test_a_whole_view_operation_moves_and_the_run_goes_on():
+    def program(rec):
+        f = rec.array(np.random.default_rng(1).random((3, 5, 6)))
+        mask = rec.array(np.random.default_rng(2).random((5, 6)) < 0.5)
+        u = rec.ufunc("multiply", f, 3.0)
+        v = rec.ufunc("subtract", f, u)
+        flipped = rec.empty((3, 5, 6), np.float64)
+        rec.emit("gather", (flipped,), (f, rec.array(np.array([2, 0, 1]))), key=(("array", 0),))
+        w = rec.where(mask, flipped, v)
+        rec.release(u, v, flipped)
+        return [w, f]
+
+    stats = run_both(program, block=16).last_stats
+    assert stats.kernels == 1 and stats.temporaries == 2
+
+
+SHAPES = {"plane": (6, 8), "row": (8,)}
+
+
+@st.composite
+def programs(draw):
+    """Interleaved element-wise work over planes and rows of a few arrays, in place and new,
+    through overlapping views, with releases and whole-view copies between."""
+    steps = draw(st.lists(st.tuples(st.sampled_from(["new", "inplace", "row", "rowinplace", "axis", "release"]), st.integers(0, 2), st.integers(0, 2), st.sampled_from(["add", "multiply", "subtract"])), min_size=4, max_size=24))
+    return steps
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_interleavings_match_the_reference(steps):
+    def program(rec: Recorder):
+        rng = np.random.default_rng(5)
+        planes = [rec.array(rng.random((6, 8))) for _ in range(3)]
+        rows = [rec.array(rng.random(8)) for _ in range(3)]
+        temps = []
+        for kind, i, j, op in steps:
+            if kind == "new":
+                temps.append(rec.ufunc(op, planes[i], rec.index(planes[j], (slice(None), slice(None)))))
+                planes[i] = temps[-1]
+            elif kind == "inplace":
+                target = rec.index(planes[i], (slice(1, None), slice(None)))
+                source = rec.index(planes[j], (slice(None, -1), slice(None)))
+                rec.emit(op, (target,), (target, source))
+            elif kind == "row":
+                rows[i] = rec.ufunc(op, rows[j], rec.index(planes[i], 2))
+            elif kind == "rowinplace":
+                rec.emit(op, (rec.index(planes[i], j),), (rec.index(planes[i], j), rows[j]))
+            elif kind == "axis":
+                rows[i] = rec.reduce("sum", planes[j], axis=0)
+            elif temps and planes[i] is not temps[-1] and rows[i] is not temps[-1] and all(p is not temps[-1] for p in planes):
+                rec.release(temps.pop())
+        return [*planes, *rows]
+
+    run_both(program, block=7)
