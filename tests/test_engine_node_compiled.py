@@ -172,3 +172,19 @@ def test_compiled_kernel_with_several_reductions_and_an_update_between_them():
     engine = run_both(program, block=64, compile="sync", exact=False)
     assert engine.last_stats.kernels == 1
     assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops - 4  # 4 folds
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_loading_a_cached_kernel_waits_for_numpy_time_of_every_stalled_thread(monkeypatch, threads):
+    """Loading holds the GIL, so all pool threads wait: its cost counts once per thread."""
+    monkeypatch.setattr(compiler, "machine_code_cached", lambda key: True)
+    monkeypatch.setattr(compiler, "estimated_load_seconds", lambda: 0.3)
+    submitted = []
+    cache = compiler.KernelCache(compiler.CompileMode.BACKGROUND, threads)
+    monkeypatch.setattr(cache, "_submit", lambda key, program: submitted.append(key))
+    program = object()
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda program: 10.0)
+    cache.note_numpy_time("k", program, 0.4)  # over one load, under two
+    assert submitted == (["k"] if threads == 1 else [])
+    cache.note_numpy_time("k", program, 0.3)
+    assert submitted[-1:] == ["k"]

@@ -74,7 +74,7 @@ class NodeEngine(Component):
         direct = config.options.get("direct_work") or os.environ.get("SHOAL_DIRECT_WORK")
         self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
-        self._kernels = KernelCache(CompileMode.parse(mode))
+        self._kernels = KernelCache(CompileMode.parse(mode), self.threads)
         self._pool = WorkerPool(self.threads)
 
     def _ready(self) -> tuple[WorkerPool, KernelCache]:
