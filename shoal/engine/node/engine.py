@@ -64,7 +64,6 @@ class NodeEngine(Component):
 
     def init(self, config: Config) -> None:
         self.shutdown()
-        self._plans.clear()
         block = os.environ.get("SHOAL_BLOCK_SIZE")
         self.block_elements = integer_setting("SHOAL_BLOCK_SIZE", block, minimum=1) if block else config.block_size
         if self.block_elements < 1:
@@ -185,6 +184,7 @@ class NodeEngine(Component):
             self._kernels.close()
             self._kernels = None
         self._storage.clear()
+        self._plans.clear()
 
     def live_bases(self) -> int:
         return len(self._storage.decls)
