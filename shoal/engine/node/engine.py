@@ -143,8 +143,9 @@ class NodeEngine(Component):
 
     def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> CachedPlan:
         """Plan ``batch`` and build its block operations on storage bound to its own base ids."""
-        ids = {} if shape is None else {base: base for base in shape.ids}
-        storage = BoundStorage(self._storage, ids) if shape is not None else self._storage
+        storage: Storage | BoundStorage = self._storage
+        if shape is not None:
+            storage = BoundStorage(self._storage, {base: base for base in shape.ids})
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
         ops = builder.build(plan)
