@@ -4,12 +4,13 @@ move, and the node engine's results stay the reference engine's, bit for bit."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.engine.node.cluster import cluster
+from shoal.engine.node.cluster import MAX_MOVED, cluster
 
 
 def ops_of(batch):
@@ -29,16 +30,40 @@ def test_an_independent_instruction_of_another_shape_moves_ahead_of_the_run():
     assert [i.outputs[0].base for i in order] == [s.base, a.base, b.base]
 
 
-def test_an_instruction_that_depends_on_the_run_stays():
+@pytest.mark.parametrize(
+    ("case", "moves"),
+    [("independent", True), ("reads the run's output", False), ("writes the run's input", False), ("larger than the run", False)],
+)
+def test_only_independent_work_no_larger_than_the_run_moves(case, moves):
     rec = Recorder()
     big = rec.array(np.ones((3, 4)))
+    small = rec.array(np.ones(4))
     a = rec.ufunc("multiply", big, 2.0)
-    rec.ufunc("negative", rec.index(a, 0))  # reads what the run wrote: stays
-    rec.ufunc("add", a, 1.0)  # independent of the (4,) run now open: moves ahead of it
-    rec.emit("multiply", (rec.index(big, 1),), (rec.index(big, 1), 3.0))  # joins the (4,) run
-    rec.ufunc("subtract", big, 1.0)  # reads what the (4,) run writes: stays
-    order = [(i.op, i.outputs[0].shape) for i in cluster(rec.new_batch()).instructions]
-    assert order == [("multiply", (3, 4)), ("add", (3, 4)), ("negative", (4,)), ("multiply", (4,)), ("subtract", (3, 4))]
+    if case == "independent":
+        rec.ufunc("square", small)
+    elif case == "reads the run's output":
+        rec.ufunc("negative", rec.index(a, 0))
+    elif case == "writes the run's input":
+        rec.emit("multiply", (rec.index(big, 1),), (rec.index(big, 1), 3.0))
+    else:
+        rec.ufunc("square", rec.array(np.ones((4, 4))))
+    if case != "larger than the run":
+        rec.ufunc("add", a, 1.0)  # the run goes on
+    batch = rec.new_batch()
+    assert (cluster(batch) is not batch) == moves
+    if moves:
+        assert [i.op for i in cluster(batch).instructions] == ["square", "multiply", "add"]
+
+
+def test_at_most_a_few_instructions_move_ahead_of_one_run():
+    rec = Recorder()
+    a = rec.ufunc("multiply", rec.array(np.ones((6, 8))), 2.0)
+    small = rec.array(np.ones(8))
+    for _ in range(MAX_MOVED + 5):
+        small = rec.ufunc("add", small, 1.0)
+    rec.ufunc("add", a, 1.0)
+    order = [i.outputs[0].shape for i in cluster(rec.new_batch()).instructions]
+    assert order[: MAX_MOVED + 1] == [(8,)] * MAX_MOVED + [(6, 8)]
 
 
 def test_an_instruction_does_not_move_past_a_release_of_its_base():
