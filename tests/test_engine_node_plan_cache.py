@@ -203,6 +203,7 @@ def test_replay_drops_the_same_temporaries_and_frees_released_bases(pair):
     assert pair.node.live_bases() == 1
 
 
+@pytest.mark.full
 def test_a_plan_cache_hit_with_compiled_kernels_matches(tmp_path, monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
