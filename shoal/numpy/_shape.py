@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -203,6 +204,8 @@ def stack(arrays: Sequence[Any], axis: int = 0, out: Any = None, dtype: Any = No
 
 
 def roll(array: Any, shift: Any, axis: Any = None) -> Any:
+    """``np.roll``: one copy per block of the result that moves as a whole (4 for a 2-D shift
+    along both axes), straight from the source, instead of one full pass per axis."""
     if not is_lazy(array):
         return np.roll(array, shift, axis)
     if axis is None:
@@ -212,21 +215,19 @@ def roll(array: Any, shift: Any, axis: Any = None) -> Any:
     for sh, ax in pairs:
         ax = normalize_axis_index(int(ax), array.ndim)
         totals[ax] = totals.get(ax, 0) + int(sh)
-    result = array
-    for ax, sh in totals.items():
-        result = _roll_axis(result, sh, ax)
-    return result if result is not array else copy(array)
-
-
-def _roll_axis(array: ndarray, shift: int, axis: int) -> ndarray:
-    n = array.shape[axis]
+    pieces: list[list[tuple[slice, slice]]] = []
+    for ax, n in enumerate(array.shape):
+        moved = totals.get(ax, 0) % n if n else 0
+        if moved:
+            pieces.append([(slice(moved, None), slice(None, n - moved)), (slice(None, moved), slice(n - moved, None))])
+        else:
+            pieces.append([(slice(None), slice(None))])
     result = new_array(array.dtype, array.shape)
-    shift = shift % n if n else 0
-    pieces = [(slice(shift, None), slice(None, n - shift)), (slice(None, shift), slice(n - shift, None))]
-    for target_slice, source_slice in pieces:
-        lead = (slice(None),) * axis
-        target = view_via_probe(result, lambda p, k=(*lead, target_slice): p[k])
-        source = view_via_probe(array, lambda p, k=(*lead, source_slice): p[k])
+    for combination in itertools.product(*pieces):
+        target_key = tuple(target for target, _ in combination)
+        source_key = tuple(source for _, source in combination)
+        target = view_via_probe(result, lambda p, k=target_key: p[k])
+        source = view_via_probe(array, lambda p, k=source_key: p[k])
         if target.size:
             array._base.runtime.record("copy", (target._view,), (source._view,))
     return result

@@ -141,8 +141,9 @@ def kernel_key(structure: tuple) -> str:
 class KernelCache:
     """Kernels by structure hash: ready ones, ones being compiled, ones that failed."""
 
-    def __init__(self, mode: CompileMode) -> None:
+    def __init__(self, mode: CompileMode, threads: int = 1) -> None:
         self.mode = mode if HAVE_NUMBA else CompileMode.OFF
+        self.threads = threads  # pool threads whose NumPy time ``note_numpy_time`` sums
         self._ready: dict[str, Callable[..., Any]] = {}
         self._failed: set[str] = set()
         self._pending: set[str] = set()
@@ -211,7 +212,10 @@ class KernelCache:
             self._numpy_seconds[key] = spent
         spent += self._past_seconds.get(key, 0.0)
         compile_seconds = estimated_compile_seconds(program)
-        if spent < min(estimated_load_seconds(), compile_seconds) or key in self._pending or key in self._ready:
+        # Loading runs in this process and holds the GIL, so every pool thread waits for it:
+        # in the units of ``spent`` (NumPy seconds summed over threads) it costs ``threads`` times.
+        load_seconds = estimated_load_seconds() * self.threads
+        if spent < min(load_seconds, compile_seconds) or key in self._pending or key in self._ready:
             return  # not hot enough even to load it: no need to look at the disk cache
         if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)

@@ -29,11 +29,19 @@ import numpy as np
 
 from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.node.cluster import cluster
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import plan_batch
+from shoal.engine.node.plan_cache import (
+    BatchShape,
+    BoundStorage,
+    CachedPlan,
+    PlanCache,
+    batch_shape,
+)
 from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
@@ -54,6 +62,8 @@ class NodeEngine(Component):
         self.threads = 1
         self.direct_work = DIRECT_WORK_ELEMENTS
         self.last_stats = BatchStats()
+        self._plans = PlanCache()
+        self._active: Storage | BoundStorage = self._storage
 
     def init(self, config: Config) -> None:
         self.shutdown()
@@ -66,7 +76,7 @@ class NodeEngine(Component):
         direct = config.options.get("direct_work") or os.environ.get("SHOAL_DIRECT_WORK")
         self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
-        self._kernels = KernelCache(CompileMode.parse(mode))
+        self._kernels = KernelCache(CompileMode.parse(mode), self.threads)
         schedule = (config.options.get("schedule") or os.environ.get("SHOAL_SCHEDULE") or "program").strip().lower()
         if schedule not in ("program", "reverse"):
             raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")
@@ -100,43 +110,72 @@ class NodeEngine(Component):
             )
             record(self.last_stats)
             return
-        plan = plan_batch(batch, self._storage.decls)
-        builder = Builder(self._storage, kernels, self.block_elements, self.threads, self.direct_work)
-        ops = builder.build(plan)
+        shape = batch_shape(batch, self._storage.decls)
+        cached = None if shape is None else self._plans.take(shape)
+        replayed = cached is not None
+        if cached is None:
+            cached = self._plan(batch, shape, kernels)
+            if shape is not None:
+                self._plans.put(shape, cached)
         plan_seconds = time.perf_counter() - planning
-        if self.threads > 1:
-            with limit_library_threads(1):  # the pool's threads are the parallelism
-                run = pool.run(ops, self._prepare)
-        else:
-            run = pool.run(ops, self._prepare)
+        compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
+        self._active = cached.storage
+        try:
+            if self.threads > 1:
+                with limit_library_threads(1):  # the pool's threads are the parallelism
+                    run = pool.run(cached.ops, self._prepare)
+            else:
+                run = pool.run(cached.ops, self._prepare)
+        except BaseException:
+            if shape is not None:
+                self._plans.forget(shape)
+            raise
+        finally:
+            cached.finished()
+            self._active = self._storage
         self._storage.trim()
-        counts = builder.counts
         self.last_stats = BatchStats(
             instructions=len(batch.instructions),
-            kernels=counts.groups,
-            fused_instructions=counts.fused_instructions,
-            compilable_kernels=counts.compilable_groups,
-            compiled_block_ops=sum(runner.compiled_blocks for runner in builder.runners),
-            whole_ops=counts.whole_ops,
-            product_panels=counts.product_panels,
-            axis_panels=counts.axis_panels,
-            releases=counts.releases,
-            temporaries=len(plan.temporaries),
-            deferred_writes=counts.deferred_writes,
+            replayed=replayed,
+            compiled_block_ops=sum(runner.compiled_blocks for runner in cached.runners) - compiled_before,
             peak_bytes=self._storage.peak_bytes,
-            block_ops=len(ops),
-            dependency_edges=builder.deps.edges,
+            block_ops=len(cached.ops),
             plan_seconds=plan_seconds,
             bookkeeping_seconds=run.bookkeeping_seconds,
             wall_seconds=time.perf_counter() - started,
+            **cached.stats,
         )
         record(self.last_stats)
 
+    def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> CachedPlan:
+        """Plan ``batch`` and build its block operations on storage bound to its own base ids."""
+        storage: Storage | BoundStorage = self._storage
+        if shape is not None:
+            storage = BoundStorage(self._storage, {base: base for base in shape.ids})
+        plan = plan_batch(cluster(batch), self._storage.decls)
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
+        ops = builder.build(plan)
+        counts = builder.counts
+        stats = {
+            "kernels": counts.groups,
+            "fused_instructions": counts.fused_instructions,
+            "compilable_kernels": counts.compilable_groups,
+            "whole_ops": counts.whole_ops,
+            "product_panels": counts.product_panels,
+            "axis_panels": counts.axis_panels,
+            "releases": counts.releases,
+            "temporaries": len(plan.temporaries),
+            "deferred_writes": counts.deferred_writes,
+            "dependency_edges": builder.deps.edges,
+        }
+        return CachedPlan(shape.ids if shape is not None else (), storage, ops, stats, builder.runners)
+
     def _prepare(self, op: BlockOp) -> None:
+        storage = self._active
         for base in op.bases:
-            self._storage.ensure(base)
+            storage.ensure(base)
         for base in op.written:
-            self._storage.make_writable(base)
+            storage.make_writable(base)
 
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)
@@ -153,6 +192,7 @@ class NodeEngine(Component):
             self._kernels.close()
             self._kernels = None
         self._storage.clear()
+        self._plans.clear()
 
     def live_bases(self) -> int:
         return len(self._storage.decls)

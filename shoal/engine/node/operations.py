@@ -24,6 +24,7 @@ from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
 from shoal.engine.node.deferred import block_buffer, commit, store
 from shoal.engine.node.deps import BlockOp, DependencyLists
+from shoal.engine.node.gather_slabs import gather_slabs
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
 from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, lower
 from shoal.engine.node.storage import Storage
@@ -244,7 +245,7 @@ class Builder:
         return [[(base, k) for k in range(first, last + 1)] for first, last in zip(firsts, lasts)]
 
     def _whole(self, instruction: Instruction) -> None:
-        if self._row_panels(instruction) or self._axis_panels(instruction):
+        if self._row_panels(instruction) or self._axis_panels(instruction) or gather_slabs(self, instruction):
             return
         self.counts.whole_ops += 1
         reads = [key for view in instruction.inputs if isinstance(view, View) for key in self._view_blocks(view)]

@@ -1,0 +1,221 @@
+"""Reusing the block operations of a batch whose structure the engine has planned before.
+
+A loop records structurally identical batches: the same opcodes over views of the same geometry,
+only the base ids (fresh arrays every iteration) and the data differ. Planning, lowering and
+building block operations cost 30-40 µs per instruction, so the engine keeps what it built for a
+batch *structure* and runs it again with the new base ids.
+
+The key (:func:`batch_shape`) describes everything planning reads and nothing it does not:
+
+* every instruction's opcode, attributes and constants (bit-exact: ``-0.0`` is not ``0.0``) and
+  each view's dtype, byte offset, shape and strides, with base ids renamed by first appearance;
+* every declared base's dtype and size, and whether the batch carries (or donates) its data;
+* for every base the batch uses but does not declare, its live dtype and size (or that it is not
+  live).
+
+Never the data. Block operations reach memory through a :class:`BoundStorage`, which translates
+the base ids the plan was built with into the ids of the batch being run, so a cached plan runs
+unchanged: the engine resets each operation's reference count and hands it to the pool again.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode import BaseDecl, Batch, Const, View
+from shoal.engine.node.deps import BlockOp
+from shoal.engine.node.storage import Storage
+
+PLAN_CACHE_ENTRIES = 8
+
+
+@dataclass(frozen=True)
+class BatchShape:
+    """A batch's structure (``key``) and its base ids in the order the key numbers them."""
+
+    key: tuple
+    ids: tuple[int, ...]
+
+
+def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
+    """The structure of ``batch`` given the ``live`` bases; None if it cannot be keyed."""
+    number: dict[int, int] = {}
+
+    def renamed(base: int) -> int:
+        index = number.get(base)
+        if index is None:
+            index = number[base] = len(number)
+        return index
+
+    def operand(value: View | Const) -> tuple:
+        if isinstance(value, View):
+            return (renamed(value.base), value.dtype, value.dtype.char, value.offset, value.shape, value.strides)
+        return ("const", _value_key(value.value))
+
+    declared = tuple(
+        (renamed(decl.id), decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated)
+        for decl in batch.bases
+    )
+    steps = []
+    for instruction in batch.instructions:
+        if instruction.op == "release":
+            base = instruction.attr("base")
+            if not isinstance(base, int):
+                return None
+            steps.append(("release", renamed(base)))
+            continue
+        outputs = tuple(operand(view) for view in instruction.outputs)
+        inputs = tuple(operand(value) for value in instruction.inputs)
+        steps.append((instruction.op, outputs, inputs, _value_key(instruction.attrs)))
+    ids = tuple(number)
+    outside = []
+    for base in ids[len(declared) :]:
+        decl = live.get(base)
+        outside.append(None if decl is None else (decl.dtype, decl.dtype.char, decl.size))
+    key = (declared, tuple(steps), tuple(outside))
+    try:
+        hash(key)
+    except TypeError:  # an attribute that is not a value (never produced by the frontend)
+        return None
+    return BatchShape(key, ids)
+
+
+def _value_key(value: Any) -> Any:
+    """``value`` as a key that tells apart what ``==`` does not (1 and 1.0 and True, -0.0 and 0.0)."""
+    if isinstance(value, tuple):
+        return ("tuple", tuple(_value_key(item) for item in value))
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str, value.tobytes())
+    if isinstance(value, float):
+        return ("float", struct.pack("<d", value))
+    if isinstance(value, complex):
+        return ("complex", struct.pack("<dd", value.real, value.imag))
+    if isinstance(value, np.dtype):
+        return ("dtype", value, value.char)
+    return (type(value), value)
+
+
+class _BoundDecls:
+    """``Storage.decls`` seen through a binding; remembers the bases that planning dropped."""
+
+    def __init__(self, bound: BoundStorage) -> None:
+        self._bound = bound
+
+    def __contains__(self, base: object) -> bool:
+        return isinstance(base, int) and self._bound.ids[base] in self._bound.storage.decls
+
+    def get(self, base: int, default: BaseDecl | None = None) -> BaseDecl | None:
+        return self._bound.storage.decls.get(self._bound.ids[base], default)
+
+    def __getitem__(self, base: int) -> BaseDecl:
+        return self._bound.storage.decls[self._bound.ids[base]]
+
+    def pop(self, base: int, default: BaseDecl | None = None) -> BaseDecl | None:
+        self._bound.dropped.append(base)
+        return self._bound.storage.decls.pop(self._bound.ids[base], default)
+
+
+class BoundStorage:
+    """The engine's storage addressed with the base ids a plan was built with.
+
+    ``ids`` maps each planned id to the id of the batch being run; :meth:`bind` switches to
+    another batch of the same structure. ``dropped`` lists the planned ids whose declarations
+    building the plan removed (temporaries), so a replay removes the same ones.
+    """
+
+    def __init__(self, storage: Storage, ids: dict[int, int]) -> None:
+        self.storage = storage
+        self.ids = ids
+        self.decls = _BoundDecls(self)
+        self.dropped: list[int] = []
+
+    def bind(self, ids: dict[int, int]) -> None:
+        self.ids = ids
+
+    def decl(self, base: int) -> BaseDecl:
+        return self.storage.decl(self.ids[base])
+
+    def ensure(self, base: int) -> None:
+        self.storage.ensure(self.ids[base])
+
+    def make_writable(self, base: int) -> None:
+        self.storage.make_writable(self.ids[base])
+
+    def raw(self, base: int) -> np.ndarray:
+        return self.storage.raw(self.ids[base])
+
+    def typed(self, base: int, dtype: np.dtype) -> np.ndarray:
+        return self.storage.typed(self.ids[base], dtype)
+
+    def array(self, view: View) -> np.ndarray:
+        return self.storage.array(View(self.ids[view.base], view.dtype, view.offset, view.shape, view.strides))
+
+    def release(self, base: int) -> None:
+        self.storage.release(self.ids[base])
+
+
+@dataclass
+class CachedPlan:
+    """Block operations built once, with what the engine reports about them."""
+
+    planned_ids: tuple[int, ...]
+    storage: BoundStorage | Storage  # Storage itself for a batch that cannot be keyed
+    ops: list[BlockOp]
+    stats: dict[str, Any]  # the BatchStats fields that planning determines
+    runners: list[Any] = field(default_factory=list)
+    refcounts: list[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.refcounts = [op.refcount for op in self.ops]
+
+    def rearm(self, shape: BatchShape) -> None:
+        """Point the plan at ``shape``'s bases and make every operation runnable again."""
+        assert isinstance(self.storage, BoundStorage)
+        self.storage.bind(dict(zip(self.planned_ids, shape.ids)))
+        for base in self.storage.dropped:
+            self.storage.storage.decls.pop(self.storage.ids[base], None)
+        for op, count in zip(self.ops, self.refcounts):
+            op.refcount = count
+            op.result = None
+
+    def finished(self) -> None:
+        """Drop results the operations hold (partial reductions) until the next run."""
+        for op in self.ops:
+            op.result = None
+
+
+class PlanCache:
+    """The plans of the last few batch structures, most recently used last."""
+
+    def __init__(self, entries: int = PLAN_CACHE_ENTRIES) -> None:
+        self.entries = entries
+        self._plans: OrderedDict[tuple, CachedPlan] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._plans)
+
+    def take(self, shape: BatchShape) -> CachedPlan | None:
+        """The plan for ``shape``, re-armed for its bases, or None."""
+        plan = self._plans.get(shape.key)
+        if plan is None:
+            return None
+        self._plans.move_to_end(shape.key)
+        plan.rearm(shape)
+        return plan
+
+    def put(self, shape: BatchShape, plan: CachedPlan) -> None:
+        self._plans[shape.key] = plan
+        self._plans.move_to_end(shape.key)
+        while len(self._plans) > self.entries:
+            self._plans.popitem(last=False)
+
+    def forget(self, shape: BatchShape) -> None:
+        self._plans.pop(shape.key, None)
+
+    def clear(self) -> None:
+        self._plans.clear()
