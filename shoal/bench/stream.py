@@ -17,8 +17,6 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
 DEFAULT_ELEMENTS = 1 << 25  # 256 MiB per float64 array, three arrays: far beyond any cache
 DEFAULT_REPEATS = 10
 
@@ -56,6 +54,7 @@ def _best_seconds(kernel, repeats: int) -> float:
 
 def _numba_triad(elements: int, repeats: int) -> Roof:
     import numba
+    import numpy as np
 
     @numba.njit(parallel=True, fastmath=False, cache=False)
     def triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: float) -> None:
@@ -78,6 +77,8 @@ def _numba_triad(elements: int, repeats: int) -> Roof:
 
 
 def _numpy_copy(elements: int, repeats: int) -> Roof:
+    import numpy as np
+
     source = np.ones(elements)
     target = np.zeros(elements)
     seconds = _best_seconds(lambda: np.copyto(target, source), repeats)
