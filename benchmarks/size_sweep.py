@@ -58,6 +58,9 @@ STEP_OPTIONS: dict[str, str | None] = {
 }
 # Smallest SIZE each example accepts (knn needs at least k = 7 training points).
 MINIMUM_SIZES: dict[str, int] = {"knn": 7, "jacobi_stencil": 3, "nbody": 2}
+# Most steps an example's answer stays meaningful for: Black-Scholes options expire after half a
+# year at the earliest, and a later day prices them at NaN.
+MAXIMUM_STEPS: dict[str, int] = {"black_scholes": 180}
 
 
 @dataclass(frozen=True)
@@ -91,9 +94,10 @@ def size_for(example: Example, target: int) -> int:
     return low if target / example.elements(low) < example.elements(high) / target else high
 
 
-def steps_for(elements: int) -> int:
-    """Steps for a run over ``elements``-element arrays: fewer as arrays grow."""
-    return max(MIN_STEPS, min(MAX_STEPS, round(STEP_WORK / elements)))
+def steps_for(example: Example, elements: int) -> int:
+    """Steps for a run of ``example`` over ``elements``-element arrays: fewer as arrays grow."""
+    most = MAXIMUM_STEPS.get(example.name, MAX_STEPS)
+    return max(MIN_STEPS, min(most, round(STEP_WORK / elements)))
 
 
 def with_steps(example: Example, steps: int) -> Example:
@@ -115,7 +119,7 @@ def plan(example: Example, exponents: range) -> list[Point]:
         size = size_for(example, 10**exponent)
         if points and points[-1].size == size:
             continue
-        points.append(Point(with_steps(example, steps_for(example.elements(size))), size, exponent))
+        points.append(Point(with_steps(example, steps_for(example, example.elements(size))), size, exponent))
     return points
 
 

@@ -30,7 +30,9 @@ def test_size_never_goes_below_what_the_example_accepts() -> None:
 
 
 def test_steps_shrink_as_arrays_grow_and_replace_only_the_step_option() -> None:
-    assert steps_for(1000) == 1000 and steps_for(10**6) == 30 and steps_for(10**8) == 1
+    jacobi = find("jacobi_stencil")
+    assert steps_for(jacobi, 1000) == 1000 and steps_for(jacobi, 10**6) == 30 and steps_for(jacobi, 10**8) == 1
+    assert steps_for(find("black_scholes"), 1000) == 180  # options expire after 182 days
     heat = with_steps(find("heat_equation"), 7)
     assert heat.arguments == ("--epsilon", "0", "--max-iterations", "7")
     assert with_steps(find("knn"), 7).arguments == find("knn").arguments
