@@ -208,3 +208,22 @@ def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
             assert_same(engine.fetch(view), reference.fetch(view), exact=True)
     finally:
         engine.shutdown()
+
+
+def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark():
+    from shoal.bytecode import BaseDecl
+    from shoal.engine.node.storage import Storage
+
+    storage = Storage()
+    borrowed = np.arange(200.0)
+    borrowed.flags.writeable = False
+    storage.declare(BaseDecl(1, np.dtype(np.float64), 200), borrowed)  # 1600 bytes, not the engine's
+    storage.declare(BaseDecl(2, np.dtype(np.float64), 100), None)
+    storage.ensure(2)
+    assert storage.high_water == 2400
+    storage.release(2)  # kept as a spare of 800 bytes
+    storage.release(1)  # borrowed memory is never a spare
+    storage.declare(BaseDecl(3, np.dtype(np.float64), 150), None)
+    storage.ensure(3)  # 1200 bytes: no spare fits, but 800 + 1200 stays below 2400
+    assert storage.spare_bytes == 800
+    assert storage.bytes_held + storage.spare_bytes <= storage.high_water
