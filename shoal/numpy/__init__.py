@@ -41,9 +41,15 @@ from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
 
 # NumPy's namespace (ufuncs, dtypes, constants, functions), without importing the submodules NumPy
-# loads on first use (``testing``, ``f2py``, ...): module ``__getattr__`` below serves those.
-# Shoal's own definitions above take precedence.
-_LAZY_SUBMODULES = {"testing", "f2py", "ctypeslib", "typing", "matlib", "polynomial", "ma", "char", "rec", "strings"}
+# loads on first use (``testing``, ``f2py``, ``random``, ``fft``, ...): module ``__getattr__`` below
+# serves those. ``numpy.random`` alone holds 6.7 MiB, which a program that never draws a random
+# number would carry as extra peak memory. Shoal's own definitions above take precedence.
+_LAZY_SUBMODULES = {
+    "testing", "f2py", "ctypeslib", "typing", "matlib", "polynomial", "ma", "char", "rec", "strings",
+    "random", "linalg", "fft", "core",
+}  # fmt: skip
+# Submodules of NumPy's namespace that Shoal replaces with its own.
+_OWN_SUBMODULES = {"random", "linalg"}
 globals().update(
     {
         name: getattr(_np, name)
@@ -52,12 +58,10 @@ globals().update(
     }
 )
 
-# NumPy's namespace has ``random`` and ``linalg`` as NumPy's modules; bind Shoal's instead.
-random = importlib.import_module("shoal.numpy.random")
-linalg = importlib.import_module("shoal.numpy.linalg")
-
 
 def __getattr__(name: str) -> Any:
+    if name in _OWN_SUBMODULES:
+        return importlib.import_module(f"shoal.numpy.{name}")  # the import binds it here too
     return getattr(_np, name)
 
 
