@@ -20,7 +20,10 @@ from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
 from shoal.engine import Component, Config, create
 from shoal.system import env_integer
 
-DEFAULT_EAGER_THRESHOLD = 65536
+# Arrays below 2^19 elements stay NumPy arrays: a batch of them runs instruction by instruction in
+# the node engine anyway (``direct.py``), so recording them only added overhead (1.4-2.7x NumPy's time
+# at 10^5-3*10^5 elements, ``python -m benchmarks.size_sweep``).
+DEFAULT_EAGER_THRESHOLD = 1 << 19
 DEFAULT_FLUSH_THRESHOLD = 2048
 
 
