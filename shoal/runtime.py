@@ -73,7 +73,7 @@ class Runtime:
         eager_threshold: int | None = None,
         flush_threshold: int | None = None,
     ) -> None:
-        # The default engine is created at the first flush: a program whose arrays all stay small
+        # The default engine is created with the first lazy array: a program whose arrays all stay small
         # never loads it (its modules and thread pool cost start-up time and peak memory). An engine
         # chosen by name, here or in SHOAL_ENGINE, is created now, so a wrong name fails at once.
         self._engine: Component | None = None
@@ -120,6 +120,8 @@ class Runtime:
     ) -> LazyBase:
         """Declare a new base of ``size`` elements filled from ``data`` (1-D). With ``donate`` the
         caller gives ``data`` away: the component may keep and write it instead of copying."""
+        if self._engine is None:
+            _ = self.engine  # the first large array loads the engine (not the first flush, mid-program)
         with self._lock:
             base_id = self._next_id
             self._next_id += 1

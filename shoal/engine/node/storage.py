@@ -98,6 +98,22 @@ class Storage:
             self._typed.pop(base, None)
             self._borrowed.discard(base)
 
+    def has_memory(self, base: int) -> bool:
+        return base in self._bytes
+
+    def owns(self, base: int) -> bool:
+        """True if ``base`` has memory of the engine's own (not borrowed from a batch)."""
+        return base in self._bytes and base not in self._borrowed
+
+    def hand_over(self, source: int, target: int) -> None:
+        """Give ``source``'s memory to ``target``, a base without memory; ``source`` keeps none (its
+        release then frees nothing)."""
+        if target in self._bytes or not self.owns(source):
+            raise EngineError(f"cannot hand base {source}'s memory to base {target}")
+        self._bytes[target] = self._bytes.pop(source)
+        self._typed.pop(source, None)
+        self._typed.pop(target, None)
+
     def raw(self, base: int) -> np.ndarray:
         try:
             return self._bytes[base]
