@@ -20,9 +20,11 @@ from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
 from shoal.engine import Component, Config, create
 from shoal.system import env_integer
-from shoal.threads import available_cores
 
-DEFAULT_EAGER_THRESHOLD = 65536
+# Arrays below 2^19 elements stay NumPy arrays: a batch of them runs instruction by instruction in
+# the node engine anyway (``direct.py``), so recording them only added overhead (1.4-2.7x NumPy's time
+# at 10^5-3*10^5 elements, ``python -m benchmarks.size_sweep``).
+DEFAULT_EAGER_THRESHOLD = 1 << 19
 DEFAULT_FLUSH_THRESHOLD = 2048
 
 
@@ -72,10 +74,12 @@ class Runtime:
         eager_threshold: int | None = None,
         flush_threshold: int | None = None,
     ) -> None:
-        if engine is None:
-            engine = default_engine_name()
-        self.engine: Component = create(engine) if isinstance(engine, str) else engine
-        self.engine.init(Config(threads=available_cores()))
+        # The default engine is created with the first lazy array: a program whose arrays all stay small
+        # never loads it (its modules and thread pool cost start-up time and peak memory). An engine
+        # chosen by name, here or in SHOAL_ENGINE, is created now, so a wrong name fails at once.
+        self._engine: Component | None = None
+        if engine is not None or os.environ.get("SHOAL_ENGINE"):
+            self._engine = _initialised(create(engine or default_engine_name()) if not isinstance(engine, Component) else engine)
         self.eager_threshold = (
             env_integer("SHOAL_EAGER_THRESHOLD", DEFAULT_EAGER_THRESHOLD)
             if eager_threshold is None
@@ -101,12 +105,25 @@ class Runtime:
 
         self.uploads = UploadCache()
 
+    @property
+    def engine(self) -> Component:
+        """The component batches run on (the default one is created on first use)."""
+        engine = self._engine
+        if engine is None:
+            with self._lock:
+                if self._engine is None:
+                    self._engine = _initialised(create(default_engine_name()))
+                engine = self._engine
+        return engine
+
     # recording -------------------------------------------------------------------------------
     def new_base(
         self, dtype: np.dtype, size: int, data: np.ndarray | None = None, donate: bool = True
     ) -> LazyBase:
         """Declare a new base of ``size`` elements filled from ``data`` (1-D). With ``donate`` the
         caller gives ``data`` away: the component may keep and write it instead of copying."""
+        if self._engine is None:
+            _ = self.engine  # the first large array loads the engine (not the first flush, mid-program)
         with self._lock:
             base_id = self._next_id
             self._next_id += 1
@@ -188,7 +205,15 @@ class Runtime:
             finally:
                 self.uploads.clear()
                 self.closed = True
-                self.engine.shutdown()
+                if self._engine is not None:
+                    self._engine.shutdown()
+
+
+def _initialised(engine: Component) -> Component:
+    from shoal.threads import available_cores
+
+    engine.init(Config(threads=available_cores()))
+    return engine
 
 
 _current: Runtime | None = None

@@ -51,12 +51,12 @@ def test_quick_run_writes_table_and_checksums_agree(tmp_path: Path) -> None:
 
 def test_shoal_stats_prints_engine_totals_at_exit(tmp_path: Path) -> None:
     program = tmp_path / "program.py"
-    program.write_text("import numpy as np\na = np.arange(300_000.0)\nprint(float(np.sum(a * 2.0 + 1.0)))\n")
+    program.write_text("import numpy as np\na = np.arange(1_000_000.0)\nprint(float(np.sum(a * 2.0 + 1.0)))\n")
     env = {**os.environ, "SHOAL_STATS": "1", "SHOAL_ENGINE": "node"}
     run = subprocess.run([sys.executable, "-m", "shoal", str(program)], capture_output=True, text=True, env=env, timeout=120, check=True)
     totals = parse_stats(run.stderr)
     assert totals is not None and totals.batches >= 1
-    assert float(run.stdout) == float((np.arange(300_000.0) * 2.0 + 1.0).sum())
+    assert float(run.stdout) == float((np.arange(1_000_000.0) * 2.0 + 1.0).sum())
     from shoal.bench.stats import STATS_PREFIX
     from shoal.engine.node.stats import STATS_PREFIX as ENGINE_PREFIX
 

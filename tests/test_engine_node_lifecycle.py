@@ -208,3 +208,62 @@ def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
             assert_same(engine.fetch(view), reference.fetch(view), exact=True)
     finally:
         engine.shutdown()
+
+
+def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark():
+    from shoal.bytecode import BaseDecl
+    from shoal.engine.node.storage import Storage
+
+    storage = Storage()
+    borrowed = np.arange(200.0)
+    borrowed.flags.writeable = False
+    storage.declare(BaseDecl(1, np.dtype(np.float64), 200), borrowed)  # 1600 bytes, not the engine's
+    storage.declare(BaseDecl(2, np.dtype(np.float64), 100), None)
+    storage.ensure(2)
+    assert storage.high_water == 2400
+    storage.release(2)  # kept as a spare of 800 bytes
+    storage.release(1)  # borrowed memory is never a spare
+    storage.declare(BaseDecl(3, np.dtype(np.float64), 150), None)
+    storage.ensure(3)  # 1200 bytes: no spare fits, but 800 + 1200 stays below 2400
+    assert storage.spare_bytes == 800
+    assert storage.bytes_held + storage.spare_bytes <= storage.high_water
+
+
+def _direct_engine() -> NodeEngine:
+    engine = NodeEngine()
+    engine.init(Config(threads=1, options={"compile": "off", "direct_work": str(1 << 40)}))
+    return engine
+
+
+def test_direct_runs_write_into_an_operand_released_right_after_as_numpy_elides_temporaries():
+    rec = Recorder()
+    a, b, c = (rec.array(np.arange(100.0) * k) for k in (1, 2, 3))
+    first = rec.ufunc("add", a, b)
+    second = rec.ufunc("add", first, c)
+    rec.release(first)  # (a + b) + c: the first sum dies at once
+    scaled = rec.ufunc("multiply", second, 0.5)
+    rec.release(second)
+    engine = _direct_engine()
+    try:
+        engine.execute(rec.new_batch())
+        assert engine.last_stats.direct
+        np.testing.assert_array_equal(engine.fetch(scaled), (np.arange(100.0) * 6) * 0.5)
+        assert engine.last_stats.peak_bytes == 4 * 100 * 8  # a, b, c (borrowed) and one temporary
+    finally:
+        engine.shutdown()
+
+
+def test_direct_runs_keep_an_operand_read_through_another_geometry():
+    rec = Recorder()
+    values = rec.array(np.arange(100.0))
+    scaled = rec.ufunc("multiply", values, 2.0)
+    mirrored = rec.ufunc("subtract", scaled, rec.index(scaled, slice(None, None, -1)))
+    rec.release(scaled)  # dies, but is also read in reverse: NumPy would have to buffer it
+    engine = _direct_engine()
+    try:
+        engine.execute(rec.new_batch())
+        expected = np.arange(100.0) * 2.0
+        np.testing.assert_array_equal(engine.fetch(mirrored), expected - expected[::-1])
+        assert engine.last_stats.peak_bytes == 3 * 100 * 8  # values, scaled and mirrored apart
+    finally:
+        engine.shutdown()

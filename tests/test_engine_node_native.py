@@ -82,7 +82,7 @@ SCRIPT = textwrap.dedent(
     """
     import sys
     import numpy as np
-    x = np.linspace(0.5, 2.0, 2_000_000)
+    x = np.linspace(0.5, 2.0, 4_000_000)  # above the direct-execution bound
     y = np.exp(-0.5 * np.log(x) * x) + np.sqrt(x)
     print(repr(float(np.sum(y))), "numba" in sys.modules)
     """

@@ -159,3 +159,21 @@ def test_program_exit_runs_pending_work(tmp_path) -> None:
     assert finished.returncode == 0, finished.stderr
     assert finished.stderr.strip(), "no batch ran at exit"
     assert finished.stdout == ""
+
+
+def test_where_over_numpy_inputs_is_numpy_where_and_large_results_become_lazy() -> None:
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    with runtime.configure(engine="reference", eager_threshold=100):
+        condition = np.arange(10) % 3 == 0
+        small = snp.where(condition, np.arange(10.0), -1)
+        assert type(small) is np.ndarray
+        np.testing.assert_array_equal(small, np.where(condition, np.arange(10.0), -1))
+        large = snp.where(np.arange(200) > 50, 1.5, np.arange(200, dtype=np.int32))
+        assert type(large) is snp.ndarray
+        expected = np.where(np.arange(200) > 50, 1.5, np.arange(200, dtype=np.int32))
+        assert large.dtype == expected.dtype
+        np.testing.assert_array_equal(np.asarray(large), expected)
+        with pytest.raises(ValueError, match="could not be broadcast"):
+            snp.where(np.ones(3, bool), np.ones(4), 0)

@@ -66,3 +66,39 @@ def test_small_arrays_are_plain_numpy() -> None:
         assert type(small + 1) is numpy.ndarray
         mixed = small[:1] + large
         assert type(mixed) is np.ndarray
+
+
+def _run_shoal(tmp_path, source: str, **env: str):
+    import os
+    import subprocess
+    import sys
+
+    program = tmp_path / "program.py"
+    program.write_text(source)
+    environment = {key: value for key, value in os.environ.items() if key != "SHOAL_ENGINE"}
+    return subprocess.run(
+        [sys.executable, "-m", "shoal", str(program)],
+        capture_output=True, text=True, env={**environment, **env}, timeout=120, check=False,
+    )
+
+
+def test_small_arrays_load_neither_the_engine_nor_numpy_random(tmp_path) -> None:
+    run = _run_shoal(tmp_path, (
+        "import sys\nimport numpy as np\n"
+        "a = np.zeros((10, 10)) + 1\nprint(float(np.sum(a)))\n"
+        "print(sorted(m for m in ('shoal.engine.node', 'numpy.random') if m in sys.modules))\n"
+        "big = np.ones(1_000_000) * 2\nprint(float(big.sum()), 'shoal.engine.node' in sys.modules)\n"
+        "print(np.random.default_rng(1).integers(0, 10, 3).tolist())\n"
+    ))
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    assert lines[:2] == ["100.0", "[]"]
+    assert lines[2] == "2000000.0 True"  # a large array still runs on the node engine
+    assert lines[3] == str(numpy.random.default_rng(1).integers(0, 10, 3).tolist())
+
+
+def test_an_unknown_engine_name_still_fails_at_the_first_array(tmp_path) -> None:
+    run = _run_shoal(tmp_path, "import numpy as np\nprint('before')\nnp.zeros(3)\nprint('after')\n", SHOAL_ENGINE="bogus")
+    assert run.returncode == 1
+    assert run.stdout == "before\n"
+    assert "unknown Shoal engine 'bogus'" in run.stderr

@@ -41,3 +41,19 @@ def test_nan_payloads_and_negative_zero_count_as_changes() -> None:
         result = numpy.asarray(lazy - real)
         assert not numpy.signbit(result[5])  # 0.0 - (-0.0) is +0.0; 0.0 - 0.0 is +0.0 too
         assert numpy.asarray(lazy * real).tobytes() == (numpy.zeros(1000) * real).tobytes()
+
+
+def test_a_change_past_the_first_compared_chunk_or_in_an_odd_sized_array_is_seen() -> None:
+    from shoal.numpy._uploads import COMPARE_CHUNK_WORDS
+
+    with runtime.configure(engine="reference", eager_threshold=100):
+        real = numpy.zeros(3 * COMPARE_CHUNK_WORDS + 5)
+        lazy = np.zeros(real.size)
+        _ = lazy + real
+        real[-1] = 7.0  # in the last, partial chunk
+        assert float((lazy + real)[-1]) == 7.0
+        flags = numpy.zeros(1001, dtype=bool)  # 1001 bytes: compared byte by byte
+        lazy_flags = np.zeros(1001, dtype=bool)
+        _ = lazy_flags | flags
+        flags[1000] = True
+        assert bool((lazy_flags | flags)[1000])

@@ -8,6 +8,7 @@ roof, peak memory and the node engine's scheduling cost per block operation.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import importlib.util
 import os
 import platform
@@ -16,8 +17,6 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-
-import numpy
 
 from shoal.bench import chart, fused, report, stream
 from shoal.bench.catalog import EXAMPLES, Example, find
@@ -201,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             repeats=done,
             cores=os.cpu_count() or 1,
             python=platform.python_version(),
-            numpy=numpy.__version__,
+            numpy=importlib.metadata.version("numpy"),
             tools=args.tools,
         )
         text = report.render(results, roof, info, fused_triad)

@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
 DEFAULT_ELEMENTS = 1 << 25  # 256 MiB per float64 array, three arrays: far beyond any cache
 DEFAULT_REPEATS = 10
 TRIAD_BYTES_PER_ELEMENT = 3 * 8  # counted the STREAM way: two reads, one write
@@ -59,6 +57,7 @@ def _best_seconds(kernel, repeats: int) -> float:
 def numba_triad(elements: int) -> tuple[Callable[[], None], Callable[[], bool]]:
     """A compiled parallel triad over fresh arrays (first touched in parallel) and its check."""
     import numba
+    import numpy as np
 
     @numba.njit(parallel=True, fastmath=False, cache=False)
     def triad(a: np.ndarray, b: np.ndarray, c: np.ndarray, scalar: float) -> None:
@@ -88,6 +87,8 @@ def _numba_triad(elements: int, repeats: int) -> Roof:
 
 
 def _numpy_copy(elements: int, repeats: int) -> Roof:
+    import numpy as np
+
     source = np.ones(elements)
     target = np.zeros(elements)
     seconds = _best_seconds(lambda: np.copyto(target, source), repeats)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -49,10 +50,16 @@ def _fast_power(base: ndarray, exponent: Any) -> np.ufunc | None:
     """NumPy's ``a ** 2`` / ``** 0.5`` / ``** -1`` shortcut, where it gives power's dtype."""
     if type(exponent) not in (int, float) or base.dtype.kind not in "fc":
         return None
+    return _fast_power_for(base.dtype, type(exponent), exponent)
+
+
+@functools.lru_cache(maxsize=256)
+def _fast_power_for(dtype: np.dtype, kind: type, exponent: int | float) -> np.ufunc | None:
+    # ``kind`` keeps 2 and 2.0 apart in the cache: their result dtypes may differ.
     ufunc = _FAST_POWERS.get(exponent)
     if ufunc is None:
         return None
-    probe = np.zeros((), base.dtype)
+    probe = np.zeros((), dtype)
     return ufunc if np.power(probe, exponent).dtype == ufunc(probe).dtype else None
 
 

@@ -35,7 +35,7 @@ class UploadCache:
             return None
         if entry.snapshot.shape != array.shape or entry.snapshot.dtype != array.dtype:
             return None
-        if not np.array_equal(_bytes_of(array), _bytes_of(entry.snapshot)):
+        if not _same_bytes(array, entry.snapshot):
             return None
         return entry.lazy
 
@@ -52,5 +52,24 @@ def cacheable(array: np.ndarray) -> bool:
     return array.flags.c_contiguous and array.dtype.kind in "biufc"
 
 
-def _bytes_of(array: np.ndarray) -> np.ndarray:
-    return array.reshape(-1).view(np.uint8)
+COMPARE_CHUNK_WORDS = 1 << 16
+
+
+def _same_bytes(a: np.ndarray, b: np.ndarray) -> bool:
+    """Byte-wise equality of two C-contiguous arrays of one shape and dtype, compared as the widest
+    words their size allows and in chunks: no temporary larger than 64 Ki booleans (comparing
+    bytes at once made a 16 MiB temporary for mandelbrot's 1000² grid, 3 ms per batch)."""
+    a, b = _words(a), _words(b)
+    for start in range(0, a.size, COMPARE_CHUNK_WORDS):
+        stop = start + COMPARE_CHUNK_WORDS
+        if not np.array_equal(a[start:stop], b[start:stop]):
+            return False
+    return True
+
+
+def _words(array: np.ndarray) -> np.ndarray:
+    flat = array.reshape(-1).view(np.uint8)
+    for word in (np.uint64, np.uint32, np.uint16):
+        if flat.size % np.dtype(word).itemsize == 0:
+            return flat.view(word)
+    return flat

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import numpy as np
 
@@ -35,12 +36,28 @@ def matmul_work(size: int = 1200, repeats: int = 6):
     return work
 
 
-def busy_library_threads(work, min_cpu_s: float = 0.05, settle_s: float = 0.3) -> int:
+def settle_library_threads(window_s: float = 0.1, timeout_s: float = 5.0) -> None:
+    """Wait until no thread outside Python's own burns CPU for a whole ``window_s``.
+
+    OpenBLAS helpers spin for a while after work; on a loaded machine that takes longer in wall
+    time, so a fixed pause is not enough. Gives up after ``timeout_s`` (the test then decides).
+    """
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        python_threads = {thread.native_id for thread in threading.enumerate()}
+        before = thread_cpu_seconds()
+        threading.Event().wait(window_s)
+        after = thread_cpu_seconds()
+        if all(seconds - before.get(tid, 0.0) < 0.2 * window_s for tid, seconds in after.items() if tid not in python_threads):
+            return
+
+
+def busy_library_threads(work, min_cpu_s: float = 0.05) -> int:
     """How many threads not started by Python (BLAS/OpenMP helpers) computed while ``work()`` ran.
 
-    Waits ``settle_s`` first, so that helpers spinning down after earlier work are idle.
+    Settles first, so that helpers spinning down after earlier work are idle.
     """
-    threading.Event().wait(settle_s)
+    settle_library_threads()
     before = thread_cpu_seconds()
     work()
     after = thread_cpu_seconds()

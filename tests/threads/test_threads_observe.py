@@ -9,7 +9,7 @@ import pytest
 from shoal.threads import available_cores, library_threads, limit_library_threads
 from shoal.threads.observe import ThreadSampler
 
-from .helpers import matmul_work
+from .helpers import matmul_work, settle_library_threads
 
 pytestmark = pytest.mark.skipif(available_cores() < 2, reason="needs two cores to see BLAS threads")
 
@@ -24,7 +24,7 @@ def _in_threads(count: int, work) -> None:
 
 def test_python_threads_in_serial_blas_count_once_and_no_helper_runs():
     work = matmul_work(600, 6)
-    threading.Event().wait(0.3)  # OpenBLAS helpers still spinning after earlier work go idle
+    settle_library_threads()  # helpers spinning down after earlier work go idle
     with limit_library_threads(1), ThreadSampler(threads_per_call=library_threads) as sampler:
         _in_threads(3, work)
     seen = sampler.observation

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from multiprocessing.pool import ThreadPool
 
@@ -20,7 +19,7 @@ from shoal.threads import available_cores, library_threads, threads_per_worker
 from shoal.threads.observe import ThreadSampler
 from shoal.threads.smp import WorkerPlan, plan_for
 
-from .helpers import busy_library_threads, busy_other_threads, matmul_work
+from .helpers import busy_library_threads, busy_other_threads, matmul_work, settle_library_threads
 
 pytestmark = pytest.mark.skipif(available_cores() < 2, reason="needs two cores")
 
@@ -66,7 +65,7 @@ def test_at_factor_two_thread_workers_share_a_spinning_blas_within_the_cores(smp
     with ThreadPool(cores) as pool:
         assert set(pool.map(lambda _: _blas_threads(), range(2 * cores), chunksize=1)) == {1}
         assert busy_library_threads(lambda: pool.map(lambda _: work(), range(2 * cores), chunksize=1)) == 0
-        threading.Event().wait(0.3)  # helpers spinning down after earlier tests' work go idle
+        settle_library_threads()  # helpers spinning down after earlier work go idle
         with ThreadSampler(threads_per_call=library_threads) as sampler:
             pool.map(lambda _: work(), range(2 * cores), chunksize=1)
     assert sampler.observation.max_running_helpers == 0

@@ -16,7 +16,7 @@ Settings (``Config`` first, the environment overrides):
   dependency is missing).
 * direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
   below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
-  so does a batch whose instructions average under 1/16 of it, and a lone element-wise
+  so does a batch whose instructions average under 1/4 of it, and a lone element-wise
   instruction under 1/64 of it runs whole instead of as a kernel.
 """
 

@@ -38,6 +38,7 @@ class Storage:
         self._borrowed: set[int] = set()
         self.bytes_held = 0
         self.peak_bytes = 0
+        self.high_water = 0  # most bytes bases ever held at once: held + spare stays below it
         self._spare: dict[int, list[np.ndarray]] = {}
         self._spare_bytes = 0
 
@@ -45,6 +46,7 @@ class Storage:
         self._bytes[base] = array
         self.bytes_held += array.nbytes
         self.peak_bytes = max(self.peak_bytes, self.bytes_held)
+        self.high_water = max(self.high_water, self.bytes_held)
 
     def declare(self, decl: BaseDecl, data: np.ndarray | None, donated: bool = False) -> None:
         if decl.id in self.decls:
@@ -83,7 +85,7 @@ class Storage:
                 del self._spare[nbytes]
             self._spare_bytes -= nbytes
             return buffer
-        self._free_spares(nbytes)
+        self._free_spares(self.bytes_held + self._spare_bytes + nbytes - self.high_water)
         return np.empty(nbytes, np.uint8)
 
     def make_writable(self, base: int) -> None:
@@ -95,6 +97,22 @@ class Storage:
             self._bytes[base] = own
             self._typed.pop(base, None)
             self._borrowed.discard(base)
+
+    def has_memory(self, base: int) -> bool:
+        return base in self._bytes
+
+    def owns(self, base: int) -> bool:
+        """True if ``base`` has memory of the engine's own (not borrowed from a batch)."""
+        return base in self._bytes and base not in self._borrowed
+
+    def hand_over(self, source: int, target: int) -> None:
+        """Give ``source``'s memory to ``target``, a base without memory; ``source`` keeps none (its
+        release then frees nothing)."""
+        if target in self._bytes or not self.owns(source):
+            raise EngineError(f"cannot hand base {source}'s memory to base {target}")
+        self._bytes[target] = self._bytes.pop(source)
+        self._typed.pop(source, None)
+        self._typed.pop(target, None)
 
     def raw(self, base: int) -> np.ndarray:
         try:
@@ -132,7 +150,8 @@ class Storage:
             self._spare_bytes += held.nbytes
 
     def _free_spares(self, nbytes: int) -> None:
-        """Free spare buffers holding at least ``nbytes`` (all of them if they hold less)."""
+        """Free spare buffers holding at least ``nbytes`` (all of them if they hold less; none if
+        ``nbytes`` is not positive)."""
         freed = 0
         while freed < nbytes and self._spare:
             size, buffers = next(iter(self._spare.items()))
@@ -167,3 +186,4 @@ class Storage:
         self._spare.clear()
         self._spare_bytes = 0
         self.bytes_held = 0
+        self.high_water = 0
