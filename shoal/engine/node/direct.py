@@ -5,14 +5,15 @@ whole work is a few million element operations takes NumPy about as long, so spl
 make Shoal slower than NumPy. Such batches run instruction by instruction over whole views.
 
 So does a batch of many mid-sized instructions: planning and blocking cost about 150-200 µs
-per instruction, which a batch whose instructions average fewer than ``direct_work / 4``
-elements (2^21 by default) does not win back on two cores. lattice_boltzmann.py (500 x 250 x 9,
+per instruction, which a batch whose instructions average fewer than ``direct_work / 16``
+elements (2^19 by default) does not win back on two cores. lattice_boltzmann.py (500 x 250 x 9,
 thousands of small copies from ``np.roll``) took 3.2-3.7 s blocked, 1.8-2.2 s direct and
-1.8-2.1 s in NumPy. At 10^6 elements per instruction direct runs (which reuse dying operands'
-memory, see ``run_direct``) matched NumPy where blocks lost to it: Jacobi 1000², 30 sweeps, direct
-0.10 s, blocked 0.30 s, NumPy 0.10 s; Black-Scholes 10^6, 30 days, 3.3 s, 6.3 s, 2.9 s (peak 176,
-265, 172 MiB); shallow water 998², 30 steps, 2.1 s, 1.8 s, 3.5 s (peak 226, 338, 218 MiB). At
-10^7 blocks win (shallow water 3160², 3 steps: 1.7 s blocked, 6.2 s direct, 5.5 s NumPy).
+1.8-2.1 s in NumPy. At 10^6 elements per instruction blocks win once their kernels are compiled
+(kernel cache warm; NumPy, direct, blocked, medians of 3): mandelbrot 1024², 30 iterations
+0.23, 0.36, 0.17 s; Jacobi 1000², 30 sweeps 0.095, 0.116, 0.055 s; Black-Scholes 10^6, 30 days
+1.75, 1.93, 0.55 s; shallow water 1000², 30 steps 2.83, 2.06, 0.55 s. Before any kernel is
+compiled (empty cache) the two are close and both can trail NumPy: Jacobi 0.08, 0.09-0.11,
+0.13-0.17 s; Black-Scholes 1.8, 2.0-2.2, 2.1-2.3 s; mandelbrot 0.31, 0.35-0.40, 0.26 s.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def runs_direct(batch: Batch, direct_work: int) -> bool:
     if work < direct_work:
         return True
     instructions = sum(1 for instruction in batch.instructions if instruction.op != "release")
-    return work < instructions * (direct_work // 4)
+    return work < instructions * (direct_work // 16)
 
 
 def run_direct(batch: Batch, storage: Storage) -> None:
