@@ -24,7 +24,7 @@ class Config:
     """Settings handed to a component at ``init``."""
 
     threads: int = 1
-    block_size: int = 1 << 18  # elements per block; measured in docs/decisions.md (node engine)
+    block_size: int = 1 << 19  # elements per block; measured in docs/decisions.md (node engine)
     options: dict[str, str] = field(default_factory=dict)
 
 
