@@ -147,20 +147,8 @@ def test_compiled_in_place_jacobi_and_heat_sweeps(block):
     assert run_both(heat, block=block, compile="sync", exact=False).last_stats.compiled_block_ops > 0
 
 
-@settings(max_examples=60, deadline=None)
-@given(
-    rows=st.integers(3, 30),
-    cols=st.integers(3, 12),
-    shifts=st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=3),
-    reverse=st.booleans(),
-    block=st.integers(1, 50),
-    threads=st.sampled_from([1, 2, 3]),
-    schedule=st.sampled_from(["program", "reverse"]),
-)
-def test_random_shifted_in_place_updates_match_the_reference(rows, cols, shifts, reverse, block, threads, schedule):
-    """``a[w] = a[w] * 0.5 + sum(a[w shifted by (dr, dc)])`` over random shifts, also through
-    views walking the rows backwards, on any block size, thread count and legal schedule (one
-    thread in reverse order runs later view-blocks before the earlier ones that read them)."""
+def shifted_update(rows: int, cols: int, shifts: list[tuple[int, int]], reverse: bool):
+    """``a[w] = a[w] * 0.5 + sum(a[w shifted by (dr, dc)])``, optionally walking rows backwards."""
 
     def window(dr: int, dc: int) -> tuple[slice, slice]:
         columns = slice(2 + dc, 2 + dc + cols)
@@ -176,4 +164,42 @@ def test_random_shifted_in_place_updates_match_the_reference(rows, cols, shifts,
         rec.copy(rec.index(a, window(0, 0)), total)
         return [a]
 
-    run_both(program, block=block, threads=threads, schedule=schedule)
+    return program
+
+
+SHIFTS = st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.integers(3, 30),
+    cols=st.integers(3, 12),
+    shifts=SHIFTS,
+    reverse=st.booleans(),
+    block=st.integers(1, 50),
+    threads=st.sampled_from([1, 2, 3]),
+    schedule=st.sampled_from(["program", "reverse"]),
+)
+def test_random_shifted_in_place_updates_match_the_reference(rows, cols, shifts, reverse, block, threads, schedule):
+    """Random shifts, also through views walking the rows backwards, on any block size, thread
+    count and legal schedule (one thread in reverse order runs later view-blocks before the
+    earlier ones that read them)."""
+    run_both(shifted_update(rows, cols, shifts, reverse), block=block, threads=threads, schedule=schedule)
+
+
+@pytest.mark.full
+@settings(max_examples=15, deadline=None)
+@given(
+    rows=st.integers(3, 30),
+    cols=st.integers(3, 12),
+    shifts=SHIFTS,
+    reverse=st.booleans(),
+    block=st.integers(1, 50),
+    threads=st.sampled_from([1, 2]),
+    schedule=st.sampled_from(["program", "reverse"]),
+)
+def test_compiled_kernels_store_shifted_in_place_updates_like_the_reference(rows, cols, shifts, reverse, block, threads, schedule):
+    """The compiled kernel stores rows itself, a row behind their last reader, through a ring."""
+    program = shifted_update(rows, cols, shifts, reverse)
+    stats = run_both(program, block=block, threads=threads, compile="sync", exact=False, schedule=schedule).last_stats
+    assert stats.compiled_block_ops > 0

@@ -133,16 +133,23 @@ def generate(program: KernelProgram, name: str) -> str:
     ndim = len(part.shape) - part.axis
     slots = program.slots
     params = [f"n{d}" for d in range(ndim)]
+    ring = [i for i, slot in enumerate(slots) if slot.kind == DEFERRED] if program.stores_rows else []
     for i, slot in enumerate(slots):
         if slot.kind in (ARRAY, DEFERRED):
             params += [f"a{i}", f"o{i}"] + [f"s{i}_{d}" for d in range(ndim)]
         elif slot.kind == CONST:
             params.append(f"c{i}")
+        if i in ring:
+            params += _ring_params(i, ndim)
     lines = [
         "import numpy as np",
         "import numba",
         "from shoal.engine.node import vector_math as vm",
         "",
+    ]
+    for i in ring:
+        lines += ["", *_store_function(i, ndim)]
+    lines += [
         "",
         '@numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)',
         f"def {name}({', '.join(params)}):",
@@ -162,7 +169,8 @@ def generate(program: KernelProgram, name: str) -> str:
         lines.append(f"{indent}for i{d} in range(n{d}):")
         if d < last:
             for i in arrays:
-                lines.append(f"{indent}    q{i}_{d + 1} = q{i}_{d} + i{d} * s{i}_{d}")
+                position = f"(i{d} % m{i})" if d == 0 and i in ring else f"i{d}"
+                lines.append(f"{indent}    q{i}_{d + 1} = q{i}_{d} + {position} * s{i}_{d}")
     values: dict[int, tuple[str, np.dtype]] = {}
     for i, slot in enumerate(slots):
         if slot.kind == CONST:
@@ -189,6 +197,11 @@ def generate(program: KernelProgram, name: str) -> str:
             lines.append(f"{body_indent}{_element(slots[out], out, ndim - 1)} = {stored}")
     for which in range(pending, len(reductions)):
         lines.append(body_indent + _reduce_line(which, reductions[which], slots, ndim, values))
+    for i in ring:  # a row is stored once every row that reads its old values is computed
+        call = _store_call(i, ndim, f"i0 - m{i} + 1")
+        lines += [f"        if i0 >= m{i} - 1:", f"            {call}"]
+    for i in ring:
+        lines += [f"    for j{i} in range(max(n0 - m{i} + 1, 0), n0):", f"        {_store_call(i, ndim, f'j{i}')}"]
     if reductions:
         lines.append(f"    return ({''.join(f'acc{which}, ' for which in range(len(reductions)))})")
     else:
@@ -201,11 +214,64 @@ def _dummy_arguments(program: KernelProgram, ndim: int) -> list[str]:
     """Source of arguments with the kernel's types that run zero iterations (to compile it)."""
     args = ["0"] * ndim
     for slot in program.slots:
+        zeros = f"np.zeros(1, np.dtype({slot.dtype.str!r}))"
         if slot.kind in (ARRAY, DEFERRED):
-            args += [f"np.zeros(1, np.dtype({slot.dtype.str!r}))", "0"] + ["0"] * ndim
+            args += [zeros, "0"] + ["0"] * ndim
         elif slot.kind == CONST:
             args.append(f"np.dtype({slot.dtype.str!r}).type(0)")
+        if slot.kind == DEFERRED and program.stores_rows:
+            args += ["1", zeros, "0"] + ["0"] * ndim + [zeros, "0", "0"]
     return args
+
+
+def _ring_params(i: int, ndim: int) -> list[str]:
+    """A ring slot's extra parameters: ring rows, the base (buffer, offset, strides), the held
+    rows' buffer and how many rows at the front and back of the view-block are held."""
+    return [f"m{i}", f"bb{i}", f"bo{i}", *(f"bs{i}_{d}" for d in range(ndim)), f"hh{i}", f"hf{i}", f"hb{i}"]
+
+
+def _store_call(i: int, ndim: int, row: str) -> str:
+    sizes = ", ".join(f"n{d}" for d in range(ndim))
+    ring = ", ".join([f"a{i}", *(f"s{i}_{d}" for d in range(ndim))])
+    return f"_store{i}({row}, {sizes}, {ring}, {', '.join(_ring_params(i, ndim))})"
+
+
+def _store_function(i: int, ndim: int) -> list[str]:
+    """Source of ``_store{i}``: copy ring row ``j % r`` to view-block row ``j`` of the base, or to
+    the held buffer if ``j`` is among the first ``f`` or last ``g`` rows (others still read them)."""
+    sizes = [f"n{d}" for d in range(ndim)]
+    ring = [f"s{d}" for d in range(ndim)]
+    base = [f"t{d}" for d in range(ndim)]
+    lines = [
+        "@numba.njit(nogil=True, inline=\"always\", boundscheck=False)",
+        f"def _store{i}(j, {', '.join(sizes)}, a, {', '.join(ring)}, r, d, e, {', '.join(base)}, h, f, g):",
+        "    tail = max(f, n0 - g)",
+        "    src0 = (j % r) * s0",
+        "    if j < f or j >= tail:",
+        "        out = h",
+        f"        dst0 = (j if j < f else f + j - tail) * ({' * '.join(sizes[1:])})",
+    ]
+    for d in range(1, ndim):
+        lines.append(f"        w{d} = {' * '.join(sizes[d + 1:]) or '1'}")
+    lines += ["    else:", "        out = d", "        dst0 = e + j * t0"]
+    for d in range(1, ndim):
+        lines.append(f"        w{d} = t{d}")
+    last = ndim - 1
+    for d in range(1, last):
+        indent = "    " * d
+        lines.append(f"{indent}for i{d} in range(n{d}):")
+        lines.append(f"{indent}    src{d} = src{d - 1} + i{d} * s{d}")
+        lines.append(f"{indent}    dst{d} = dst{d - 1} + i{d} * w{d}")
+    indent = "    " * last
+    src, dst = f"src{last - 1}", f"dst{last - 1}"
+    lines += [
+        f"{indent}if w{last} == 1 and s{last} == 1:",  # rows are contiguous: a block copy
+        f"{indent}    out[{dst}:{dst} + n{last}] = a[{src}:{src} + n{last}]",
+        f"{indent}else:",
+        f"{indent}    for i{last} in range(n{last}):",
+        f"{indent}        out[{dst} + i{last} * w{last}] = a[{src} + i{last} * s{last}]",
+    ]
+    return lines
 
 
 def _row_setup(slots, arrays: list[int], last: int) -> list[str]:

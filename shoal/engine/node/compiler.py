@@ -371,18 +371,27 @@ def kernel_args(
     index: int,
     typed_of: Callable[[int, np.dtype], np.ndarray],
     block_buffers: dict[int, np.ndarray],
+    held: dict[int, tuple[np.ndarray, int, int]] | None = None,
 ) -> list[Any]:
-    """The compiled kernel's arguments for view-block ``index``; deferred slots write into
-    ``block_buffers`` (slot -> a C-contiguous array of the view-block's shape)."""
+    """The compiled kernel's arguments for view-block ``index``. Deferred slots write into
+    ``block_buffers`` (slot -> a C-contiguous array: the view-block's shape, or a ring of rows
+    when the kernel stores rows itself, then ``held`` gives slot -> (buffer for held rows, rows
+    held at the front, rows held at the back))."""
     part = program.partition
     axis = part.axis
     args: list[Any] = list(part.block_shape(index))
     for position, slot in enumerate(program.slots):
+        itemsize = slot.dtype.itemsize
         if slot.kind == DEFERRED:
             buffer = block_buffers[position]
-            args += [buffer.reshape(-1), 0, *(s // slot.dtype.itemsize for s in buffer.strides)]
+            args += [buffer.reshape(-1), 0, *(s // itemsize for s in buffer.strides)]
+            if program.stores_rows:
+                assert held is not None
+                rows, front, back = held[position]
+                args += [buffer.shape[0], typed_of(slot.base, slot.dtype)]
+                args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)
+                args += [*(s // itemsize for s in slot.strides[axis:]), rows, front, back]
         elif slot.kind == ARRAY:
-            itemsize = slot.dtype.itemsize
             args.append(typed_of(slot.base, slot.dtype))
             args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)
             args.extend(s // itemsize for s in slot.strides[axis:])

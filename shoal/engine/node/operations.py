@@ -63,6 +63,9 @@ class GroupRunner:
         """Compute view-block ``index``; store its deferred writes, holding shared rows."""
         program = self.program
         shape = program.partition.block_shape(index)
+        kernel = None if self.kernels is None else self.kernels.ready(self.key)
+        if kernel is not None and program.stores_rows:
+            return self._run_storing_rows(kernel, index, shape)
         buffers = {slot: block_buffer(slot, program.slots[slot].dtype, shape) for slot in program.reaches}
         with np.errstate(all="ignore"):
             result = self._compute(index, buffers)
@@ -70,6 +73,29 @@ class GroupRunner:
             held = store(computed, self._target(slot, index), *self.held_rows(slot, index))
             if held is not None:
                 self._held[(index, slot)] = held
+        return result
+
+    def _run_storing_rows(self, kernel: Any, index: int, shape: tuple[int, ...]) -> Any:
+        """A compiled kernel that stores deferred rows itself through a ring of rows."""
+        program = self.program
+        inner = shape[1:]
+        rows = {}
+        held = {}
+        for slot, reach in program.reaches.items():
+            dtype = program.slots[slot].dtype
+            rows[slot] = block_buffer(slot, dtype, (reach.behind + 1, *inner))
+            front, back = self.held_rows(slot, index)
+            held[slot] = (np.empty(max(1, (front + back) * math.prod(inner)), dtype), front, back)
+        self.compiled_blocks += 1
+        with np.errstate(all="ignore"):
+            result = kernel(*kernel_args(program, index, self.storage.typed, rows, held))
+        for slot, (buffer, front, back) in held.items():
+            if front or back:
+                size = math.prod(inner)
+                self._held[(index, slot)] = (
+                    buffer[: front * size].reshape((front, *inner)),
+                    buffer[front * size : (front + back) * size].reshape((back, *inner)),
+                )
         return result
 
     def _compute(self, index: int, buffers: dict[int, np.ndarray]) -> Any:

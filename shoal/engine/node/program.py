@@ -73,6 +73,12 @@ class KernelProgram:
     elements: int
     reaches: dict[int, Reach] = field(default_factory=dict)  # deferred slot -> rows other blocks read
 
+    @property
+    def stores_rows(self) -> bool:
+        """True if the compiled kernel stores its deferred slots itself, a row behind the rows
+        that still read them (a ring of rows instead of a block buffer; two or more axes)."""
+        return bool(self.reaches) and len(self.partition.shape) - self.partition.axis >= 2
+
     def structure(self) -> tuple:
         """The kernel's shape as a hashable value (no addresses, no constant values)."""
         ndim = len(self.partition.shape) - self.partition.axis
