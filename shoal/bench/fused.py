@@ -10,19 +10,17 @@ Run alone: ``python -m shoal.bench.fused [--elements N] [--repeats R]``.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import subprocess
-import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from shoal.bench.stream import (
     DEFAULT_ELEMENTS,
     DEFAULT_REPEATS,
     TRIAD_BYTES_PER_ELEMENT,
+    command_line,
     numba_triad,
+    run_in_child,
 )
 
 
@@ -77,25 +75,11 @@ def measure(elements: int = DEFAULT_ELEMENTS, repeats: int = DEFAULT_REPEATS) ->
 
 def measure_in_child(elements: int = DEFAULT_ELEMENTS, repeats: int = DEFAULT_REPEATS) -> FusedBandwidth:
     """``measure`` in a child process (see ``stream.measure_in_child`` for why)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "shoal.bench.fused", "--elements", str(elements), "--repeats", str(repeats), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"fused triad measurement failed:\n{result.stderr[-4000:]}")
-    return FusedBandwidth(**json.loads(result.stdout))
+    return FusedBandwidth(**run_in_child("shoal.bench.fused", "fused triad measurement", elements, repeats))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--elements", type=int, default=DEFAULT_ELEMENTS)
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    args = parser.parse_args(argv)
-    result = measure(args.elements, args.repeats)
-    print(json.dumps(asdict(result)) if args.json else result.describe())
+    command_line(measure, __doc__ or "", argv)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import Any
 
 DEFAULT_ELEMENTS = 1 << 25  # 256 MiB per float64 array, three arrays: far beyond any cache
 DEFAULT_REPEATS = 10
@@ -112,24 +113,36 @@ def measure_in_child(elements: int = DEFAULT_ELEMENTS, repeats: int = DEFAULT_RE
     Linux carries a process's peak RSS across ``exec`` into the programs it starts, so a
     benchmark harness that allocated the STREAM arrays would inflate every child's peak memory.
     """
+    return Roof(**run_in_child("shoal.bench.stream", "STREAM measurement", elements, repeats))
+
+
+def run_in_child(module: str, what: str, elements: int, repeats: int) -> dict[str, Any]:
+    """Run ``python -m module --elements N --repeats R --json`` and return the JSON it prints;
+    ``what`` names the measurement in the error if the child fails."""
     result = subprocess.run(
-        [sys.executable, "-m", "shoal.bench.stream", "--elements", str(elements),
-         "--repeats", str(repeats), "--json"],
-        capture_output=True, text=True, check=False,
+        [sys.executable, "-m", module, "--elements", str(elements), "--repeats", str(repeats), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"STREAM measurement failed:\n{result.stderr[-4000:]}")
-    return Roof(**json.loads(result.stdout))
+        raise RuntimeError(f"{what} failed:\n{result.stderr[-4000:]}")
+    return json.loads(result.stdout)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def command_line(measure: Callable[[int, int], Any], description: str, argv: list[str] | None) -> None:
+    """The command line of a bandwidth measurement: ``--elements``, ``--repeats``, ``--json``."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--elements", type=int, default=DEFAULT_ELEMENTS)
     parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS)
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
-    roof = measure(args.elements, args.repeats)
-    print(json.dumps(asdict(roof)) if args.json else roof.describe())
+    result = measure(args.elements, args.repeats)
+    print(json.dumps(asdict(result)) if args.json else result.describe())
+
+
+def main(argv: list[str] | None = None) -> None:
+    command_line(measure, __doc__ or "", argv)
 
 
 if __name__ == "__main__":
