@@ -8,6 +8,7 @@ from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_engine_node_differential import five_point_sweep
 
 from shoal.engine.node.deferred import Reach, reach
 from shoal.engine.node.plan import Group, WholeOp, plan_batch
@@ -20,17 +21,8 @@ def in_place_jacobi(sweeps: int, shape=(23, 17)):
 
     def program(rec: Recorder):
         grid = rec.array(RNG.random(shape))
-        s = lambda r, c: rec.index(grid, (r, c))  # noqa: E731
-        inner, up, down = slice(1, -1), slice(None, -2), slice(2, None)
         for _ in range(sweeps):
-            t1 = rec.ufunc("add", s(inner, inner), s(up, inner))
-            t2 = rec.ufunc("add", t1, s(down, inner))
-            t3 = rec.ufunc("add", t2, s(inner, up))
-            t4 = rec.ufunc("add", t3, s(inner, down))
-            t5 = rec.ufunc("multiply", 0.2, t4)
-            rec.release(t1, t2, t3, t4)
-            rec.copy(s(inner, inner), t5)
-            rec.release(t5)
+            five_point_sweep(rec, grid, grid)
         return [grid]
 
     return program
@@ -167,19 +159,18 @@ def shifted_update(rows: int, cols: int, shifts: list[tuple[int, int]], reverse:
     return program
 
 
-SHIFTS = st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=3)
+UPDATES = {
+    "rows": st.integers(3, 30),
+    "cols": st.integers(3, 12),
+    "shifts": st.lists(st.tuples(st.integers(-2, 2), st.integers(-2, 2)), min_size=1, max_size=3),
+    "reverse": st.booleans(),
+    "block": st.integers(1, 50),
+    "schedule": st.sampled_from(["program", "reverse"]),
+}
 
 
 @settings(max_examples=60, deadline=None)
-@given(
-    rows=st.integers(3, 30),
-    cols=st.integers(3, 12),
-    shifts=SHIFTS,
-    reverse=st.booleans(),
-    block=st.integers(1, 50),
-    threads=st.sampled_from([1, 2, 3]),
-    schedule=st.sampled_from(["program", "reverse"]),
-)
+@given(**UPDATES, threads=st.sampled_from([1, 2, 3]))
 def test_random_shifted_in_place_updates_match_the_reference(rows, cols, shifts, reverse, block, threads, schedule):
     """Random shifts, also through views walking the rows backwards, on any block size, thread
     count and legal schedule (one thread in reverse order runs later view-blocks before the
@@ -189,15 +180,7 @@ def test_random_shifted_in_place_updates_match_the_reference(rows, cols, shifts,
 
 @pytest.mark.full
 @settings(max_examples=15, deadline=None)
-@given(
-    rows=st.integers(3, 30),
-    cols=st.integers(3, 12),
-    shifts=SHIFTS,
-    reverse=st.booleans(),
-    block=st.integers(1, 50),
-    threads=st.sampled_from([1, 2]),
-    schedule=st.sampled_from(["program", "reverse"]),
-)
+@given(**UPDATES, threads=st.sampled_from([1, 2]))
 def test_compiled_kernels_store_shifted_in_place_updates_like_the_reference(rows, cols, shifts, reverse, block, threads, schedule):
     """The compiled kernel stores rows itself, a row behind their last reader, through a ring."""
     program = shifted_update(rows, cols, shifts, reverse)

@@ -12,10 +12,25 @@ import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 
+from shoal.bytecode import View
 from shoal.bytecode.opcodes import UFUNC_NAMES, spec
 
 BLOCKS = [1, 7, 16, 4096]
 RNG = np.random.default_rng(42)
+
+
+def five_point_sweep(rec: Recorder, grid: View, target: View) -> None:
+    """``target[1:-1, 1:-1] = 0.2 * (grid[1:-1, 1:-1] + its four neighbours)``, temporaries released."""
+    s = lambda r, c: rec.index(grid, (r, c))  # noqa: E731
+    inner, up, down = slice(1, -1), slice(None, -2), slice(2, None)
+    t1 = rec.ufunc("add", s(inner, inner), s(up, inner))
+    t2 = rec.ufunc("add", t1, s(down, inner))
+    t3 = rec.ufunc("add", t2, s(inner, up))
+    t4 = rec.ufunc("add", t3, s(inner, down))
+    t5 = rec.ufunc("multiply", 0.2, t4)
+    rec.release(t1, t2, t3, t4)
+    rec.copy(rec.index(target, (inner, inner)), t5)
+    rec.release(t5)
 
 
 def jacobi(iterations: int, shape=(13, 11)):
@@ -23,16 +38,7 @@ def jacobi(iterations: int, shape=(13, 11)):
         grid = rec.array(RNG.random(shape))
         new = rec.array(np.zeros(shape))
         for _ in range(iterations):
-            s = lambda r, c, grid=grid: rec.index(grid, (r, c))  # noqa: E731
-            inner, up, down = slice(1, -1), slice(None, -2), slice(2, None)
-            t1 = rec.ufunc("add", s(inner, inner), s(up, inner))
-            t2 = rec.ufunc("add", t1, s(down, inner))
-            t3 = rec.ufunc("add", t2, s(inner, up))
-            t4 = rec.ufunc("add", t3, s(inner, down))
-            t5 = rec.ufunc("multiply", 0.2, t4)
-            rec.release(t1, t2, t3, t4)
-            rec.copy(rec.index(new, (inner, inner)), t5)
-            rec.release(t5)
+            five_point_sweep(rec, grid, new)
             grid, new = new, grid
         return [grid, new]
 
