@@ -6,11 +6,12 @@ import threading
 
 import numpy as np
 import pytest
-from engine_node_harness import node_engine
+from engine_node_harness import assert_same, node_engine
 from engine_node_recorder import Recorder
 
-from shoal.engine import Config, EngineError, create
+from shoal.engine import Config, EngineError, ReferenceEngine, create
 from shoal.engine.node import NodeEngine
+from shoal.engine.node.stats import BatchStats
 
 
 def test_registered_as_node():
@@ -90,29 +91,14 @@ def test_arrays_that_arrive_with_a_batch_are_borrowed_never_modified():
 
 
 def test_small_batches_run_directly_and_match_the_reference():
-    from engine_node_harness import assert_same
-
-    from shoal.engine import ReferenceEngine
-
     rec = Recorder()
     a = rec.array(np.arange(100.0).reshape(10, 10))
     t = rec.ufunc("multiply", rec.index(a, (slice(1, None), slice(None, -1))), 2.0)
     rec.emit("add", (rec.index(a, (slice(None, -1), slice(1, None))),), (rec.index(a, (slice(None, -1), slice(1, None))), t))
     total = rec.reduce("sum", a)
     rec.release(t)
-    batch = rec.new_batch()
-    reference = ReferenceEngine()
-    reference.init(Config())
-    reference.execute(batch)
-    engine = NodeEngine()
-    engine.init(Config(threads=2))
-    try:
-        engine.execute(batch)
-        assert engine.last_stats.direct and engine.last_stats.block_ops == 0
-        for view in (a, total):
-            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
-    finally:
-        engine.shutdown()
+    stats = _against_the_reference(rec.new_batch(), (a, total))
+    assert stats.direct and stats.block_ops == 0
 
 
 def test_released_memory_is_reused_but_borrowed_data_never_is():
@@ -183,10 +169,6 @@ def test_spare_memory_is_freed_before_a_fresh_allocation():
 
 
 def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
-    from engine_node_harness import assert_same
-
-    from shoal.engine import ReferenceEngine
-
     rec = Recorder()
     a = rec.array(np.linspace(-1.0, 1.0, 50))
     b = rec.array(np.arange(50, dtype=np.float32))
@@ -195,19 +177,7 @@ def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
     narrowed = rec.empty((50,), np.float32)
     rec.emit("where", (narrowed,), (mask, a, b))  # float64 selected, stored as float32
     rec.emit("where", (a,), (mask, 0.0, a))  # the output is an operand
-    batch = rec.new_batch()
-    reference = ReferenceEngine()
-    reference.init(Config())
-    reference.execute(batch)
-    engine = NodeEngine()
-    engine.init(Config(threads=2))
-    try:
-        engine.execute(batch)
-        assert engine.last_stats.direct
-        for view in (plain, narrowed, a):
-            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
-    finally:
-        engine.shutdown()
+    assert _against_the_reference(rec.new_batch(), (plain, narrowed, a)).direct
 
 
 def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark():
@@ -227,6 +197,23 @@ def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark()
     storage.ensure(3)  # 1200 bytes: no spare fits, but 800 + 1200 stays below 2400
     assert storage.spare_bytes == 800
     assert storage.bytes_held + storage.spare_bytes <= storage.high_water
+
+
+def _against_the_reference(batch, views) -> BatchStats:
+    """Run ``batch`` on the reference engine and a default node engine; the views must match
+    exactly. Returns the node engine's statistics."""
+    reference = ReferenceEngine()
+    reference.init(Config())
+    reference.execute(batch)
+    engine = NodeEngine()
+    engine.init(Config(threads=2))
+    try:
+        engine.execute(batch)
+        for view in views:
+            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
+        return engine.last_stats
+    finally:
+        engine.shutdown()
 
 
 def _direct_engine() -> NodeEngine:
