@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import asdict
 
 import numpy as np
 
@@ -155,19 +156,7 @@ class NodeEngine(Component):
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
         ops = builder.build(plan)
-        counts = builder.counts
-        stats = {
-            "kernels": counts.groups,
-            "fused_instructions": counts.fused_instructions,
-            "compilable_kernels": counts.compilable_groups,
-            "whole_ops": counts.whole_ops,
-            "product_panels": counts.product_panels,
-            "axis_panels": counts.axis_panels,
-            "releases": counts.releases,
-            "temporaries": len(plan.temporaries),
-            "deferred_writes": counts.deferred_writes,
-            "dependency_edges": builder.deps.edges,
-        }
+        stats = {**asdict(builder.counts), "temporaries": len(plan.temporaries), "dependency_edges": builder.deps.edges}
         return CachedPlan(shape.ids if shape is not None else (), storage, ops, stats, builder.runners)
 
     def _prepare(self, op: BlockOp) -> None:

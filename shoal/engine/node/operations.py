@@ -36,11 +36,11 @@ PANEL_ROWS_MIN = 64
 
 @dataclass
 class BuildCounts:
-    """What a batch was turned into (for ``NodeEngine.last_stats``)."""
+    """What a batch was turned into: fields of ``BatchStats`` (``NodeEngine.last_stats``)."""
 
-    groups: int = 0
+    kernels: int = 0  # fusion groups
     fused_instructions: int = 0
-    compilable_groups: int = 0
+    compilable_kernels: int = 0
     whole_ops: int = 0
     product_panels: int = 0
     axis_panels: int = 0
@@ -176,11 +176,11 @@ class Builder:
             self._whole(group.instructions[0])  # cheaper to plan; one block anyway
             return
         program = lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
-        self.counts.groups += 1
+        self.counts.kernels += 1
         self.counts.fused_instructions += len(group.instructions)
         kernels = None
         if compilable(program):
-            self.counts.compilable_groups += 1
+            self.counts.compilable_kernels += 1
             if self.kernels.mode is not CompileMode.OFF:
                 self.kernels.lookup(program)  # starts (or, in sync mode, finishes) compilation
                 kernels = self.kernels
@@ -197,7 +197,7 @@ class Builder:
             writes: list[tuple[int, int]] = []
             for slot, blocks in zip(arrays, access_lists):
                 (writes if slot.written else reads).extend(blocks[index])
-            ops.append(BlockOp(self._next(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.groups}.{index}"))
+            ops.append(BlockOp(self._next(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.kernels}.{index}"))
         self.deps.insert_group(ops)
         for which, reduction in enumerate(program.reductions):
             output = reduction.output
