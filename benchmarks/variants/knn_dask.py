@@ -14,8 +14,9 @@ import time
 import dask
 import dask.array as da
 import numpy as np
+from _example import load_example
 
-CLASSES = 4
+example = load_example("knn")
 
 
 def nearest_neighbours(
@@ -34,12 +35,6 @@ def nearest_neighbours(
     )
 
 
-def classify(neighbour_labels: np.ndarray) -> np.ndarray:
-    """Majority label of every row (ties go to the smallest label)."""
-    votes = np.sum(neighbour_labels[:, :, np.newaxis] == np.arange(CLASSES), axis=1)
-    return np.argmax(votes, axis=1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", type=int, nargs="?", default=10_000, help="training points")
@@ -52,15 +47,15 @@ def main() -> None:
     dask.config.set(scheduler="threads")
 
     rng = np.random.default_rng(args.seed)
-    centres = rng.uniform(-3.0, 3.0, (CLASSES, args.features))
-    labels = rng.integers(0, CLASSES, args.size)
+    centres = rng.uniform(-3.0, 3.0, (example.CLASSES, args.features))
+    labels = rng.integers(0, example.CLASSES, args.size)
     training = centres[labels] + rng.standard_normal((args.size, args.features))
-    query_labels = rng.integers(0, CLASSES, args.queries)
+    query_labels = rng.integers(0, example.CLASSES, args.queries)
     queries = centres[query_labels] + rng.standard_normal((args.queries, args.features))
 
     start = time.perf_counter()
     neighbours, distances = nearest_neighbours(queries, training, args.k, args.chunk)
-    predicted = classify(labels[neighbours])
+    predicted = example.classify(labels[neighbours])
     checksum = float(np.sum(distances))
     accuracy = float(np.mean(predicted == query_labels))
     elapsed = time.perf_counter() - start
