@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 _TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
@@ -83,12 +83,21 @@ class ThreadSampler:
     """Sample, in a background thread, the live and running threads of this process.
 
     ``threads_per_call`` (default: always 1) gives the library threads a call
-    started now would use; it is read at every sample.  The sampler's own thread
-    is not counted.  Use as a context manager; the result is in ``observation``.
+    started now would use; it is read at every sample.  ``callers`` (default:
+    every Python thread) are the native ids of the threads whose running counts
+    towards inner threads, so that a pool's bookkeeping threads waking up are not
+    taken for callers.  The sampler's own thread is not counted.  Use as a
+    context manager; the result is in ``observation``.
     """
 
-    def __init__(self, interval_s: float = 0.002, threads_per_call: Callable[[], int] | None = None) -> None:
+    def __init__(
+        self,
+        interval_s: float = 0.002,
+        threads_per_call: Callable[[], int] | None = None,
+        callers: Iterable[int] | None = None,
+    ) -> None:
         self.interval_s = interval_s
+        self._callers = None if callers is None else frozenset(callers)
         self.observation: ThreadObservation | None = None
         self._threads_per_call = threads_per_call or (lambda: 1)
         self._stop = threading.Event()
@@ -122,7 +131,8 @@ class ThreadSampler:
         self._note_python_threads()
         python = self._python_threads
         running = [len(tids) for tids, _ in self._running]
-        inner = [len(tids & python) * per_call for tids, per_call in self._running]
+        callers = python if self._callers is None else python & self._callers
+        inner = [len(tids & callers) * per_call for tids, per_call in self._running]
         samples = len(running)
         self.observation = ThreadObservation(
             samples=samples,

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from multiprocessing.pool import ThreadPool
 
@@ -65,11 +66,25 @@ def test_at_factor_two_thread_workers_share_a_spinning_blas_within_the_cores(smp
     with ThreadPool(cores) as pool:
         assert set(pool.map(lambda _: _blas_threads(), range(2 * cores), chunksize=1)) == {1}
         assert busy_library_threads(lambda: pool.map(lambda _: work(), range(2 * cores), chunksize=1)) == 0
+        workers = _native_ids_of_workers(pool, cores)
         settle_library_threads()  # helpers spinning down after earlier work go idle
-        with ThreadSampler(threads_per_call=library_threads) as sampler:
+        with ThreadSampler(threads_per_call=library_threads, callers=workers) as sampler:
             pool.map(lambda _: work(), range(2 * cores), chunksize=1)
     assert sampler.observation.max_running_helpers == 0
     assert sampler.observation.p95_inner_threads <= cores
+
+
+def _native_ids_of_workers(pool: ThreadPool, workers: int) -> set[int]:
+    """Each worker's native thread id: the workers wait for each other, so every one takes a task."""
+    all_started = threading.Barrier(workers)
+
+    def own_id(_: int) -> int:
+        all_started.wait(timeout=10)
+        return threading.get_native_id()
+
+    ids = set(pool.map(own_id, range(workers), chunksize=1))
+    assert len(ids) == workers
+    return ids
 
 
 def test_executors_and_pools_of_different_sizes_never_exceed_their_budget(smp_installed):
