@@ -91,6 +91,11 @@ def compilable(program: KernelProgram) -> bool:
         if slot.kind == ARRAY and (slot.offset % slot.dtype.itemsize or any(s % slot.dtype.itemsize for s in slot.strides)):
             return False
     for step in program.steps:
+        if step.axis_reduction:
+            source, out = program.slots[step.inputs[0]].dtype, program.slots[step.outputs[0]].dtype
+            if (source.kind == "c" and out.kind != "c") or (out.kind == "b" and step.op not in ("min", "max", "any", "all")):
+                return False
+            continue
         entry = EXPRESSIONS.get(step.op)
         if entry is None or step.loop_in is None or step.loop_out is None or len(step.outputs) != 1:
             return False
@@ -166,6 +171,7 @@ def generate(program: KernelProgram, name: str) -> str:
         indent = "    " * (d + 1)
         if d == last:
             lines += [indent + line for line in _row_setup(slots, arrays, last)]
+            lines += [indent + line for line in _reduced_flags(program)]
         lines.append(f"{indent}for i{d} in range(n{d}):")
         if d < last:
             for i in arrays:
@@ -180,6 +186,9 @@ def generate(program: KernelProgram, name: str) -> str:
         while pending < len(reductions) and reductions[pending].position == k:
             lines.append(body_indent + _reduce_line(pending, reductions[pending], slots, ndim, values))
             pending += 1
+        if step.axis_reduction:
+            lines += [body_indent + line for line in _axis_reduction_lines(k, step, slots, ndim, values, program)]
+            continue
         inputs = []
         for position, slot_id in enumerate(step.inputs):
             expression, dtype = _read(slots, slot_id, ndim, values)
@@ -350,3 +359,38 @@ def _accumulate(op: str, acc: str, value: str, real: bool = False) -> str:
         return f"{acc} = {acc} & ({value} != 0)"
     compare = "<" if op == "min" else ">"
     return f"{acc} = ({value}) if (({value}) {compare} {acc} or ({value}) != ({value})) else {acc}"
+
+
+def _reduced_flags(program: KernelProgram) -> list[str]:
+    """``rf`` / ``rl``: whether the loops over the reduced axes are at their first / last index."""
+    if not any(step.axis_reduction for step in program.steps):
+        return []
+    axes = [axis - program.partition.axis for axis in program.reduced]
+    first = " and ".join(f"i{d} == 0" for d in axes) or "True"
+    last = " and ".join(f"i{d} == n{d} - 1" for d in axes) or "True"
+    return [f"rf = {first}", f"rl = {last}"]
+
+
+def _axis_reduction_lines(k: int, step, slots, ndim: int, values, program: KernelProgram) -> list[str]:
+    """One element of an axis reduction: start from the identity (min, max: the value) at the
+    first index of the reduced axes, else from the output; a mean divides at the last index as
+    NumPy's does (in the output's dtype promoted with ``intp``)."""
+    op = step.op
+    out = step.outputs[0]
+    dtype = slots[out].dtype
+    element = _element(slots[out], out, ndim - 1)
+    value = _cast_read(slots, step.inputs[0], ndim, values, np.dtype(bool) if op in ("any", "all") else dtype)
+    x, y = f"x{k}", f"v{k}"
+    lines = [f"{x} = {value}"]
+    if op in ("min", "max"):
+        compare = "<" if op == "min" else ">"
+        lines += [f"if rf or {x} {compare} {element} or {x} != {x}:", f"    {element} = {x}"]
+        return lines
+    symbol = {"sum": "+", "mean": "+", "prod": "*", "any": "|", "all": "&"}[op]
+    lines.append(f"{y} = {cast(f'({_identity(op, dtype)} if rf else {element}) {symbol} {x}', dtype)}")
+    if op == "mean":
+        divide = np.result_type(dtype, np.intp)
+        count = " * ".join(f"n{axis - program.partition.axis}" for axis in program.reduced) or "1"
+        lines += ["if rl:", f"    {y} = {cast(f'{cast(y, divide, dtype)} / {cast(count, divide)}', dtype)}"]
+    lines.append(f"{element} = {y}")
+    return lines

@@ -5,7 +5,11 @@ Consecutive element-wise instructions over the same iteration shape join one *fu
 as running them one at a time: every base that the group writes must be accessed through the
 same element mapping everywhere in the group, or through byte ranges that do not overlap. A
 full reduction joins the group too (its result is written when all view-blocks are done, so
-nothing later in the group may touch it). Everything else runs as a *whole-view* operation through the
+nothing later in the group may touch it). So does a reduction along some axes whose input
+keeps its last axis and one more (see ``reduction_order``): the group then iterates its shape
+with the reduced axes moved inside the kept ones, and each view-block accumulates whole output
+elements; every axis reduction of a group reduces the same axes. Everything else runs as a
+*whole-view* operation through the
 opcode's reference implementation. A small instruction that cannot join the group but touches
 nothing the group writes (say, dividing a reduction's result by a count) is *postponed* until
 the group closes instead of closing it.
@@ -27,6 +31,7 @@ from shoal.engine.node.blocks import broadcast_strides, view_extent
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 MAX_GROUP_STEPS = 64
+MIN_KEPT_ROW = 64  # an axis reduction fuses only if its input's last axis (kept) is this long
 POSTPONE_ELEMENTS = 4096  # instructions this small (and 1/16 of the group) may wait for it to close
 _NUMERIC_KINDS = "biufc"
 
@@ -50,7 +55,9 @@ class Group:
     shape: tuple[int, ...]
     instructions: list[Instruction] = field(default_factory=list)
     accesses: dict[int, list[Access]] = field(default_factory=dict)
-    reductions: list[Instruction] = field(default_factory=list)
+    reductions: list[Instruction] = field(default_factory=list)  # full reductions
+    axis_reductions: list[Instruction] = field(default_factory=list)
+    reduced_axes: tuple[int, ...] | None = None  # what every axis reduction of the group reduces
     deferred: dict[int, tuple] = field(default_factory=dict)  # base -> mapping key of its deferred write
     postponed: list[Instruction] = field(default_factory=list)
 
@@ -117,7 +124,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         shape = _fusible_shape(instruction)
         accesses = None if shape is None else _accesses(instruction, shape)
         joined = None
-        if accesses is not None and current is not None and current.shape == shape:
+        if accesses is not None and current is not None and current.shape == shape and _same_axes(current, instruction):
             joined = _join(current, accesses)
         if joined is None and current is not None and _postponable(current, instruction):
             current.postponed.append(instruction)
@@ -135,7 +142,11 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             current.accesses.setdefault(access.base, []).append(access)
             if access.deferred:
                 current.deferred[access.base] = access.key
-        if instruction.op in FUSIBLE_REDUCTIONS:
+        axes = reduced_axes(instruction)
+        if axes is not None:
+            current.axis_reductions.append(instruction)
+            current.reduced_axes = axes
+        elif instruction.op in FUSIBLE_REDUCTIONS:
             current.reductions.append(instruction)
         if current.closed():
             close()
@@ -156,9 +167,11 @@ def _fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:
             return None
     if instruction.op in FUSIBLE_REDUCTIONS:
         source = instruction.inputs[0]
-        if not isinstance(source, View) or 0 in source.shape or not _full_reduction(instruction, source):
+        if not isinstance(source, View) or 0 in source.shape:
             return None
         if instruction.op in ("min", "max") and source.dtype.kind == "c":
+            return None
+        if not _full_reduction(instruction, source) and not _fusible_axis_reduction(instruction, source):
             return None
         return source.shape
     if entry.kind is not Kind.ELEMENTWISE and instruction.op not in ("copy", "fill"):
@@ -175,6 +188,58 @@ def _full_reduction(instruction: Instruction, source: View) -> bool:
         return True
     axes = axis if isinstance(axis, tuple) else (axis,)
     return sorted(a % source.ndim for a in axes) == list(range(source.ndim)) if source.ndim else False
+
+
+def reduced_axes(instruction: Instruction) -> tuple[int, ...] | None:
+    """The sorted, non-negative axes a reduction along some (not all) axes reduces, else None."""
+    if instruction.op not in FUSIBLE_REDUCTIONS or not instruction.inputs or not isinstance(instruction.inputs[0], View):
+        return None
+    source = instruction.inputs[0]
+    axis = instruction.attr("axis")
+    if axis is None or _full_reduction(instruction, source):
+        return None
+    return tuple(sorted({a % source.ndim for a in (axis if isinstance(axis, tuple) else (axis,))}))
+
+
+def reduction_order(ndim: int, reduced: tuple[int, ...]) -> tuple[int, ...]:
+    """The order a group with axis reductions iterates its axes in: the kept axes but the last,
+    the reduced axes, the last axis (kept). View-blocks split only the leading kept axes, so one
+    view-block computes whole output elements, adding their inputs in NumPy's order (NumPy adds
+    along a reduced axis that is not the innermost one element after element from zero)."""
+    kept = [a for a in range(ndim) if a not in reduced]
+    return (*kept[:-1], *reduced, kept[-1])
+
+
+def reduction_strides(instruction: Instruction, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The axis reduction's output strides over its input's shape: 0 along the reduced axes."""
+    out = instruction.outputs[0]
+    reduced = reduced_axes(instruction) or ()
+    if out.ndim == len(shape):  # keepdims
+        return tuple(0 if a in reduced else stride for a, stride in enumerate(out.strides))
+    strides = iter(out.strides)
+    return tuple(0 if a in reduced else next(strides) for a in range(len(shape)))
+
+
+def _fusible_axis_reduction(instruction: Instruction, source: View) -> bool:
+    """True if a reduction along some axes may join a group (see ``reduction_order``)."""
+    reduced = reduced_axes(instruction)
+    if reduced is None or source.ndim - 1 in reduced or source.ndim - len(reduced) < 2:
+        return False
+    out = instruction.outputs[0]
+    if out.base == source.base or any(s == 0 for n, s in zip(out.shape, out.strides) if n > 1):
+        return False
+    if out.ndim not in (source.ndim, source.ndim - len(reduced)):
+        return False
+    if instruction.op == "mean" and (out.dtype.kind not in "fc" or out.dtype.char == "e"):
+        return False  # NumPy's mean of float16 adds in float32; an integer mean divides in float
+    if instruction.op in ("any", "all") and out.dtype != np.bool_:
+        return False
+    return source.shape[-1] >= MIN_KEPT_ROW
+
+
+def _same_axes(group: Group, instruction: Instruction) -> bool:
+    axes = reduced_axes(instruction)
+    return axes is None or group.reduced_axes is None or group.reduced_axes == axes
 
 
 def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] | None:
@@ -250,7 +315,7 @@ def _postponable(group: Group, instruction: Instruction) -> bool:
     if size > min(POSTPONE_ELEMENTS, math.prod(group.shape) // 16):
         return False
     written = {base for base, accesses in group.accesses.items() if any(a.write for a in accesses)}
-    results = {r.outputs[0].base for r in group.reductions}
+    results = {r.outputs[0].base for r in (*group.reductions, *group.axis_reductions)}
     for out in instruction.outputs:
         if out.base in group.accesses:
             return False

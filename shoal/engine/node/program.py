@@ -18,7 +18,7 @@ import numpy as np
 from shoal.bytecode import Const, Instruction, View, spec
 from shoal.engine.node.blocks import Partition, broadcast_strides, collapse, partition
 from shoal.engine.node.deferred import Reach, reach
-from shoal.engine.node.plan import Group, loop_dtype_of
+from shoal.engine.node.plan import Group, loop_dtype_of, reduction_order, reduction_strides
 
 ARRAY, TEMP, CONST, DEFERRED = "array", "temp", "const", "deferred"
 
@@ -38,7 +38,12 @@ class Slot:
 
 @dataclass(frozen=True, slots=True)
 class KernelStep:
-    """One instruction inside a kernel: ``op`` over slots, computed in ``loop_in``/``loop_out``."""
+    """One instruction inside a kernel: ``op`` over slots, computed in ``loop_in``/``loop_out``.
+
+    A reduction along axes (``axis_reduction``) adds its input into its output, whose strides
+    are 0 along the program's ``reduced`` axes, in the output's dtype; the first element along
+    them starts from the reduction's identity and a mean divides at the last one.
+    """
 
     op: str
     outputs: tuple[int, ...]
@@ -46,6 +51,7 @@ class KernelStep:
     loop_in: tuple[np.dtype, ...] | None
     loop_out: tuple[np.dtype, ...] | None
     instruction: Instruction
+    axis_reduction: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +78,7 @@ class KernelProgram:
     partition: Partition
     elements: int
     reaches: dict[int, Reach] = field(default_factory=dict)  # deferred slot -> rows other blocks read
+    reduced: tuple[int, ...] = ()  # axes of ``shape`` that axis reductions reduce (whole in every view-block)
 
     @property
     def stores_rows(self) -> bool:
@@ -87,11 +94,11 @@ class KernelProgram:
             for slot in self.slots
         )
         steps = tuple(
-            (s.op, s.outputs, s.inputs, tuple(d.str for d in s.loop_in or ()), tuple(d.str for d in s.loop_out or ()))
+            (s.op, s.outputs, s.inputs, tuple(d.str for d in s.loop_in or ()), tuple(d.str for d in s.loop_out or ()), s.axis_reduction)
             for s in self.steps
         )
         reductions = tuple((r.op, r.source, r.position, r.acc.str) for r in self.reductions)
-        return (ndim, slots, steps, reductions)
+        return (ndim, slots, steps, reductions, tuple(axis - self.partition.axis for axis in self.reduced))
 
 
 def _inner_class(slot: Slot) -> str:
@@ -108,12 +115,13 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     raw_strides: list[tuple[int, ...]] = []
     steps: list[KernelStep] = []
 
-    def slot_of(operand: View | Const, write: bool) -> int:
+    def slot_of(operand: View | Const, write: bool, strides: tuple[int, ...] | None = None) -> int:
         if isinstance(operand, Const):
             slots.append(Slot(CONST, _const_dtype(operand), value=operand.value))
             raw_strides.append(())
             return len(slots) - 1
-        strides = broadcast_strides(operand, group.shape)
+        if strides is None:
+            strides = broadcast_strides(operand, group.shape)
         if operand.base in temporaries:
             kind, key = TEMP, ("temp", operand.base)
         elif write and operand.base in group.deferred:
@@ -136,13 +144,24 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             source = slot_of(instruction.inputs[0], False)
             reductions.append(ReductionStep(instruction.op, source, len(steps), _accumulator(instruction), instruction.outputs[0], instruction))
             continue
+        if any(instruction is r for r in group.axis_reductions):
+            source = slot_of(instruction.inputs[0], False)
+            out = instruction.outputs[0]
+            output = slot_of(out, True, reduction_strides(instruction, group.shape))
+            steps.append(KernelStep(instruction.op, (output,), (source,), (out.dtype,), (out.dtype,), instruction, axis_reduction=True))
+            continue
         inputs = tuple(slot_of(operand, False) for operand in instruction.inputs)
         outputs = tuple(slot_of(view, True) for view in instruction.outputs)
         loop_in, loop_out = _loop_dtypes(instruction)
         steps.append(KernelStep(instruction.op, outputs, inputs, loop_in, loop_out, instruction))
 
     array_ids = [i for i, slot in enumerate(slots) if slot.kind != CONST]
-    shape, collapsed = collapse(group.shape, [raw_strides[i] for i in array_ids])
+    shape = group.shape
+    if group.reduced_axes is not None:
+        order = reduction_order(len(shape), group.reduced_axes)
+        shape = tuple(shape[a] for a in order)
+        raw_strides = [tuple(strides[a] for a in order) if strides else () for strides in raw_strides]
+    shape, collapsed = collapse(shape, [raw_strides[i] for i in array_ids])
     for i, strides in zip(array_ids, collapsed):
         s = slots[i]
         slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written)
@@ -151,8 +170,11 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
         if slot.kind == DEFERRED:
             reads = [(s.offset, s.strides) for s in slots if s.kind == ARRAY and s.base == slot.base]
             reaches[i] = reach(shape, slot.offset, slot.strides, slot.dtype.itemsize, reads)
-    blocks = partition(shape, block_elements, outer_only=bool(reaches))
-    return KernelProgram(shape, slots, steps, reductions, blocks, math.prod(group.shape), reaches)
+    outputs = {step.outputs[0] for step in steps if step.axis_reduction}
+    reduced = tuple(a for a in range(len(shape)) if shape[a] > 1 and any(slots[i].strides[a] == 0 for i in outputs))
+    deepest = reduced[0] - 1 if reduced else None  # a view-block holds every element it adds up
+    blocks = partition(shape, block_elements, outer_only=bool(reaches), deepest=deepest)
+    return KernelProgram(shape, slots, steps, reductions, blocks, math.prod(group.shape), reaches, reduced)
 
 
 def _const_dtype(const: Const) -> np.dtype:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,7 @@ def run_tiles(
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
     scratch = {i: np.empty((min(tile_rows, shape[axis]), *inner_shape), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
     steps = [(_implementation(program, step), step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
+    reduced = [p - part.axis for p in program.reduced]  # axes of the view-block
     reductions = program.reductions
     partials: list[list[Any]] = [[] for _ in reductions]
     for outer in np.ndindex(*shape[:axis]):
@@ -72,6 +74,10 @@ def run_tiles(
                     r = reductions[pending]
                     partials[pending].append(partial_reduce(r.op, operands[r.source], r.acc))
                     pending += 1
+                if reference is None:
+                    op = program.steps[position].op
+                    accumulate(op, operands[outputs[0]], operands[inputs[0]], _reduced_in_tile(reduced, shape, outer, axis, start))
+                    continue
                 reference([operands[o] for o in outputs], [operands[i] for i in inputs], attrs)
             for r, bucket in zip(reductions[pending:], partials[pending:]):
                 bucket.append(partial_reduce(r.op, operands[r.source], r.acc))
@@ -80,8 +86,11 @@ def run_tiles(
     return tuple(combine(r.op, bucket) for r, bucket in zip(reductions, partials))
 
 
-def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., None]:
-    """The step's reference, or an equivalent that allocates nothing per tile."""
+def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., None] | None:
+    """The step's reference, or an equivalent that allocates nothing per tile (None: an axis
+    reduction, which ``accumulate`` runs)."""
+    if step.axis_reduction:
+        return None
     if step.op == "where" and step.loop_in is not None:
         out = step.outputs[0]
         common = step.loop_in[1]
@@ -89,6 +98,54 @@ def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., N
         if out not in step.inputs and condition == np.bool_ and program.slots[out].dtype == common == step.loop_in[2]:
             return where_in_place
     return spec(step.op).reference
+
+
+@dataclass(frozen=True, slots=True)
+class TileAxes:
+    """Where a tile lies along the reduced axes: ``axes`` of the tile (each with its first
+    index and the axis' length in the view-block), and whether the fixed ones are first/last."""
+
+    axes: tuple[tuple[int, int, int], ...]
+    first: bool
+    last: bool
+    count: int
+
+
+def _reduced_in_tile(reduced: list[int], shape: tuple[int, ...], outer: tuple[int, ...], axis: int, start: int) -> TileAxes:
+    axes = []
+    first = last = True
+    for position in reduced:
+        if position < axis:
+            first &= outer[position] == 0
+            last &= outer[position] == shape[position] - 1
+        else:
+            axes.append((position - axis, start if position == axis else 0, shape[position]))
+    return TileAxes(tuple(axes), first, last, math.prod(shape[p] for p in reduced))
+
+
+_ACCUMULATORS = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
+                 "any": np.logical_or, "all": np.logical_and}  # fmt: skip
+_IDENTITIES = {"sum": 0, "mean": 0, "prod": 1, "any": False, "all": True}
+
+
+def accumulate(op: str, out: np.ndarray, values: np.ndarray, where: TileAxes) -> None:
+    """Add a tile of an axis reduction's input into its output (strides 0 along the reduced
+    axes), one index of the reduced axes at a time, as NumPy's reduction does."""
+    ufunc = _ACCUMULATORS[op]
+    key: list[Any] = [slice(None)] * values.ndim
+    for index in np.ndindex(*(values.shape[axis] for axis, _, _ in where.axes)):
+        first, last = where.first, where.last
+        for (axis, offset, length), i in zip(where.axes, index):
+            key[axis] = i
+            first &= offset + i == 0
+            last &= offset + i == length - 1
+        target, value = out[tuple(key)], values[tuple(key)]
+        if first and op in ("min", "max"):
+            np.copyto(target, value, casting="unsafe")
+        else:
+            ufunc(_IDENTITIES[op] if first else target, value, out=target, dtype=target.dtype, casting="unsafe")
+        if last and op == "mean":
+            np.true_divide(target, np.intp(where.count), out=target, casting="unsafe")
 
 
 def where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -> None:
