@@ -93,7 +93,9 @@ def compilable(program: KernelProgram) -> bool:
     for step in program.steps:
         if step.axis_reduction:
             source, out = program.slots[step.inputs[0]].dtype, program.slots[step.outputs[0]].dtype
-            if (source.kind == "c" and out.kind != "c") or (out.kind == "b" and step.op not in ("min", "max", "any", "all")):
+            if out.kind != "c" and source.kind == "c" and step.op not in ("any", "all"):
+                return False
+            if out.kind == "b" and step.op not in ("min", "max", "any", "all"):
                 return False
             continue
         entry = EXPRESSIONS.get(step.op)

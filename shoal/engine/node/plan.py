@@ -22,6 +22,7 @@ same mapping) and releases is a *temporary*: it lives per element (compiled) or 
 from __future__ import annotations
 
 import math
+from collections import deque
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -64,6 +65,11 @@ class Group:
     def closed(self) -> bool:
         return len(self.instructions) >= MAX_GROUP_STEPS
 
+    def replans(self) -> bool:
+        """True if what the group postponed is planned again after it (and may fuse) rather than
+        run as whole-view operations: groups with axis reductions postpone large instructions."""
+        return bool(self.postponed and self.axis_reductions)
+
     def postponed_bases(self) -> set[int]:
         """Bases that postponed instructions write: the group may no longer touch them."""
         return {out.base for instruction in self.postponed for out in instruction.outputs}
@@ -103,19 +109,29 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     steps: list[Step] = []
     pending_releases: list[Release] = []
     current: Group | None = None
+    queue: deque[Instruction | Release] = deque(batch.instructions)
 
     def close() -> None:
+        """End the open group; what it postponed is planned next, then the releases it held."""
         nonlocal current
         if current is not None:
             steps.append(current)
-            steps.extend(WholeOp(instruction) for instruction in current.postponed)
+            if current.replans():
+                queue.extendleft(reversed([*current.postponed, *pending_releases]))
+                pending_releases.clear()
+            else:
+                steps.extend(WholeOp(instruction) for instruction in current.postponed)
             current = None
         steps.extend(pending_releases)
         pending_releases.clear()
 
-    for instruction in batch.instructions:
-        if instruction.op == "release":
-            release = Release(instruction.attr("base"))
+    while queue or (current is not None and current.replans()):
+        if not queue:
+            close()
+            continue
+        instruction = queue.popleft()
+        if isinstance(instruction, Release) or instruction.op == "release":
+            release = instruction if isinstance(instruction, Release) else Release(instruction.attr("base"))
             if current is None or not _uses(current, release.base):
                 steps.append(release)  # now: its memory can serve the open group's new bases
             else:
@@ -128,6 +144,10 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             joined = _join(current, accesses)
         if joined is None and current is not None and _postponable(current, instruction):
             current.postponed.append(instruction)
+            continue
+        if joined is None and current is not None and current.replans():
+            queue.appendleft(instruction)  # after what the group postponed
+            close()
             continue
         if joined is None:
             close()
@@ -310,9 +330,13 @@ def _uses(group: Group, base: int) -> bool:
 
 
 def _postponable(group: Group, instruction: Instruction) -> bool:
-    """True if ``instruction`` is small and may run after ``group`` without changing results."""
+    """True if ``instruction`` may run after ``group`` without changing results: it is small, or
+    it reads the result of one of the group's axis reductions (so it has to wait for the whole
+    group anyway; ``ux = np.sum(f * cx, axis=0) / rho`` then lets the next sum join the group)."""
     size = sum(math.prod(out.shape) for out in instruction.outputs)
-    if size > min(POSTPONE_ELEMENTS, math.prod(group.shape) // 16):
+    reads = {operand.base for operand in instruction.inputs if isinstance(operand, View)}
+    waits = any(r.outputs[0].base in reads for r in group.axis_reductions)
+    if size > (math.prod(group.shape) if waits else min(POSTPONE_ELEMENTS, math.prod(group.shape) // 16)):
         return False
     written = {base for base, accesses in group.accesses.items() if any(a.write for a in accesses)}
     results = {r.outputs[0].base for r in (*group.reductions, *group.axis_reductions)}
