@@ -9,10 +9,11 @@ nothing later in the group may touch it). So does a reduction along some axes wh
 keeps its last axis and one more (see ``reduction_order``): the group then iterates its shape
 with the reduced axes moved inside the kept ones, and each view-block accumulates whole output
 elements; every axis reduction of a group reduces the same axes. Everything else runs as a
-*whole-view* operation through the
-opcode's reference implementation. A small instruction that cannot join the group but touches
-nothing the group writes (say, dividing a reduction's result by a count) is *postponed* until
-the group closes instead of closing it.
+*whole-view* operation through the opcode's reference implementation. A small instruction that
+cannot join the group but touches nothing the group writes (say, dividing a reduction's result
+by a count) is *postponed* until the group closes instead of closing it; so is one of any size
+that reads an axis reduction's result (it has to wait for the group anyway), and a group with
+axis reductions has what it postponed planned again after it, where it may fuse.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
