@@ -8,6 +8,7 @@ from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 from test_engine_node_differential import sample
 
+from shoal.engine.node.blocks import partition
 from shoal.engine.node.plan import Group, plan_batch
 
 RNG = np.random.default_rng(11)
@@ -122,6 +123,14 @@ def test_an_outer_axis_sum_adds_in_numpys_order():
     run_both(program, block=100, exact=True)
 
 
+def test_view_blocks_never_split_the_reduced_axes():
+    split = partition((4, 9, 100), 50, deepest=0)  # axis 1 is reduced
+    assert split.axis == 0 and [split.block_shape(i) for i in range(len(split))] == [(1, 9, 100)] * 4
+    whole = partition((9, 100), 50, deepest=-1)  # the reduced axis comes first: one view-block
+    assert len(whole) == 1 and whole.block_shape(0) == (9, 100)
+    assert partition((4, 9, 100), 50).axis == 2  # unconstrained, it splits the rows
+
+
 def lattice_macroscopic(rec: Recorder, populations):
     """lattice_boltzmann.py's ``macroscopic``: density and velocity from one (9, ny, nx) array."""
     velocity_x = rec.array(np.array([0, 1, 0, -1, 0, 1, -1, -1, 1]).reshape(9, 1, 1))
@@ -147,7 +156,8 @@ def test_lattice_boltzmann_macroscopic_is_two_kernels():
         populations = rec.array(RNG.random((9, 16, 96)))
         return list(lattice_macroscopic(rec, populations))
 
-    stats = run_both(program, block=1000, exact=True).last_stats
+    stats = run_both(program, block=1000, exact=True, batches=3).last_stats
+    assert stats.replayed  # the third batch runs the first one's plan
     assert stats.kernels == 2 and stats.fused_instructions == 7
     assert stats.temporaries == 2  # both products are never allocated
     assert stats.whole_ops == 0 and stats.axis_panels == 0
@@ -263,3 +273,37 @@ def test_compiled_axis_tuples_dtypes_and_the_lattice_pattern(kernel_cache):
     assert engine.compile_errors == []
     assert engine.last_stats.kernels == 4
     assert engine.last_stats.compiled_block_ops == engine.last_stats.block_ops - 2  # all but releasing the two sums
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "bool"])
+def test_numpy_programs_fuse_axis_reductions_and_match_numpy(dtype, monkeypatch):
+    """Through ``shoal.numpy``: the frontend's axis, keepdims and dtype attributes as fused."""
+    runtime = pytest.importorskip("shoal.runtime")
+    import shoal.numpy as snp
+
+    monkeypatch.setenv("SHOAL_DIRECT_WORK", "0")
+    monkeypatch.setenv("SHOAL_BLOCK_SIZE", "500")
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    data = values(np.dtype(dtype), (4, 5, 6, 70), "sum")
+
+    def reductions(xp, x):
+        y = x * 3 if dtype != "bool" else x & x
+        return [
+            xp.sum(y, axis=0),
+            xp.sum(y, axis=(-2, 0), keepdims=True),
+            xp.mean(y, axis=1),
+            xp.max(y, axis=(0, 2)),
+            xp.sum(y, axis=-3, dtype=np.int16 if dtype != "float32" else np.float64),
+            y.any(axis=2, keepdims=True),
+        ]
+
+    expected = reductions(np, data)
+    with runtime.configure(engine="node", eager_threshold=0) as current:
+        lazy = reductions(snp, snp.array(data))
+        got = [np.asarray(lazy[0])]  # runs the one batch
+        stats = current.engine.last_stats
+        got += [np.asarray(value) for value in lazy[1:]]
+    assert stats.kernels >= 1 and stats.whole_ops == 0 and stats.axis_panels == 0
+    for value, want in zip(got, expected):
+        assert value.dtype == want.dtype and value.shape == want.shape
+        np.testing.assert_allclose(value, want, rtol=2e-6 if dtype == "float32" else 1e-12)
