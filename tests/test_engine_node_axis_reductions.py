@@ -307,3 +307,19 @@ def test_numpy_programs_fuse_axis_reductions_and_match_numpy(dtype, monkeypatch)
     for value, want in zip(got, expected):
         assert value.dtype == want.dtype and value.shape == want.shape
         np.testing.assert_allclose(value, want, rtol=2e-6 if dtype == "float32" else 1e-12)
+
+
+def test_a_deferred_in_place_update_and_an_axis_reduction_stay_in_separate_kernels():
+    def program(rec: Recorder):
+        x = rec.array(RNG.random((6, 8, 70)))
+        z = rec.array(RNG.random((5, 8, 70)))
+        later, earlier = rec.index(x, slice(1, None)), rec.index(x, slice(None, -1))
+        rec.emit("add", (later,), (earlier, 1.0))  # reads rows the update overwrites: deferred
+        return [x, rec.reduce("sum", z, axis=0), rec.reduce("sum", rec.ufunc("multiply", z, 2.0), axis=0)]
+
+    rec = Recorder()
+    program(rec)
+    groups = fused_groups(rec)
+    assert [bool(g.deferred) for g in groups] == [True, False]
+    assert groups[1].axis_reductions and not groups[0].axis_reductions
+    run_both(program, block=7, exact=True, schedule="reverse")

@@ -142,7 +142,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         accesses = None if shape is None else _accesses(instruction, shape)
         joined = None
         if accesses is not None and current is not None and current.shape == shape and _same_axes(current, instruction):
-            joined = _join(current, accesses)
+            joined = _without_deferral(current, instruction, _join(current, accesses))
         if joined is None and current is not None and _postponable(current, instruction):
             current.postponed.append(instruction)
             continue
@@ -261,6 +261,17 @@ def _fusible_axis_reduction(instruction: Instruction, source: View) -> bool:
 def _same_axes(group: Group, instruction: Instruction) -> bool:
     axes = reduced_axes(instruction)
     return axes is None or group.reduced_axes is None or group.reduced_axes == axes
+
+
+def _without_deferral(group: Group, instruction: Instruction, joined: list[Access] | None) -> list[Access] | None:
+    """``joined`` unless it would put a deferred write and an axis reduction in one group: a
+    deferred write's neighbouring view-blocks are rows of the group's first axis, which the
+    order of an axis reduction moves."""
+    if joined is None:
+        return None
+    deferring = bool(group.deferred) or any(access.deferred for access in joined)
+    reducing = bool(group.axis_reductions) or reduced_axes(instruction) is not None
+    return None if deferring and reducing else joined
 
 
 def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] | None:
