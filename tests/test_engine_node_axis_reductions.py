@@ -17,6 +17,7 @@ DTYPES = ["float64", "float32", "int16", "uint8", "bool", "complex128"]
 
 
 def supported(op: str, dtype: np.dtype) -> bool:
+    """False for min and max of complex values, which stay unfused (NumPy orders them)."""
     return not (op in ("min", "max") and dtype.kind == "c")
 
 
@@ -50,13 +51,10 @@ def element_wise_then(op: str, dtype: np.dtype, shape: tuple[int, ...], aligned:
     return program
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize(("op", "dtype"), [(op, dtype) for op in OPS for dtype in DTYPES if supported(op, np.dtype(dtype))])
 @pytest.mark.parametrize("aligned", [True, False])
 def test_axis_reductions_after_element_wise_steps_match_the_reference(op, dtype, aligned):
     dtype = np.dtype(dtype)
-    if not supported(op, dtype):
-        pytest.skip("NumPy orders complex numbers; min and max of complex values stay unfused")
     program = element_wise_then(op, dtype, (5, 6, 70), aligned, axis=0)
     # block 7: one view-block per row of the first kept axis, each adding up 5 rows of 70
     stats = run_both(program, block=7, exact=False).last_stats
