@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -144,14 +145,22 @@ class Builder:
         self._seq = 0
 
     def build(self, plan: Plan) -> list[BlockOp]:
+        for _ops in self.steps(plan):
+            pass
+        return self.deps.ops
+
+    def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
+        """Build ``plan`` step by step, yielding each step's new block operations, so that a
+        pool can run the first ones while later ones are built."""
         for step in plan.steps:
+            built = len(self.deps.ops)
             if isinstance(step, Group):
                 self._group(step, plan.temporaries)
             elif isinstance(step, WholeOp):
                 self._whole(step.instruction)
             elif isinstance(step, Release):
                 self._release(step.base, plan.temporaries)
-        return self.deps.ops
+            yield self.deps.ops[built:]
 
     def _next(self) -> int:
         self._seq += 1
