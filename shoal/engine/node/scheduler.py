@@ -86,7 +86,7 @@ class WorkerPool:
         if more is not None and self.threads > 1:
             sys.setswitchinterval(min(switch, BUILDING_SWITCH_SECONDS))
         try:
-            return self._run(ops, prepare, more)
+            return self._run(ops, prepare, more, lambda: sys.setswitchinterval(switch))
         finally:
             sys.setswitchinterval(switch)
 
@@ -95,6 +95,7 @@ class WorkerPool:
         ops: list[BlockOp],
         prepare: Callable[[BlockOp], None],
         more: Callable[[], list[BlockOp] | None] | None,
+        built_all: Callable[[], None],
     ) -> RunStats:
         stats = RunStats(operations=len(ops))
         start = clock = time.perf_counter()
@@ -143,6 +144,7 @@ class WorkerPool:
                 building_seconds += time.perf_counter() - began
                 if built is None:
                     more = None
+                    built_all()
                 else:
                     stats.operations += len(built)
                     for op in built:
