@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -167,3 +169,25 @@ def test_the_pool_runs_operations_built_while_earlier_ones_run_in_dependency_ord
         assert log.index(number - 1) < log.index(-number) < log.index(number)
     for o in deps.ops:
         assert o.done and o.refcount == 0
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_building_while_running_restores_the_switch_interval_and_reports_a_failing_build(fails):
+    built = iter([[BlockOp(1, lambda: None, (), ((1, 0),))]])
+
+    def more():
+        if fails:
+            raise ValueError("cannot build")
+        return next(built, None)
+
+    before = sys.getswitchinterval()
+    pool = WorkerPool(2)
+    try:
+        if fails:
+            with pytest.raises(ValueError, match="cannot build"):
+                pool.run([], lambda _op: None, more)
+        else:
+            assert pool.run([], lambda _op: None, more).operations == 1
+    finally:
+        pool.close()
+    assert sys.getswitchinterval() == before
