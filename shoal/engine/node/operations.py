@@ -162,11 +162,6 @@ class Builder:
         self.runners: list[GroupRunner] = []
         self._seq = 0
 
-    def build(self, plan: Plan) -> list[BlockOp]:
-        for _ops in self.steps(plan):
-            pass
-        return self.deps.ops
-
     def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
         """Build ``plan`` step by step, yielding each step's new block operations, so that a
         pool can run the first ones while later ones are built."""
