@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
 from shoal.bytecode import View
 from shoal.engine.node.blocks import base_blocks, collapse, partition, sub_view_blocks
 from shoal.engine.node.deps import BlockOp, DependencyLists
+from shoal.engine.node.scheduler import WorkerPool
 
 F8 = np.dtype(np.float64)
 
@@ -126,3 +129,65 @@ def test_a_group_that_reads_and_writes_a_block_makes_later_writers_wait_for_its_
     later = op(3, writes=[(1, 0)])
     deps.insert(later)
     assert later.refcount == 2
+
+
+def test_an_operation_inserted_after_its_predecessor_finished_counts_it_only_for_replays():
+    deps = DependencyLists()
+    writer = op(1, writes=[(1, 0)])
+    deps.insert(writer)
+    writer.done = True  # the pool ran it while later operations were still being built
+    reader = op(2, reads=[(1, 0)])
+    deps.insert(reader)
+    assert reader.refcount == 0 and reader.waits == 1 and reader in writer.dependents
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("threads", [1, 3])
+def test_the_pool_runs_operations_built_while_earlier_ones_run_in_dependency_order(threads, reverse):
+    """Each step writes block 0 after reading it (a chain) and reads a block of its own; steps
+    are built one at a time by ``more`` while the pool runs the earlier ones."""
+    deps = DependencyLists()
+    log: list[int] = []
+
+    def step(number: int) -> list[BlockOp]:
+        built = len(deps.ops)
+        chain = BlockOp(2 * number, lambda: log.append(number), ((1, 0),), ((1, 0),))
+        side = BlockOp(2 * number + 1, lambda: log.append(-number), ((1, 0),), ((2, number),))
+        deps.insert(side)
+        deps.insert(chain)
+        return deps.ops[built:]
+
+    steps = iter(range(1, 30))
+    pool = WorkerPool(threads, reverse=reverse)
+    try:
+        stats = pool.run(step(0), lambda _op: None, lambda: next((step(n) for n in steps), None))
+    finally:
+        pool.close()
+    assert stats.operations == 60 and sorted(log) == sorted([*range(30), *(-n for n in range(30))])
+    assert [n for n in log if n > 0] == list(range(1, 30))
+    for number in range(1, 30):  # a side read sees the chain's write before it, never a later one
+        assert log.index(number - 1) < log.index(-number) < log.index(number)
+    for o in deps.ops:
+        assert o.done and o.refcount == 0
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_building_while_running_restores_the_switch_interval_and_reports_a_failing_build(fails):
+    built = iter([[BlockOp(1, lambda: None, (), ((1, 0),))]])
+
+    def more():
+        if fails:
+            raise ValueError("cannot build")
+        return next(built, None)
+
+    before = sys.getswitchinterval()
+    pool = WorkerPool(2)
+    try:
+        if fails:
+            with pytest.raises(ValueError, match="cannot build"):
+                pool.run([], lambda _op: None, more)
+        else:
+            assert pool.run([], lambda _op: None, more).operations == 1
+    finally:
+        pool.close()
+    assert sys.getswitchinterval() == before

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
+from test_engine_node_deferred import heat_sweep, in_place_jacobi, shifted_update
 from test_engine_node_differential import sample
 
 from shoal.bytecode import View
@@ -139,3 +140,45 @@ def test_build_directories_abandoned_by_a_killed_worker_are_removed(tmp_path):
     os.utime(abandoned, (old, old))
     native.remove_stale_builds(tmp_path)
     assert not abandoned.exists() and running.exists()
+
+
+def strided_columns_update(rec: Recorder) -> list:
+    """Every other column of a grid updated in place from the rows above and below it: a
+    deferred write whose rows are strided, so ring rows are copied element by element."""
+    grid = rec.array(np.random.default_rng(5).random((37, 30)))
+    window = lambda dr: rec.index(grid, (slice(2 + dr, 35 + dr), slice(1, 29, 2)))  # noqa: E731
+    total = rec.ufunc("multiply", rec.ufunc("add", rec.ufunc("add", window(-1), window(1)), window(0)), 0.5)
+    rec.copy(window(0), total)
+    rec.release(total)
+    return [grid]
+
+
+def heat_program(rec: Recorder) -> list:
+    grid = rec.array(np.random.default_rng(6).random((41, 26)))
+    work, delta, *temporaries = heat_sweep(rec, grid, (39, 24))
+    rec.release(*temporaries)
+    return [grid, work, delta]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    ("program", "exact"),
+    [
+        (in_place_jacobi(3, shape=(41, 19)), True),
+        (shifted_update(29, 11, [(-2, 1), (1, -1), (2, 0)], reverse=True), True),
+        (strided_columns_update, True),
+        (heat_program, False),  # its sum adds in another order
+    ],
+)
+def test_stencils_from_shared_libraries_match_the_reference(program, exact, threads, kernel_cache, monkeypatch):
+    """Library kernels called with arguments prepared once per view-block (rings of rows, held
+    rows, partial last view-blocks, views that start mid-block), and replayed on new bases."""
+    pytest.importorskip("numba")
+    first = run_both(program, block=64, threads=threads, compile="sync", exact=exact, batches=2)
+    assert first.compile_errors == [] and list(kernel_cache.glob("*.so"))
+    monkeypatch.setattr(compiler, "load_and_warm", lambda path: pytest.fail(f"{path} loaded through Numba"))
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1.0)  # worth loading at once
+    second = run_both(program, block=64, threads=threads, compile="background", exact=exact, batches=3)
+    assert second.compile_errors == [] and second.last_stats.replayed
+    assert second.last_stats.compiled_block_ops >= 4 and second.last_stats.deferred_writes == second.last_stats.kernels

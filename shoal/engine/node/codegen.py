@@ -275,9 +275,15 @@ def _store_function(i: int, ndim: int) -> list[str]:
         lines.append(f"{indent}    dst{d} = dst{d - 1} + i{d} * w{d}")
     indent = "    " * last
     src, dst = f"src{last - 1}", f"dst{last - 1}"
+    # Contiguous rows: a unit-stride loop over two row slices, which LLVM vectorises. A slice
+    # assignment compiles to a scalar loop that clamps every index (broadcasting), and an
+    # element loop over the flat buffers with run-time strides does not vectorise either.
     lines += [
-        f"{indent}if w{last} == 1 and s{last} == 1:",  # rows are contiguous: a block copy
-        f"{indent}    out[{dst}:{dst} + n{last}] = a[{src}:{src} + n{last}]",
+        f"{indent}if w{last} == 1 and s{last} == 1:",
+        f"{indent}    target = out[{dst}:{dst} + n{last}]",
+        f"{indent}    source = a[{src}:{src} + n{last}]",
+        f"{indent}    for k in range(n{last}):",
+        f"{indent}        target[k] = source[k]",
         f"{indent}else:",
         f"{indent}    for i{last} in range(n{last}):",
         f"{indent}        out[{dst} + i{last} * w{last}] = a[{src} + i{last} * s{last}]",

@@ -15,6 +15,7 @@ old value of row ``p - k`` while computing row ``p`` only where ``|d + k·s| < w
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass
 
@@ -86,7 +87,7 @@ def block_buffer(slot: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarr
     pool: dict[tuple[int, str], np.ndarray] | None = getattr(_buffers, "pool", None)
     if pool is None:
         pool = _buffers.pool = {}
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     key = (slot, dtype.str)
     buffer = pool.get(key)
     if buffer is None or buffer.size < size:

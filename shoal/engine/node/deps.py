@@ -8,6 +8,10 @@ finishes, its dependents' counts drop; an operation whose count reaches zero is 
 
 The block operations of one fused group are inserted together: by construction they touch
 disjoint elements, so they never wait for one another even where they share a base-block.
+
+Operations may be inserted while earlier ones run (the engine builds a batch's later groups
+while the pool runs its first ones): a predecessor that has already finished is recorded as an
+edge, so a replay of the plan waits for it, but not counted in the live reference count.
 """
 
 from __future__ import annotations
@@ -35,7 +39,9 @@ class BlockOp:
     inline: bool = False
     exclusive: bool = False
     label: str = ""
-    refcount: int = 0
+    refcount: int = 0  # unfinished predecessors
+    waits: int = 0  # all predecessors: the reference count a replay of the plan starts from
+    done: bool = False
     dependents: list[BlockOp] = field(default_factory=list)
     result: Any = None
 
@@ -96,5 +102,7 @@ class DependencyLists:
             if id(other) not in seen:
                 seen.add(id(other))
                 other.dependents.append(op)
-                op.refcount += 1
+                op.waits += 1
+                if not other.done:
+                    op.refcount += 1
                 self.edges += 1

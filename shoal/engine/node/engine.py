@@ -35,7 +35,7 @@ from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
 from shoal.engine.node.operations import Builder
-from shoal.engine.node.plan import plan_batch
+from shoal.engine.node.plan import Plan, plan_batch
 from shoal.engine.node.plan_cache import (
     BatchShape,
     BoundStorage,
@@ -114,19 +114,21 @@ class NodeEngine(Component):
         shape = batch_shape(batch, self._storage.decls)
         cached = None if shape is None else self._plans.take(shape)
         replayed = cached is not None
+        building: Builder | None = None
         if cached is None:
-            cached = self._plan(batch, shape, kernels)
-            if shape is not None:
-                self._plans.put(shape, cached)
+            cached, building, plan = self._plan(batch, shape, kernels)
+            steps = building.steps(plan)
+            more = lambda: next(steps, None)  # noqa: E731
         plan_seconds = time.perf_counter() - planning
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
         self._active = cached.storage
+        ops, source = (cached.ops, None) if building is None else ([], more)
         try:
             if self.threads > 1:
                 with limit_library_threads(1):  # the pool's threads are the parallelism
-                    run = pool.run(cached.ops, self._prepare)
+                    run = pool.run(ops, self._prepare, source)
             else:
-                run = pool.run(cached.ops, self._prepare)
+                run = pool.run(ops, self._prepare, source)
         except BaseException:
             if shape is not None:
                 self._plans.forget(shape)
@@ -134,6 +136,10 @@ class NodeEngine(Component):
         finally:
             cached.finished()
             self._active = self._storage
+        if building is not None:
+            cached.stats.update(asdict(building.counts), dependency_edges=building.deps.edges)
+            if shape is not None:
+                self._plans.put(shape, cached)
         self._storage.trim()
         self.last_stats = BatchStats(
             instructions=len(batch.instructions),
@@ -141,23 +147,24 @@ class NodeEngine(Component):
             compiled_block_ops=sum(runner.compiled_blocks for runner in cached.runners) - compiled_before,
             peak_bytes=self._storage.peak_bytes,
             block_ops=len(cached.ops),
-            plan_seconds=plan_seconds,
+            plan_seconds=plan_seconds + run.building_seconds,
             bookkeeping_seconds=run.bookkeeping_seconds,
             wall_seconds=time.perf_counter() - started,
             **cached.stats,
         )
         record(self.last_stats)
 
-    def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> CachedPlan:
-        """Plan ``batch`` and build its block operations on storage bound to its own base ids."""
+    def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> tuple[CachedPlan, Builder, Plan]:
+        """Plan ``batch``; its block operations, on storage bound to its own base ids, are built
+        while the pool runs the first ones (``Builder.steps``) and fill the returned plan."""
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids})
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
-        ops = builder.build(plan)
-        stats = {**asdict(builder.counts), "temporaries": len(plan.temporaries), "dependency_edges": builder.deps.edges}
-        return CachedPlan(shape.ids if shape is not None else (), storage, ops, stats, builder.runners)
+        stats = {"temporaries": len(plan.temporaries)}
+        cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners)
+        return cached, builder, plan
 
     def _prepare(self, op: BlockOp) -> None:
         storage = self._active

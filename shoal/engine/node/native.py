@@ -82,23 +82,46 @@ class NativeKernel:
     library: Any  # keeps the library loaded while the function is in use
 
     def __call__(self, *args: Any) -> Any:
+        flat, arrays = self.flatten(args)
+        for position in arrays:
+            array = args[position.position]
+            flat[position.flat] = array.ctypes.data
+            flat[position.flat + 1] = array.size
+        return self.call_flat(flat)
+
+    def flatten(self, args: Any) -> tuple[list[Any], list[FlatArray]]:
+        """``args`` as the library function's C arguments, every array's pointer and element
+        count left 0, and where each array goes (see :meth:`call_flat`)."""
         flat: list[Any] = []
-        for kind, value in zip(self.params, args):
+        arrays: list[FlatArray] = []
+        for position, (kind, value) in enumerate(zip(self.params, args)):
             if kind == _ARRAY:
-                flat.append(value.ctypes.data)
-                flat.append(value.size)
+                arrays.append(FlatArray(position, len(flat)))
+                flat += [0, 0]
             elif kind in "fd":
                 flat.append(float(value))
             elif kind in "FD":
                 flat += [float(value.real), float(value.imag)]
             else:
                 flat.append(int(value))
+        return flat, arrays
+
+    def call_flat(self, flat: list[Any]) -> Any:
+        """Call the kernel with C arguments from :meth:`flatten`, pointers filled in."""
         outputs = [np.zeros(1, np.uint8 if dtype == np.bool_ else dtype) for dtype in self.results]
-        flat.extend(out.ctypes.data for out in outputs)
-        self.function(*flat)
+        self.function(*flat, *(out.ctypes.data for out in outputs))
         if not self.results:
             return 0
         return tuple(out.astype(dtype)[0] for out, dtype in zip(outputs, self.results))
+
+
+@dataclass(frozen=True, slots=True)
+class FlatArray:
+    """Kernel argument ``position`` is an array: its pointer goes to C argument ``flat`` and its
+    element count to the one after it."""
+
+    position: int
+    flat: int
 
 
 def _description(library: Path) -> dict[str, Any] | None:

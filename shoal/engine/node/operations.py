@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -25,6 +26,8 @@ from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, ke
 from shoal.engine.node.deferred import block_buffer, commit, store
 from shoal.engine.node.deps import BlockOp, DependencyLists
 from shoal.engine.node.gather_slabs import gather_slabs
+from shoal.engine.node.kernel_calls import PreparedCall
+from shoal.engine.node.native import NativeKernel
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
 from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, lower
 from shoal.engine.node.storage import Storage
@@ -58,6 +61,7 @@ class GroupRunner:
         self.key = kernel_key(program.structure()) if kernels is not None else ""
         self.compiled_blocks = 0
         self._held: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._prepared: dict[int, PreparedCall] = {}  # view-block -> call of a library kernel
 
     def run(self, index: int) -> Any:
         """Compute view-block ``index``; store its deferred writes, holding shared rows."""
@@ -87,8 +91,16 @@ class GroupRunner:
             front, back = self.held_rows(slot, index)
             held[slot] = (np.empty(max(1, (front + back) * math.prod(inner)), dtype), front, back)
         self.compiled_blocks += 1
-        with np.errstate(all="ignore"):
-            result = kernel(*kernel_args(program, index, self.storage.typed, rows, held))
+        if isinstance(kernel, NativeKernel):
+            prepared = self._prepared.get(index)
+            if prepared is None or prepared.kernel is not kernel:
+                shapes = {slot: buffer.shape for slot, buffer in rows.items()}
+                held_rows = {slot: (front, back) for slot, (_buffer, front, back) in held.items()}
+                prepared = self._prepared[index] = PreparedCall(kernel, program, index, shapes, held_rows)
+            result = prepared(self.storage.typed, rows, {slot: buffer for slot, (buffer, _f, _b) in held.items()})
+        else:
+            with np.errstate(all="ignore"):
+                result = kernel(*kernel_args(program, index, self.storage.typed, rows, held))
         for slot, (buffer, front, back) in held.items():
             if front or back:
                 size = math.prod(inner)
@@ -102,6 +114,13 @@ class GroupRunner:
         if self.kernels is None:
             return run_tiles(self.program, index, self.storage.raw, buffers)
         kernel = self.kernels.ready(self.key)
+        if isinstance(kernel, NativeKernel):
+            self.compiled_blocks += 1
+            prepared = self._prepared.get(index)
+            if prepared is None or prepared.kernel is not kernel:
+                shapes = {slot: buffer.shape for slot, buffer in buffers.items()}
+                prepared = self._prepared[index] = PreparedCall(kernel, self.program, index, shapes)
+            return prepared(self.storage.typed, buffers)
         if kernel is not None:
             self.compiled_blocks += 1
             return kernel(*kernel_args(self.program, index, self.storage.typed, buffers))
@@ -143,15 +162,18 @@ class Builder:
         self.runners: list[GroupRunner] = []
         self._seq = 0
 
-    def build(self, plan: Plan) -> list[BlockOp]:
+    def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
+        """Build ``plan`` step by step, yielding each step's new block operations, so that a
+        pool can run the first ones while later ones are built."""
         for step in plan.steps:
+            built = len(self.deps.ops)
             if isinstance(step, Group):
                 self._group(step, plan.temporaries)
             elif isinstance(step, WholeOp):
                 self._whole(step.instruction)
             elif isinstance(step, Release):
                 self._release(step.base, plan.temporaries)
-        return self.deps.ops
+            yield self.deps.ops[built:]
 
     def _next(self) -> int:
         self._seq += 1

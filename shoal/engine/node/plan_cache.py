@@ -168,10 +168,6 @@ class CachedPlan:
     ops: list[BlockOp]
     stats: dict[str, Any]  # the BatchStats fields that planning determines
     runners: list[Any] = field(default_factory=list)
-    refcounts: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.refcounts = [op.refcount for op in self.ops]
 
     def rearm(self, shape: BatchShape) -> None:
         """Point the plan at ``shape``'s bases and make every operation runnable again."""
@@ -179,8 +175,9 @@ class CachedPlan:
         self.storage.bind(dict(zip(self.planned_ids, shape.ids)))
         for base in self.storage.dropped:
             self.storage.storage.decls.pop(self.storage.ids[base], None)
-        for op, count in zip(self.ops, self.refcounts):
-            op.refcount = count
+        for op in self.ops:
+            op.refcount = op.waits
+            op.done = False
             op.result = None
 
     def finished(self) -> None:

@@ -14,12 +14,21 @@ from __future__ import annotations
 
 import heapq
 import queue
+import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from shoal.engine.node.deps import BlockOp
+
+# Operations handed to the workers at once, per thread: a worker that finishes one starts the
+# next without waiting for the scheduling thread to wake up and hand it over (50-60 µs a block
+# operation on a loaded 2-core host, see docs/decisions.md).
+QUEUED_PER_THREAD = 2
+# While the scheduling thread builds operations it holds the interpreter lock for milliseconds;
+# a worker that needs it to start its next kernel would wait out the default 5 ms switch interval.
+BUILDING_SWITCH_SECONDS = 0.0002
 
 
 @dataclass
@@ -28,6 +37,7 @@ class RunStats:
 
     operations: int = 0
     bookkeeping_seconds: float = 0.0
+    building_seconds: float = 0.0  # building operations while others ran
     wall_seconds: float = 0.0
 
 
@@ -60,11 +70,36 @@ class WorkerPool:
             except BaseException as error:  # reported to the scheduling thread, which re-raises
                 self._done.put((op, error))
 
-    def run(self, ops: list[BlockOp], prepare: Callable[[BlockOp], None]) -> RunStats:
-        """Run ``ops`` respecting their reference counts; re-raise the first failure."""
+    def run(
+        self,
+        ops: list[BlockOp],
+        prepare: Callable[[BlockOp], None],
+        more: Callable[[], list[BlockOp] | None] | None = None,
+    ) -> RunStats:
+        """Run ``ops`` respecting their reference counts; re-raise the first failure.
+
+        ``more`` builds further operations (inserted into the same dependency lists; None when
+        there are no more). It is called whenever the scheduling thread would otherwise wait
+        for a worker, so later parts of a batch are built while its first parts run.
+        """
+        switch = sys.getswitchinterval()
+        if more is not None and self.threads > 1:
+            sys.setswitchinterval(min(switch, BUILDING_SWITCH_SECONDS))
+        try:
+            return self._run(ops, prepare, more, lambda: sys.setswitchinterval(switch))
+        finally:
+            sys.setswitchinterval(switch)
+
+    def _run(
+        self,
+        ops: list[BlockOp],
+        prepare: Callable[[BlockOp], None],
+        more: Callable[[], list[BlockOp] | None] | None,
+        built_all: Callable[[], None],
+    ) -> RunStats:
         stats = RunStats(operations=len(ops))
         start = clock = time.perf_counter()
-        inline_seconds = waiting_seconds = 0.0
+        inline_seconds = waiting_seconds = building_seconds = 0.0
         sign = -1 if self.reverse else 1
         ready = [(sign * op.seq, op) for op in ops if op.refcount == 0]
         heapq.heapify(ready)
@@ -92,13 +127,30 @@ class WorkerPool:
                     finished += 1
                     _release_dependents(op, ready, sign)
                     continue
-                if inflight >= self.threads:
+                if inflight >= self.threads * QUEUED_PER_THREAD:
                     break
                 heapq.heappop(ready)
                 prepare(op)
                 self._ensure_started()
                 self._tasks.put(op)
                 inflight += 1
+            if more is not None and failure is None and (inflight == 0 or self._done.empty()):
+                began = time.perf_counter()
+                try:
+                    built = more()
+                except BaseException as error:
+                    failure = error
+                    built = []
+                building_seconds += time.perf_counter() - began
+                if built is None:
+                    more = None
+                    built_all()
+                else:
+                    stats.operations += len(built)
+                    for op in built:
+                        if op.refcount == 0:
+                            heapq.heappush(ready, (sign * op.seq, op))
+                continue
             if inflight == 0:
                 if failure is not None or not ready:
                     break
@@ -113,11 +165,12 @@ class WorkerPool:
                 finished += 1
                 _release_dependents(op, ready, sign)
         stats.wall_seconds = time.perf_counter() - start
-        stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds)
+        stats.building_seconds = building_seconds
+        stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds - building_seconds)
         if failure is not None:
             raise failure
-        if finished != len(ops):
-            raise RuntimeError(f"dependency cycle: {len(ops) - finished} block operations never became ready")
+        if finished != stats.operations:
+            raise RuntimeError(f"dependency cycle: {stats.operations - finished} block operations never became ready")
         return stats
 
     def close(self) -> None:
@@ -129,6 +182,7 @@ class WorkerPool:
 
 
 def _release_dependents(op: BlockOp, ready: list[tuple[int, BlockOp]], sign: int) -> None:
+    op.done = True
     for dependent in op.dependents:
         dependent.refcount -= 1
         if dependent.refcount == 0:

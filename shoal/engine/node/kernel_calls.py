@@ -1,0 +1,105 @@
+"""Calls of a shared-library kernel on one view-block, with the arguments flattened once.
+
+``kernel_args`` builds a compiled kernel's arguments from its program on every call, and the
+library kernel converts each to a C value: 40-60 µs of Python per view-block, holding the
+interpreter lock that the other workers and the scheduling thread wait for. Across the calls of
+one view-block (and replays of its plan) only the pointers change: a base's buffer, this
+thread's block buffer or ring of rows, the buffer for held rows. :class:`PreparedCall` flattens
+the rest once and fills in just the pointers, each distinct array once per call.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from shoal.engine.node.compiler import kernel_args
+from shoal.engine.node.native import NativeKernel
+from shoal.engine.node.program import KernelProgram
+
+
+@dataclass(frozen=True, slots=True)
+class _Base:
+    """The 1-D typed buffer of a base."""
+
+    base: int
+    dtype: np.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class _Buffer:
+    """A deferred slot's block buffer (or ring of rows), flattened."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """The buffer a deferred slot's held rows are written to."""
+
+    slot: int
+
+
+class _BufferStandIn:
+    """What ``kernel_args`` reads of a C-contiguous block buffer: its shape and strides."""
+
+    def __init__(self, slot: int, shape: tuple[int, ...], itemsize: int) -> None:
+        self.shape = shape
+        self.strides = tuple(itemsize * math.prod(shape[axis + 1 :]) for axis in range(len(shape)))
+        self._flat = _Buffer(slot)
+
+    def reshape(self, *_shape: int) -> _Buffer:
+        return self._flat
+
+
+class PreparedCall:
+    """``kernel``'s call on view-block ``index``; deferred slots' buffers have the given shapes
+    and, where the kernel stores rows itself, hold the given (front, back) rows."""
+
+    def __init__(
+        self,
+        kernel: NativeKernel,
+        program: KernelProgram,
+        index: int,
+        buffer_shapes: dict[int, tuple[int, ...]],
+        held_rows: dict[int, tuple[int, int]] | None = None,
+    ) -> None:
+        self.kernel = kernel
+        buffers = {slot: _BufferStandIn(slot, shape, program.slots[slot].dtype.itemsize) for slot, shape in buffer_shapes.items()}
+        held = None if held_rows is None else {slot: (_Held(slot), front, back) for slot, (front, back) in held_rows.items()}
+        args = kernel_args(program, index, _Base, buffers, held)  # type: ignore[arg-type]
+        self.flat, arrays = kernel.flatten(args)
+        self.sources: list[_Base | _Buffer | _Held] = []  # distinct arrays
+        self.positions: list[tuple[int, int]] = []  # C argument -> index into ``sources``
+        for array in arrays:
+            source = args[array.position]
+            if source not in self.sources:
+                self.sources.append(source)
+            self.positions.append((array.flat, self.sources.index(source)))
+
+    def __call__(
+        self,
+        typed_of: Callable[[int, np.dtype], np.ndarray],
+        buffers: dict[int, np.ndarray],
+        held: dict[int, np.ndarray] | None = None,
+    ) -> Any:
+        """Run the kernel on bases from ``typed_of``, deferred slots' ``buffers`` (slot ->
+        C-contiguous array of the prepared shape) and ``held`` (slot -> held rows' buffer)."""
+        pointers = []
+        for source in self.sources:
+            if isinstance(source, _Base):
+                array = typed_of(source.base, source.dtype)
+            elif isinstance(source, _Buffer):
+                array = buffers[source.slot]
+            else:
+                assert held is not None
+                array = held[source.slot]
+            pointers.append((array.ctypes.data, array.size))
+        flat = self.flat.copy()
+        for position, which in self.positions:
+            flat[position], flat[position + 1] = pointers[which]
+        return self.kernel.call_flat(flat)
