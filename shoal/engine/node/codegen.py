@@ -136,6 +136,10 @@ def cast(expression: str, dtype: np.dtype, known: np.dtype | None = None) -> str
 
 def generate(program: KernelProgram, name: str) -> str:
     """Source of a module defining kernel function ``name`` for ``program``."""
+    if program.stencil is not None:
+        from shoal.engine.node.codegen_sweeps import generate_sweeps  # it builds on this module
+
+        return generate_sweeps(program, name)
     part = program.partition
     ndim = len(part.shape) - part.axis
     slots = program.slots

@@ -397,4 +397,6 @@ def kernel_args(
             args.extend(s // itemsize for s in slot.strides[axis:])
         elif slot.kind == CONST:
             args.append(slot.dtype.type(slot.value))
+    if program.stencil is not None:  # several sweeps per pass: where the view-block lies
+        args += [part.starts[index], part.shape[axis]]
     return args

@@ -18,6 +18,9 @@ Settings (``Config`` first, the environment overrides):
   below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
   so does a batch whose instructions average under 1/4 of it, and a lone element-wise
   instruction under 1/64 of it runs whole instead of as a kernel.
+* sweeps per pass: ``Config.options["sweeps_per_pass"]`` or ``SHOAL_SWEEPS_PER_PASS``, how many
+  consecutive identical in-place stencil sweeps a compiled kernel runs per pass over memory
+  (default 2; 1 = one sweep per pass).
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from shoal.engine.node.plan_cache import (
 from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
+from shoal.engine.node.sweeps import DEFAULT_SWEEPS_PER_PASS
 from shoal.system import integer_setting
 from shoal.threads import limit_library_threads
 
@@ -62,6 +66,7 @@ class NodeEngine(Component):
         self.block_elements = 1 << 16
         self.threads = 1
         self.direct_work = DIRECT_WORK_ELEMENTS
+        self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS
         self.last_stats = BatchStats()
         self._plans = PlanCache()
         self._active: Storage | BoundStorage = self._storage
@@ -82,6 +87,8 @@ class NodeEngine(Component):
         if schedule not in ("program", "reverse"):
             raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")
         self._pool = WorkerPool(self.threads, reverse=schedule == "reverse")
+        sweeps = config.options.get("sweeps_per_pass") or os.environ.get("SHOAL_SWEEPS_PER_PASS")
+        self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS if sweeps is None else integer_setting("SHOAL_SWEEPS_PER_PASS", sweeps, minimum=1)
 
     def _ready(self) -> tuple[WorkerPool, KernelCache]:
         if self._pool is None or self._kernels is None:
@@ -161,7 +168,7 @@ class NodeEngine(Component):
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids})
         plan = plan_batch(cluster(batch), self._storage.decls)
-        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work)
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
         stats = {"temporaries": len(plan.temporaries)}
         cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners)
         return cached, builder, plan

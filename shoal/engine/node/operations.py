@@ -31,6 +31,13 @@ from shoal.engine.node.native import NativeKernel
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
 from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, lower
 from shoal.engine.node.storage import Storage
+from shoal.engine.node.sweeps import (
+    DEFAULT_SWEEPS_PER_PASS,
+    fused,
+    stencil_of,
+    sweep_key,
+    widened_reads,
+)
 from shoal.engine.node.tiles import finalize, run_tiles
 
 MIN_VIEW_BLOCK_ELEMENTS = 16384  # below this a block operation costs more than it saves
@@ -49,6 +56,7 @@ class BuildCounts:
     axis_panels: int = 0
     releases: int = 0
     deferred_writes: int = 0
+    sweep_passes: int = 0
 
 
 class GroupRunner:
@@ -70,6 +78,8 @@ class GroupRunner:
         kernel = None if self.kernels is None else self.kernels.ready(self.key)
         if kernel is not None and program.stores_rows:
             return self._run_storing_rows(kernel, index, shape)
+        if program.sweeps > 1:
+            raise RuntimeError("a kernel running several sweeps per pass has no NumPy path; it is planned only once compiled")
         buffers = {slot: block_buffer(slot, program.slots[slot].dtype, shape) for slot in program.reaches}
         with np.errstate(all="ignore"):
             result = self._compute(index, buffers)
@@ -85,9 +95,9 @@ class GroupRunner:
         inner = shape[1:]
         rows = {}
         held = {}
-        for slot, reach in program.reaches.items():
+        for slot in program.reaches:
             dtype = program.slots[slot].dtype
-            rows[slot] = block_buffer(slot, dtype, (reach.behind + 1, *inner))
+            rows[slot] = block_buffer(slot, dtype, program.ring_shape(slot, inner))
             front, back = self.held_rows(slot, index)
             held[slot] = (np.empty(max(1, (front + back) * math.prod(inner)), dtype), front, back)
         self.compiled_blocks += 1
@@ -151,8 +161,17 @@ class GroupRunner:
 class Builder:
     """Adds the block operations of plan steps to the dependency lists, in program order."""
 
-    def __init__(self, storage: Storage, kernels: KernelCache, block_elements: int, threads: int = 1, direct_work: int = 0) -> None:
+    def __init__(
+        self,
+        storage: Storage,
+        kernels: KernelCache,
+        block_elements: int,
+        threads: int = 1,
+        direct_work: int = 0,
+        sweeps_per_pass: int = DEFAULT_SWEEPS_PER_PASS,
+    ) -> None:
         self.storage = storage
+        self.sweeps_per_pass = sweeps_per_pass
         self.direct_work = direct_work  # a lone instruction under 1/64 of this runs whole
         self.kernels = kernels
         self.block_elements = block_elements
@@ -165,15 +184,65 @@ class Builder:
     def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
         """Build ``plan`` step by step, yielding each step's new block operations, so that a
         pool can run the first ones while later ones are built."""
-        for step in plan.steps:
+        position = 0
+        while position < len(plan.steps):
+            step = plan.steps[position]
             built = len(self.deps.ops)
+            position += 1
             if isinstance(step, Group):
-                self._group(step, plan.temporaries)
+                position = self._sweeps(plan, position - 1)
             elif isinstance(step, WholeOp):
                 self._whole(step.instruction)
             elif isinstance(step, Release):
                 self._release(step.base, plan.temporaries)
             yield self.deps.ops[built:]
+
+    def _sweeps(self, plan: Plan, position: int) -> int:
+        """Build the group at ``position``, fused with the identical in-place sweeps that follow
+        it (``shoal.engine.node.sweeps``) once their kernel is compiled; the next position."""
+        steps, temporaries = plan.steps, plan.temporaries
+        group = steps[position]
+        assert isinstance(group, Group)
+        if self.sweeps_per_pass < 2 or self.kernels.mode is CompileMode.OFF or self._runs_whole(group):
+            self._group(group, temporaries)
+            return position + 1
+        program = self._lower(group, temporaries)
+        stencil = stencil_of(program)
+        if stencil is None or not compilable(program):
+            self._group(group, temporaries, program)
+            return position + 1
+        key = sweep_key(program)
+        run = [(group, program)]
+        end = scan = position + 1
+        while scan < len(steps) and len(run) < self.sweeps_per_pass:
+            step = steps[scan]
+            if isinstance(step, Release) and step.base in temporaries:
+                scan += 1
+                continue
+            if not isinstance(step, Group) or self._runs_whole(step):
+                break
+            following = self._lower(step, temporaries)
+            if sweep_key(following) != key:
+                break
+            run.append((step, following))
+            end = scan = scan + 1
+        passes = fused(program, stencil, len(run))
+        if len(run) == 1 or self.kernels.lookup(passes) is None:  # not compiled (yet)
+            self._group(group, temporaries, program)
+            return position + 1
+        self._group(Group(group.shape, [i for g, _p in run for i in g.instructions]), temporaries, passes)
+        self.counts.sweep_passes += 1
+        for step in steps[position:end]:
+            if isinstance(step, Release):
+                self._release(step.base, temporaries)
+        return end
+
+    def _runs_whole(self, group: Group) -> bool:
+        """True if ``group`` is cheaper run as one whole-view operation (one small instruction)."""
+        return len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64
+
+    def _lower(self, group: Group, temporaries: set[int]) -> KernelProgram:
+        return lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
 
     def _next(self) -> int:
         self._seq += 1
@@ -193,11 +262,13 @@ class Builder:
         low, high = view_extent(view)
         return [(view.base, k) for k in base_blocks(low, high, self._block_bytes(view.base))]
 
-    def _group(self, group: Group, temporaries: set[int]) -> None:
-        if len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64:
+    def _group(self, group: Group, temporaries: set[int], program: KernelProgram | None = None) -> None:
+        """Add ``group``'s block operations (``program``: the group lowered, if it already is)."""
+        if program is None and self._runs_whole(group):
             self._whole(group.instructions[0])  # cheaper to plan; one block anyway
             return
-        program = lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
+        if program is None:
+            program = self._lower(group, temporaries)
         self.counts.kernels += 1
         self.counts.fused_instructions += len(group.instructions)
         kernels = None
@@ -219,6 +290,8 @@ class Builder:
             writes: list[tuple[int, int]] = []
             for slot, blocks in zip(arrays, access_lists):
                 (writes if slot.written else reads).extend(blocks[index])
+            if program.stencil is not None:  # the halo rows its earlier sweeps recompute
+                reads.extend(widened_reads(program, index, self._block_bytes(program.slots[program.stencil.target].base)))
             ops.append(BlockOp(self._next(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.kernels}.{index}"))
         self.deps.insert_group(ops)
         for which, reduction in enumerate(program.reductions):

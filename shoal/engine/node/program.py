@@ -69,6 +69,23 @@ class ReductionStep:
     instruction: Instruction
 
 
+@dataclass(frozen=True, slots=True)
+class Stencil:
+    """A sweep's reads as shifts from its deferred write ``target`` (see ``sweeps``): per array
+    slot ``(slot, rows, columns)``; ``halo`` columns on each side; ``behind``/``ahead`` rows."""
+
+    target: int
+    shifts: tuple[tuple[int, int, int], ...]
+    halo: int
+    behind: int
+    ahead: int
+
+    def ring_rows(self, sweeps: int) -> int:
+        """Rows of the rings a view-block's sweeps pass through: ``behind + ahead + 1`` per
+        earlier sweep, ``behind + 1`` for the last one (stored once sweep 1 no longer reads)."""
+        return (sweeps - 1) * (self.behind + self.ahead + 1) + self.behind + 1
+
+
 @dataclass
 class KernelProgram:
     shape: tuple[int, ...]
@@ -79,12 +96,20 @@ class KernelProgram:
     elements: int
     reaches: dict[int, Reach] = field(default_factory=dict)  # deferred slot -> rows other blocks read
     reduced: tuple[int, ...] = ()  # axes of ``shape`` that axis reductions reduce (whole in every view-block)
+    sweeps: int = 1  # times the program runs per view-block (``shoal.engine.node.sweeps``)
+    stencil: Stencil | None = None  # the shifts of its reads, where ``sweeps`` > 1
 
     @property
     def stores_rows(self) -> bool:
         """True if the compiled kernel stores its deferred slots itself, a row behind the rows
         that still read them (a ring of rows instead of a block buffer; two or more axes)."""
         return bool(self.reaches) and len(self.partition.shape) - self.partition.axis >= 2
+
+    def ring_shape(self, slot: int, inner: tuple[int, ...]) -> tuple[int, ...]:
+        """The ring of rows deferred ``slot`` is computed into (``inner``: a view-block's row)."""
+        if self.stencil is None:
+            return (self.reaches[slot].behind + 1, *inner)
+        return (self.stencil.ring_rows(self.sweeps), inner[0] + 2 * self.stencil.halo)
 
     def structure(self) -> tuple:
         """The kernel's shape as a hashable value (no addresses, no constant values)."""
@@ -98,7 +123,11 @@ class KernelProgram:
             for s in self.steps
         )
         reductions = tuple((r.op, r.source, r.position, r.acc.str) for r in self.reductions)
-        return (ndim, slots, steps, reductions, tuple(axis - self.partition.axis for axis in self.reduced))
+        key = (ndim, slots, steps, reductions, tuple(axis - self.partition.axis for axis in self.reduced))
+        if self.stencil is None:
+            return key
+        stencil = self.stencil
+        return (*key, self.sweeps, stencil.shifts, stencil.halo, stencil.behind, stencil.ahead)
 
 
 def _inner_class(slot: Slot) -> str:

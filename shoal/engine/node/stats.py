@@ -38,6 +38,7 @@ class BatchStats:
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
     deferred_writes: int = 0  # in-place writes fused with their reads through block buffers
+    sweep_passes: int = 0  # kernels running several identical in-place sweeps per pass
     peak_bytes: int = 0  # most base memory held at once during the batch
     block_ops: int = 0
     dependency_edges: int = 0
