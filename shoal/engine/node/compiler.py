@@ -123,7 +123,7 @@ def _generator_stamp() -> str:
     checks only the kernel module's own file, so the stamp is part of every kernel's key: a
     kernel cached by an older generator is never loaded."""
     digest = hashlib.sha256()
-    for name in ("codegen.py", "vector_math.py"):
+    for name in ("codegen.py", "codegen_sweeps.py", "vector_math.py"):
         try:
             digest.update((Path(__file__).with_name(name)).read_bytes())
         except OSError:
