@@ -74,8 +74,9 @@ COMPILE_GRACE_SECONDS = 3.0  # how long closing waits for a kernel the worker is
 
 def estimated_compile_seconds(program: KernelProgram) -> float:
     """CPU time compiling ``program`` costs: starting the worker and importing Numba (about a
-    second), then 0.6 s for 6 steps to 6 s for 48 (measured), on one of the machine's cores."""
-    return COMPILE_SECONDS_FIXED + COMPILE_SECONDS_PER_STEP * (len(program.steps) + 1)
+    second), then 0.6 s for 6 steps to 6 s for 48 (measured), on one of the machine's cores;
+    a kernel running several sweeps per pass has its steps once per sweep."""
+    return COMPILE_SECONDS_FIXED + COMPILE_SECONDS_PER_STEP * (len(program.steps) * program.sweeps + 1)
 
 
 def estimated_load_seconds() -> float:

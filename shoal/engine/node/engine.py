@@ -20,7 +20,7 @@ Settings (``Config`` first, the environment overrides):
   instruction under 1/64 of it runs whole instead of as a kernel.
 * sweeps per pass: ``Config.options["sweeps_per_pass"]`` or ``SHOAL_SWEEPS_PER_PASS``, how many
   consecutive identical in-place stencil sweeps a compiled kernel runs per pass over memory
-  (default 2; 1 = one sweep per pass).
+  (default 4; 1 = one sweep per pass).
 """
 
 from __future__ import annotations
