@@ -143,3 +143,40 @@ def test_random_repeated_in_place_updates_fused_into_passes_match_the_reference(
     if fusible and len(lowered_groups(program)) == sweeps:
         assert stats.sweep_passes == sweeps // per_pass + (sweeps % per_pass >= 2)
         assert stats.kernels == -(-sweeps // per_pass)
+
+
+@pytest.mark.full
+def test_a_plan_built_before_its_sweep_pass_compiled_is_planned_again_once_it_is(monkeypatch):
+    """Sweeps run one per pass while their pass's kernel is being compiled; the cached plan is
+    dropped once it is ready, so later batches of the same shape run the fused pass."""
+    recorder = Recorder()
+    reference = ReferenceEngine()
+    reference.init(Config())
+    node = NodeEngine()
+    node.init(Config(threads=2, block_size=5 * 30, options={"compile": "sync", "direct_work": "0", "sweeps_per_pass": "2"}))
+    kernels = node._kernels
+    assert kernels is not None
+    lookup = kernels.lookup
+    compiled_late: set[str] = set()
+
+    def late(program):  # a sweep pass compiles, but is reported ready only from its second look-up
+        kernel = lookup(program)
+        if program.sweeps > 1 and program.stencil not in compiled_late:
+            compiled_late.add(program.stencil)
+            return None
+        return kernel
+
+    monkeypatch.setattr(kernels, "lookup", late)
+    passes = []
+    try:
+        for _ in range(3):
+            (grid,) = in_place_jacobi(4, shape=(40, 32))(recorder)
+            batch = recorder.new_batch()
+            reference.execute(batch)
+            node.execute(batch)
+            passes.append((node.last_stats.sweep_passes, node.last_stats.replayed))
+            assert_same(node.fetch(grid), reference.fetch(grid), exact=True)
+    finally:
+        node.shutdown()
+        reference.shutdown()
+    assert passes == [(1, False), (2, False), (2, True)]  # sweeps 1-2 waited; 3-4 found it compiled

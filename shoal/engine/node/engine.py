@@ -119,6 +119,8 @@ class NodeEngine(Component):
             record(self.last_stats)
             return
         shape = batch_shape(batch, self._storage.decls)
+        if shape is not None:  # a sweep pass's kernel compiled since: plan again, with it
+            self._plans.forget_if(shape, lambda plan: any(kernels.ready(key) for key in plan.awaiting))
         cached = None if shape is None else self._plans.take(shape)
         replayed = cached is not None
         building: Builder | None = None
@@ -145,6 +147,7 @@ class NodeEngine(Component):
             self._active = self._storage
         if building is not None:
             cached.stats.update(asdict(building.counts), dependency_edges=building.deps.edges)
+            cached.awaiting = tuple(building.awaiting)
             if shape is not None:
                 self._plans.put(shape, cached)
         self._storage.trim()

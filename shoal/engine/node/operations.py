@@ -179,6 +179,7 @@ class Builder:
         self.deps = DependencyLists()
         self.counts = BuildCounts()
         self.runners: list[GroupRunner] = []
+        self.awaiting: list[str] = []  # kernels of sweep passes built one sweep per pass as not compiled
         self._seq = 0
 
     def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
@@ -226,10 +227,19 @@ class Builder:
                 break
             run.append((step, following))
             end = scan = scan + 1
-        passes = fused(program, stencil, len(run))
-        if len(run) == 1 or self.kernels.lookup(passes) is None:  # not compiled (yet)
+        if len(run) == 1:
             self._group(group, temporaries, program)
             return position + 1
+        passes = fused(program, stencil, len(run))
+        if self.kernels.lookup(passes) is None:  # not compiled yet: these sweeps one per pass
+            self.awaiting.append(kernel_key(passes.structure()))
+            programs = {id(step): lowered for step, lowered in run}
+            for step in steps[position:end]:
+                if isinstance(step, Release):
+                    self._release(step.base, temporaries)
+                else:
+                    self._group(step, temporaries, programs[id(step)])
+            return end
         self._group(Group(group.shape, [i for g, _p in run for i in g.instructions]), temporaries, passes)
         self.counts.sweep_passes += 1
         for step in steps[position:end]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import struct
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,6 +169,7 @@ class CachedPlan:
     ops: list[BlockOp]
     stats: dict[str, Any]  # the BatchStats fields that planning determines
     runners: list[Any] = field(default_factory=list)
+    awaiting: tuple[str, ...] = ()  # kernels it would use if compiled (sweep passes); replanned then
 
     def rearm(self, shape: BatchShape) -> None:
         """Point the plan at ``shape``'s bases and make every operation runnable again."""
@@ -210,6 +212,12 @@ class PlanCache:
         self._plans.move_to_end(shape.key)
         while len(self._plans) > self.entries:
             self._plans.popitem(last=False)
+
+    def forget_if(self, shape: BatchShape, stale: Callable[[CachedPlan], bool]) -> None:
+        """Drop the plan for ``shape`` if ``stale`` says it should be built again."""
+        plan = self._plans.get(shape.key)
+        if plan is not None and stale(plan):
+            del self._plans[shape.key]
 
     def forget(self, shape: BatchShape) -> None:
         self._plans.pop(shape.key, None)
