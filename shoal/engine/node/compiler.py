@@ -6,11 +6,11 @@ Numba's own ``cache=True`` keeps the machine code between runs; the compile work
 each kernel as a shared library that later runs load with ``ctypes`` (``native.py``). Until a
 kernel is ready the engine runs the NumPy tile path: a short program never waits for a compiler.
 
-Compiling costs far more than most short programs run (0.3 s to several seconds per kernel,
+Compiling costs far more than most short programs run (0.15 s to several seconds per kernel,
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
 NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
 structure as compiling would take (the ski-rental rule: never worse than twice the better
-choice). A kernel with a shared library on disk loads in under a millisecond and is used from
+choice). What compiling costs is measured in the worker and remembered (``compile_costs.py``). A kernel with a shared library on disk loads in under a millisecond and is used from
 the first block of any batch that would spend more than that; one only in Numba's cache pays for
 importing Numba, once.
 """
@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.node import native
+from shoal.engine.node import compile_costs, native
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
@@ -62,8 +62,6 @@ def cache_dir() -> Path:
     return root / "kernels"
 
 
-COMPILE_SECONDS_FIXED = 1.0
-COMPILE_SECONDS_PER_STEP = 0.1
 LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
 NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
@@ -72,10 +70,10 @@ HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not w
 COMPILE_GRACE_SECONDS = 3.0  # how long closing waits for a kernel the worker is compiling
 
 
-def estimated_compile_seconds(program: KernelProgram) -> float:
-    """CPU time compiling ``program`` costs: starting the worker and importing Numba (about a
-    second), then 0.6 s for 6 steps to 6 s for 48 (measured), on one of the machine's cores."""
-    return COMPILE_SECONDS_FIXED + COMPILE_SECONDS_PER_STEP * (len(program.steps) + 1)
+def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
+    """CPU time compiling ``program`` costs on one of the machine's cores, starting the compile
+    worker (Python and Numba) first unless it is running (``compile_costs.py``)."""
+    return costs.seconds(len(program.steps) + len(program.reductions), program.stores_rows, worker_running)
 
 
 def estimated_load_seconds() -> float:
@@ -148,7 +146,7 @@ class KernelCache:
         self._failed: set[str] = set()
         self._pending: set[str] = set()
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[str, str, tuple] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, str, int, bool] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._worker: subprocess.Popen[str] | None = None
         self._closed = False
@@ -157,6 +155,9 @@ class KernelCache:
         self._not_on_disk: set[str] = set()
         self._no_library: set[str] = set()
         self._past_seconds: dict[str, float] = {}  # earlier runs' NumPy time, read once per key
+        self._costs: compile_costs.CompileCosts | None = None  # read from the cache on first use
+        self._costs_measured = False
+        self._worker_cpu_seconds = 0.0  # the CPU time the worker reported last
         self.compiled = 0
         self.errors: list[str] = []
 
@@ -191,7 +192,7 @@ class KernelCache:
                 self._ready[key] = kernel
                 return kernel
             self._no_library.add(key)
-        compile_seconds = estimated_compile_seconds(program)
+        compile_seconds = self._compile_seconds(program)
         if worth >= min(estimated_load_seconds(), compile_seconds) and key not in self._not_on_disk:
             if machine_code_cached(key):
                 self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
@@ -211,7 +212,7 @@ class KernelCache:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
         spent += self._past_seconds.get(key, 0.0)
-        compile_seconds = estimated_compile_seconds(program)
+        compile_seconds = self._compile_seconds(program)
         # Loading runs in this process and holds the GIL, so every pool thread waits for it:
         # in the units of ``spent`` (NumPy seconds summed over threads) it costs ``threads`` times.
         load_seconds = estimated_load_seconds() * self.threads
@@ -220,12 +221,18 @@ class KernelCache:
         if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)
 
+    def _compile_seconds(self, program: KernelProgram) -> float:
+        if self._costs is None:
+            self._costs = compile_costs.load(cache_dir())
+        return estimated_compile_seconds(program, self._costs, worker_running=self._thread is not None)
+
     def _submit(self, key: str, program: KernelProgram) -> None:
         with self._lock:
             if key in self._pending or key in self._ready or key in self._failed:
                 return
             self._pending.add(key)
-        self._queue.put((key, generate(program, f"shoal_kernel_{key}")))
+        steps = len(program.steps) + len(program.reductions)
+        self._queue.put((key, generate(program, f"shoal_kernel_{key}"), steps, program.stores_rows))
         self._start()
 
     def ready(self, key: str) -> Callable[..., Any] | None:
@@ -250,12 +257,12 @@ class KernelCache:
             item = self._queue.get()
             if item is None:
                 return
-            key, source = item
-            self._compile(key, source, in_process=False)
+            key, source, steps, ring = item
+            self._compile(key, source, in_process=False, size=(steps, ring))
             with self._lock:
                 self._pending.discard(key)
 
-    def _compile(self, key: str, source: str, in_process: bool) -> None:
+    def _compile(self, key: str, source: str, in_process: bool, size: tuple[int, bool] = (0, False)) -> None:
         """Write the module, have the worker process compile it, then load it: as a shared
         library where there is one, else from Numba's cache (writing the library for next time)."""
         name = f"shoal_kernel_{key}"
@@ -271,7 +278,7 @@ class KernelCache:
                     temporary.write_text(source)
                     os.replace(temporary, path)
                 if not in_process and not machine_code_cached(key):
-                    self._compile_elsewhere(path)  # writes the library too where it can
+                    self._compile_elsewhere(path, *size)  # writes the library too where it can
                 kernel = native.load(library)
             if kernel is None:
                 module = load_and_warm(path)  # a cache hit when the worker has compiled it
@@ -284,11 +291,15 @@ class KernelCache:
             self.errors.append(f"{key}: {type(error).__name__}: {error}")
             sys.modules.pop(name, None)
 
-    def _compile_elsewhere(self, path: Path) -> None:
-        """Compile in the worker process (started on first use); fall back to this one."""
+    def _compile_elsewhere(self, path: Path, steps: int, ring: bool) -> None:
+        """Compile in the worker process (started on first use); fall back to this one. The CPU
+        time the worker reports is folded into the compile-cost estimate."""
         if self._closed:
             raise RuntimeError("the engine is shutting down")
+        started = False
         if self._worker is None or self._worker.poll() is not None:
+            started = True
+            self._worker_cpu_seconds = 0.0
             try:
                 self._worker = subprocess.Popen(
                     [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"],
@@ -311,10 +322,24 @@ class KernelCache:
             raise RuntimeError("the compile worker exited")
         if answer.startswith("error"):
             raise RuntimeError(answer[len("error ") :])
+        self._learn_cost(answer, steps, ring, started)
+
+    def _learn_cost(self, answer: str, steps: int, ring: bool, started_worker: bool) -> None:
+        try:
+            total = float(answer.split()[1])
+        except (IndexError, ValueError):
+            return
+        measured, self._worker_cpu_seconds = total - self._worker_cpu_seconds, total
+        if self._costs is None:
+            self._costs = compile_costs.load(cache_dir())
+        self._costs.learn(steps, ring, measured, started_worker)
+        self._costs_measured = True
 
     def close(self) -> None:
         self._close_worker()
         self._write_heat()
+        if self._costs_measured and self._costs is not None:
+            compile_costs.save(self._costs, cache_dir())
 
     def _write_heat(self) -> None:
         """Add this run's NumPy time per structure without a kernel to what earlier runs spent,
