@@ -60,8 +60,15 @@ class WorkerPool:
             except BaseException as error:  # reported to the scheduling thread, which re-raises
                 self._done.put((op, error))
 
-    def run(self, ops: list[BlockOp], prepare: Callable[[BlockOp], None]) -> RunStats:
-        """Run ``ops`` respecting their reference counts; re-raise the first failure."""
+    def run(
+        self,
+        ops: list[BlockOp],
+        prepare: Callable[[BlockOp], None],
+        holds_back: Callable[[BlockOp], bool] | None = None,
+    ) -> RunStats:
+        """Run ``ops`` respecting their reference counts; re-raise the first failure. While
+        operations are in flight, one for which ``holds_back`` is true waits for them (it would
+        take new memory that their completion may free)."""
         stats = RunStats(operations=len(ops))
         start = clock = time.perf_counter()
         inline_seconds = waiting_seconds = 0.0
@@ -92,7 +99,7 @@ class WorkerPool:
                     finished += 1
                     _release_dependents(op, ready, sign)
                     continue
-                if inflight >= self.threads:
+                if inflight >= self.threads or (inflight and holds_back is not None and holds_back(op)):
                     break
                 heapq.heappop(ready)
                 prepare(op)
