@@ -278,3 +278,21 @@ def test_compile_costs_measured_in_the_worker_are_remembered_and_used(monkeypatc
         engine.shutdown()
     learned = compile_costs.load(directory)
     assert learned.startup > 1e-4  # moved towards the start-up measured in the worker (~0.6 s)
+
+
+def test_closing_waits_for_a_kernel_as_long_as_its_compile_cost_asks(monkeypatch, tmp_path):
+    """A kernel killed at exit starts from scratch in the next run; one that costs more than the
+    grace period would never finish, and every run would wait for nothing."""
+    from shoal.engine.node import compile_costs
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # compile at once
+    compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # wait up to ~10 s
+    engine = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(engine, 0.25).compiled_block_ops == 0
+    finally:
+        engine.shutdown()  # while the worker compiles
+    assert not psutil.Process().children()
+    assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))

@@ -67,7 +67,9 @@ LOAD_SECONDS_PER_KERNEL = 0.05
 NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
 NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
 HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
-COMPILE_GRACE_SECONDS = 3.0  # how long closing waits for a kernel the worker is compiling
+COMPILE_GRACE_SECONDS = 3.0  # how long closing waits at least for a kernel the worker is compiling
+COMPILE_WAIT_FACTOR = 2.0  # ... and at most this times its estimated compile time
+COMPILE_WAIT_LIMIT_SECONDS = 15.0  # ... but never longer than this
 
 
 def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
@@ -158,6 +160,7 @@ class KernelCache:
         self._costs: compile_costs.CompileCosts | None = None  # read from the cache on first use
         self._costs_measured = False
         self._worker_cpu_seconds = 0.0  # the CPU time the worker reported last
+        self._compiling_seconds = 0.0  # estimated compile time of the kernel being compiled
         self.compiled = 0
         self.errors: list[str] = []
 
@@ -258,7 +261,11 @@ class KernelCache:
             if item is None:
                 return
             key, source, steps, ring = item
+            costs = self._costs or compile_costs.CompileCosts()
+            worker_running = self._worker is not None and self._worker.poll() is None
+            self._compiling_seconds = costs.seconds(steps, ring, worker_running)
             self._compile(key, source, in_process=False, size=(steps, ring))
+            self._compiling_seconds = 0.0
             with self._lock:
                 self._pending.discard(key)
 
@@ -363,8 +370,10 @@ class KernelCache:
 
     def _close_worker(self) -> None:
         """Stop the compile thread and the worker process. The kernel being compiled gets
-        :data:`COMPILE_GRACE_SECONDS` to finish, so a later run finds it on disk; the rest of
-        the queue is dropped."""
+        :data:`COMPILE_GRACE_SECONDS`, or up to twice its estimated compile time, to finish, so a
+        later run finds it on disk (killed, it would start from scratch in every run: on a busy
+        host the two-axis stencil kernels, 3 s of CPU, never finished within 3 s, and every run
+        waited 3 s at exit for nothing); the rest of the queue is dropped."""
         while True:
             try:
                 item = self._queue.get_nowait()
@@ -375,7 +384,8 @@ class KernelCache:
                     self._pending.discard(item[0])
         if self._thread is not None:
             self._queue.put(None)
-            self._thread.join(timeout=COMPILE_GRACE_SECONDS)
+            wait = COMPILE_WAIT_FACTOR * self._compiling_seconds
+            self._thread.join(timeout=min(COMPILE_WAIT_LIMIT_SECONDS, max(COMPILE_GRACE_SECONDS, wait)))
         self._closed = True
         worker = self._worker
         if worker is not None:
