@@ -3,9 +3,10 @@
 Kernels compile once the NumPy time spent on them (remembered across runs) outweighs what
 compiling costs, so the first runs of a program show how soon that happens. Each repetition
 starts a fresh ``SHOAL_CACHE_DIR`` and runs the example ``--runs`` times under ``python -m
-shoal`` with that cache, each run right after a run of ``python EXAMPLE``. Prints every pair and,
-per run index, the median speed-up of the timed sections and the median wall time of the whole
-Shoal process (start-up and the wait at exit for a kernel being compiled included).
+shoal`` with that cache, each run right after a run of ``python EXAMPLE``. Prints every pair (and
+how many kernel libraries the cache holds after it) and, per run index, the median speed-up of the
+timed sections and the median wall time of the whole Shoal process (start-up and the wait at exit
+for a kernel being compiled included).
 
     python -m benchmarks.first_runs black_scholes.py 4000000 --days 5 [--runs 4] [--reps 3]
 """
@@ -39,7 +40,12 @@ def main() -> None:
                 shoal_seconds, wall = timed_section(shoal, Path(cache))
                 speedups[run].append(numpy_seconds / shoal_seconds)
                 walls[run].append(wall)
-                print(f"repetition {rep} run {run + 1}: numpy {numpy_seconds:.3f} s  shoal {shoal_seconds:.3f} s ({wall:.2f} s wall)", flush=True)
+                libraries = len(list((Path(cache) / "kernels").glob("*.so")))
+                print(
+                    f"repetition {rep} run {run + 1}: numpy {numpy_seconds:.3f} s  shoal {shoal_seconds:.3f} s"
+                    f" ({wall:.2f} s wall, {libraries} kernel libraries cached)",
+                    flush=True,
+                )
     for run in range(known.runs):
         print(f"run {run + 1}: median speed-up {statistics.median(speedups[run]):.2f}x  (range {min(speedups[run]):.2f}-{max(speedups[run]):.2f}x), shoal wall {statistics.median(walls[run]):.2f} s")
 
