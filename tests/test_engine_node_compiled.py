@@ -296,3 +296,32 @@ def test_closing_waits_for_a_kernel_as_long_as_its_compile_cost_asks(monkeypatch
         engine.shutdown()  # while the worker compiles
     assert not psutil.Process().children()
     assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+
+
+def scaled_roots(engine, shift):
+    rec = Recorder(first_id=int(shift * 1000) + 500)
+    a = rec.array(np.arange(1000.0))
+    out = rec.ufunc("sqrt", rec.ufunc("multiply", a, shift))
+    engine.execute(rec.new_batch())
+    np.testing.assert_allclose(engine.fetch(out), np.sqrt(np.arange(1000.0) * shift))
+    return engine.last_stats
+
+
+@pytest.mark.parametrize("earlier_runs_paid", [True, False])
+def test_closing_compiles_queued_kernels_that_earlier_runs_paid_for(monkeypatch, tmp_path, earlier_runs_paid):
+    from shoal.engine.node import compile_costs
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # queue both at once
+    monkeypatch.setattr(compiler, "past_numpy_seconds", lambda key: 100.0 if earlier_runs_paid else 0.0)
+    compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # waits of up to 10 s
+    engine = node_engine(block=64, compile="background")
+    try:
+        square_roots(engine, 0.25)
+        scaled_roots(engine, 0.5)  # queued behind the first
+    finally:
+        engine.shutdown()
+    assert not psutil.Process().children()
+    libraries = list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+    assert len(libraries) == (2 if earlier_runs_paid else 1)

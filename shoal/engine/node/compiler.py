@@ -69,7 +69,7 @@ NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0
 HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
 COMPILE_GRACE_SECONDS = 3.0  # how long closing waits at least for a kernel the worker is compiling
 COMPILE_WAIT_FACTOR = 2.0  # ... and at most this times its estimated compile time
-COMPILE_WAIT_LIMIT_SECONDS = 15.0  # ... but never longer than this
+COMPILE_WAIT_LIMIT_SECONDS = 10.0  # ... but never longer than this
 
 
 def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
@@ -201,9 +201,7 @@ class KernelCache:
                 self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
                 return self._ready.get(key)
             self._not_on_disk.add(key)
-        if key not in self._past_seconds:
-            self._past_seconds[key] = past_numpy_seconds(key)
-        if worth + self._past_seconds[key] >= compile_seconds:
+        if worth + self._past(key) >= compile_seconds:
             self._submit(key, program)  # earlier runs count: each was too short to pay alone
         return None
 
@@ -223,6 +221,14 @@ class KernelCache:
             return  # not hot enough even to load it: no need to look at the disk cache
         if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)
+
+    def _past(self, key: str) -> float:
+        if key not in self._past_seconds:
+            self._past_seconds[key] = past_numpy_seconds(key)
+        return self._past_seconds[key]
+
+    def _costs_or_defaults(self) -> compile_costs.CompileCosts:
+        return self._costs if self._costs is not None else compile_costs.CompileCosts()
 
     def _compile_seconds(self, program: KernelProgram) -> float:
         if self._costs is None:
@@ -261,7 +267,7 @@ class KernelCache:
             if item is None:
                 return
             key, source, steps, ring = item
-            costs = self._costs or compile_costs.CompileCosts()
+            costs = self._costs_or_defaults()
             worker_running = self._worker is not None and self._worker.poll() is None
             self._compiling_seconds = costs.seconds(steps, ring, worker_running)
             self._compile(key, source, in_process=False, size=(steps, ring))
@@ -369,22 +375,35 @@ class KernelCache:
                 return  # an unwritable cache only costs the memory across runs
 
     def _close_worker(self) -> None:
-        """Stop the compile thread and the worker process. The kernel being compiled gets
-        :data:`COMPILE_GRACE_SECONDS`, or up to twice its estimated compile time, to finish, so a
-        later run finds it on disk (killed, it would start from scratch in every run: on a busy
-        host the two-axis stencil kernels, 3 s of CPU, never finished within 3 s, and every run
-        waited 3 s at exit for nothing); the rest of the queue is dropped."""
+        """Stop the compile thread and the worker process. The kernel being compiled, and queued
+        ones whose earlier runs alone spent more NumPy time than compiling them costs, get up to
+        twice their estimated compile time (at least :data:`COMPILE_GRACE_SECONDS`, at most
+        :data:`COMPILE_WAIT_LIMIT_SECONDS`) to finish, so a later run finds them on disk; the
+        rest of the queue is dropped. Killed, a kernel starts from scratch in the next run: on a
+        busy host the two-axis stencil kernels (3 s of CPU) never finished within 3 s, and every
+        run waited 3 s at exit for nothing; a program about as long as one compile got one of its
+        kernels per run."""
+        owed: list[tuple[str, str, int, bool]] = []
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is not None:
-                with self._lock:
-                    self._pending.discard(item[0])
+            if item is None:
+                continue
+            key, _, steps, ring = item
+            if self._past(key) >= self._costs_or_defaults().kernel_seconds(steps, ring):
+                owed.append(item)
+                continue
+            with self._lock:
+                self._pending.discard(key)
         if self._thread is not None:
+            for item in owed:
+                self._queue.put(item)
             self._queue.put(None)
-            wait = COMPILE_WAIT_FACTOR * self._compiling_seconds
+            costs = self._costs_or_defaults()
+            queued = sum(costs.kernel_seconds(steps, ring) for _, _, steps, ring in owed)
+            wait = COMPILE_WAIT_FACTOR * (self._compiling_seconds + queued)
             self._thread.join(timeout=min(COMPILE_WAIT_LIMIT_SECONDS, max(COMPILE_GRACE_SECONDS, wait)))
         self._closed = True
         worker = self._worker
