@@ -10,9 +10,10 @@ Compiling costs far more than most short programs run (0.15 s to several seconds
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
 NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
 structure as compiling would take (the ski-rental rule: never worse than twice the better
-choice). What compiling costs is measured in the worker and remembered (``compile_costs.py``). A kernel with a shared library on disk loads in under a millisecond and is used from
-the first block of any batch that would spend more than that; one only in Numba's cache pays for
-importing Numba, once.
+choice). What compiling costs is measured in the worker and remembered (``compile_costs.py``).
+A kernel with a shared library on disk loads in under a millisecond and is used from the first
+block of any batch that would spend more than that; one only in Numba's cache pays for importing
+Numba, once.
 """
 
 from __future__ import annotations
