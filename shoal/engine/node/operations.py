@@ -26,7 +26,7 @@ from shoal.engine.node.deferred import block_buffer, commit, store
 from shoal.engine.node.deps import BlockOp, DependencyLists
 from shoal.engine.node.gather_slabs import gather_slabs
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
-from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, lower
+from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, block_offset, lower
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.tiles import finalize, run_tiles
 
@@ -118,7 +118,7 @@ class GroupRunner:
     def _target(self, slot: int, index: int) -> np.ndarray:
         s = self.program.slots[slot]
         part = self.program.partition
-        offset = part.block_offset(index, s.offset, s.strides)
+        offset = block_offset(part, index, s)
         return np.ndarray(part.block_shape(index), s.dtype, buffer=self.storage.raw(s.base), offset=offset, strides=s.strides)
 
     def commit(self, index: int) -> None:
@@ -172,7 +172,7 @@ class Builder:
         return [(view.base, k) for k in base_blocks(low, high, self._block_bytes(view.base))]
 
     def _group(self, group: Group, temporaries: set[int]) -> None:
-        if len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64:
+        if len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64 and not group.reads_rows:
             self._whole(group.instructions[0])  # cheaper to plan; one block anyway
             return
         program = lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
@@ -221,7 +221,7 @@ class Builder:
                 rows = part.stops[index] - part.starts[index]
                 for first, count in ((0, front), (rows - back, back)):
                     if count:
-                        offset = part.block_offset(index, slot.offset, slot.strides) + first * slot.strides[0]
+                        offset = block_offset(part, index, slot) + first * slot.strides[0]
                         low, high = extent(offset, (count, *part.shape[1:]), slot.strides, slot.dtype.itemsize)
                         writes += [(slot.base, k) for k in base_blocks(low, high, self._block_bytes(slot.base))]
             if writes:
@@ -240,12 +240,12 @@ class Builder:
         if count == 0:
             return []
         block_bytes = self._block_bytes(slot.base)
-        if count <= 16:
+        if count <= 16 or slot.rows is not None:
             inner = slot.strides[part.axis :]
             itemsize = slot.dtype.itemsize
             result = []
             for index in range(count):
-                offset = part.block_offset(index, slot.offset, slot.strides)
+                offset = block_offset(part, index, slot)
                 low, high = extent(offset, part.block_shape(index), inner, itemsize)
                 result.append([(slot.base, k) for k in base_blocks(low, high, block_bytes)])
             return result
