@@ -22,6 +22,7 @@ from shoal.bytecode import Const, Instruction, Kind, View, spec
 from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
+from shoal.engine.node.copy_chain import CopyChain
 from shoal.engine.node.deferred import block_buffer, commit, store
 from shoal.engine.node.deps import BlockOp, DependencyLists
 from shoal.engine.node.gather_slabs import gather_slabs
@@ -44,6 +45,7 @@ class BuildCounts:
     whole_ops: int = 0
     product_panels: int = 0
     axis_panels: int = 0
+    copy_chains: int = 0
     releases: int = 0
     deferred_writes: int = 0
 
@@ -149,6 +151,8 @@ class Builder:
                 self._group(step, plan.temporaries)
             elif isinstance(step, WholeOp):
                 self._whole(step.instruction)
+            elif isinstance(step, CopyChain):
+                self._chain(step)
             elif isinstance(step, Release):
                 self._release(step.base, plan.temporaries)
         return self.deps.ops
@@ -280,6 +284,22 @@ class Builder:
         written = tuple({view.base for view in instruction.outputs})
         run = partial(self._run_whole, instruction)
         self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, written, label=instruction.op))
+
+    def _chain(self, chain: CopyChain) -> None:
+        """The chain's copies in order, as one block operation (see ``copy_chain``)."""
+        self.counts.copy_chains += 1
+        views = [(view, False) for i in chain.instructions for view in i.inputs if isinstance(view, View)]
+        views += [(view, True) for i in chain.instructions for view in i.outputs]
+        reads = {key for view, write in views if not write for key in self._view_blocks(view)}
+        writes = {key for view, write in views if write for key in self._view_blocks(view)}
+        bases = tuple({view.base for view, _ in views})
+        written = tuple({view.base for view, write in views if write})
+
+        def run() -> None:
+            for instruction in chain.instructions:
+                self._run_whole(instruction)
+
+        self.deps.insert(BlockOp(self._next(), run, tuple(reads - writes), tuple(writes), bases, written, label="copy chain"))
 
     def _row_panels(self, instruction: Instruction) -> bool:
         """A 2-D product as row panels on the pool, each a one-thread BLAS call.

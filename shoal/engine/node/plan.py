@@ -30,6 +30,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.engine.node.blocks import broadcast_strides, view_extent
+from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
 from shoal.engine.node.row_gather import RowView, row_copy
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
@@ -96,7 +97,7 @@ class Release:
     base: int
 
 
-Step = Group | WholeOp | Release
+Step = Group | WholeOp | CopyChain | Release
 
 
 @dataclass
@@ -113,6 +114,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     pending_releases: list[Release] = []
     current: Group | None = None
     queue: deque[Instruction | Release] = deque(batch.instructions)
+    scratch_ids = scratch_bases(batch)
 
     def close() -> None:
         """End the open group; what it postponed is planned next, then the releases it held."""
@@ -139,6 +141,11 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
                 steps.append(release)  # now: its memory can serve the open group's new bases
             else:
                 pending_releases.append(release)
+            continue
+        chain = take_copy_chain(instruction, queue, scratch_ids) if instruction.op == "copy" else None
+        if chain is not None:
+            close()
+            steps.append(chain)
             continue
         original = instruction  # what runs if it does not fuse (a gather stays a gather)
         if instruction.op == "gather":
@@ -385,8 +392,9 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
     for step in steps:
         if isinstance(step, Release):
             continue
-        if isinstance(step, WholeOp):
-            for view in (*step.instruction.outputs, *step.instruction.inputs):
+        if isinstance(step, (WholeOp, CopyChain)):
+            instructions = step.instructions if isinstance(step, CopyChain) else (step.instruction,)
+            for view in (view for i in instructions for view in (*i.outputs, *i.inputs)):
                 if isinstance(view, View) and view.base in candidates:
                     seen_in[view.base] = None
             continue
