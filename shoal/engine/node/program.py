@@ -11,7 +11,7 @@ it holds dtypes, mappings' inner-stride classes and steps, never addresses or co
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -149,7 +149,8 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             raw_strides.append(strides)
             index = slot_index[key] = len(slots) - 1
         if write and not slots[index].written:
-            slots[index] = replace(slots[index], written=True)
+            s = slots[index]
+            slots[index] = Slot(s.kind, s.dtype, s.base, s.offset, s.strides, s.value, True, s.rows)
         return index
 
     reductions: list[ReductionStep] = []
@@ -182,7 +183,8 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     else:
         shape, collapsed = collapse(shape, [raw_strides[i] for i in array_ids])
     for i, strides in zip(array_ids, collapsed):
-        slots[i] = replace(slots[i], strides=strides)
+        s = slots[i]
+        slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written, s.rows)
     reaches = {}
     for i, slot in enumerate(slots):
         if slot.kind == DEFERRED:
