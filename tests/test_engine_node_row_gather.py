@@ -75,6 +75,18 @@ def test_a_row_gather_fuses_into_its_consumers_and_matches_the_reference(shape, 
     assert stats.temporaries == 4  # the gathered rows are never allocated, nor the collision's steps
 
 
+def test_a_row_gather_from_a_reversed_view_matches_the_reference():
+    def program(rec: Recorder):
+        f = rec.index(rec.array(RNG.random((9, 5, 70))), (slice(None, None, -1), slice(None), slice(None, None, -1)))
+        bounced = gather(rec, f, OPPOSITE)
+        result = rec.ufunc("subtract", bounced, f)
+        rec.release(bounced)
+        return [result]
+
+    stats = run_both(program, block=60, exact=True).last_stats
+    assert stats.kernels == 1 and stats.temporaries == 1
+
+
 def test_the_lattice_bounce_back_is_one_kernel_and_no_gather():
     steps = groups(collision((9, 6, 40), OPPOSITE, aligned=True))
     assert len(steps) == 1 and isinstance(steps[0], Group)
