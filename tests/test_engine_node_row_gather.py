@@ -8,12 +8,19 @@ import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 
+import shoal.engine.node.row_gather as row_gather
 from shoal.bytecode import View
 from shoal.engine.node.plan import Group, WholeOp, plan_batch
 from shoal.engine.node.row_gather import RowView
 
 RNG = np.random.default_rng(5)
 OPPOSITE = np.array([0, 3, 4, 1, 2, 7, 8, 5, 6])
+
+
+@pytest.fixture(autouse=True)
+def short_rows(monkeypatch):
+    """Rows of a few elements fuse too, so small arrays exercise partial and non-aligned blocks."""
+    monkeypatch.setattr(row_gather, "ROW_ELEMENTS_MIN", 1)
 
 
 def gather(rec: Recorder, source: View, index: np.ndarray | View) -> View:
@@ -113,6 +120,12 @@ def test_an_out_of_range_index_leaves_the_gather_whole():
 
     steps = groups(program)
     assert isinstance(steps[0], WholeOp) and steps[0].instruction.op == "gather"
+
+
+def test_short_rows_leave_the_gather_whole(monkeypatch):
+    monkeypatch.setattr(row_gather, "ROW_ELEMENTS_MIN", 6 * 40 + 1)
+    steps = groups(collision((9, 6, 40), OPPOSITE, aligned=True))
+    assert [step.instruction.op for step in steps if isinstance(step, WholeOp)] == ["gather"]
 
 
 def test_a_computed_index_leaves_the_gather_whole():

@@ -13,6 +13,7 @@ reductions nor deferred writes. Indices out of range leave the gather as it is (
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from shoal.bytecode import Batch, Instruction, View
 
 MAX_ROWS = 64  # index arrays up to this long are read at planning time (and key the plan cache)
+ROW_ELEMENTS_MIN = 1 << 12  # shorter rows stay a gather: a view-block per row would cost more
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +67,8 @@ def row_copy(batch: Batch, instruction: Instruction) -> Instruction | None:
     if not isinstance(source, View) or source.ndim < 2 or source.dtype != out.dtype:
         return None
     if out.shape != (values.shape[0], *source.shape[1:]) or out.base == source.base:
+        return None
+    if math.prod(source.shape[1:]) < ROW_ELEMENTS_MIN:
         return None
     count = source.shape[0]
     if values.min() < -count or values.max() >= count:
