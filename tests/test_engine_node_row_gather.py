@@ -138,6 +138,17 @@ def test_a_computed_index_leaves_the_gather_whole():
     run_both(program, block=7, exact=True)
 
 
+def test_an_index_written_in_the_batch_leaves_the_gather_whole():
+    def program(rec: Recorder):
+        f = rec.array(RNG.random((4, 3, 20)))
+        index = rec.array(np.array([3, 2, 1, 0]))
+        rec.fill(rec.index(index, (slice(0, 2),)), 1)  # the values the batch carries are stale
+        return [rec.ufunc("multiply", gather(rec, f, index), 2.0)]
+
+    assert [step.instruction.op for step in groups(program) if isinstance(step, WholeOp)] == ["gather"]
+    run_both(program, block=7, exact=True)
+
+
 def test_a_gather_into_its_own_source_reads_before_it_writes():
     """``f[:] = where(mask, f[index], g)``: the write to ``f`` cannot join the rows' group."""
 

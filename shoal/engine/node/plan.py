@@ -115,6 +115,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     current: Group | None = None
     queue: deque[Instruction | Release] = deque(batch.instructions)
     scratch_ids = scratch_bases(batch)
+    written = {out.base for instruction in batch.instructions for out in instruction.outputs}
 
     def close() -> None:
         """End the open group; what it postponed is planned next, then the releases it held."""
@@ -149,7 +150,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             continue
         original = instruction  # what runs if it does not fuse (a gather stays a gather)
         if instruction.op == "gather":
-            instruction = row_copy(batch, instruction) or instruction
+            instruction = row_copy(batch, instruction, written) or instruction
         shape = _fusible_shape(instruction)
         accesses = None if shape is None else _accesses(instruction, shape)
         joined = None

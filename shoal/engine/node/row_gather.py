@@ -57,10 +57,12 @@ def index_values(batch: Batch, instruction: Instruction) -> np.ndarray | None:
         return None
 
 
-def row_copy(batch: Batch, instruction: Instruction) -> Instruction | None:
-    """``instruction`` (a gather along axis 0) as a copy from a :class:`RowView`, or None."""
+def row_copy(batch: Batch, instruction: Instruction, written: set[int]) -> Instruction | None:
+    """``instruction`` (a gather along axis 0) as a copy from a :class:`RowView`, or None.
+    ``written`` holds the bases the batch's instructions write: an index among them may no
+    longer hold the values the batch carries."""
     values = index_values(batch, instruction)
-    if values is None:
+    if values is None or instruction.inputs[1].base in written:
         return None
     source = instruction.inputs[0]
     out = instruction.outputs[0]
