@@ -35,7 +35,7 @@ import numpy as np
 from shoal.engine.node import compile_costs, native
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
@@ -444,11 +444,11 @@ def kernel_args(
                 assert held is not None
                 rows, front, back = held[position]
                 args += [buffer.shape[0], typed_of(slot.base, slot.dtype)]
-                args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)
+                args.append(block_offset(part, index, slot) // itemsize)
                 args += [*(s // itemsize for s in slot.strides[axis:]), rows, front, back]
         elif slot.kind == ARRAY:
             args.append(typed_of(slot.base, slot.dtype))
-            args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)
+            args.append(block_offset(part, index, slot) // itemsize)
             args.extend(s // itemsize for s in slot.strides[axis:])
         elif slot.kind == CONST:
             args.append(slot.dtype.type(slot.value))
