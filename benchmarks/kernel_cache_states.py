@@ -3,9 +3,12 @@
 Each repetition runs, in rotating order: ``python EXAMPLE``, ``python -m shoal EXAMPLE`` with a
 fresh ``SHOAL_CACHE_DIR`` (what a first run gets) and ``python -m shoal EXAMPLE`` with a cache
 that a compiling run filled beforehand (what every later run gets). Prints each repetition, the
-median of each program's own timed section and the median of the per-repetition speed-ups.
+median of each program's own timed section, the median of the whole process's wall time (which
+includes start-up and the wait at exit for a kernel being compiled) and the median of the
+per-repetition speed-ups of the timed sections.
 
     python benchmarks/kernel_cache_states.py black_scholes.py 4000000 --days 5 [--reps 5]
+    python benchmarks/kernel_cache_states.py jacobi_stencil.py 4096 --iterations 10 --states numpy,shoal-empty-cache
 """
 
 from __future__ import annotations
@@ -18,55 +21,73 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-TOOLS = ("numpy", "shoal-empty-cache", "shoal-warm-cache")
+STATES = ("numpy", "shoal-empty-cache", "shoal-warm-cache")
 
 
-def timed_section(command: list[str], cache: Path | None) -> float:
-    """Run ``command`` and return the ``time:`` the program printed."""
+def timed_section(command: list[str], cache: Path | None) -> tuple[float, float]:
+    """Run ``command``; return the ``time:`` the program printed and the process's wall time."""
     environment = dict(os.environ)
     if cache is not None:
         environment["SHOAL_CACHE_DIR"] = str(cache)
+    started = time.perf_counter()
     done = subprocess.run(command, env=environment, capture_output=True, text=True, check=True)
+    wall = time.perf_counter() - started
     match = re.search(r"^time: ([0-9.]+)", done.stdout, re.MULTILINE)
     if match is None:
         raise RuntimeError(f"{command} printed no time: {done.stdout!r} {done.stderr!r}")
-    return float(match.group(1))
+    return float(match.group(1)), wall
+
+
+def parse_states(text: str) -> tuple[str, ...]:
+    states = tuple(state.strip() for state in text.split(",") if state.strip())
+    unknown = [state for state in states if state not in STATES]
+    if unknown or "numpy" not in states:
+        raise argparse.ArgumentTypeError(f"--states takes numpy and any of {', '.join(STATES[1:])}, got {text!r}")
+    return states
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("example")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--states", type=parse_states, default=STATES, help="comma-separated, numpy first among them")
     known, arguments = parser.parse_known_args()
+    states: tuple[str, ...] = known.states
     program = [str(EXAMPLES / known.example), *arguments]
     plain = [sys.executable, *program]
     shoal = [sys.executable, "-m", "shoal", *program]
     with tempfile.TemporaryDirectory(prefix="shoal-bench-cache-") as scratch:
         warm = Path(scratch) / "warm"
-        subprocess.run(shoal, env={**os.environ, "SHOAL_CACHE_DIR": str(warm), "SHOAL_COMPILE": "sync"}, capture_output=True, check=True)
-        times: dict[str, list[float]] = {tool: [] for tool in TOOLS}
-        speedups: dict[str, list[float]] = {tool: [] for tool in TOOLS}
+        if "shoal-warm-cache" in states:
+            environment = {**os.environ, "SHOAL_CACHE_DIR": str(warm), "SHOAL_COMPILE": "sync"}
+            subprocess.run(shoal, env=environment, capture_output=True, check=True)
+        times: dict[str, list[float]] = {state: [] for state in states}
+        walls: dict[str, list[float]] = {state: [] for state in states}
+        speedups: dict[str, list[float]] = {state: [] for state in states}
         for rep in range(known.reps):
-            order = TOOLS[rep % len(TOOLS) :] + TOOLS[: rep % len(TOOLS)]
+            order = states[rep % len(states) :] + states[: rep % len(states)]
             got: dict[str, float] = {}
-            for tool in order:
-                if tool == "numpy":
-                    got[tool] = timed_section(plain, None)
-                elif tool == "shoal-warm-cache":
-                    got[tool] = timed_section(shoal, warm)
+            for state in order:
+                if state == "numpy":
+                    got[state], wall = timed_section(plain, None)
+                elif state == "shoal-warm-cache":
+                    got[state], wall = timed_section(shoal, warm)
                 else:
                     empty = Path(scratch) / f"empty-{rep}"
-                    got[tool] = timed_section(shoal, empty)
+                    got[state], wall = timed_section(shoal, empty)
                     shutil.rmtree(empty, ignore_errors=True)
-                times[tool].append(got[tool])
-            for tool in TOOLS:
-                speedups[tool].append(got["numpy"] / got[tool])
-            print(f"repetition {rep}: " + "  ".join(f"{tool} {got[tool]:.3f} s" for tool in TOOLS), flush=True)
-    print("median seconds:  " + "  ".join(f"{tool} {statistics.median(times[tool]):.3f}" for tool in TOOLS))
-    print("median speed-up: " + "  ".join(f"{tool} {statistics.median(speedups[tool]):.2f}x" for tool in TOOLS))
+                times[state].append(got[state])
+                walls[state].append(wall)
+            for state in states:
+                speedups[state].append(got["numpy"] / got[state])
+            print(f"repetition {rep}: " + "  ".join(f"{state} {got[state]:.3f} s ({walls[state][-1]:.2f} s wall)" for state in states), flush=True)
+    print("median seconds:  " + "  ".join(f"{state} {statistics.median(times[state]):.3f}" for state in states))
+    print("median wall:     " + "  ".join(f"{state} {statistics.median(walls[state]):.2f}" for state in states))
+    print("median speed-up: " + "  ".join(f"{state} {statistics.median(speedups[state]):.2f}x" for state in states))
 
 
 if __name__ == "__main__":

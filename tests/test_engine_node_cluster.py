@@ -85,13 +85,14 @@ def test_a_whole_view_operation_moves_and_the_run_goes_on():
         u = rec.ufunc("multiply", f, 3.0)
         v = rec.ufunc("subtract", f, u)
         flipped = rec.empty((3, 5, 6), np.float64)
-        rec.emit("gather", (flipped,), (f, rec.array(np.array([2, 0, 1]))), key=(("array", 0),))
+        index = rec.ufunc("add", rec.array(np.array([2, 0, 1])), 0)  # computed: the gather stays whole
+        rec.emit("gather", (flipped,), (f, index), key=(("array", 0),))
         w = rec.where(mask, flipped, v)
         rec.release(u, v, flipped)
         return [w, f]
 
     stats = run_both(program, block=16).last_stats
-    assert stats.kernels == 1 and stats.temporaries == 2
+    assert stats.kernels == 2 and stats.fused_instructions == 4 and stats.temporaries == 2  # the index, then the run
 
 
 SHAPES = {"plane": (6, 8), "row": (8,)}

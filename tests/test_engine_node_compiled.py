@@ -134,8 +134,7 @@ def test_a_short_program_is_never_held_up_by_the_compiler():
 
 
 def test_a_hot_kernel_compiles_in_the_background_and_is_then_loaded_from_disk(monkeypatch):
-    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 0.0)
-    monkeypatch.setattr(compiler, "COMPILE_SECONDS_PER_STEP", 0.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)
     engine = node_engine(block=64, compile="background")
     try:
         assert square_roots(engine, 0.25).compiled_block_ops == 0  # NumPy path meanwhile
@@ -146,7 +145,7 @@ def test_a_hot_kernel_compiles_in_the_background_and_is_then_loaded_from_disk(mo
     finally:
         engine.shutdown()
     assert not psutil.Process().children()
-    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 1e9)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 1e9)
     monkeypatch.setattr(compiler, "LOAD_SECONDS", 0.0)
     monkeypatch.setattr(compiler, "LOAD_SECONDS_PER_KERNEL", 0.0)
     fresh = node_engine(block=64, compile="background")
@@ -212,8 +211,7 @@ def test_a_batch_that_outweighs_compiling_queues_the_kernel_before_it_runs(monke
 
 def test_runs_too_short_to_pay_for_compiling_add_up_across_runs(monkeypatch, tmp_path):
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "COMPILE_SECONDS_FIXED", 0.3)
-    monkeypatch.setattr(compiler, "COMPILE_SECONDS_PER_STEP", 0.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.3)
     monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-4)  # 1000 x 2 steps: 0.2 s a run
     first = node_engine(block=64, compile="background")
     try:
@@ -257,8 +255,73 @@ def test_loading_a_cached_kernel_waits_for_numpy_time_of_every_stalled_thread(mo
     cache = compiler.KernelCache(compiler.CompileMode.BACKGROUND, threads)
     monkeypatch.setattr(cache, "_submit", lambda key, program: submitted.append(key))
     program = object()
-    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda program: 10.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 10.0)
     cache.note_numpy_time("k", program, 0.4)  # over one load, under two
     assert submitted == (["k"] if threads == 1 else [])
     cache.note_numpy_time("k", program, 0.3)
     assert submitted[-1:] == ["k"]
+
+
+def test_compile_costs_measured_in_the_worker_are_remembered_and_used(monkeypatch, tmp_path):
+    from shoal.engine.node import compile_costs
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    directory = tmp_path / "kernels"
+    compile_costs.save(compile_costs.CompileCosts(startup=1e-7, kernel=1e-7, per_step=1e-7), directory)
+    engine = node_engine(block=64, compile="background")
+    try:
+        square_roots(engine, 0.25)  # with costs this low even 1000 elements pay for compiling
+        engine.wait_for_compiler()
+        stats = square_roots(engine, 0.5)
+        assert stats.compiled_block_ops == stats.block_ops
+    finally:
+        engine.shutdown()
+    learned = compile_costs.load(directory)
+    assert learned.startup > 1e-4  # moved towards the start-up measured in the worker (~0.6 s)
+
+
+def test_closing_waits_for_a_kernel_as_long_as_its_compile_cost_asks(monkeypatch, tmp_path):
+    """A kernel killed at exit starts from scratch in the next run; one that costs more than the
+    grace period would never finish, and every run would wait for nothing."""
+    from shoal.engine.node import compile_costs
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # compile at once
+    compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # wait up to ~10 s
+    engine = node_engine(block=64, compile="background")
+    try:
+        assert square_roots(engine, 0.25).compiled_block_ops == 0
+    finally:
+        engine.shutdown()  # while the worker compiles
+    assert not psutil.Process().children()
+    assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+
+
+def scaled_roots(engine, shift):
+    rec = Recorder(first_id=int(shift * 1000) + 500)
+    a = rec.array(np.arange(1000.0))
+    out = rec.ufunc("sqrt", rec.ufunc("multiply", a, shift))
+    engine.execute(rec.new_batch())
+    np.testing.assert_allclose(engine.fetch(out), np.sqrt(np.arange(1000.0) * shift))
+    return engine.last_stats
+
+
+@pytest.mark.parametrize("earlier_runs_paid", [True, False])
+def test_closing_compiles_queued_kernels_that_earlier_runs_paid_for(monkeypatch, tmp_path, earlier_runs_paid):
+    from shoal.engine.node import compile_costs
+
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
+    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # queue both at once
+    monkeypatch.setattr(compiler, "past_numpy_seconds", lambda key: 100.0 if earlier_runs_paid else 0.0)
+    compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # waits of up to 10 s
+    engine = node_engine(block=64, compile="background")
+    try:
+        square_roots(engine, 0.25)
+        scaled_roots(engine, 0.5)  # queued behind the first
+    finally:
+        engine.shutdown()
+    assert not psutil.Process().children()
+    libraries = list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+    assert len(libraries) == (2 if earlier_runs_paid else 1)

@@ -177,3 +177,18 @@ def test_where_over_numpy_inputs_is_numpy_where_and_large_results_become_lazy() 
         np.testing.assert_array_equal(np.asarray(large), expected)
         with pytest.raises(ValueError, match="could not be broadcast"):
             snp.where(np.ones(3, bool), np.ones(4), 0)
+        with pytest.raises(ValueError, match="either both or neither"):
+            snp.where(condition, np.arange(10.0))
+        assert [list(i) for i in snp.where(condition)] == [list(i) for i in np.where(condition)]
+
+
+def test_where_over_numpy_inputs_is_lazy_when_large_also_as_the_first_call_of_a_program() -> None:
+    program = (
+        "import numpy, shoal.numpy as snp\n"
+        "result = snp.where(numpy.arange(600_000) % 2 == 0, 1.0, -1.0)\n"
+        "assert type(result) is snp.ndarray, type(result)\n"
+        "assert float(snp.sum(result)) == 0.0\n"
+    )
+    env = {**os.environ, "SHOAL_ENGINE": "", "SHOAL_COMPILE": "off"}
+    finished = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr

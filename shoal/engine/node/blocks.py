@@ -97,18 +97,21 @@ def collapse(shape: tuple[int, ...], strides: list[tuple[int, ...]]) -> tuple[tu
     return tuple(new_shape), [tuple(s) for s in new_strides]
 
 
-def partition(shape: tuple[int, ...], block_elements: int, outer_only: bool = False, deepest: int | None = None) -> Partition:
+def partition(
+    shape: tuple[int, ...], block_elements: int, outer_only: bool = False, deepest: int | None = None, shallowest: int = 0
+) -> Partition:
     """Split iteration ``shape`` into view-blocks of about ``block_elements`` elements.
 
     ``outer_only`` splits only the first axis (view-blocks of at least one row, however long);
-    ``deepest`` is the deepest axis that may be split (-1: one view-block).
+    ``deepest`` is the deepest axis that may be split (-1: one view-block); the axes before
+    ``shallowest`` are never part of a view-block (each view-block holds one index of them).
     """
     if not shape:
         raise ValueError("partition needs at least one axis; lay 0-d spaces out as (1,)")
     if math.prod(shape) == 0:
         return Partition(shape, 0, 1, (), (), ())
     last = len(shape) - 1 if deepest is None else min(deepest, len(shape) - 1)
-    axis = 0
+    axis = shallowest
     while not outer_only and axis < last and math.prod(shape[axis + 1 :]) > block_elements:
         axis += 1
     inner = math.prod(shape[axis + 1 :])

@@ -2,7 +2,8 @@
 
 It reads one module path per line on stdin, imports the module and calls its ``_warmup()``
 (which compiles the kernel and stores the machine code in Numba's disk cache), writes the kernel
-as a shared library next to it where it can (``native.py``), and answers one line: ``ok`` or
+as a shared library next to it where it can (``native.py``), and answers one line: ``ok
+<seconds>``, the CPU time it has used so far (its own and its linker's, start-up included), or
 ``error <message>``. It exits when stdin closes, so it cannot outlive the
 process that started it.
 """
@@ -10,7 +11,9 @@ process that started it.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import time
 from pathlib import Path
 
 from shoal.engine.node.native import build, library_path
@@ -33,6 +36,12 @@ def load_and_warm(path: Path) -> object:
     return module
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of the children it waited for (the linker)."""
+    children = os.times()
+    return time.process_time() + children.children_user + children.children_system
+
+
 def main() -> None:
     for line in sys.stdin:
         path = Path(line.strip())
@@ -43,7 +52,7 @@ def main() -> None:
             message = f"{type(error).__name__}: {error}".replace("\n", " ")
             print(f"error {message}", flush=True)
         else:
-            print("ok", flush=True)
+            print(f"ok {cpu_seconds():.6f}", flush=True)
 
 
 if __name__ == "__main__":

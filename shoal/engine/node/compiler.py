@@ -6,13 +6,14 @@ Numba's own ``cache=True`` keeps the machine code between runs; the compile work
 each kernel as a shared library that later runs load with ``ctypes`` (``native.py``). Until a
 kernel is ready the engine runs the NumPy tile path: a short program never waits for a compiler.
 
-Compiling costs far more than most short programs run (0.3 s to several seconds per kernel,
+Compiling costs far more than most short programs run (0.15 s to several seconds per kernel,
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
 NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
 structure as compiling would take (the ski-rental rule: never worse than twice the better
-choice). A kernel with a shared library on disk loads in under a millisecond and is used from
-the first block of any batch that would spend more than that; one only in Numba's cache pays for
-importing Numba, once.
+choice). What compiling costs is measured in the worker and remembered (``compile_costs.py``).
+A kernel with a shared library on disk loads in under a millisecond and is used from the first
+block of any batch that would spend more than that; one only in Numba's cache pays for importing
+Numba, once.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.node import native
+from shoal.engine.node import compile_costs, native
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
@@ -62,21 +63,21 @@ def cache_dir() -> Path:
     return root / "kernels"
 
 
-COMPILE_SECONDS_FIXED = 1.0
-COMPILE_SECONDS_PER_STEP = 0.1
 LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
 NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
 NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
 HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
-COMPILE_GRACE_SECONDS = 3.0  # how long closing waits for a kernel the worker is compiling
+COMPILE_GRACE_SECONDS = 3.0  # how long closing waits at least for a kernel the worker is compiling
+COMPILE_WAIT_FACTOR = 2.0  # ... and at most this times its estimated compile time
+COMPILE_WAIT_LIMIT_SECONDS = 10.0  # ... but never longer than this
 
 
-def estimated_compile_seconds(program: KernelProgram) -> float:
-    """CPU time compiling ``program`` costs: starting the worker and importing Numba (about a
-    second), then 0.6 s for 6 steps to 6 s for 48 (measured), on one of the machine's cores;
-    a kernel running several sweeps per pass has its steps once per sweep."""
-    return COMPILE_SECONDS_FIXED + COMPILE_SECONDS_PER_STEP * (len(program.steps) * program.sweeps + 1)
+def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
+    """CPU time compiling ``program`` costs on one of the machine's cores, starting the compile
+    worker (Python and Numba) first unless it is running (``compile_costs.py``); a kernel
+    running several sweeps per pass has its steps once per sweep."""
+    return costs.seconds(len(program.steps) * program.sweeps + len(program.reductions), program.stores_rows, worker_running)
 
 
 def estimated_load_seconds() -> float:
@@ -149,7 +150,7 @@ class KernelCache:
         self._failed: set[str] = set()
         self._pending: set[str] = set()
         self._lock = threading.Lock()
-        self._queue: queue.SimpleQueue[tuple[str, str, tuple] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[str, str, int, bool] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._worker: subprocess.Popen[str] | None = None
         self._closed = False
@@ -158,6 +159,10 @@ class KernelCache:
         self._not_on_disk: set[str] = set()
         self._no_library: set[str] = set()
         self._past_seconds: dict[str, float] = {}  # earlier runs' NumPy time, read once per key
+        self._costs: compile_costs.CompileCosts | None = None  # read from the cache on first use
+        self._costs_measured = False
+        self._worker_cpu_seconds = 0.0  # the CPU time the worker reported last
+        self._compiling_seconds = 0.0  # estimated compile time of the kernel being compiled
         self.compiled = 0
         self.errors: list[str] = []
 
@@ -192,15 +197,13 @@ class KernelCache:
                 self._ready[key] = kernel
                 return kernel
             self._no_library.add(key)
-        compile_seconds = estimated_compile_seconds(program)
+        compile_seconds = self._compile_seconds(program)
         if worth >= min(estimated_load_seconds(), compile_seconds) and key not in self._not_on_disk:
             if machine_code_cached(key):
                 self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
                 return self._ready.get(key)
             self._not_on_disk.add(key)
-        if key not in self._past_seconds:
-            self._past_seconds[key] = past_numpy_seconds(key)
-        if worth + self._past_seconds[key] >= compile_seconds:
+        if worth + self._past(key) >= compile_seconds:
             self._submit(key, program)  # earlier runs count: each was too short to pay alone
         return None
 
@@ -212,7 +215,7 @@ class KernelCache:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
         spent += self._past_seconds.get(key, 0.0)
-        compile_seconds = estimated_compile_seconds(program)
+        compile_seconds = self._compile_seconds(program)
         # Loading runs in this process and holds the GIL, so every pool thread waits for it:
         # in the units of ``spent`` (NumPy seconds summed over threads) it costs ``threads`` times.
         load_seconds = estimated_load_seconds() * self.threads
@@ -221,12 +224,26 @@ class KernelCache:
         if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)
 
+    def _past(self, key: str) -> float:
+        if key not in self._past_seconds:
+            self._past_seconds[key] = past_numpy_seconds(key)
+        return self._past_seconds[key]
+
+    def _costs_or_defaults(self) -> compile_costs.CompileCosts:
+        return self._costs if self._costs is not None else compile_costs.CompileCosts()
+
+    def _compile_seconds(self, program: KernelProgram) -> float:
+        if self._costs is None:
+            self._costs = compile_costs.load(cache_dir())
+        return estimated_compile_seconds(program, self._costs, worker_running=self._thread is not None)
+
     def _submit(self, key: str, program: KernelProgram) -> None:
         with self._lock:
             if key in self._pending or key in self._ready or key in self._failed:
                 return
             self._pending.add(key)
-        self._queue.put((key, generate(program, f"shoal_kernel_{key}")))
+        steps = len(program.steps) + len(program.reductions)
+        self._queue.put((key, generate(program, f"shoal_kernel_{key}"), steps, program.stores_rows))
         self._start()
 
     def ready(self, key: str) -> Callable[..., Any] | None:
@@ -251,12 +268,16 @@ class KernelCache:
             item = self._queue.get()
             if item is None:
                 return
-            key, source = item
-            self._compile(key, source, in_process=False)
+            key, source, steps, ring = item
+            costs = self._costs_or_defaults()
+            worker_running = self._worker is not None and self._worker.poll() is None
+            self._compiling_seconds = costs.seconds(steps, ring, worker_running)
+            self._compile(key, source, in_process=False, size=(steps, ring))
+            self._compiling_seconds = 0.0
             with self._lock:
                 self._pending.discard(key)
 
-    def _compile(self, key: str, source: str, in_process: bool) -> None:
+    def _compile(self, key: str, source: str, in_process: bool, size: tuple[int, bool] = (0, False)) -> None:
         """Write the module, have the worker process compile it, then load it: as a shared
         library where there is one, else from Numba's cache (writing the library for next time)."""
         name = f"shoal_kernel_{key}"
@@ -272,7 +293,7 @@ class KernelCache:
                     temporary.write_text(source)
                     os.replace(temporary, path)
                 if not in_process and not machine_code_cached(key):
-                    self._compile_elsewhere(path)  # writes the library too where it can
+                    self._compile_elsewhere(path, *size)  # writes the library too where it can
                 kernel = native.load(library)
             if kernel is None:
                 module = load_and_warm(path)  # a cache hit when the worker has compiled it
@@ -285,11 +306,15 @@ class KernelCache:
             self.errors.append(f"{key}: {type(error).__name__}: {error}")
             sys.modules.pop(name, None)
 
-    def _compile_elsewhere(self, path: Path) -> None:
-        """Compile in the worker process (started on first use); fall back to this one."""
+    def _compile_elsewhere(self, path: Path, steps: int, ring: bool) -> None:
+        """Compile in the worker process (started on first use); fall back to this one. The CPU
+        time the worker reports is folded into the compile-cost estimate."""
         if self._closed:
             raise RuntimeError("the engine is shutting down")
+        started = False
         if self._worker is None or self._worker.poll() is not None:
+            started = True
+            self._worker_cpu_seconds = 0.0
             try:
                 self._worker = subprocess.Popen(
                     [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"],
@@ -312,10 +337,24 @@ class KernelCache:
             raise RuntimeError("the compile worker exited")
         if answer.startswith("error"):
             raise RuntimeError(answer[len("error ") :])
+        self._learn_cost(answer, steps, ring, started)
+
+    def _learn_cost(self, answer: str, steps: int, ring: bool, started_worker: bool) -> None:
+        try:
+            total = float(answer.split()[1])
+        except (IndexError, ValueError):
+            return
+        measured, self._worker_cpu_seconds = total - self._worker_cpu_seconds, total
+        if self._costs is None:
+            self._costs = compile_costs.load(cache_dir())
+        self._costs.learn(steps, ring, measured, started_worker)
+        self._costs_measured = True
 
     def close(self) -> None:
         self._close_worker()
         self._write_heat()
+        if self._costs_measured and self._costs is not None:
+            compile_costs.save(self._costs, cache_dir())
 
     def _write_heat(self) -> None:
         """Add this run's NumPy time per structure without a kernel to what earlier runs spent,
@@ -338,20 +377,36 @@ class KernelCache:
                 return  # an unwritable cache only costs the memory across runs
 
     def _close_worker(self) -> None:
-        """Stop the compile thread and the worker process. The kernel being compiled gets
-        :data:`COMPILE_GRACE_SECONDS` to finish, so a later run finds it on disk; the rest of
-        the queue is dropped."""
+        """Stop the compile thread and the worker process. The kernel being compiled, and queued
+        ones whose earlier runs alone spent more NumPy time than compiling them costs, get up to
+        twice their estimated compile time (at least :data:`COMPILE_GRACE_SECONDS`, at most
+        :data:`COMPILE_WAIT_LIMIT_SECONDS`) to finish, so a later run finds them on disk; the
+        rest of the queue is dropped. Killed, a kernel starts from scratch in the next run: on a
+        busy host the two-axis stencil kernels (3 s of CPU) never finished within 3 s, and every
+        run waited 3 s at exit for nothing; a program about as long as one compile got one of its
+        kernels per run."""
+        owed: list[tuple[str, str, int, bool]] = []
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is not None:
-                with self._lock:
-                    self._pending.discard(item[0])
+            if item is None:
+                continue
+            key, _, steps, ring = item
+            if self._past(key) >= self._costs_or_defaults().kernel_seconds(steps, ring):
+                owed.append(item)
+                continue
+            with self._lock:
+                self._pending.discard(key)
         if self._thread is not None:
+            for item in owed:
+                self._queue.put(item)
             self._queue.put(None)
-            self._thread.join(timeout=COMPILE_GRACE_SECONDS)
+            costs = self._costs_or_defaults()
+            queued = sum(costs.kernel_seconds(steps, ring) for _, _, steps, ring in owed)
+            wait = COMPILE_WAIT_FACTOR * (self._compiling_seconds + queued)
+            self._thread.join(timeout=min(COMPILE_WAIT_LIMIT_SECONDS, max(COMPILE_GRACE_SECONDS, wait)))
         self._closed = True
         worker = self._worker
         if worker is not None:
@@ -390,11 +445,11 @@ def kernel_args(
                 assert held is not None
                 rows, front, back = held[position]
                 args += [buffer.shape[0], typed_of(slot.base, slot.dtype)]
-                args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)
+                args.append(block_offset(part, index, slot) // itemsize)
                 args += [*(s // itemsize for s in slot.strides[axis:]), rows, front, back]
         elif slot.kind == ARRAY:
             args.append(typed_of(slot.base, slot.dtype))
-            args.append(part.block_offset(index, slot.offset, slot.strides) // itemsize)
+            args.append(block_offset(part, index, slot) // itemsize)
             args.extend(s // itemsize for s in slot.strides[axis:])
         elif slot.kind == CONST:
             args.append(slot.dtype.type(slot.value))

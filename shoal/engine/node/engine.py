@@ -135,7 +135,7 @@ class NodeEngine(Component):
         try:
             if self.threads > 1:
                 with limit_library_threads(1):  # the pool's threads are the parallelism
-                    run = pool.run(ops, self._prepare, source)
+                    run = pool.run(ops, self._prepare, source, self._raises_peak)
             else:
                 run = pool.run(ops, self._prepare, source)
         except BaseException:
@@ -182,6 +182,11 @@ class NodeEngine(Component):
             storage.ensure(base)
         for base in op.written:
             storage.make_writable(base)
+
+    def _raises_peak(self, op: BlockOp) -> bool:
+        """An operation that would take memory beyond the batch's peak so far waits for the ones
+        in flight: finishing them runs the releases before it, whose memory it can then reuse."""
+        return bool(op.bases) and self._active.raises_peak(op.bases, op.written)
 
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)

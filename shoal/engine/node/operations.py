@@ -23,13 +23,14 @@ from shoal.bytecode import Const, Instruction, Kind, View, spec
 from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
+from shoal.engine.node.copy_chain import CopyChain
 from shoal.engine.node.deferred import block_buffer, commit, store
 from shoal.engine.node.deps import BlockOp, DependencyLists
 from shoal.engine.node.gather_slabs import gather_slabs
 from shoal.engine.node.kernel_calls import PreparedCall
 from shoal.engine.node.native import NativeKernel
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
-from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, lower
+from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, block_offset, lower
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.sweeps import (
     DEFAULT_SWEEPS_PER_PASS,
@@ -54,6 +55,7 @@ class BuildCounts:
     whole_ops: int = 0
     product_panels: int = 0
     axis_panels: int = 0
+    copy_chains: int = 0
     releases: int = 0
     deferred_writes: int = 0
     sweep_passes: int = 0
@@ -147,7 +149,7 @@ class GroupRunner:
     def _target(self, slot: int, index: int) -> np.ndarray:
         s = self.program.slots[slot]
         part = self.program.partition
-        offset = part.block_offset(index, s.offset, s.strides)
+        offset = block_offset(part, index, s)
         return np.ndarray(part.block_shape(index), s.dtype, buffer=self.storage.raw(s.base), offset=offset, strides=s.strides)
 
     def commit(self, index: int) -> None:
@@ -194,6 +196,8 @@ class Builder:
                 position = self._sweeps(plan, position - 1)
             elif isinstance(step, WholeOp):
                 self._whole(step.instruction)
+            elif isinstance(step, CopyChain):
+                self._chain(step)
             elif isinstance(step, Release):
                 self._release(step.base, plan.temporaries)
             yield self.deps.ops[built:]
@@ -249,7 +253,7 @@ class Builder:
 
     def _runs_whole(self, group: Group) -> bool:
         """True if ``group`` is cheaper run as one whole-view operation (one small instruction)."""
-        return len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64
+        return len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64 and not group.reads_rows
 
     def _lower(self, group: Group, temporaries: set[int]) -> KernelProgram:
         return lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
@@ -326,7 +330,7 @@ class Builder:
                 rows = part.stops[index] - part.starts[index]
                 for first, count in ((0, front), (rows - back, back)):
                     if count:
-                        offset = part.block_offset(index, slot.offset, slot.strides) + first * slot.strides[0]
+                        offset = block_offset(part, index, slot) + first * slot.strides[0]
                         low, high = extent(offset, (count, *part.shape[1:]), slot.strides, slot.dtype.itemsize)
                         writes += [(slot.base, k) for k in base_blocks(low, high, self._block_bytes(slot.base))]
             if writes:
@@ -345,12 +349,12 @@ class Builder:
         if count == 0:
             return []
         block_bytes = self._block_bytes(slot.base)
-        if count <= 16:
+        if count <= 16 or slot.rows is not None:
             inner = slot.strides[part.axis :]
             itemsize = slot.dtype.itemsize
             result = []
             for index in range(count):
-                offset = part.block_offset(index, slot.offset, slot.strides)
+                offset = block_offset(part, index, slot)
                 low, high = extent(offset, part.block_shape(index), inner, itemsize)
                 result.append([(slot.base, k) for k in base_blocks(low, high, block_bytes)])
             return result
@@ -385,6 +389,22 @@ class Builder:
         written = tuple({view.base for view in instruction.outputs})
         run = partial(self._run_whole, instruction)
         self.deps.insert(BlockOp(self._next(), run, tuple(reads), tuple(writes), bases, written, label=instruction.op))
+
+    def _chain(self, chain: CopyChain) -> None:
+        """The chain's copies in order, as one block operation (see ``copy_chain``)."""
+        self.counts.copy_chains += 1
+        views = [(view, False) for i in chain.instructions for view in i.inputs if isinstance(view, View)]
+        views += [(view, True) for i in chain.instructions for view in i.outputs]
+        reads = {key for view, write in views if not write for key in self._view_blocks(view)}
+        writes = {key for view, write in views if write for key in self._view_blocks(view)}
+        bases = tuple({view.base for view, _ in views})
+        written = tuple({view.base for view, write in views if write})
+
+        def run() -> None:
+            for instruction in chain.instructions:
+                self._run_whole(instruction)
+
+        self.deps.insert(BlockOp(self._next(), run, tuple(reads - writes), tuple(writes), bases, written, label="copy chain"))
 
     def _row_panels(self, instruction: Instruction) -> bool:
         """A 2-D product as row panels on the pool, each a one-thread BLAS call.

@@ -30,6 +30,8 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.engine.node.blocks import broadcast_strides, view_extent
+from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
+from shoal.engine.node.row_gather import RowView, row_copy
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 MAX_GROUP_STEPS = 64
@@ -62,6 +64,7 @@ class Group:
     reduced_axes: tuple[int, ...] | None = None  # what every axis reduction of the group reduces
     deferred: dict[int, tuple] = field(default_factory=dict)  # base -> mapping key of its deferred write
     postponed: list[Instruction] = field(default_factory=list)
+    reads_rows: bool = False  # an instruction reads a RowView (a fused gather)
 
     def closed(self) -> bool:
         return len(self.instructions) >= MAX_GROUP_STEPS
@@ -94,7 +97,7 @@ class Release:
     base: int
 
 
-Step = Group | WholeOp | Release
+Step = Group | WholeOp | CopyChain | Release
 
 
 @dataclass
@@ -111,6 +114,8 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     pending_releases: list[Release] = []
     current: Group | None = None
     queue: deque[Instruction | Release] = deque(batch.instructions)
+    scratch_ids = scratch_bases(batch)
+    written = {out.base for instruction in batch.instructions for out in instruction.outputs}
 
     def close() -> None:
         """End the open group; what it postponed is planned next, then the releases it held."""
@@ -138,27 +143,36 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             else:
                 pending_releases.append(release)
             continue
+        chain = take_copy_chain(instruction, queue, scratch_ids) if instruction.op == "copy" else None
+        if chain is not None:
+            close()
+            steps.append(chain)
+            continue
+        original = instruction  # what runs if it does not fuse (a gather stays a gather)
+        if instruction.op == "gather":
+            instruction = row_copy(batch, instruction, written) or instruction
         shape = _fusible_shape(instruction)
         accesses = None if shape is None else _accesses(instruction, shape)
         joined = None
         if accesses is not None and current is not None and current.shape == shape and _same_axes(current, instruction):
             joined = _without_deferral(current, instruction, _join(current, accesses))
         if joined is None and current is not None and _postponable(current, instruction):
-            current.postponed.append(instruction)
+            current.postponed.append(original)
             continue
         if joined is None and current is not None and current.replans():
-            queue.appendleft(instruction)  # after what the group postponed
+            queue.appendleft(original)  # after what the group postponed
             close()
             continue
         if joined is None:
             close()
             joined = None if accesses is None else _join(None, accesses)
         if joined is None or shape is None:
-            steps.append(WholeOp(instruction))
+            steps.append(WholeOp(original))
             continue
         if current is None:
             current = Group(shape)
         current.instructions.append(instruction)
+        current.reads_rows = current.reads_rows or _reads_rows(instruction)
         for access in joined:
             current.accesses.setdefault(access.base, []).append(access)
             if access.deferred:
@@ -264,14 +278,20 @@ def _same_axes(group: Group, instruction: Instruction) -> bool:
 
 
 def _without_deferral(group: Group, instruction: Instruction, joined: list[Access] | None) -> list[Access] | None:
-    """``joined`` unless it would put a deferred write and an axis reduction in one group: a
-    deferred write's neighbouring view-blocks are rows of the group's first axis, which the
-    order of an axis reduction moves."""
+    """``joined`` unless it would put two of a deferred write, an axis reduction and a row view
+    in one group: a deferred write's neighbouring view-blocks are rows of the group's first
+    axis, which the order of an axis reduction moves, and a row view needs view-blocks of one
+    index of the first axis, in its place."""
     if joined is None:
         return None
     deferring = bool(group.deferred) or any(access.deferred for access in joined)
     reducing = bool(group.axis_reductions) or reduced_axes(instruction) is not None
-    return None if deferring and reducing else joined
+    rows = group.reads_rows or _reads_rows(instruction)
+    return None if deferring + reducing + rows > 1 else joined
+
+
+def _reads_rows(instruction: Instruction) -> bool:
+    return any(isinstance(operand, RowView) for operand in instruction.inputs)
 
 
 def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] | None:
@@ -289,6 +309,10 @@ def _accesses(instruction: Instruction, shape: tuple[int, ...]) -> list[Access] 
             strides = broadcast_strides(view, shape)
         except ValueError:
             return None
+        if isinstance(view, RowView):
+            low, high = view.source_extent
+            accesses.append(Access(view.base, ("rows", view.dtype, view.offset, strides, view.rows), low, high, write))
+            continue
         low, high = view_extent(view)
         accesses.append(Access(view.base, (view.dtype, view.offset, strides), low, high, write))
     return accesses
@@ -369,8 +393,9 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
     for step in steps:
         if isinstance(step, Release):
             continue
-        if isinstance(step, WholeOp):
-            for view in (*step.instruction.outputs, *step.instruction.inputs):
+        if isinstance(step, (WholeOp, CopyChain)):
+            instructions = step.instructions if isinstance(step, CopyChain) else (step.instruction,)
+            for view in (view for i in instructions for view in (*i.outputs, *i.inputs)):
                 if isinstance(view, View) and view.base in candidates:
                     seen_in[view.base] = None
             continue
@@ -378,6 +403,9 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
             ordered = [v for v in instruction.inputs if isinstance(v, View)] + list(instruction.outputs)
             for view in ordered:
                 if view.base not in candidates:
+                    continue
+                if isinstance(view, RowView):
+                    seen_in[view.base] = None
                     continue
                 is_output = any(view is out for out in instruction.outputs)
                 if is_output and instruction.op in FUSIBLE_REDUCTIONS:

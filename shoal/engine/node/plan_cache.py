@@ -11,9 +11,11 @@ The key (:func:`batch_shape`) describes everything planning reads and nothing it
   each view's dtype, byte offset, shape and strides, with base ids renamed by first appearance;
 * every declared base's dtype and size, and whether the batch carries (or donates) its data;
 * for every base the batch uses but does not declare, its live dtype and size (or that it is not
-  live).
+  live);
+* the values of the small index arrays that gathers along the first axis read (planning fuses
+  such a gather row by row, see ``shoal.engine.node.row_gather``).
 
-Never the data. Block operations reach memory through a :class:`BoundStorage`, which translates
+No other data. Block operations reach memory through a :class:`BoundStorage`, which translates
 the base ids the plan was built with into the ids of the batch being run, so a cached plan runs
 unchanged: the engine resets each operation's reference count and hands it to the pool again.
 """
@@ -30,6 +32,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, View
 from shoal.engine.node.deps import BlockOp
+from shoal.engine.node.row_gather import index_values
 from shoal.engine.node.storage import Storage
 
 PLAN_CACHE_ENTRIES = 8
@@ -72,7 +75,8 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
             continue
         outputs = tuple(operand(view) for view in instruction.outputs)
         inputs = tuple(operand(value) for value in instruction.inputs)
-        steps.append((instruction.op, outputs, inputs, _value_key(instruction.attrs)))
+        rows = index_values(batch, instruction) if instruction.op == "gather" else None
+        steps.append((instruction.op, outputs, inputs, _value_key(instruction.attrs), None if rows is None else (rows.dtype.str, rows.tobytes())))
     ids = tuple(number)
     outside = []
     for base in ids[len(declared) :]:
@@ -146,6 +150,10 @@ class BoundStorage:
 
     def make_writable(self, base: int) -> None:
         self.storage.make_writable(self.ids[base])
+
+    def raises_peak(self, bases: tuple[int, ...], written: tuple[int, ...]) -> bool:
+        ids = self.ids
+        return self.storage.raises_peak(tuple(ids[b] for b in bases), tuple(ids[b] for b in written))
 
     def raw(self, base: int) -> np.ndarray:
         return self.storage.raw(self.ids[base])

@@ -19,13 +19,16 @@ from shoal.bytecode import Const, Instruction, View, spec
 from shoal.engine.node.blocks import Partition, broadcast_strides, collapse, partition
 from shoal.engine.node.deferred import Reach, reach
 from shoal.engine.node.plan import Group, loop_dtype_of, reduction_order, reduction_strides
+from shoal.engine.node.row_gather import RowView
 
 ARRAY, TEMP, CONST, DEFERRED = "array", "temp", "const", "deferred"
 
 
 @dataclass(frozen=True, slots=True)
 class Slot:
-    """One kernel operand. Arrays carry their base, byte offset and collapsed byte strides."""
+    """One kernel operand. Arrays carry their base, byte offset and collapsed byte strides; an
+    array read through a :class:`RowView` carries ``rows``, the byte offset of each index of the
+    first axis (its stride there is 0; view-blocks then hold one index of it)."""
 
     kind: str
     dtype: np.dtype
@@ -34,6 +37,14 @@ class Slot:
     strides: tuple[int, ...] = ()
     value: object = None
     written: bool = False
+    rows: tuple[int, ...] | None = None
+
+
+def block_offset(part: Partition, index: int, slot: Slot) -> int:
+    """Byte offset of view-block ``index`` of array ``slot``."""
+    if slot.rows is None:
+        return part.block_offset(index, slot.offset, slot.strides)
+    return part.block_offset(index, slot.rows[part.outer[index][0]], slot.strides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +162,11 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             return len(slots) - 1
         if strides is None:
             strides = broadcast_strides(operand, group.shape)
-        if operand.base in temporaries:
+        rows = None
+        if isinstance(operand, RowView):
+            rows = operand.row_offsets()
+            kind, key = ARRAY, ("rows", operand.base, operand.dtype, strides, rows)
+        elif operand.base in temporaries:
             kind, key = TEMP, ("temp", operand.base)
         elif write and operand.base in group.deferred:
             kind, key = DEFERRED, ("deferred", operand.base)
@@ -159,12 +174,12 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             kind, key = ARRAY, ("array", operand.base, operand.dtype, operand.offset, strides)
         index = slot_index.get(key)
         if index is None:
-            slots.append(Slot(kind, operand.dtype, operand.base, operand.offset, strides))
+            slots.append(Slot(kind, operand.dtype, operand.base, operand.offset, strides, rows=rows))
             raw_strides.append(strides)
             index = slot_index[key] = len(slots) - 1
         if write and not slots[index].written:
             s = slots[index]
-            slots[index] = Slot(s.kind, s.dtype, s.base, s.offset, s.strides, s.value, True)
+            slots[index] = Slot(s.kind, s.dtype, s.base, s.offset, s.strides, s.value, True, s.rows)
         return index
 
     reductions: list[ReductionStep] = []
@@ -190,10 +205,15 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
         order = reduction_order(len(shape), group.reduced_axes)
         shape = tuple(shape[a] for a in order)
         raw_strides = [tuple(strides[a] for a in order) if strides else () for strides in raw_strides]
-    shape, collapsed = collapse(shape, [raw_strides[i] for i in array_ids])
+    by_rows = any(slots[i].rows is not None for i in array_ids)
+    if by_rows:  # the first axis stays whole: each of its indices reads its own row offset
+        inner, collapsed = collapse(shape[1:], [raw_strides[i][1:] for i in array_ids])
+        shape, collapsed = (shape[0], *inner), [(raw_strides[i][0], *c) for i, c in zip(array_ids, collapsed)]
+    else:
+        shape, collapsed = collapse(shape, [raw_strides[i] for i in array_ids])
     for i, strides in zip(array_ids, collapsed):
         s = slots[i]
-        slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written)
+        slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written, s.rows)
     reaches = {}
     for i, slot in enumerate(slots):
         if slot.kind == DEFERRED:
@@ -202,7 +222,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     outputs = {step.outputs[0] for step in steps if step.axis_reduction}
     reduced = tuple(a for a in range(len(shape)) if shape[a] > 1 and any(slots[i].strides[a] == 0 for i in outputs))
     deepest = reduced[0] - 1 if reduced else None  # a view-block holds every element it adds up
-    blocks = partition(shape, block_elements, outer_only=bool(reaches), deepest=deepest)
+    blocks = partition(shape, block_elements, outer_only=bool(reaches), deepest=deepest, shallowest=1 if by_rows else 0)
     return KernelProgram(shape, slots, steps, reductions, blocks, math.prod(group.shape), reaches, reduced)
 
 

@@ -75,18 +75,21 @@ class WorkerPool:
         ops: list[BlockOp],
         prepare: Callable[[BlockOp], None],
         more: Callable[[], list[BlockOp] | None] | None = None,
+        holds_back: Callable[[BlockOp], bool] | None = None,
     ) -> RunStats:
         """Run ``ops`` respecting their reference counts; re-raise the first failure.
 
         ``more`` builds further operations (inserted into the same dependency lists; None when
         there are no more). It is called whenever the scheduling thread would otherwise wait
-        for a worker, so later parts of a batch are built while its first parts run.
+        for a worker, so later parts of a batch are built while its first parts run. While
+        operations are in flight, one for which ``holds_back`` is true waits for them (it would
+        take new memory that their completion may free).
         """
         switch = sys.getswitchinterval()
         if more is not None and self.threads > 1:
             sys.setswitchinterval(min(switch, BUILDING_SWITCH_SECONDS))
         try:
-            return self._run(ops, prepare, more, lambda: sys.setswitchinterval(switch))
+            return self._run(ops, prepare, more, holds_back, lambda: sys.setswitchinterval(switch))
         finally:
             sys.setswitchinterval(switch)
 
@@ -95,6 +98,7 @@ class WorkerPool:
         ops: list[BlockOp],
         prepare: Callable[[BlockOp], None],
         more: Callable[[], list[BlockOp] | None] | None,
+        holds_back: Callable[[BlockOp], bool] | None,
         built_all: Callable[[], None],
     ) -> RunStats:
         stats = RunStats(operations=len(ops))
@@ -127,7 +131,9 @@ class WorkerPool:
                     finished += 1
                     _release_dependents(op, ready, sign)
                     continue
-                if inflight >= self.threads * QUEUED_PER_THREAD:
+                if inflight >= self.threads * QUEUED_PER_THREAD or (
+                    inflight and holds_back is not None and holds_back(op)
+                ):
                     break
                 heapq.heappop(ready)
                 prepare(op)

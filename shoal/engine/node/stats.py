@@ -35,6 +35,7 @@ class BatchStats:
     whole_ops: int = 0
     product_panels: int = 0  # row panels of matrix products run on the pool
     axis_panels: int = 0  # slabs of reductions and scans along an axis run on the pool
+    copy_chains: int = 0  # copies through a small scratch array run as one block operation
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
     deferred_writes: int = 0  # in-place writes fused with their reads through block buffers

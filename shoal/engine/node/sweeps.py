@@ -46,7 +46,7 @@ def stencil_of(program: KernelProgram) -> Stencil | None:
     shifts = []
     for i, slot in enumerate(program.slots):
         if slot.kind == ARRAY:
-            if slot.base != written.base or slot.dtype != written.dtype or slot.strides != written.strides or slot.written:
+            if slot.rows is not None or slot.base != written.base or slot.dtype != written.dtype or slot.strides != written.strides or slot.written:
                 return None
             distance = (slot.offset - written.offset) // itemsize
             if (slot.offset - written.offset) % itemsize:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import spec
-from shoal.engine.node.program import ARRAY, DEFERRED, TEMP, KernelProgram, KernelStep
+from shoal.engine.node.program import ARRAY, DEFERRED, TEMP, KernelProgram, KernelStep, block_offset
 
 TILE_ELEMENTS = 32768
 
@@ -42,7 +42,7 @@ def run_tiles(
     inner_shape = shape[axis + 1 :]
     tile_rows = max(1, TILE_ELEMENTS // max(math.prod(inner_shape), 1))
     slots = program.slots
-    offsets = [part.block_offset(index, s.offset, s.strides) if s.kind == ARRAY else 0 for s in slots]
+    offsets = [block_offset(part, index, s) if s.kind == ARRAY else 0 for s in slots]
     block_strides = [s.strides[part.axis :] if s.kind == ARRAY else () for s in slots]
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
     scratch = {i: np.empty((min(tile_rows, shape[axis]), *inner_shape), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
