@@ -10,6 +10,7 @@ from engine_node_recorder import Recorder
 from shoal.bytecode import View
 from shoal.engine import Config, ReferenceEngine
 from shoal.engine.node import NodeEngine
+from shoal.engine.node.stats import BatchStats
 
 Program = Callable[[Recorder], list[View]]
 
@@ -61,3 +62,21 @@ def assert_same(got: np.ndarray, expected: np.ndarray, exact: bool) -> None:
         return
     tolerance = {2: 1e-2, 4: 2e-5, 8: 1e-11, 16: 1e-11}[got.dtype.itemsize if got.dtype.kind == "f" else got.dtype.itemsize // 2]
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+def against_the_reference(batch, views, config: Config) -> BatchStats:
+    """Run ``batch`` on the reference engine and on a node engine set up with ``config``; the
+    views must match exactly. Returns the node engine's statistics."""
+    reference = ReferenceEngine()
+    reference.init(Config())
+    node = NodeEngine()
+    node.init(config)
+    try:
+        reference.execute(batch)
+        node.execute(batch)
+        for view in views:
+            assert_same(node.fetch(view), reference.fetch(view), exact=True)
+        return node.last_stats
+    finally:
+        node.shutdown()
+        reference.shutdown()

@@ -233,10 +233,7 @@ def test_runs_too_short_to_pay_for_compiling_add_up_across_runs(monkeypatch, tmp
     assert float(heat.read_text()) == pytest.approx(0.2)  # compiled: no longer counted
 
 
-def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 120.0)
-    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-2)  # worth compiling at once
+def _shut_down_while_compiling_leaves_the_kernel_on_disk(tmp_path) -> None:
     engine = node_engine(block=64, compile="background")
     try:
         assert square_roots(engine, 0.25).compiled_block_ops == 0
@@ -244,6 +241,13 @@ def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
         engine.shutdown()  # while the worker compiles
     assert not psutil.Process().children()
     assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+
+
+def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
+    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 120.0)
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-2)  # worth compiling at once
+    _shut_down_while_compiling_leaves_the_kernel_on_disk(tmp_path)
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -289,13 +293,7 @@ def test_closing_waits_for_a_kernel_as_long_as_its_compile_cost_asks(monkeypatch
     monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
     monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # compile at once
     compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # wait up to ~10 s
-    engine = node_engine(block=64, compile="background")
-    try:
-        assert square_roots(engine, 0.25).compiled_block_ops == 0
-    finally:
-        engine.shutdown()  # while the worker compiles
-    assert not psutil.Process().children()
-    assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
+    _shut_down_while_compiling_leaves_the_kernel_on_disk(tmp_path)
 
 
 def scaled_roots(engine, shift):

@@ -6,10 +6,10 @@ import threading
 
 import numpy as np
 import pytest
-from engine_node_harness import assert_same, node_engine
+from engine_node_harness import against_the_reference, node_engine
 from engine_node_recorder import Recorder
 
-from shoal.engine import Config, EngineError, ReferenceEngine, create
+from shoal.engine import Config, EngineError, create
 from shoal.engine.node import NodeEngine
 from shoal.engine.node.stats import BatchStats
 
@@ -200,20 +200,7 @@ def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark()
 
 
 def _against_the_reference(batch, views) -> BatchStats:
-    """Run ``batch`` on the reference engine and a default node engine; the views must match
-    exactly. Returns the node engine's statistics."""
-    reference = ReferenceEngine()
-    reference.init(Config())
-    reference.execute(batch)
-    engine = NodeEngine()
-    engine.init(Config(threads=2))
-    try:
-        engine.execute(batch)
-        for view in views:
-            assert_same(engine.fetch(view), reference.fetch(view), exact=True)
-        return engine.last_stats
-    finally:
-        engine.shutdown()
+    return against_the_reference(batch, views, Config(threads=2))
 
 
 def _direct_engine() -> NodeEngine:

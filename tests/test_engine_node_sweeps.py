@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_node_harness import assert_same, run_both
+from engine_node_harness import against_the_reference, assert_same, run_both
 from engine_node_recorder import Recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -101,21 +101,8 @@ def run_fused(program, block: int, threads: int = 2, schedule: str = "program", 
     the node engine; demand bit-equal results; return the node engine's batch statistics."""
     recorder = Recorder()
     views = program(recorder)
-    batch = recorder.new_batch()
-    reference = ReferenceEngine()
-    reference.init(Config())
-    node = NodeEngine()
     options = {"compile": "sync", "direct_work": "0", "schedule": schedule, "sweeps_per_pass": str(per_pass)}
-    node.init(Config(threads=threads, block_size=block, options=options))
-    try:
-        reference.execute(batch)
-        node.execute(batch)
-        for view in views:
-            assert_same(node.fetch(view), reference.fetch(view), exact=True)
-        return node.last_stats
-    finally:
-        node.shutdown()
-        reference.shutdown()
+    return against_the_reference(recorder.new_batch(), views, Config(threads=threads, block_size=block, options=options))
 
 
 @pytest.mark.full
