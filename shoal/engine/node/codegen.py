@@ -9,9 +9,11 @@ program with anything else stays on the NumPy tile path.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, KernelStep
 
 _INT = "iu"
 _REAL = "f"
@@ -195,21 +197,15 @@ def generate(program: KernelProgram, name: str) -> str:
         if step.axis_reduction:
             lines += [body_indent + line for line in _axis_reduction_lines(k, step, slots, ndim, values, program)]
             continue
-        inputs = []
-        for position, slot_id in enumerate(step.inputs):
-            expression, dtype = _read(slots, slot_id, ndim, values)
-            inputs.append(cast(expression, step.loop_in[position], dtype))
-        template = EXPRESSIONS[step.op][1]
-        names = dict(zip("abc", inputs))
-        result = f"v{k}"
-        lines.append(f"{body_indent}{result} = {cast(template.format(**names), step.loop_out[0])}")
-        out = step.outputs[0]
-        stored = cast(result, slots[out].dtype, step.loop_out[0])
-        if slots[out].kind == TEMP:
-            lines.append(f"{body_indent}t{out} = {stored}")
-            values[out] = (f"t{out}", slots[out].dtype)
-        else:
-            lines.append(f"{body_indent}{_element(slots[out], out, ndim - 1)} = {stored}")
+        element = element_wise_lines(
+            k,
+            step,
+            program,
+            values,
+            read=lambda slot_id: _read(slots, slot_id, ndim, values),
+            target=lambda out: _element(slots[out], out, ndim - 1),
+        )
+        lines += [body_indent + line for line in element]
     for which in range(pending, len(reductions)):
         lines.append(body_indent + _reduce_line(which, reductions[which], slots, ndim, values))
     for i in ring:  # a row is stored once every row that reads its old values is computed
@@ -323,6 +319,34 @@ def _element(slot, slot_id: int, last: int) -> str:
     if inner == 0 and not slot.written:
         return f"b{slot_id}"
     return f"a{slot_id}[q{slot_id}_{last} + i{last} * s{slot_id}_{last}]"
+
+
+def element_wise_lines(
+    k: int,
+    step: KernelStep,
+    program: KernelProgram,
+    values: dict[int, tuple[str, np.dtype]],
+    read: Callable[[int], tuple[str, np.dtype]],
+    target: Callable[[int], str],
+) -> list[str]:
+    """Lines computing element-wise step ``k`` as ``v{k}``: a temporary result becomes ``t{slot}``
+    (and is entered in ``values``), any other is stored to ``target(slot)``."""
+    slots = program.slots
+    inputs = []
+    for position, slot_id in enumerate(step.inputs):
+        expression, dtype = read(slot_id)
+        inputs.append(cast(expression, step.loop_in[position], dtype))
+    template = EXPRESSIONS[step.op][1]
+    result = f"v{k}"
+    lines = [f"{result} = {cast(template.format(**dict(zip('abc', inputs))), step.loop_out[0])}"]
+    out = step.outputs[0]
+    stored = cast(result, slots[out].dtype, step.loop_out[0])
+    if slots[out].kind == TEMP:
+        lines.append(f"t{out} = {stored}")
+        values[out] = (f"t{out}", slots[out].dtype)
+    else:
+        lines.append(f"{target(out)} = {stored}")
+    return lines
 
 
 def _read(slots, slot_id: int, ndim: int, values: dict[int, tuple[str, np.dtype]]) -> tuple[str, np.dtype]:

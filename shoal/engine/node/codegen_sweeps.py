@@ -12,8 +12,8 @@ goes through the same operations in the same order as in one sweep: results are 
 
 from __future__ import annotations
 
-from shoal.engine.node.codegen import EXPRESSIONS, _ring_params, _store_function, cast
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram
+from shoal.engine.node.codegen import _ring_params, _store_function, element_wise_lines
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
 
 
 def generate_sweeps(program: KernelProgram, name: str) -> str:
@@ -129,20 +129,7 @@ def _element_lines(program: KernelProgram, sweep: int) -> list[str]:
             values[i] = (f"c{i}", slot.dtype)
     lines = []
     for k, step in enumerate(program.steps):
-        inputs = []
-        for position, slot_id in enumerate(step.inputs):
-            expression, dtype = values[slot_id]
-            inputs.append(cast(expression, step.loop_in[position], dtype))
-        template = EXPRESSIONS[step.op][1]
-        result = f"v{k}"
-        lines.append(f"{result} = {cast(template.format(**dict(zip('abc', inputs))), step.loop_out[0])}")
-        out = step.outputs[0]
-        stored = cast(result, slots[out].dtype, step.loop_out[0])
-        if slots[out].kind == TEMP:
-            lines.append(f"t{out} = {stored}")
-            values[out] = (f"t{out}", slots[out].dtype)
-        else:
-            lines.append(f"w[j] = {stored}")
+        lines += element_wise_lines(k, step, program, values, read=values.__getitem__, target=lambda out: "w[j]")
     return lines
 
 
