@@ -71,3 +71,18 @@ def test_an_unreadable_or_odd_file_gives_the_defaults(tmp_path, text):
 
 def test_a_missing_file_gives_the_defaults(tmp_path):
     assert compile_costs.load(tmp_path / "nowhere") == CompileCosts()
+
+
+def test_a_cache_file_is_replaced_whole_and_a_failed_write_leaves_nothing(tmp_path):
+    from shoal.engine.node.cache_files import write_text_atomically
+
+    target = tmp_path / "costs.json"
+    write_text_atomically(target, "old\n")
+    write_text_atomically(target, "new\n")
+    assert target.read_text() == "new\n"
+    blocked = tmp_path / "a folder"
+    blocked.mkdir()
+    (blocked / "inside").write_text("x")
+    with pytest.raises(OSError):
+        write_text_atomically(blocked, "text")  # a non-empty folder cannot be replaced by a file
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a folder", "costs.json"]

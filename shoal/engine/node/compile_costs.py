@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+
+from shoal.engine.node.cache_files import write_text_atomically
 
 COSTS_FILE = "compile_costs.json"
 LEARNING_WEIGHT = 0.5  # of a new measurement against what was remembered
@@ -92,8 +93,6 @@ def save(costs: CompileCosts, directory: Path) -> None:
     """Remember ``costs`` in ``directory`` (silently not, where it cannot be written)."""
     try:
         directory.mkdir(parents=True, exist_ok=True)
-        temporary = directory / f"{COSTS_FILE}.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(asdict(costs)) + "\n")
-        os.replace(temporary, directory / COSTS_FILE)
+        write_text_atomically(directory / COSTS_FILE, json.dumps(asdict(costs)) + "\n")
     except OSError:
         return

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from shoal.engine.node import compile_costs, native
+from shoal.engine.node.cache_files import write_text_atomically
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
@@ -289,9 +290,7 @@ class KernelCache:
                 directory.mkdir(parents=True, exist_ok=True)
                 path = directory / f"{name}.py"
                 if not path.exists() or path.read_text() != source:
-                    temporary = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-                    temporary.write_text(source)
-                    os.replace(temporary, path)
+                    write_text_atomically(path, source)
                 if not in_process and not machine_code_cached(key):
                     self._compile_elsewhere(path, *size)  # writes the library too where it can
                 kernel = native.load(library)
@@ -370,9 +369,7 @@ class KernelCache:
             total = past + seconds
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                temporary = path.with_suffix(f".{os.getpid()}.tmp")
-                temporary.write_text(f"{total!r}\n")
-                os.replace(temporary, path)
+                write_text_atomically(path, f"{total!r}\n")
             except OSError:
                 return  # an unwritable cache only costs the memory across runs
 
