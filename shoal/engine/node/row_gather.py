@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.bytecode import Batch, Instruction, View
+from shoal.engine.reference import view_of
 
 MAX_ROWS = 64  # index arrays up to this long are read at planning time (and key the plan cache)
 ROW_ELEMENTS_MIN = 1 << 12  # shorter rows stay a gather: a view-block per row would cost more
@@ -46,13 +47,11 @@ def index_values(batch: Batch, instruction: Instruction) -> np.ndarray | None:
     if not isinstance(index, View) or index.ndim != 1 or index.dtype.kind not in "iu" or index.shape[0] > MAX_ROWS:
         return None
     data = batch.data.get(index.base)
-    if data is None:
-        return None
-    if index.shape[0] == 0:
+    if data is None or index.shape[0] == 0:
         return None
     raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
     try:
-        return np.ndarray(index.shape, index.dtype, buffer=raw, offset=index.offset, strides=index.strides).copy()
+        return view_of(raw, index).copy()
     except (TypeError, ValueError):  # a view outside the data: left to the gather's own checks
         return None
 
