@@ -54,6 +54,11 @@ from shoal.system import integer_setting
 from shoal.threads import limit_library_threads
 
 
+def _option(config: Config, name: str, variable: str) -> str | None:
+    """Setting ``name`` from ``config.options``, else from environment variable ``variable``."""
+    return config.options.get(name) or os.environ.get(variable)
+
+
 class NodeEngine(Component):
     """Runs batches block by block on a thread pool with fused, compiled kernels."""
 
@@ -77,17 +82,17 @@ class NodeEngine(Component):
         self.block_elements = integer_setting("SHOAL_BLOCK_SIZE", block, minimum=1) if block else config.block_size
         if self.block_elements < 1:
             raise ValueError(f"block size must be a positive number of elements, got {self.block_elements}")
-        threads = config.options.get("threads") or os.environ.get("SHOAL_NUM_THREADS")
+        threads = _option(config, "threads", "SHOAL_NUM_THREADS")
         self.threads = integer_setting("threads", threads, minimum=1) if threads else max(1, config.threads)
-        direct = config.options.get("direct_work") or os.environ.get("SHOAL_DIRECT_WORK")
+        direct = _option(config, "direct_work", "SHOAL_DIRECT_WORK")
         self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
-        mode = config.options.get("compile") or os.environ.get("SHOAL_COMPILE") or "background"
+        mode = _option(config, "compile", "SHOAL_COMPILE") or "background"
         self._kernels = KernelCache(CompileMode.parse(mode), self.threads)
-        schedule = (config.options.get("schedule") or os.environ.get("SHOAL_SCHEDULE") or "program").strip().lower()
+        schedule = (_option(config, "schedule", "SHOAL_SCHEDULE") or "program").strip().lower()
         if schedule not in ("program", "reverse"):
             raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")
         self._pool = WorkerPool(self.threads, reverse=schedule == "reverse")
-        sweeps = config.options.get("sweeps_per_pass") or os.environ.get("SHOAL_SWEEPS_PER_PASS")
+        sweeps = _option(config, "sweeps_per_pass", "SHOAL_SWEEPS_PER_PASS")
         self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS if sweeps is None else integer_setting("SHOAL_SWEEPS_PER_PASS", sweeps, minimum=1)
 
     def _ready(self) -> tuple[WorkerPool, KernelCache]:
