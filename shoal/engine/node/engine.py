@@ -4,7 +4,8 @@
 block operations with reference counts, and runs the ready queue on the pool. It returns when
 the batch is done, so ``fetch`` reads finished data.
 
-Settings (``Config`` first, the environment overrides):
+Settings (an entry of ``Config.options`` first, else the environment variable;
+``SHOAL_BLOCK_SIZE`` overrides ``Config.block_size``):
 
 * block size: ``Config.block_size`` or ``SHOAL_BLOCK_SIZE``, in **elements** of each base's
   dtype; base-blocks and view-blocks both have about this many elements.
