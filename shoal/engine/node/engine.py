@@ -34,6 +34,7 @@ import numpy as np
 
 from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
@@ -111,6 +112,7 @@ class NodeEngine(Component):
                 raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id), decl.id in batch.donated)
+        settle(self._storage, batch)
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):
@@ -151,6 +153,7 @@ class NodeEngine(Component):
         finally:
             cached.finished()
             self._active = self._storage
+        cached.leave_aliases()
         if building is not None:
             cached.stats.update(asdict(building.counts), dependency_edges=building.deps.edges)
             cached.awaiting = tuple(building.awaiting)
@@ -178,8 +181,8 @@ class NodeEngine(Component):
             storage = BoundStorage(self._storage, {base: base for base in shape.ids})
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
-        stats = {"temporaries": len(plan.temporaries)}
-        cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners)
+        stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
+        cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)
         return cached, builder, plan
 
     def _prepare(self, op: BlockOp) -> None:
@@ -196,7 +199,7 @@ class NodeEngine(Component):
 
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)
-        return self._storage.array(view).copy()
+        return self._storage.contents(view)
 
     def release(self, base: int) -> None:
         self._storage.release(base)

@@ -17,7 +17,9 @@ axis reductions has what it postponed planned again after it, where it may fuse.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
-(NumPy) and is never allocated in full.
+(NumPy) and is never allocated in full. One that the batch does not release may still live
+that way if the group copies all of it into another base's view, which then holds its contents
+(an *alias*, ``shoal.engine.node.aliases``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
+from shoal.engine.node.aliases import find_aliases
 from shoal.engine.node.blocks import broadcast_strides, view_extent
 from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
 from shoal.engine.node.row_gather import RowView, row_copy
@@ -102,10 +105,12 @@ Step = Group | WholeOp | CopyChain | Release
 
 @dataclass
 class Plan:
-    """A batch as steps in program order, and the bases that never need memory."""
+    """A batch as steps in program order, the bases that never need memory, and the ones among
+    them whose contents another base's view holds once the batch is done."""
 
     steps: list[Step]
     temporaries: set[int]
+    aliases: dict[int, View] = field(default_factory=dict)  # see shoal.engine.node.aliases
 
 
 def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
@@ -186,10 +191,21 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         if current.closed():
             close()
     close()
-    declared = {decl.id for decl in batch.bases}
+    declared = {decl.id for decl in batch.bases} - set(batch.data)
     released = {step.base for step in steps if isinstance(step, Release)}
-    candidates = (declared & released) - set(batch.data)
-    return Plan(steps, _temporaries(steps, candidates, known))
+    temporaries = _temporaries(steps, declared, known)
+    lasting = temporaries - released
+    groups = [(position, step.instructions, set(step.accesses)) for position, step in enumerate(steps) if isinstance(step, Group)]
+    aliases = find_aliases(groups, [_changes(step) for step in steps], lasting, known)
+    return Plan(steps, (temporaries & released) | set(aliases), aliases)
+
+
+def _changes(step: Step) -> set[int]:
+    """The bases that ``step`` writes or releases."""
+    if isinstance(step, Release):
+        return {step.base}
+    instructions = (step.instruction,) if isinstance(step, WholeOp) else step.instructions
+    return {out.base for instruction in instructions for out in instruction.outputs}
 
 
 def _fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:

@@ -178,6 +178,18 @@ class CachedPlan:
     stats: dict[str, Any]  # the BatchStats fields that planning determines
     runners: list[Any] = field(default_factory=list)
     awaiting: tuple[str, ...] = ()  # kernels it would use if compiled (sweep passes); replanned then
+    aliases: dict[int, View] = field(default_factory=dict)  # planned ids (shoal.engine.node.aliases)
+
+    def leave_aliases(self) -> None:
+        """Register the plan's aliases, in the ids of the batch just run, with the storage."""
+        storage = self.storage
+        if not isinstance(storage, BoundStorage):
+            for base, region in self.aliases.items():
+                storage.alias(base, region)
+            return
+        ids = storage.ids
+        for base, region in self.aliases.items():
+            storage.storage.alias(ids[base], View(ids[region.base], region.dtype, region.offset, region.shape, region.strides))
 
     def rearm(self, shape: BatchShape) -> None:
         """Point the plan at ``shape``'s bases and make every operation runnable again."""

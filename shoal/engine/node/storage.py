@@ -15,6 +15,10 @@ held plus spare memory never exceeds what live bases alone reached. Between batc
 up to 32 MiB each and 64 MiB in all stay (``trim``), about what the C allocator keeps for NumPy:
 a kept buffer is resident at once, where fresh memory becomes resident as it is written, and
 keeping large ones across batches raised Jacobi's peak RSS at 4096² by a whole grid.
+
+A base may be an *alias* of a view of another base (``shoal.engine.node.aliases``): it has no
+memory, and the view holds its contents. It gets memory of its own, copied from the view, when
+something needs it (``ensure``) or before the other base is released.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ class Storage:
         self.high_water = 0  # most bytes bases ever held at once: held + spare stays below it
         self._spare: dict[int, list[np.ndarray]] = {}
         self._spare_bytes = 0
+        self._aliases: dict[int, View] = {}  # base -> the view of another base holding its contents
 
     def _hold(self, base: int, array: np.ndarray) -> None:
         self._bytes[base] = array
@@ -72,9 +77,40 @@ class Storage:
             raise EngineError(f"base {base} is not live") from None
 
     def ensure(self, base: int) -> None:
-        """Allocate ``base`` if it has no memory yet."""
+        """Allocate ``base`` if it has no memory yet (an alias gets a copy of its view)."""
         if base not in self._bytes:
-            self._hold(base, self._allocate(self.decl(base).nbytes))
+            if base in self._aliases:
+                self.materialize(base)
+            else:
+                self._hold(base, self._allocate(self.decl(base).nbytes))
+
+    def alias(self, base: int, region: View) -> None:
+        """Let ``region`` (a view of another base, of ``base``'s dtype and size) hold ``base``'s
+        contents from now on; ``base`` must have no memory."""
+        decl = self.decl(base)
+        self.decl(region.base)
+        if base in self._bytes or region.base == base or region.dtype != decl.dtype or region.size != decl.size:
+            raise EngineError(f"base {base} cannot be an alias of a view of base {region.base}")
+        self._aliases[base] = region
+
+    def aliases(self) -> dict[int, View]:
+        """The bases that are aliases, with the views holding their contents."""
+        return dict(self._aliases)
+
+    def materialize(self, base: int) -> None:
+        """Give the alias ``base`` memory of its own, holding its view's contents."""
+        region = self._aliases.pop(base)
+        decl = self.decl(base)
+        self._hold(base, self._allocate(decl.nbytes))
+        np.copyto(self.typed(base, decl.dtype).reshape(region.shape), self.array(region))
+
+    def contents(self, view: View) -> np.ndarray:
+        """A new ndarray holding what ``view`` shows, read through an alias without giving it memory."""
+        region = self._aliases.get(view.base)
+        if region is None:
+            return self.array(view).copy()
+        flat = np.ascontiguousarray(self.array(region)).reshape(-1).view(np.uint8)
+        return np.ndarray(view.shape, view.dtype, buffer=flat, offset=view.offset, strides=view.strides).copy()
 
     def _allocate(self, nbytes: int) -> np.ndarray:
         """A spare buffer of ``nbytes`` if there is one, else fresh memory."""
@@ -157,6 +193,9 @@ class Storage:
         return np.ndarray(view.shape, view.dtype, buffer=self._bytes[view.base], offset=view.offset, strides=view.strides)
 
     def release(self, base: int) -> None:
+        self._aliases.pop(base, None)
+        for alias in [alias for alias, region in self._aliases.items() if region.base == base]:
+            self.materialize(alias)
         self.decls.pop(base, None)
         borrowed = base in self._borrowed
         self._borrowed.discard(base)
@@ -199,6 +238,7 @@ class Storage:
         return len(self._bytes)
 
     def clear(self) -> None:
+        self._aliases.clear()
         self.decls.clear()
         self._bytes.clear()
         self._typed.clear()
