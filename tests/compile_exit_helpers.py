@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 
 from shoal.engine.node.compile_claims import CLAIM_SUFFIX, Claim, claim_path, try_claim
+from shoal.engine.node.compile_process import workers_for
 
 PATIENCE_SECONDS = 60.0  # how long a test waits for something that must happen (not a timing)
 
@@ -43,14 +44,7 @@ def waits_for_a_claim(worker: psutil.Process) -> bool:
 
 def compilers_for(cache: Path) -> list[psutil.Process]:
     """Compile workers running for ``SHOAL_CACHE_DIR=cache``, whoever started them."""
-    found = []
-    for process in psutil.process_iter(["cmdline"]):
-        try:
-            if "compile_worker" in " ".join(process.info["cmdline"] or ()) and process.environ().get("SHOAL_CACHE_DIR") == str(cache):
-                found.append(process)
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
+    return workers_for(cache)
 
 
 def libraries(kernels: Path) -> list[Path]:

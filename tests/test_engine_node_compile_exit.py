@@ -23,7 +23,7 @@ from engine_node_recorder import Recorder
 from test_engine_node_compiled import square_roots
 
 from shoal.engine import Config
-from shoal.engine.node import NodeEngine, compiler
+from shoal.engine.node import NodeEngine, compile_costs, compiler
 
 pytest.importorskip("numba")
 pytestmark = pytest.mark.full
@@ -87,6 +87,7 @@ def test_closing_leaves_the_kernel_being_compiled_to_the_worker_which_finishes_i
     wait_gone([worker])
     assert [path.stem for path in libraries(kernels)] == [roots_module.removesuffix(".py")]
     assert not leftovers(kernels)
+    assert compile_costs.load(kernels) != compile_costs.CompileCosts()  # it measured and remembered
     monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-3)  # worth loading at once
     later = background_engine()
     try:

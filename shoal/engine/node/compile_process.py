@@ -18,9 +18,37 @@ import select
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psutil
 
 WORKER_COMMAND = [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"]
+
+
+@dataclass(frozen=True)
+class Job:
+    """A kernel module to compile, with what its compile-cost estimate needs: how many steps the
+    kernel runs and whether it stores rows through a ring (``compile_costs.py``)."""
+
+    path: Path
+    steps: int
+    ring: bool
+
+    def line(self) -> str:
+        return f"{self.path}\t{self.steps}\t{int(self.ring)}\n"
+
+    @classmethod
+    def parse(cls, line: str) -> Job:
+        """The job of a :meth:`line` (a bare path: a kernel of unknown size, -1 steps)."""
+        path, _, size = line.strip().partition("\t")
+        steps, _, ring = size.partition("\t")
+        try:
+            return cls(Path(path), int(steps), ring == "1")
+        except ValueError:
+            return cls(Path(path), -1, False)
 
 
 class ExitMode(enum.Enum):
@@ -47,7 +75,7 @@ class CompileProcess:
         self._lock = threading.Lock()  # between the requesting thread and the closing one
         self._stopping = False
         self._wake_read, self._wake_write = os.pipe()
-        self._unsent: list[Path] = []
+        self._unsent: list[Job] = []
         self._in_flight = False  # a request was sent and not answered
         self.handed_over: subprocess.Popen[bytes] | None = None  # the last detached worker
 
@@ -59,13 +87,13 @@ class CompileProcess:
     def pid(self) -> int | None:
         return None if self._popen is None else self._popen.pid
 
-    def request(self, path: Path) -> tuple[str | None, bool]:
-        """Have the worker compile the module at ``path``: its answer line ('' if it exited) and
+    def request(self, job: Job) -> tuple[str | None, bool]:
+        """Have the worker compile ``job``: its answer line ('' if it exited) and
         whether this request started it. The answer is None once :meth:`stop_waiting` was
         called: the module then goes to the worker when it is handed over."""
         with self._lock:
             if self._stopping:
-                self._unsent.append(path)
+                self._unsent.append(job)
                 return None, False
             started = not self.running
             if started:
@@ -73,7 +101,7 @@ class CompileProcess:
             popen = self._popen
             assert popen is not None and popen.stdin is not None and popen.stdout is not None
             try:
-                popen.stdin.write(f"{path}\n".encode())
+                popen.stdin.write(job.line().encode())
                 popen.stdin.flush()
             except OSError:
                 return "", started
@@ -102,20 +130,21 @@ class CompileProcess:
             self._stopping = True
         os.write(self._wake_write, b"x")
 
-    def detach(self, paths: list[Path], seconds: float) -> subprocess.Popen[bytes] | None:
-        """Hand ``paths`` (and what :meth:`request` did not send) to the worker, starting one
-        if needed, tell it to finish within ``seconds`` and let go of it; the worker, or None."""
+    def detach(self, jobs: list[Job], seconds: float) -> subprocess.Popen[bytes] | None:
+        """Hand ``jobs`` (and what :meth:`request` did not send) to the worker, starting one if
+        needed, tell it to finish within ``seconds`` and let go of it; the worker, or None. It
+        remembers the compile costs it measures from then on itself."""
         with self._lock:
-            paths = self._unsent + paths
+            jobs = self._unsent + jobs
             self._unsent = []
             popen = self._popen
             self._popen = None
-        if popen is not None and (popen.poll() is not None or not (paths or self._in_flight)):
+        if popen is not None and (popen.poll() is not None or not (jobs or self._in_flight)):
             popen.kill()  # it has nothing to do: ending it now leaves nothing running
             popen.wait()
             self._close_pipes(popen)
             popen = None
-        if popen is None and paths:
+        if popen is None and jobs:
             try:
                 popen = _start_worker()
             except OSError:
@@ -123,7 +152,7 @@ class CompileProcess:
         if popen is None:
             return None
         assert popen.stdin is not None
-        commands = "".join(f"{path}\n" for path in paths) + f"detach {seconds:.3f}\n"
+        commands = "".join(job.line() for job in jobs) + f"detach {seconds:.3f}\n"
         try:
             popen.stdin.write(commands.encode())
             popen.stdin.flush()
@@ -165,3 +194,19 @@ def _start_worker() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         WORKER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
     )
+
+
+def workers_for(cache_root: Path) -> list[psutil.Process]:
+    """Compile workers running for ``SHOAL_CACHE_DIR=cache_root``, whoever started them (for
+    benchmarks and tests that wait for workers finishing alone)."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        try:
+            command = " ".join(process.info["cmdline"] or ())
+            if WORKER_COMMAND[-1] in command and process.environ().get("SHOAL_CACHE_DIR") == str(cache_root):
+                found.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found

@@ -1,12 +1,14 @@
 """A separate process that compiles kernel modules so compiling never holds the engine's GIL.
 
-It reads one command per line on stdin. A module path: import the module and call its
+It reads one command per line on stdin. A job (``compile_process.Job``: a module path, the
+kernel's steps and whether it has a ring): import the module and call its
 ``_warmup()`` (which compiles the kernel and stores the machine code in Numba's disk cache),
 write the kernel as a shared library next to it where it can (``native.py``), and answer one
 line: ``ok <seconds>``, the CPU time it has used so far (its own and its linker's, start-up
 included), ``ok <seconds> cached`` if another compiler had meanwhile put the kernel on disk, or
 ``error <message>``. ``detach <seconds>``: the engine is exiting and reads no more answers;
-compile what it sent, then exit, and exit at the latest after ``<seconds>`` however far it got.
+compile what it sent, then exit, and exit at the latest after ``<seconds>`` however far it got;
+the compile costs it measures from then on it remembers itself (``compile_costs.py``).
 The end of stdin without ``detach`` (the engine died) is a detach with
 :data:`ORPHANED_LIMIT_SECONDS`.
 
@@ -28,7 +30,9 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
+from shoal.engine.node import compile_costs
 from shoal.engine.node.compile_claims import Claim, claim, claim_path, remove_stale
+from shoal.engine.node.compile_process import Job
 from shoal.engine.node.native import available, build, build_prefix, library_path
 
 ORPHANED_LIMIT_SECONDS = 120.0  # the engine died while the worker compiled: finish within this
@@ -115,8 +119,8 @@ def compile_module(path: Path, state: WorkerState) -> str:
     return f"ok {cpu_seconds():.6f}"
 
 
-def read_commands(stream: BinaryIO, requests: queue.SimpleQueue[Path | None], state: WorkerState) -> None:
-    """Queue the module paths from ``stream``; detach on ``detach`` and at its end."""
+def read_commands(stream: BinaryIO, requests: queue.SimpleQueue[Job | None], state: WorkerState) -> None:
+    """Queue the jobs from ``stream``; detach on ``detach`` and at its end."""
     for line in stream:
         command = line.decode(errors="replace").strip()
         if command.startswith("detach "):
@@ -125,27 +129,43 @@ def read_commands(stream: BinaryIO, requests: queue.SimpleQueue[Path | None], st
             except (IndexError, ValueError):
                 state.detach(ORPHANED_LIMIT_SECONDS)
         elif command:
-            requests.put(Path(command))
+            requests.put(Job.parse(command))
     state.detach(ORPHANED_LIMIT_SECONDS)
     requests.put(None)
 
 
+def remember_cost(job: Job, measured: float, started_worker: bool) -> None:
+    """Fold a compile measured while detached into the costs kept next to the kernels."""
+    if job.steps < 0:
+        return
+    costs = compile_costs.load(job.path.parent)
+    costs.learn(job.steps, job.ring, measured, started_worker)
+    compile_costs.save(costs, job.path.parent)
+
+
 def main() -> None:
-    requests: queue.SimpleQueue[Path | None] = queue.SimpleQueue()
+    requests: queue.SimpleQueue[Job | None] = queue.SimpleQueue()
     state = WorkerState()
     reader = threading.Thread(target=read_commands, args=(sys.stdin.buffer, requests, state), daemon=True)
     reader.start()
     swept: set[Path] = set()
-    while (path := requests.get()) is not None:
-        if path.parent not in swept:
-            swept.add(path.parent)
-            remove_stale(path.parent)  # claims of compilers that were killed
-        answer = compile_module(path, state)
-        if not state.detached.is_set():
+    reported = 0.0  # the CPU time of the last answer: each compile's cost is the difference
+    while (job := requests.get()) is not None:
+        if job.path.parent not in swept:
+            swept.add(job.path.parent)
+            remove_stale(job.path.parent)  # claims of compilers that were killed
+        answer = compile_module(job.path, state)
+        words = answer.split()
+        if state.detached.is_set():
+            if words[0] == "ok" and len(words) == 2:
+                remember_cost(job, float(words[1]) - reported, started_worker=reported == 0.0)
+        else:
             try:
                 print(answer, flush=True)
             except OSError:
                 state.detach(ORPHANED_LIMIT_SECONDS)
+        if words[0] == "ok":
+            reported = float(words[1])
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ from shoal.engine.node import compile_costs, native
 from shoal.engine.node.cache_files import write_text_atomically
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_claims import remove_stale
-from shoal.engine.node.compile_process import CompileProcess, ExitMode
+from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 
@@ -327,7 +327,7 @@ class KernelCache:
         if self._closed or process is None:
             raise HandedOver
         try:
-            answer, started = process.request(path)
+            answer, started = process.request(Job(path, steps, ring))
         except OSError:
             return  # no worker process: compiled here instead
         if answer is None:
@@ -357,8 +357,6 @@ class KernelCache:
     def close(self) -> None:
         self._close_worker()
         self._write_heat()
-        if self._costs_measured and self._costs is not None:
-            compile_costs.save(self._costs, cache_dir())
 
     def _write_heat(self) -> None:
         """Add this run's NumPy time per structure without a kernel to what earlier runs spent,
@@ -402,6 +400,8 @@ class KernelCache:
             self._thread = None
         with self._lock:
             self._pending.clear()
+        if self._costs_measured and self._costs is not None:
+            compile_costs.save(self._costs, cache_dir())  # before a detached worker adds to them
         if process is None:
             return
         self._process = None
@@ -411,19 +411,19 @@ class KernelCache:
                     process.kill()
                     remove_stale(cache_dir())  # the claim of the kernel it was compiling
                 return
-            paths, seconds = self._hand_over(queued, worker_running=process.running)
-            worker = process.detach(paths, seconds)
+            jobs, seconds = self._hand_over(queued, worker_running=process.running)
+            worker = process.detach(jobs, seconds)
             if worker is not None and self.exit_mode is ExitMode.WAIT:
                 worker.wait()  # it exits by itself within ``seconds``
         finally:
             process.close()
 
-    def _hand_over(self, queued: list[tuple[str, str, int, bool]], worker_running: bool) -> tuple[list[Path], float]:
+    def _hand_over(self, queued: list[tuple[str, str, int, bool]], worker_running: bool) -> tuple[list[Job], float]:
         """The modules of the queued kernels the detached worker compiles (written to the
         cache here), and the time it gets for them and for the one it is compiling."""
         costs = self._costs_or_defaults()
         estimate = self._compiling_seconds if worker_running else costs.startup
-        paths: list[Path] = []
+        jobs: list[Job] = []
         directory = cache_dir()
         for key, source, steps, ring in queued:
             seconds = costs.kernel_seconds(steps, ring)
@@ -436,9 +436,9 @@ class KernelCache:
                     write_text_atomically(path, source)
             except OSError:
                 continue
-            paths.append(path)
+            jobs.append(Job(path, steps, ring))
             estimate += seconds
-        return paths, min(DETACHED_LIMIT_SECONDS, DETACHED_GRACE_SECONDS + DETACHED_LIMIT_FACTOR * estimate)
+        return jobs, min(DETACHED_LIMIT_SECONDS, DETACHED_GRACE_SECONDS + DETACHED_LIMIT_FACTOR * estimate)
 
 
 def kernel_args(
