@@ -114,9 +114,11 @@ class CompileProcess:
 
     def _read_answer(self, descriptor: int) -> str | None:
         received = b""
+        poller = select.poll()
+        poller.register(descriptor, select.POLLIN)
+        poller.register(self._wake_read, select.POLLIN)
         while not received.endswith(b"\n"):
-            readable, _, _ = select.select([descriptor, self._wake_read], [], [])
-            if self._wake_read in readable:
+            if any(ready == self._wake_read for ready, _ in poller.poll()):
                 return None
             chunk = os.read(descriptor, 4096)
             if not chunk:
