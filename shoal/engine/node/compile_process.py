@@ -77,15 +77,10 @@ class CompileProcess:
         self._wake_read, self._wake_write = os.pipe()
         self._unsent: list[Job] = []
         self._in_flight = False  # a request was sent and not answered
-        self.handed_over: subprocess.Popen[bytes] | None = None  # the last detached worker
 
     @property
     def running(self) -> bool:
         return self._popen is not None and self._popen.poll() is None
-
-    @property
-    def pid(self) -> int | None:
-        return None if self._popen is None else self._popen.pid
 
     def request(self, job: Job) -> tuple[str | None, bool]:
         """Have the worker compile ``job``: its answer line ('' if it exited) and
@@ -162,7 +157,6 @@ class CompileProcess:
             pass  # it died: there is nothing to hand over
         self._close_pipes(popen)
         threading.Thread(target=popen.wait, name="shoal-compiler-reaper", daemon=True).start()
-        self.handed_over = popen
         return popen
 
     def kill(self) -> None:

@@ -324,7 +324,7 @@ class KernelCache:
         """Compile in the worker process (started on first use); fall back to this one. The CPU
         time the worker reports is folded into the compile-cost estimate."""
         process = self._process
-        if self._closed or process is None:
+        if process is None:
             raise HandedOver
         try:
             answer, started = process.request(Job(path, steps, ring))
