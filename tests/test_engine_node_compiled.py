@@ -233,23 +233,6 @@ def test_runs_too_short_to_pay_for_compiling_add_up_across_runs(monkeypatch, tmp
     assert float(heat.read_text()) == pytest.approx(0.2)  # compiled: no longer counted
 
 
-def _shut_down_while_compiling_leaves_the_kernel_on_disk(tmp_path) -> None:
-    engine = node_engine(block=64, compile="background")
-    try:
-        assert square_roots(engine, 0.25).compiled_block_ops == 0
-    finally:
-        engine.shutdown()  # while the worker compiles
-    assert not psutil.Process().children()
-    assert list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
-
-
-def test_closing_lets_the_kernel_being_compiled_finish(monkeypatch, tmp_path):
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 120.0)
-    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 1e-2)  # worth compiling at once
-    _shut_down_while_compiling_leaves_the_kernel_on_disk(tmp_path)
-
-
 @pytest.mark.parametrize("threads", [1, 2])
 def test_loading_a_cached_kernel_waits_for_numpy_time_of_every_stalled_thread(monkeypatch, threads):
     """Loading holds the GIL, so all pool threads wait: its cost counts once per thread."""
@@ -282,44 +265,3 @@ def test_compile_costs_measured_in_the_worker_are_remembered_and_used(monkeypatc
         engine.shutdown()
     learned = compile_costs.load(directory)
     assert learned.startup > 1e-4  # moved towards the start-up measured in the worker (~0.6 s)
-
-
-def test_closing_waits_for_a_kernel_as_long_as_its_compile_cost_asks(monkeypatch, tmp_path):
-    """A kernel killed at exit starts from scratch in the next run; one that costs more than the
-    grace period would never finish, and every run would wait for nothing."""
-    from shoal.engine.node import compile_costs
-
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
-    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # compile at once
-    compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # wait up to ~10 s
-    _shut_down_while_compiling_leaves_the_kernel_on_disk(tmp_path)
-
-
-def scaled_roots(engine, shift):
-    rec = Recorder(first_id=int(shift * 1000) + 500)
-    a = rec.array(np.arange(1000.0))
-    out = rec.ufunc("sqrt", rec.ufunc("multiply", a, shift))
-    engine.execute(rec.new_batch())
-    np.testing.assert_allclose(engine.fetch(out), np.sqrt(np.arange(1000.0) * shift))
-    return engine.last_stats
-
-
-@pytest.mark.parametrize("earlier_runs_paid", [True, False])
-def test_closing_compiles_queued_kernels_that_earlier_runs_paid_for(monkeypatch, tmp_path, earlier_runs_paid):
-    from shoal.engine.node import compile_costs
-
-    monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(compiler, "COMPILE_GRACE_SECONDS", 0.0)
-    monkeypatch.setattr(compiler, "estimated_compile_seconds", lambda *args, **kwargs: 0.0)  # queue both at once
-    monkeypatch.setattr(compiler, "past_numpy_seconds", lambda key: 100.0 if earlier_runs_paid else 0.0)
-    compile_costs.save(compile_costs.CompileCosts(kernel=5.0), tmp_path / "kernels")  # waits of up to 10 s
-    engine = node_engine(block=64, compile="background")
-    try:
-        square_roots(engine, 0.25)
-        scaled_roots(engine, 0.5)  # queued behind the first
-    finally:
-        engine.shutdown()
-    assert not psutil.Process().children()
-    libraries = list((tmp_path / "kernels").glob("*.so")) or list((tmp_path / "kernels" / "__pycache__").glob("*.nbi"))
-    assert len(libraries) == (2 if earlier_runs_paid else 1)

@@ -14,6 +14,11 @@ choice). What compiling costs is measured in the worker and remembered (``compil
 A kernel with a shared library on disk loads in under a millisecond and is used from the first
 block of any batch that would spend more than that; one only in Numba's cache pays for importing
 Numba, once.
+
+Closing does not wait for the compiler: the kernel being compiled and the queued ones (up to
+:data:`DETACHED_WORK_SECONDS` of estimated compile time) are handed to the worker, which finishes
+them after the program has exited and then exits itself (``compile_process.py``), at the latest
+after its time limit. ``SHOAL_COMPILE_EXIT=wait`` waits for it instead, ``kill`` drops the work.
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ import hashlib
 import importlib.util
 import os
 import queue
-import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -35,6 +39,8 @@ import numpy as np
 from shoal.engine.node import compile_costs, native
 from shoal.engine.node.cache_files import write_text_atomically
 from shoal.engine.node.codegen import generate
+from shoal.engine.node.compile_claims import remove_stale
+from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 
@@ -69,9 +75,14 @@ LOAD_SECONDS_PER_KERNEL = 0.05
 NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
 NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
 HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
-COMPILE_GRACE_SECONDS = 3.0  # how long closing waits at least for a kernel the worker is compiling
-COMPILE_WAIT_FACTOR = 2.0  # ... and at most this times its estimated compile time
-COMPILE_WAIT_LIMIT_SECONDS = 10.0  # ... but never longer than this
+DETACHED_WORK_SECONDS = 30.0  # estimated compile time of queued kernels a detached worker gets
+DETACHED_GRACE_SECONDS = 60.0  # a detached worker exits at the latest after this
+DETACHED_LIMIT_FACTOR = 4.0  # ... plus this times the estimated compile time of its work
+DETACHED_LIMIT_SECONDS = 600.0  # ... but never later than this
+
+
+class HandedOver(Exception):
+    """The engine closed while the kernel was with the worker, which finishes it alone."""
 
 
 def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
@@ -144,8 +155,9 @@ def kernel_key(structure: tuple) -> str:
 class KernelCache:
     """Kernels by structure hash: ready ones, ones being compiled, ones that failed."""
 
-    def __init__(self, mode: CompileMode, threads: int = 1) -> None:
+    def __init__(self, mode: CompileMode, threads: int = 1, exit_mode: ExitMode = ExitMode.DETACH) -> None:
         self.mode = mode if HAVE_NUMBA else CompileMode.OFF
+        self.exit_mode = exit_mode
         self.threads = threads  # pool threads whose NumPy time ``note_numpy_time`` sums
         self._ready: dict[str, Callable[..., Any]] = {}
         self._failed: set[str] = set()
@@ -153,7 +165,7 @@ class KernelCache:
         self._lock = threading.Lock()
         self._queue: queue.SimpleQueue[tuple[str, str, int, bool] | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
-        self._worker: subprocess.Popen[str] | None = None
+        self._process: CompileProcess | None = None
         self._closed = False
         self._numpy_seconds: dict[str, float] = {}  # spent on the NumPy path
         self._foreseen_seconds: dict[str, float] = {}  # what every block built so far would take
@@ -260,7 +272,8 @@ class KernelCache:
             threading.Event().wait(0.01)
 
     def _start(self) -> None:
-        if self._thread is None:
+        if self._thread is None and not self._closed:
+            self._process = CompileProcess()
             self._thread = threading.Thread(target=self._loop, name="shoal-compiler", daemon=True)
             self._thread.start()
 
@@ -271,7 +284,7 @@ class KernelCache:
                 return
             key, source, steps, ring = item
             costs = self._costs_or_defaults()
-            worker_running = self._worker is not None and self._worker.poll() is None
+            worker_running = self._process is not None and self._process.running
             self._compiling_seconds = costs.seconds(steps, ring, worker_running)
             self._compile(key, source, in_process=False, size=(steps, ring))
             self._compiling_seconds = 0.0
@@ -300,6 +313,8 @@ class KernelCache:
                 native.build(module, name, library)
             self._ready[key] = kernel
             self.compiled += 1
+        except HandedOver:
+            return
         except Exception as error:  # a kernel that will not compile runs on NumPy instead
             self._failed.add(key)
             self.errors.append(f"{key}: {type(error).__name__}: {error}")
@@ -308,30 +323,17 @@ class KernelCache:
     def _compile_elsewhere(self, path: Path, steps: int, ring: bool) -> None:
         """Compile in the worker process (started on first use); fall back to this one. The CPU
         time the worker reports is folded into the compile-cost estimate."""
-        if self._closed:
-            raise RuntimeError("the engine is shutting down")
-        started = False
-        if self._worker is None or self._worker.poll() is not None:
-            started = True
-            self._worker_cpu_seconds = 0.0
-            try:
-                self._worker = subprocess.Popen(
-                    [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    text=True,
-                    bufsize=1,
-                )
-            except OSError:
-                self._worker = None
-                return
-        assert self._worker.stdin is not None and self._worker.stdout is not None
+        process = self._process
+        if process is None:
+            raise HandedOver
         try:
-            self._worker.stdin.write(f"{path}\n")
-            self._worker.stdin.flush()
-            answer = self._worker.stdout.readline().strip()
+            answer, started = process.request(Job(path, steps, ring))
         except OSError:
-            return
+            return  # no worker process: compiled here instead
+        if answer is None:
+            raise HandedOver
+        if started:
+            self._worker_cpu_seconds = 0.0
         if not answer:
             raise RuntimeError("the compile worker exited")
         if answer.startswith("error"):
@@ -339,11 +341,14 @@ class KernelCache:
         self._learn_cost(answer, steps, ring, started)
 
     def _learn_cost(self, answer: str, steps: int, ring: bool, started_worker: bool) -> None:
+        words = answer.split()
         try:
-            total = float(answer.split()[1])
+            total = float(words[1])
         except (IndexError, ValueError):
             return
         measured, self._worker_cpu_seconds = total - self._worker_cpu_seconds, total
+        if words[2:] == ["cached"]:
+            return  # another compiler compiled it: nothing learned about compiling
         if self._costs is None:
             self._costs = compile_costs.load(cache_dir())
         self._costs.learn(steps, ring, measured, started_worker)
@@ -352,8 +357,6 @@ class KernelCache:
     def close(self) -> None:
         self._close_worker()
         self._write_heat()
-        if self._costs_measured and self._costs is not None:
-            compile_costs.save(self._costs, cache_dir())
 
     def _write_heat(self) -> None:
         """Add this run's NumPy time per structure without a kernel to what earlier runs spent,
@@ -374,49 +377,68 @@ class KernelCache:
                 return  # an unwritable cache only costs the memory across runs
 
     def _close_worker(self) -> None:
-        """Stop the compile thread and the worker process. The kernel being compiled, and queued
-        ones whose earlier runs alone spent more NumPy time than compiling them costs, get up to
-        twice their estimated compile time (at least :data:`COMPILE_GRACE_SECONDS`, at most
-        :data:`COMPILE_WAIT_LIMIT_SECONDS`) to finish, so a later run finds them on disk; the
-        rest of the queue is dropped. Killed, a kernel starts from scratch in the next run: on a
-        busy host the two-axis stencil kernels (3 s of CPU) never finished within 3 s, and every
-        run waited 3 s at exit for nothing; a program about as long as one compile got one of its
-        kernels per run."""
-        owed: list[tuple[str, str, int, bool]] = []
+        """Stop the compile thread and let go of the worker process. The kernel being compiled
+        and the queued ones (in queue order, up to :data:`DETACHED_WORK_SECONDS` of estimated
+        compile time) are handed to the worker, which finishes them after this process has gone
+        on or exited and then exits by itself; a kernel killed at exit would start from scratch
+        in the next run, and waiting for it held short programs up to 10 s at exit."""
+        queued: list[tuple[str, str, int, bool]] = []
         while True:
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 break
-            if item is None:
-                continue
-            key, _, steps, ring = item
-            if self._past(key) >= self._costs_or_defaults().kernel_seconds(steps, ring):
-                owed.append(item)
-                continue
-            with self._lock:
-                self._pending.discard(key)
-        if self._thread is not None:
-            for item in owed:
-                self._queue.put(item)
-            self._queue.put(None)
-            costs = self._costs_or_defaults()
-            queued = sum(costs.kernel_seconds(steps, ring) for _, _, steps, ring in owed)
-            wait = COMPILE_WAIT_FACTOR * (self._compiling_seconds + queued)
-            self._thread.join(timeout=min(COMPILE_WAIT_LIMIT_SECONDS, max(COMPILE_GRACE_SECONDS, wait)))
+            if item is not None:
+                queued.append(item)
         self._closed = True
-        worker = self._worker
-        if worker is not None:
-            worker.kill()  # a compile thread still waiting on it reads end-of-file and gives up
-            worker.wait()
+        process = self._process
         if self._thread is not None:
-            self._thread.join(timeout=30)
+            self._queue.put(None)
+            if process is not None:
+                process.stop_waiting()
+            self._thread.join()
             self._thread = None
-        if worker is not None:
-            for stream in (worker.stdin, worker.stdout):
-                if stream is not None:
-                    stream.close()
-            self._worker = None
+        with self._lock:
+            self._pending.clear()
+        if self._costs_measured and self._costs is not None:
+            compile_costs.save(self._costs, cache_dir())  # before a detached worker adds to them
+        if process is None:
+            return
+        self._process = None
+        try:
+            if self.exit_mode is ExitMode.KILL:
+                if process.running:
+                    process.kill()
+                    remove_stale(cache_dir())  # the claim of the kernel it was compiling
+                return
+            jobs, seconds = self._hand_over(queued, worker_running=process.running)
+            worker = process.detach(jobs, seconds)
+            if worker is not None and self.exit_mode is ExitMode.WAIT:
+                worker.wait()  # it exits by itself within ``seconds``
+        finally:
+            process.close()
+
+    def _hand_over(self, queued: list[tuple[str, str, int, bool]], worker_running: bool) -> tuple[list[Job], float]:
+        """The modules of the queued kernels the detached worker compiles (written to the
+        cache here), and the time it gets for them and for the one it is compiling."""
+        costs = self._costs_or_defaults()
+        estimate = self._compiling_seconds if worker_running else costs.startup
+        jobs: list[Job] = []
+        directory = cache_dir()
+        for key, source, steps, ring in queued:
+            seconds = costs.kernel_seconds(steps, ring)
+            if estimate + seconds > DETACHED_WORK_SECONDS or machine_code_cached(key):
+                continue
+            path = directory / f"shoal_kernel_{key}.py"
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+                if not path.exists() or path.read_text() != source:
+                    write_text_atomically(path, source)
+            except OSError:
+                continue
+            jobs.append(Job(path, steps, ring))
+            estimate += seconds
+        return jobs, min(DETACHED_LIMIT_SECONDS, DETACHED_GRACE_SECONDS + DETACHED_LIMIT_FACTOR * estimate)
 
 
 def kernel_args(

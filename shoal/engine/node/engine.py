@@ -12,6 +12,9 @@ Settings (an entry of ``Config.options`` first, else the environment variable;
 * threads: ``Config.threads``; ``Config.options["threads"]`` or ``SHOAL_NUM_THREADS`` override.
 * compilation: ``Config.options["compile"]`` or ``SHOAL_COMPILE`` = ``background`` (default),
   ``sync`` or ``off``.
+* compilation at exit: ``Config.options["compile_exit"]`` or ``SHOAL_COMPILE_EXIT`` = ``detach``
+  (default: the kernel being compiled and the queued ones finish in the compile worker after the
+  program has exited), ``wait`` (closing waits for that) or ``kill`` (the work is dropped).
 * schedule: ``Config.options["schedule"]`` or ``SHOAL_SCHEDULE`` = ``program`` (default: earliest
   ready operation first) or ``reverse`` (latest first; a legal order that tests use to show no
   dependency is missing).
@@ -36,6 +39,7 @@ from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
+from shoal.engine.node.compile_process import ExitMode
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
@@ -89,7 +93,8 @@ class NodeEngine(Component):
         direct = _option(config, "direct_work", "SHOAL_DIRECT_WORK")
         self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = _option(config, "compile", "SHOAL_COMPILE") or "background"
-        self._kernels = KernelCache(CompileMode.parse(mode), self.threads)
+        exit_mode = ExitMode.parse(_option(config, "compile_exit", "SHOAL_COMPILE_EXIT") or "detach")
+        self._kernels = KernelCache(CompileMode.parse(mode), self.threads, exit_mode)
         schedule = (_option(config, "schedule", "SHOAL_SCHEDULE") or "program").strip().lower()
         if schedule not in ("program", "reverse"):
             raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")

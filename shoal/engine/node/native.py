@@ -185,7 +185,7 @@ def build(module: ModuleType, name: str, library: Path) -> bool:
         return False
     directory = library.parent
     remove_stale_builds(directory)
-    with tempfile.TemporaryDirectory(dir=directory, prefix=BUILD_PREFIX) as scratch:
+    with tempfile.TemporaryDirectory(dir=directory, prefix=build_prefix()) as scratch:
         object_path = Path(scratch) / "kernel.o"
         object_path.write_bytes(object_code)
         linked = Path(scratch) / "kernel.so"
@@ -199,6 +199,11 @@ def build(module: ModuleType, name: str, library: Path) -> bool:
         os.replace(linked, library)
         os.replace(staged, _description_path(library))
     return True
+
+
+def build_prefix() -> str:
+    """How the names of this process's build directories begin."""
+    return f"{BUILD_PREFIX}{os.getpid()}-"
 
 
 def remove_stale_builds(directory: Path, older_than: float = STALE_BUILD_SECONDS) -> None:
