@@ -132,19 +132,20 @@ class _Memory:
         return base in self.held
 
 
-def test_each_operation_may_take_memory_up_to_what_program_order_holds_by_its_turn():
+def test_operations_may_take_memory_up_to_the_most_program_order_holds():
     memory = _Memory({1})
     budget = MemoryBudget(memory, held=800)
-    first, release, second, third = _op_with(0, (1, 2)), _op_with(1, frees=2), _op_with(2, (1, 3)), _op_with(3, (3, 4))
-    budget.add([first, release, second, third])
-    assert budget.peak == 2400  # base 1, then 2 (released), then 3 and 4
+    first, release, second = _op_with(0, (1, 2)), _op_with(1, frees=2), _op_with(2, (1, 3))
+    budget.add([first, release, second])
+    assert budget.peak == 1600  # base 1 with 2, then (2 released) with 3
     assert budget.allows(first, held=800)
-    assert not budget.allows(second, held=1600)  # base 2 still held: 3 would make 2400 > 1600
+    assert not budget.allows(second, held=1600)  # base 2 still held: 3 would make 2400
     assert budget.allows(second, held=800)  # after the release
+    budget.add([_op_with(3, (3, 4))])
+    assert budget.peak == 2400  # operations built later raise the limit
+    assert budget.allows(second, held=1600)
     memory.held |= {3}
-    assert budget.allows(third, held=1600)
-    assert not budget.allows(third, held=2400)
-    assert budget.allows(_op_with(4, (1,)), held=10**9)  # takes nothing new
+    assert budget.allows(_op_with(4, (1, 3)), held=10**9)  # takes nothing new
 
 
 def test_a_gather_along_the_first_axis_writes_its_result_without_a_temporary():

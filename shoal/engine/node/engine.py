@@ -240,8 +240,8 @@ class NodeEngine(Component):
             storage.make_writable(base)
 
     def _holds_back(self, op: BlockOp) -> bool:
-        """An operation that would take memory beyond what program order holds by its turn waits
-        for the ones in flight: finishing them runs the releases before it (``memory_budget``)."""
+        """An operation that would take memory beyond the most program order holds waits for the
+        ones in flight: finishing them runs the releases before it (``memory_budget``)."""
         return bool(op.bases) and not self._budget.allows(op, self._storage.bytes_held)
 
     def fetch(self, view: View) -> np.ndarray:

@@ -10,9 +10,12 @@ two threads against 114 MiB in program order, and its peak RSS rose above NumPy'
 operation that takes memory wait for those in flight costs 5-12% of the time (shallow water
 1022², 10 steps: 0.27 s against 0.31 s).
 
-So each operation gets a *limit*: the most bytes that program order holds up to and including
-it, simulated as operations are built (in program order). While others are in flight, an
-operation that would take memory beyond its limit waits for them.
+So the batch gets a *limit*: the most bytes that program order holds, simulated as operations
+are built (in program order; while later ones are still being built, the most over those built
+so far). While others are in flight, an operation that would take memory beyond the limit waits
+for them. A limit per operation (the most held up to its own turn) kept the same peak but held
+operations back far more often: lattice Boltzmann 1024, 5 steps 178 times against 12, shallow
+water 83 against 3.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ class BaseMemory(Protocol):
 
 
 class MemoryBudget:
-    """Program-order memory limits for the block operations of one run of a batch."""
+    """The program-order memory limit for the block operations of one run of a batch."""
 
     def __init__(self, storage: BaseMemory, held: int) -> None:
         self._storage = storage
@@ -41,7 +44,6 @@ class MemoryBudget:
         self._peak = held
         self._holding: set[int] = set()  # bases program order has given memory (or that had it)
         self._seen: set[int] = set()
-        self._limits: dict[int, int] = {}
 
     def add(self, ops: Iterable[BlockOp]) -> None:
         """Follow ``ops`` (in program order, after the ones added before) through memory."""
@@ -57,7 +59,6 @@ class MemoryBudget:
                     self._holding.discard(op.frees)
                     self._held -= self._storage.decl(op.frees).nbytes
             self._peak = max(self._peak, self._held)
-            self._limits[op.seq] = self._peak
 
     def _see(self, base: int) -> None:
         if base not in self._seen:
@@ -67,9 +68,9 @@ class MemoryBudget:
 
     def allows(self, op: BlockOp, held: int) -> bool:
         """True if ``op`` may start now, with ``held`` bytes of bases held: it takes no memory, or
-        no more than program order would hold by the time it ran."""
+        not beyond the most that program order holds."""
         taking = sum(self._storage.decl(base).nbytes for base in set(op.bases) if not self._storage.has_memory(base))
-        return taking == 0 or held + taking <= self._limits.get(op.seq, self._peak)
+        return taking == 0 or held + taking <= self._peak
 
     @property
     def peak(self) -> int:
