@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 import tracemalloc
@@ -185,29 +183,3 @@ def test_donated_data_is_freed_when_its_base_is_released_mid_batch():
         np.testing.assert_array_equal(engine.fetch(copy), np.ones(1 << 16))
     finally:
         engine.shutdown()
-
-
-def test_batches_that_run_directly_never_load_the_kernel_compiler():
-    """The kernel generator and compiler cost about 5 MiB of resident memory; a program whose
-    batches all run instruction by instruction (lattice Boltzmann at 10^6 cells) never needs them."""
-    program = """
-import sys
-import numpy as np
-from shoal.engine import Config
-from shoal.engine.node import NodeEngine
-from shoal.runtime import configure
-import shoal.numpy as snp
-
-engine = NodeEngine()
-engine.init(Config(threads=2))
-with configure(engine=engine, eager_threshold=16):
-    a = snp.arange(1000.0)
-    print(float(((a * 2.0 + 1.0) ** 2).sum()))
-    assert engine.last_stats.direct
-loaded = sorted(m for m in sys.modules if m.startswith("shoal.") and m.rsplit(".", 1)[-1] in ("compiler", "codegen", "operations", "native"))
-print(loaded)
-"""
-    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
-    value, loaded = result.stdout.splitlines()
-    assert float(value) == float(((np.arange(1000.0) * 2.0 + 1.0) ** 2).sum())
-    assert loaded == "[]"

@@ -141,7 +141,8 @@ def test_a_plan_built_before_its_sweep_pass_compiled_is_planned_again_once_it_is
     reference.init(Config())
     node = NodeEngine()
     node.init(Config(threads=2, block_size=5 * 30, options={"compile": "sync", "direct_work": "0", "sweeps_per_pass": "2"}))
-    kernels = node.kernels
+    kernels = node._kernels
+    assert kernels is not None
     lookup = kernels.lookup
     compiled_late: set[str] = set()
 

@@ -18,6 +18,7 @@ Numba, once.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import importlib.util
 import os
@@ -34,13 +35,26 @@ import numpy as np
 from shoal.engine.node import compile_costs, native
 from shoal.engine.node.cache_files import write_text_atomically
 from shoal.engine.node.codegen import generate
-from shoal.engine.node.compile_mode import CompileMode
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+
+
+class CompileMode(enum.Enum):
+    OFF = "off"  # never compile
+    BACKGROUND = "background"  # compile on a background thread, NumPy until ready
+    SYNC = "sync"  # compile before first use (tests, benchmarks of steady state)
+
+    @classmethod
+    def parse(cls, text: str) -> CompileMode:
+        try:
+            return cls(text.strip().lower())
+        except ValueError:
+            known = ", ".join(m.value for m in cls)
+            raise ValueError(f"SHOAL_COMPILE must be one of {known}, got {text!r}") from None
 
 
 def cache_dir() -> Path:

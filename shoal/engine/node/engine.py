@@ -30,7 +30,6 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -38,10 +37,11 @@ from shoal.bytecode import Batch, View
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
-from shoal.engine.node.compile_mode import CompileMode
+from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
 from shoal.engine.node.memory_budget import MemoryBudget
+from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import Plan, plan_batch
 from shoal.engine.node.plan_cache import (
     BatchShape,
@@ -56,10 +56,6 @@ from shoal.engine.node.storage import Storage
 from shoal.engine.node.sweeps import DEFAULT_SWEEPS_PER_PASS
 from shoal.system import integer_setting
 from shoal.threads import limit_library_threads
-
-if TYPE_CHECKING:  # loaded with the first batch that runs in blocks (see compile_mode)
-    from shoal.engine.node.compiler import KernelCache
-    from shoal.engine.node.operations import Builder
 
 
 def _followed(source: Callable[[], list[BlockOp] | None], budget: MemoryBudget) -> Callable[[], list[BlockOp] | None]:
@@ -96,7 +92,6 @@ class NodeEngine(Component):
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
-        self._compile_mode = CompileMode.BACKGROUND
         self.block_elements = 1 << 16
         self.threads = 1
         self.direct_work = DIRECT_WORK_ELEMENTS
@@ -117,7 +112,7 @@ class NodeEngine(Component):
         direct = _option(config, "direct_work", "SHOAL_DIRECT_WORK")
         self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
         mode = _option(config, "compile", "SHOAL_COMPILE") or "background"
-        self._compile_mode = CompileMode.parse(mode)
+        self._kernels = KernelCache(CompileMode.parse(mode), self.threads)
         schedule = (_option(config, "schedule", "SHOAL_SCHEDULE") or "program").strip().lower()
         if schedule not in ("program", "reverse"):
             raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")
@@ -125,23 +120,14 @@ class NodeEngine(Component):
         sweeps = _option(config, "sweeps_per_pass", "SHOAL_SWEEPS_PER_PASS")
         self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS if sweeps is None else integer_setting("SHOAL_SWEEPS_PER_PASS", sweeps, minimum=1)
 
-    def _ready(self) -> WorkerPool:
-        if self._pool is None:
+    def _ready(self) -> tuple[WorkerPool, KernelCache]:
+        if self._pool is None or self._kernels is None:
             self.init(Config())
-        assert self._pool is not None
-        return self._pool
-
-    @property
-    def kernels(self) -> KernelCache:
-        """The kernel cache, created with the first batch that runs in blocks."""
-        if self._kernels is None:
-            from shoal.engine.node.compiler import KernelCache
-
-            self._kernels = KernelCache(self._compile_mode, self.threads)
-        return self._kernels
+        assert self._pool is not None and self._kernels is not None
+        return self._pool, self._kernels
 
     def execute(self, batch: Batch) -> None:
-        pool = self._ready()
+        pool, kernels = self._ready()
         started = time.perf_counter()
         declared = {decl.id for decl in batch.bases}
         for base in batch.data:
@@ -164,7 +150,6 @@ class NodeEngine(Component):
             )
             record(self.last_stats)
             return
-        kernels = self.kernels
         shape = batch_shape(batch, self._storage.decls)
         if shape is not None:  # a sweep pass's kernel compiled since: plan again, with it
             self._plans.forget_if(shape, lambda plan: any(kernels.ready(key) for key in plan.awaiting))
@@ -224,8 +209,6 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids})
-        from shoal.engine.node.operations import Builder
-
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
