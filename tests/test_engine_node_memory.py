@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import tracemalloc
@@ -183,3 +185,29 @@ def test_donated_data_is_freed_when_its_base_is_released_mid_batch():
         np.testing.assert_array_equal(engine.fetch(copy), np.ones(1 << 16))
     finally:
         engine.shutdown()
+
+
+def test_batches_that_run_directly_never_load_openssl():
+    """Kernel keys are SHA-256 digests; hashlib's OpenSSL costs 3 MiB of resident memory that a
+    program whose batches all run instruction by instruction (lattice Boltzmann at 10^6 cells)
+    never needs."""
+    program = """
+import sys
+import numpy as np
+from shoal.engine import Config
+from shoal.engine.node import NodeEngine
+from shoal.runtime import configure
+import shoal.numpy as snp
+
+engine = NodeEngine()
+engine.init(Config(threads=2))
+with configure(engine=engine, eager_threshold=16):
+    a = snp.arange(1000.0)
+    print(float(((a * 2.0 + 1.0) ** 2).sum()))
+    assert engine.last_stats.direct
+print(sorted(m for m in sys.modules if "hashlib" in m))
+"""
+    result = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=60, check=True)
+    value, loaded = result.stdout.splitlines()
+    assert float(value) == float(((np.arange(1000.0) * 2.0 + 1.0) ** 2).sum())
+    assert loaded == "[]"
