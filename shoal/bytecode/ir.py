@@ -115,8 +115,9 @@ class Batch:
     ``bases`` declares the bases created here, in order; ``data`` holds the initial contents of
     bases that came from Python (1-D, C-contiguous, the declared dtype and size);
     ``instructions`` run in order. A ``release`` instruction ends a base's life. ``donated`` names
-    data arrays the producer hands over: a component may keep and write them instead of copying
-    (an in-process hint only; it does not travel on the wire).
+    data arrays the producer hands over: a component may keep and write them instead of copying,
+    and take them out of ``data`` while it runs (an in-process hint only; it does not travel on
+    the wire).
     """
 
     bases: list[BaseDecl] = field(default_factory=list)

@@ -181,7 +181,25 @@ def _index_key(attrs: Mapping[str, Any], index_arrays: Sequence[Any]) -> tuple[A
 
 
 def _gather(outs, ins, attrs):
-    np.copyto(outs[0], ins[0][_index_key(attrs, ins[1:])], casting="unsafe")
+    out, source = outs[0], ins[0]
+    if attrs["key"] == (("array", 0),) and _takes_in_place(out, source, ins[1]):
+        # ``take`` writes the rows straight into ``out``; indexing first made a whole temporary
+        # the size of the result (lattice_boltzmann's ``populations[OPPOSITE]``: 8 MB per step).
+        np.take(source, ins[1], axis=0, out=out, mode="wrap")
+        return
+    np.copyto(out, source[_index_key(attrs, ins[1:])], casting="unsafe")
+
+
+def _takes_in_place(out: np.ndarray, source: np.ndarray, index: Any) -> bool:
+    """True if ``take`` along the first axis may fill ``out`` directly: same dtype, no shared
+    memory, and every index in range (``mode="wrap"`` then maps negative ones as indexing does,
+    where the checking ``mode="raise"`` would buffer the whole result)."""
+    if not isinstance(index, np.ndarray) or index.dtype.kind not in "iu" or source.ndim == 0:
+        return False
+    if out.dtype != source.dtype or not out.flags.c_contiguous or np.may_share_memory(out, source):
+        return False
+    rows = source.shape[0]
+    return index.size == 0 or (rows > 0 and int(index.min()) >= -rows and int(index.max()) < rows)
 
 
 def _scatter(outs, ins, attrs):

@@ -24,7 +24,7 @@ after its time limit. ``SHOAL_COMPILE_EXIT=wait`` waits for it instead, ``kill``
 from __future__ import annotations
 
 import enum
-import hashlib
+import functools
 import importlib.util
 import os
 import queue
@@ -132,10 +132,13 @@ def machine_code_cached(key: str) -> bool:
     return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
 
 
-def _generator_stamp() -> str:
+@functools.cache
+def generator_stamp() -> str:
     """A digest of the code that writes kernels or is inlined into them. Numba's disk cache
     checks only the kernel module's own file, so the stamp is part of every kernel's key: a
     kernel cached by an older generator is never loaded."""
+    import hashlib  # here, not at import: OpenSSL costs 3 MiB RSS that direct-only programs never need
+
     digest = hashlib.sha256()
     for name in ("codegen.py", "codegen_sweeps.py", "vector_math.py"):
         try:
@@ -145,11 +148,10 @@ def _generator_stamp() -> str:
     return digest.hexdigest()[:16]
 
 
-GENERATOR_STAMP = _generator_stamp()
-
-
 def kernel_key(structure: tuple) -> str:
-    return hashlib.sha256(f"{GENERATOR_STAMP}{structure!r}".encode()).hexdigest()[:24]
+    import hashlib
+
+    return hashlib.sha256(f"{generator_stamp()}{structure!r}".encode()).hexdigest()[:24]
 
 
 class KernelCache:

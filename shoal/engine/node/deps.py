@@ -26,7 +26,8 @@ class BlockOp:
     """One schedulable unit: a fused kernel over one view-block, or a whole-view operation.
 
     ``reads`` and ``writes`` are ``(base, base_block)`` pairs; ``bases`` the bases it needs
-    allocated before it runs, ``written`` those of them it writes; ``inline`` (cheap) operations run on the scheduling thread as soon
+    allocated before it runs, ``written`` those of them it writes; ``frees`` the base a release
+    frees; ``inline`` (cheap) operations run on the scheduling thread as soon
     as they are ready; ``exclusive`` ones run there too, but alone.
     """
 
@@ -38,6 +39,7 @@ class BlockOp:
     written: tuple[int, ...] = ()
     inline: bool = False
     exclusive: bool = False
+    frees: int | None = None  # the base a release operation frees
     label: str = ""
     refcount: int = 0  # unfinished predecessors
     waits: int = 0  # all predecessors: the reference count a replay of the plan starts from

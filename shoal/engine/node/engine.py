@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 
 import numpy as np
@@ -43,6 +44,7 @@ from shoal.engine.node.compile_process import ExitMode
 from shoal.engine.node.compiler import CompileMode, KernelCache
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
+from shoal.engine.node.memory_budget import MemoryBudget
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import Plan, plan_batch
 from shoal.engine.node.plan_cache import (
@@ -58,6 +60,26 @@ from shoal.engine.node.storage import Storage
 from shoal.engine.node.sweeps import DEFAULT_SWEEPS_PER_PASS
 from shoal.system import integer_setting
 from shoal.threads import limit_library_threads
+
+
+def _followed(source: Callable[[], list[BlockOp] | None], budget: MemoryBudget) -> Callable[[], list[BlockOp] | None]:
+    """``source``, with every operation it builds added to ``budget`` (they come in program order)."""
+
+    def built() -> list[BlockOp] | None:
+        ops = source()
+        if ops is not None:
+            budget.add(ops)
+        return ops
+
+    return built
+
+
+def _take_donated(batch: Batch) -> None:
+    """Take the arrays the producer donated out of ``batch`` once planning is done: the storage
+    holds them now, and its release frees them mid-batch instead of when the batch is dropped
+    (lattice_boltzmann's first populations array, 8 MB, lived through a 2,000-instruction batch)."""
+    for base in batch.donated:
+        batch.data.pop(base, None)
 
 
 def _option(config: Config, name: str, variable: str) -> str | None:
@@ -81,6 +103,7 @@ class NodeEngine(Component):
         self.last_stats = BatchStats()
         self._plans = PlanCache()
         self._active: Storage | BoundStorage = self._storage
+        self._budget = MemoryBudget(self._storage, 0)
 
     def init(self, config: Config) -> None:
         self.shutdown()
@@ -121,6 +144,7 @@ class NodeEngine(Component):
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):
+            _take_donated(batch)
             run_direct(batch, self._storage)
             self._storage.trim()
             self.last_stats = BatchStats(
@@ -141,14 +165,20 @@ class NodeEngine(Component):
             cached, building, plan = self._plan(batch, shape, kernels)
             steps = building.steps(plan)
             more = lambda: next(steps, None)  # noqa: E731
+        _take_donated(batch)
         plan_seconds = time.perf_counter() - planning
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
         self._active = cached.storage
         ops, source = (cached.ops, None) if building is None else ([], more)
         try:
             if self.threads > 1:
+                budget = MemoryBudget(cached.storage, self._storage.bytes_held)
+                budget.add(ops)
+                if source is not None:
+                    source = _followed(source, budget)
+                self._budget = budget
                 with limit_library_threads(1):  # the pool's threads are the parallelism
-                    run = pool.run(ops, self._prepare, source, self._raises_peak)
+                    run = pool.run(ops, self._prepare, source, self._holds_back)
             else:
                 run = pool.run(ops, self._prepare, source)
         except BaseException:
@@ -197,10 +227,10 @@ class NodeEngine(Component):
         for base in op.written:
             storage.make_writable(base)
 
-    def _raises_peak(self, op: BlockOp) -> bool:
-        """An operation that would take memory beyond the batch's peak so far waits for the ones
-        in flight: finishing them runs the releases before it, whose memory it can then reuse."""
-        return bool(op.bases) and self._active.raises_peak(op.bases, op.written)
+    def _holds_back(self, op: BlockOp) -> bool:
+        """An operation that would take memory beyond the most program order holds waits for the
+        ones in flight: finishing them runs the releases before it (``memory_budget``)."""
+        return bool(op.bases) and not self._budget.allows(op, self._storage.bytes_held)
 
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)

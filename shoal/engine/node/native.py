@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import json
 import os
 import platform
@@ -61,6 +60,8 @@ def host_fingerprint() -> str:
                     break
     except OSError:
         text += platform.processor()
+    import hashlib  # here, not at import (see compiler.generator_stamp)
+
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

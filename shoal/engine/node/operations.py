@@ -498,7 +498,7 @@ class Builder:
         decl = self.storage.decl(base)
         blocks = base_blocks(0, max(decl.nbytes, 1), self._block_bytes(base))
         writes = tuple((base, k) for k in blocks)
-        self.deps.insert(BlockOp(self._next(), partial(self.storage.release, base), (), writes, inline=True, label="release"))
+        self.deps.insert(BlockOp(self._next(), partial(self.storage.release, base), (), writes, inline=True, frees=base, label="release"))
 
 
 def _slab(view: View, axis: int, start: int, stop: int) -> View:

@@ -151,9 +151,8 @@ class BoundStorage:
     def make_writable(self, base: int) -> None:
         self.storage.make_writable(self.ids[base])
 
-    def raises_peak(self, bases: tuple[int, ...], written: tuple[int, ...]) -> bool:
-        ids = self.ids
-        return self.storage.raises_peak(tuple(ids[b] for b in bases), tuple(ids[b] for b in written))
+    def has_memory(self, base: int) -> bool:
+        return self.storage.has_memory(self.ids[base])
 
     def raw(self, base: int) -> np.ndarray:
         return self.storage.raw(self.ids[base])

@@ -134,26 +134,6 @@ class Storage:
             self._typed.pop(base, None)
             self._borrowed.discard(base)
 
-    def raises_peak(self, bases: tuple[int, ...], written: tuple[int, ...]) -> bool:
-        """True if giving ``bases`` memory (and ``written`` ones their own copy) takes fresh memory
-        beyond the most that bases have held at once (spares of the exact size are not fresh)."""
-        fresh = 0
-        sizes: list[int] = []
-        for base in bases:
-            if base not in self._bytes:
-                sizes.append(self.decl(base).nbytes)
-            elif base in self._borrowed and base in written:
-                sizes.append(self._bytes[base].nbytes)
-        if not sizes:
-            return False
-        spare = {size: len(buffers) for size, buffers in self._spare.items()}
-        for size in sizes:
-            if spare.get(size, 0):
-                spare[size] -= 1
-            else:
-                fresh += size
-        return fresh > 0 and self.bytes_held + fresh > self.high_water
-
     def has_memory(self, base: int) -> bool:
         return base in self._bytes
 
