@@ -34,6 +34,7 @@ from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.engine.node.aliases import find_aliases
 from shoal.engine.node.blocks import broadcast_strides, view_extent
 from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
+from shoal.engine.node.group_cuts import cut_points
 from shoal.engine.node.row_gather import RowView, row_copy
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
@@ -68,9 +69,7 @@ class Group:
     deferred: dict[int, tuple] = field(default_factory=dict)  # base -> mapping key of its deferred write
     postponed: list[Instruction] = field(default_factory=list)
     reads_rows: bool = False  # an instruction reads a RowView (a fused gather)
-
-    def closed(self) -> bool:
-        return len(self.instructions) >= MAX_GROUP_STEPS
+    origins: list[Instruction] = field(default_factory=list)  # the batch's instructions, as recorded
 
     def replans(self) -> bool:
         """True if what the group postponed is planned again after it (and may fuse) rather than
@@ -114,7 +113,28 @@ class Plan:
 
 
 def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
-    """Group ``batch``'s instructions; ``known`` describes every live base (new ones included)."""
+    """Group ``batch``'s instructions; ``known`` describes every live base (new ones included).
+
+    A run of fusible instructions longer than ``MAX_GROUP_STEPS`` is found whole first, then
+    planned again cut where cutting costs least (``group_cuts``), so that a loop's iterations
+    are cut alike and share their kernels."""
+    steps = _grouped(batch, None, set())
+    runs = [step for step in steps if isinstance(step, Group) and len(step.instructions) > MAX_GROUP_STEPS]
+    if runs:
+        cuts = {id(run.origins[cut]) for run in runs for cut in cut_points(run.instructions, MAX_GROUP_STEPS)}
+        steps = _grouped(batch, MAX_GROUP_STEPS, cuts)
+    declared = {decl.id for decl in batch.bases} - set(batch.data)
+    released = {step.base for step in steps if isinstance(step, Release)}
+    temporaries = _temporaries(steps, declared, known)
+    lasting = temporaries - released
+    groups = [(position, step.instructions, set(step.accesses)) for position, step in enumerate(steps) if isinstance(step, Group)]
+    aliases = find_aliases(groups, [_changes(step) for step in steps], lasting, known)
+    return Plan(steps, (temporaries & released) | set(aliases), aliases)
+
+
+def _grouped(batch: Batch, limit: int | None, cuts: set[int]) -> list[Step]:
+    """``batch`` as steps: groups of at most ``limit`` instructions (None: no limit), a group
+    also closed before an instruction whose ``id`` is in ``cuts`` (a set this consumes)."""
     steps: list[Step] = []
     pending_releases: list[Release] = []
     current: Group | None = None
@@ -148,6 +168,11 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             else:
                 pending_releases.append(release)
             continue
+        if current is not None and id(instruction) in cuts:
+            cuts.discard(id(instruction))
+            queue.appendleft(instruction)  # after what the closed group postponed, if replanned
+            close()
+            continue
         chain = take_copy_chain(instruction, queue, scratch_ids) if instruction.op == "copy" else None
         if chain is not None:
             close()
@@ -177,6 +202,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         if current is None:
             current = Group(shape)
         current.instructions.append(instruction)
+        current.origins.append(original)
         current.reads_rows = current.reads_rows or _reads_rows(instruction)
         for access in joined:
             current.accesses.setdefault(access.base, []).append(access)
@@ -188,16 +214,10 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             current.reduced_axes = axes
         elif instruction.op in FUSIBLE_REDUCTIONS:
             current.reductions.append(instruction)
-        if current.closed():
+        if limit is not None and len(current.instructions) >= limit:
             close()
     close()
-    declared = {decl.id for decl in batch.bases} - set(batch.data)
-    released = {step.base for step in steps if isinstance(step, Release)}
-    temporaries = _temporaries(steps, declared, known)
-    lasting = temporaries - released
-    groups = [(position, step.instructions, set(step.accesses)) for position, step in enumerate(steps) if isinstance(step, Group)]
-    aliases = find_aliases(groups, [_changes(step) for step in steps], lasting, known)
-    return Plan(steps, (temporaries & released) | set(aliases), aliases)
+    return steps
 
 
 def _changes(step: Step) -> set[int]:
