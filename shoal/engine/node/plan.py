@@ -119,9 +119,13 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     planned again cut where cutting costs least (``group_cuts``), so that a loop's iterations
     are cut alike and share their kernels."""
     steps = _grouped(batch, None, set())
-    runs = [step for step in steps if isinstance(step, Group) and len(step.instructions) > MAX_GROUP_STEPS]
+    runs = [k for k, step in enumerate(steps) if isinstance(step, Group) and len(step.instructions) > MAX_GROUP_STEPS]
     if runs:
-        cuts = {id(run.origins[cut]) for run in runs for cut in cut_points(run.instructions, MAX_GROUP_STEPS)}
+        cuts = set()
+        for k in runs:
+            run = steps[k]
+            assert isinstance(run, Group)
+            cuts.update(id(run.origins[cut]) for cut in cut_points(run.instructions, MAX_GROUP_STEPS, _outliving(steps, k)))
         steps = _grouped(batch, MAX_GROUP_STEPS, cuts)
     declared = {decl.id for decl in batch.bases} - set(batch.data)
     released = {step.base for step in steps if isinstance(step, Release)}
@@ -218,6 +222,21 @@ def _grouped(batch: Batch, limit: int | None, cuts: set[int]) -> list[Step]:
             close()
     close()
     return steps
+
+
+def _outliving(steps: list[Step], position: int) -> set[int]:
+    """The bases that steps after ``position`` use, and those the batch does not release."""
+    used = {base for step in steps for base in _bases(step)}
+    released = {step.base for step in steps if isinstance(step, Release)}
+    return {base for step in steps[position + 1 :] for base in _bases(step)} | (used - released)
+
+
+def _bases(step: Step) -> set[int]:
+    """The bases ``step`` reads or writes (a release: none)."""
+    if isinstance(step, Release):
+        return set()
+    instructions = (step.instruction,) if isinstance(step, WholeOp) else step.instructions
+    return {view.base for i in instructions for view in (*i.outputs, *i.inputs) if isinstance(view, View)}
 
 
 def _changes(step: Step) -> set[int]:
