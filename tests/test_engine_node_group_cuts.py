@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy
 import pytest
+from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 
 import shoal.numpy as snp
@@ -128,3 +129,17 @@ def test_a_run_longer_than_the_limit_is_cut_into_groups_no_longer_than_it():
     sizes = [len(step.instructions) for step in plan.steps if isinstance(step, Group)]
     assert sum(sizes) == 3 * MAX_GROUP_STEPS
     assert max(sizes) <= MAX_GROUP_STEPS
+
+
+def test_a_long_in_place_loop_with_reductions_matches_the_reference_when_cut():
+    def program(rec):
+        a = rec.array(numpy.linspace(0.0, 1.0, 300))
+        sums = []
+        for step in range(2 * MAX_GROUP_STEPS):
+            rec.emit("multiply" if step % 2 else "add", (a,), (a, 1.25 if step % 2 else -0.5))
+            if step % 16 == 0:
+                sums.append(rec.reduce("sum", a))
+        return [a, *sums]
+
+    stats = run_both(program, block=64, exact=False).last_stats
+    assert stats.kernels >= 3  # the loop ran fused, cut into pieces of at most MAX_GROUP_STEPS
