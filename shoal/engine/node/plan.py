@@ -13,7 +13,9 @@ elements; every axis reduction of a group reduces the same axes. Everything else
 cannot join the group but touches nothing the group writes (say, dividing a reduction's result
 by a count) is *postponed* until the group closes instead of closing it; so is one of any size
 that reads an axis reduction's result (it has to wait for the group anyway), and a group with
-axis reductions has what it postponed planned again after it, where it may fuse.
+axis reductions has what it postponed planned again after it, where it may fuse. A group holds
+at most ``MAX_GROUP_STEPS`` instructions; a longer run is cut where the fewest bytes are live
+(``shoal.engine.node.group_cuts``), so that a loop's iterations are cut alike.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
