@@ -13,7 +13,9 @@ elements; every axis reduction of a group reduces the same axes. Everything else
 cannot join the group but touches nothing the group writes (say, dividing a reduction's result
 by a count) is *postponed* until the group closes instead of closing it; so is one of any size
 that reads an axis reduction's result (it has to wait for the group anyway), and a group with
-axis reductions has what it postponed planned again after it, where it may fuse.
+axis reductions has what it postponed planned again after it, where it may fuse. A group holds
+at most ``MAX_GROUP_STEPS`` instructions; a longer run is cut where the fewest bytes are live
+(``shoal.engine.node.group_cuts``), so that a loop's iterations are cut alike.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
@@ -34,6 +36,7 @@ from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.engine.node.aliases import find_aliases
 from shoal.engine.node.blocks import broadcast_strides, view_extent
 from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
+from shoal.engine.node.group_cuts import cut_points
 from shoal.engine.node.row_gather import RowView, row_copy
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
@@ -68,22 +71,37 @@ class Group:
     deferred: dict[int, tuple] = field(default_factory=dict)  # base -> mapping key of its deferred write
     postponed: list[Instruction] = field(default_factory=list)
     reads_rows: bool = False  # an instruction reads a RowView (a fused gather)
-
-    def closed(self) -> bool:
-        return len(self.instructions) >= MAX_GROUP_STEPS
+    origins: list[Instruction] = field(default_factory=list)  # the batch's instructions, as recorded
+    written: set[int] = field(default_factory=set)  # bases the group writes
+    postponed_writes: set[int] = field(default_factory=set)  # bases postponed instructions write
+    postponed_reads: set[int] = field(default_factory=set)  # ... and read
+    results: set[int] = field(default_factory=set)  # bases reductions of the group write
+    axis_results: set[int] = field(default_factory=set)  # ... axis reductions among them
 
     def replans(self) -> bool:
         """True if what the group postponed is planned again after it (and may fuse) rather than
         run as whole-view operations: groups with axis reductions postpone large instructions."""
         return bool(self.postponed and self.axis_reductions)
 
-    def postponed_bases(self) -> set[int]:
-        """Bases that postponed instructions write: the group may no longer touch them."""
-        return {out.base for instruction in self.postponed for out in instruction.outputs}
+    def add(self, instruction: Instruction, original: Instruction, accesses: list[Access]) -> None:
+        """Join ``instruction`` (``original`` as recorded) with its ``accesses``."""
+        self.instructions.append(instruction)
+        self.origins.append(original)
+        for access in accesses:
+            known = self.accesses.setdefault(access.base, [])
+            if access not in known:  # a repeated access adds no constraint (in-place loops)
+                known.append(access)
+            if access.write:
+                self.written.add(access.base)
+            if access.deferred:
+                self.deferred[access.base] = access.key
 
-    def postponed_reads(self) -> set[int]:
-        """Bases that postponed instructions read: the group may no longer write them."""
-        return {view.base for instruction in self.postponed for view in instruction.inputs if isinstance(view, View)}
+    def postpone(self, instruction: Instruction) -> None:
+        """Run ``instruction`` after the group: it may then no longer touch what this writes, nor
+        write what this reads."""
+        self.postponed.append(instruction)
+        self.postponed_writes.update(out.base for out in instruction.outputs)
+        self.postponed_reads.update(view.base for view in instruction.inputs if isinstance(view, View))
 
 
 @dataclass(frozen=True)
@@ -114,7 +132,31 @@ class Plan:
 
 
 def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
-    """Group ``batch``'s instructions; ``known`` describes every live base (new ones included)."""
+    """Group ``batch``'s instructions; ``known`` describes every live base (new ones included).
+
+    A run of fusible instructions longer than ``MAX_GROUP_STEPS`` is found whole first, then
+    planned again cut where cutting costs least (``group_cuts``), so that a loop's iterations
+    are cut alike and share their kernels."""
+    steps = _grouped(batch, None, set())
+    runs = [(k, step) for k, step in enumerate(steps) if isinstance(step, Group) and len(step.instructions) > MAX_GROUP_STEPS]
+    if runs:
+        cuts: set[int] = set()
+        for position, run in runs:
+            points = cut_points(run.instructions, MAX_GROUP_STEPS, _outliving(steps, position))
+            cuts.update(id(run.origins[point]) for point in points)
+        steps = _grouped(batch, MAX_GROUP_STEPS, cuts)
+    declared = {decl.id for decl in batch.bases} - set(batch.data)
+    released = {step.base for step in steps if isinstance(step, Release)}
+    temporaries = _temporaries(steps, declared, known)
+    lasting = temporaries - released
+    groups = [(position, step.instructions, set(step.accesses)) for position, step in enumerate(steps) if isinstance(step, Group)]
+    aliases = find_aliases(groups, [_changes(step) for step in steps], lasting, known)
+    return Plan(steps, (temporaries & released) | set(aliases), aliases)
+
+
+def _grouped(batch: Batch, limit: int | None, cuts: set[int]) -> list[Step]:
+    """``batch`` as steps: groups of at most ``limit`` instructions (None: no limit), a group
+    also closed before an instruction whose ``id`` is in ``cuts`` (a set this consumes)."""
     steps: list[Step] = []
     pending_releases: list[Release] = []
     current: Group | None = None
@@ -148,6 +190,11 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             else:
                 pending_releases.append(release)
             continue
+        if current is not None and id(instruction) in cuts:
+            cuts.discard(id(instruction))
+            queue.appendleft(instruction)  # after what the closed group postponed, if replanned
+            close()
+            continue
         chain = take_copy_chain(instruction, queue, scratch_ids) if instruction.op == "copy" else None
         if chain is not None:
             close()
@@ -162,7 +209,7 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
         if accesses is not None and current is not None and current.shape == shape and _same_axes(current, instruction):
             joined = _without_deferral(current, instruction, _join(current, accesses))
         if joined is None and current is not None and _postponable(current, instruction):
-            current.postponed.append(original)
+            current.postpone(original)
             continue
         if joined is None and current is not None and current.replans():
             queue.appendleft(original)  # after what the group postponed
@@ -176,28 +223,37 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
             continue
         if current is None:
             current = Group(shape)
-        current.instructions.append(instruction)
+        current.add(instruction, original, joined)
         current.reads_rows = current.reads_rows or _reads_rows(instruction)
-        for access in joined:
-            current.accesses.setdefault(access.base, []).append(access)
-            if access.deferred:
-                current.deferred[access.base] = access.key
         axes = reduced_axes(instruction)
         if axes is not None:
             current.axis_reductions.append(instruction)
             current.reduced_axes = axes
+            current.axis_results.add(instruction.outputs[0].base)
         elif instruction.op in FUSIBLE_REDUCTIONS:
             current.reductions.append(instruction)
-        if current.closed():
+        if instruction.op in FUSIBLE_REDUCTIONS:
+            current.results.add(instruction.outputs[0].base)
+        if limit is not None and len(current.instructions) >= limit:
             close()
     close()
-    declared = {decl.id for decl in batch.bases} - set(batch.data)
+    return steps
+
+
+def _outliving(steps: list[Step], position: int) -> set[int]:
+    """The bases that steps after ``position`` use, and those the batch does not release."""
     released = {step.base for step in steps if isinstance(step, Release)}
-    temporaries = _temporaries(steps, declared, known)
-    lasting = temporaries - released
-    groups = [(position, step.instructions, set(step.accesses)) for position, step in enumerate(steps) if isinstance(step, Group)]
-    aliases = find_aliases(groups, [_changes(step) for step in steps], lasting, known)
-    return Plan(steps, (temporaries & released) | set(aliases), aliases)
+    used = _bases(steps[position])
+    later = {base for step in steps[position + 1 :] for base in _bases(step)}
+    return later | (used - released)
+
+
+def _bases(step: Step) -> set[int]:
+    """The bases ``step`` reads or writes (a release: none)."""
+    if isinstance(step, Release):
+        return set()
+    instructions = (step.instruction,) if isinstance(step, WholeOp) else step.instructions
+    return {view.base for i in instructions for view in (*i.outputs, *i.inputs) if isinstance(view, View)}
 
 
 def _changes(step: Step) -> set[int]:
@@ -342,9 +398,9 @@ def _join(group: Group | None, new: list[Access]) -> list[Access] | None:
     overlapping access is a read with the write's dtype and strides.
     """
     if group is not None:
-        if any(a.base in group.deferred or a.base in group.postponed_bases() for a in new):
+        if any(a.base in group.deferred or a.base in group.postponed_writes for a in new):
             return None
-        if any(a.write and a.base in group.postponed_reads() for a in new):
+        if any(a.write and a.base in group.postponed_reads for a in new):
             return None
     existing = [] if group is None else [a for base in {a.base for a in new} for a in group.accesses.get(base, ())]
     everything = [*existing, *new]
@@ -378,7 +434,7 @@ def _deferrable(write: Access, clashes: list[Access], everything: list[Access]) 
 
 
 def _uses(group: Group, base: int) -> bool:
-    return base in group.accesses or base in group.postponed_bases() or base in group.postponed_reads()
+    return base in group.accesses or base in group.postponed_writes or base in group.postponed_reads
 
 
 def _postponable(group: Group, instruction: Instruction) -> bool:
@@ -387,18 +443,13 @@ def _postponable(group: Group, instruction: Instruction) -> bool:
     group anyway; ``ux = np.sum(f * cx, axis=0) / rho`` then lets the next sum join the group)."""
     size = sum(math.prod(out.shape) for out in instruction.outputs)
     reads = {operand.base for operand in instruction.inputs if isinstance(operand, View)}
-    waits = any(r.outputs[0].base in reads for r in group.axis_reductions)
+    waits = not reads.isdisjoint(group.axis_results)
     if size > (math.prod(group.shape) if waits else min(POSTPONE_ELEMENTS, math.prod(group.shape) // 16)):
         return False
-    written = {base for base, accesses in group.accesses.items() if any(a.write for a in accesses)}
-    results = {r.outputs[0].base for r in (*group.reductions, *group.axis_reductions)}
     for out in instruction.outputs:
         if out.base in group.accesses:
             return False
-    for operand in instruction.inputs:
-        if isinstance(operand, View) and operand.base in written and operand.base not in results:
-            return False
-    return True
+    return all(base not in group.written or base in group.results for base in reads)
 
 
 def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseDecl]) -> set[int]:
