@@ -73,15 +73,24 @@ def scaled_roots(engine, scale):
     np.testing.assert_allclose(engine.fetch(out), np.sqrt(np.arange(1000.0) * scale))
 
 
-def test_closing_leaves_the_kernel_being_compiled_to_the_worker_which_finishes_it_alone(kernels, roots_module, monkeypatch):
-    held = hold_claim(kernels, roots_module)  # another compiler has it: the worker must wait
-    engine = background_engine()
+def closed_while_its_kernel_is_claimed(kernels, roots_module, exit_mode: str = "detach", then=None):
+    """Start a kernel's compilation while another holder has its claim, run ``then(engine)`` if
+    given, and close the engine: returns the claim held and the compile worker."""
+    held = hold_claim(kernels, roots_module)
+    engine = background_engine(exit_mode)
     try:
         square_roots(engine, 0.25)
         worker = the_worker()
         wait_until(lambda: waits_for_a_claim(worker), "the worker waits for the kernel's claim")
+        if then is not None:
+            then(engine)
     finally:
         engine.shutdown()  # returns while the kernel cannot even start compiling
+    return held, worker
+
+
+def test_closing_leaves_the_kernel_being_compiled_to_the_worker_which_finishes_it_alone(kernels, roots_module, monkeypatch):
+    held, worker = closed_while_its_kernel_is_claimed(kernels, roots_module)  # the worker must wait
     assert worker.is_running() and not libraries(kernels)
     held.release()
     wait_gone([worker])
@@ -110,14 +119,7 @@ def test_closing_in_wait_mode_returns_once_the_worker_has_compiled_and_exited(ke
 
 
 def test_closing_in_kill_mode_drops_the_work_and_leaves_other_claims_alone(kernels, roots_module):
-    held = hold_claim(kernels, roots_module)
-    engine = background_engine("kill")
-    try:
-        square_roots(engine, 0.25)
-        worker = the_worker()
-        wait_until(lambda: waits_for_a_claim(worker), "the worker waits for the kernel's claim")
-    finally:
-        engine.shutdown()
+    held, _worker = closed_while_its_kernel_is_claimed(kernels, roots_module, "kill")
     assert not psutil.Process().children()
     assert held.path.exists()  # a claim whose holder lives is not stale
     held.release()
@@ -127,15 +129,8 @@ def test_closing_in_kill_mode_drops_the_work_and_leaves_other_claims_alone(kerne
 @pytest.mark.parametrize(("budget", "compiled"), [(30.0, 2), (0.0, 1)])
 def test_queued_kernels_go_to_the_worker_within_the_estimated_compile_time_it_may_take(kernels, roots_module, monkeypatch, budget, compiled):
     monkeypatch.setattr(compiler, "DETACHED_WORK_SECONDS", budget)
-    held = hold_claim(kernels, roots_module)
-    engine = background_engine()
-    try:
-        square_roots(engine, 0.25)
-        worker = the_worker()
-        wait_until(lambda: waits_for_a_claim(worker), "the worker waits for the first kernel's claim")
-        scaled_roots(engine, 0.5)  # queued behind it
-    finally:
-        engine.shutdown()
+    queue_another = lambda engine: scaled_roots(engine, 0.5)  # noqa: E731  (queued behind the first)
+    held, worker = closed_while_its_kernel_is_claimed(kernels, roots_module, then=queue_another)
     held.release()
     wait_gone([worker])
     assert len(libraries(kernels)) == compiled
@@ -145,14 +140,7 @@ def test_queued_kernels_go_to_the_worker_within_the_estimated_compile_time_it_ma
 def test_a_detached_worker_that_cannot_finish_exits_at_its_deadline(kernels, roots_module, monkeypatch):
     monkeypatch.setattr(compiler, "DETACHED_GRACE_SECONDS", 0.5)
     monkeypatch.setattr(compiler, "DETACHED_LIMIT_FACTOR", 0.0)
-    held = hold_claim(kernels, roots_module)  # never released while the worker lives
-    engine = background_engine()
-    try:
-        square_roots(engine, 0.25)
-        worker = the_worker()
-        wait_until(lambda: waits_for_a_claim(worker), "the worker waits for the kernel's claim")
-    finally:
-        engine.shutdown()
+    held, worker = closed_while_its_kernel_is_claimed(kernels, roots_module)  # never released while the worker lives
     wait_gone([worker])
     assert held.path.exists()  # it gave up; the living claim is left to its holder
     held.release()

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from shoal.system import choice_setting
+
 if TYPE_CHECKING:
     import psutil
 
@@ -60,11 +62,7 @@ class ExitMode(enum.Enum):
 
     @classmethod
     def parse(cls, text: str) -> ExitMode:
-        try:
-            return cls(text.strip().lower())
-        except ValueError:
-            known = ", ".join(m.value for m in cls)
-            raise ValueError(f"SHOAL_COMPILE_EXIT must be one of {known}, got {text!r}") from None
+        return choice_setting(cls, "SHOAL_COMPILE_EXIT", text)
 
 
 class CompileProcess:

@@ -43,6 +43,7 @@ from shoal.engine.node.compile_claims import remove_stale
 from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
 from shoal.engine.node.compile_worker import load_and_warm
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
+from shoal.system import choice_setting
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
@@ -56,11 +57,7 @@ class CompileMode(enum.Enum):
 
     @classmethod
     def parse(cls, text: str) -> CompileMode:
-        try:
-            return cls(text.strip().lower())
-        except ValueError:
-            known = ", ".join(m.value for m in cls)
-            raise ValueError(f"SHOAL_COMPILE must be one of {known}, got {text!r}") from None
+        return choice_setting(cls, "SHOAL_COMPILE", text)
 
 
 def cache_dir() -> Path:
