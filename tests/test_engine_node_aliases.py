@@ -81,6 +81,21 @@ def test_a_converging_loop_never_writes_its_work_array_out(node):
     assert_equal_results(pairs)
 
 
+def test_sweeps_in_one_batch_leave_the_last_work_array_in_the_grid(node):
+    def program(np):
+        grid = plate(np)
+        center = grid[1:-1, 1:-1]
+        for _ in range(6):  # no read ends the batch: sweeps may share a pass over the grid
+            work = 0.2 * (center + grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
+            center[:] = work
+        return grid, work
+
+    assert_equal_results(both(program))  # the first fetch runs the whole program as one batch
+    stats = node.engine.last_stats
+    assert stats.aliases == 1
+    assert stats.sweep_passes > 0 or os.environ["SHOAL_COMPILE"] == "off"
+
+
 def test_a_sweep_batch_holds_the_grid_alone(node):
     grid = plate(snp)
     for _ in range(3):
