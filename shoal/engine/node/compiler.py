@@ -30,7 +30,7 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -446,11 +446,13 @@ def kernel_args(
     typed_of: Callable[[int, np.dtype], np.ndarray],
     block_buffers: dict[int, np.ndarray],
     held: dict[int, tuple[np.ndarray, int, int]] | None = None,
+    *,
+    constants: Mapping[int, Any],
 ) -> list[Any]:
     """The compiled kernel's arguments for view-block ``index``. Deferred slots write into
     ``block_buffers`` (slot -> a C-contiguous array: the view-block's shape, or a ring of rows
     when the kernel stores rows itself, then ``held`` gives slot -> (buffer for held rows, rows
-    held at the front, rows held at the back))."""
+    held at the front, rows held at the back)); ``constants`` gives each constant slot's value."""
     part = program.partition
     axis = part.axis
     args: list[Any] = list(part.block_shape(index))
@@ -470,7 +472,7 @@ def kernel_args(
             args.append(block_offset(part, index, slot) // itemsize)
             args.extend(s // itemsize for s in slot.strides[axis:])
         elif slot.kind == CONST:
-            args.append(slot.dtype.type(slot.value))
+            args.append(constants[position])
     if program.stencil is not None:  # several sweeps per pass: where the view-block lies
         args += [part.starts[index], part.shape[axis]]
     return args

@@ -213,7 +213,7 @@ class NodeEngine(Component):
         while the pool runs the first ones (``Builder.steps``) and fill the returned plan."""
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
-            storage = BoundStorage(self._storage, {base: base for base in shape.ids})
+            storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}

@@ -19,7 +19,7 @@ import numpy as np
 
 from shoal.engine.node.compiler import kernel_args
 from shoal.engine.node.native import NativeKernel
-from shoal.engine.node.program import KernelProgram
+from shoal.engine.node.program import CONST, KernelProgram
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +33,13 @@ class _Base:
 @dataclass(frozen=True, slots=True)
 class _Buffer:
     """A deferred slot's block buffer (or ring of rows), flattened."""
+
+    slot: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Constant:
+    """A constant slot's value, filled in on every call (a replayed plan's batch has its own)."""
 
     slot: int
 
@@ -71,8 +78,11 @@ class PreparedCall:
         self.kernel = kernel
         buffers = {slot: _BufferStandIn(slot, shape, program.slots[slot].dtype.itemsize) for slot, shape in buffer_shapes.items()}
         held = None if held_rows is None else {slot: (_Held(slot), front, back) for slot, (front, back) in held_rows.items()}
-        args = kernel_args(program, index, _Base, buffers, held)  # type: ignore[arg-type]
-        self.flat, arrays = kernel.flatten(args)
+        constants = {i: _Constant(i) for i, slot in enumerate(program.slots) if slot.kind == CONST}
+        args = kernel_args(program, index, _Base, buffers, held, constants=constants)  # type: ignore[arg-type]
+        self.flat, arrays = kernel.flatten([0 if isinstance(arg, _Constant) else arg for arg in args])
+        offsets = kernel.flat_offsets()
+        self.constants = [(position, offsets[position], arg.slot) for position, arg in enumerate(args) if isinstance(arg, _Constant)]
         self.sources: list[_Base | _Buffer | _Held] = []  # distinct arrays
         self.positions: list[tuple[int, int]] = []  # C argument -> index into ``sources``
         for array in arrays:
@@ -86,9 +96,11 @@ class PreparedCall:
         typed_of: Callable[[int, np.dtype], np.ndarray],
         buffers: dict[int, np.ndarray],
         held: dict[int, np.ndarray] | None = None,
+        constants: dict[int, Any] | None = None,
     ) -> Any:
         """Run the kernel on bases from ``typed_of``, deferred slots' ``buffers`` (slot ->
-        C-contiguous array of the prepared shape) and ``held`` (slot -> held rows' buffer)."""
+        C-contiguous array of the prepared shape), ``held`` (slot -> held rows' buffer) and
+        ``constants`` (slot -> the constant's value in the batch being run)."""
         pointers = []
         for source in self.sources:
             if isinstance(source, _Base):
@@ -100,6 +112,10 @@ class PreparedCall:
                 array = held[source.slot]
             pointers.append((array.ctypes.data, array.size))
         flat = self.flat.copy()
+        for position, start, slot in self.constants:
+            assert constants is not None
+            values = self.kernel.scalar(position, constants[slot])
+            flat[start : start + len(values)] = values
         for position, which in self.positions:
             flat[position], flat[position + 1] = pointers[which]
         return self.kernel.call_flat(flat)

@@ -107,6 +107,23 @@ class NativeKernel:
                 flat.append(int(value))
         return flat, arrays
 
+    def flat_offsets(self) -> list[int]:
+        """Where each kernel argument's C arguments begin in :meth:`flatten`'s list."""
+        offsets, count = [], 0
+        for kind in self.params:
+            offsets.append(count)
+            count += 2 if kind == _ARRAY or kind in "FD" else 1
+        return offsets
+
+    def scalar(self, position: int, value: Any) -> list[Any]:
+        """Scalar kernel argument ``position`` as its C arguments (as :meth:`flatten` gives them)."""
+        kind = self.params[position]
+        if kind in "fd":
+            return [float(value)]
+        if kind in "FD":
+            return [float(value.real), float(value.imag)]
+        return [int(value)]
+
     def call_flat(self, flat: list[Any]) -> Any:
         """Call the kernel with C arguments from :meth:`flatten`, pointers filled in."""
         outputs = [np.zeros(1, np.uint8 if dtype == np.bool_ else dtype) for dtype in self.results]

@@ -30,7 +30,7 @@ from shoal.engine.node.gather_slabs import gather_slabs
 from shoal.engine.node.kernel_calls import PreparedCall
 from shoal.engine.node.native import NativeKernel
 from shoal.engine.node.plan import Group, Plan, Release, WholeOp
-from shoal.engine.node.program import ARRAY, DEFERRED, KernelProgram, block_offset, lower
+from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset, lower
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.sweeps import (
     DEFAULT_SWEEPS_PER_PASS,
@@ -72,6 +72,12 @@ class GroupRunner:
         self.compiled_blocks = 0
         self._held: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._prepared: dict[int, PreparedCall] = {}  # view-block -> call of a library kernel
+        self._constant_slots = [(i, slot) for i, slot in enumerate(program.slots) if slot.kind == CONST]
+
+    def constants(self) -> dict[int, Any]:
+        """The constant slots' values in the batch being run, in their slots' dtypes."""
+        constant = self.storage.constant
+        return {i: slot.dtype.type(constant(slot.const)) for i, slot in self._constant_slots}
 
     def run(self, index: int) -> Any:
         """Compute view-block ``index``; store its deferred writes, holding shared rows."""
@@ -109,10 +115,10 @@ class GroupRunner:
                 shapes = {slot: buffer.shape for slot, buffer in rows.items()}
                 held_rows = {slot: (front, back) for slot, (_buffer, front, back) in held.items()}
                 prepared = self._prepared[index] = PreparedCall(kernel, program, index, shapes, held_rows)
-            result = prepared(self.storage.typed, rows, {slot: buffer for slot, (buffer, _f, _b) in held.items()})
+            result = prepared(self.storage.typed, rows, {slot: buffer for slot, (buffer, _f, _b) in held.items()}, self.constants())
         else:
             with np.errstate(all="ignore"):
-                result = kernel(*kernel_args(program, index, self.storage.typed, rows, held))
+                result = kernel(*kernel_args(program, index, self.storage.typed, rows, held, constants=self.constants()))
         for slot, (buffer, front, back) in held.items():
             if front or back:
                 size = math.prod(inner)
@@ -124,7 +130,7 @@ class GroupRunner:
 
     def _compute(self, index: int, buffers: dict[int, np.ndarray]) -> Any:
         if self.kernels is None:
-            return run_tiles(self.program, index, self.storage.raw, buffers)
+            return run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants())
         kernel = self.kernels.ready(self.key)
         if isinstance(kernel, NativeKernel):
             self.compiled_blocks += 1
@@ -132,14 +138,20 @@ class GroupRunner:
             if prepared is None or prepared.kernel is not kernel:
                 shapes = {slot: buffer.shape for slot, buffer in buffers.items()}
                 prepared = self._prepared[index] = PreparedCall(kernel, self.program, index, shapes)
-            return prepared(self.storage.typed, buffers)
+            return prepared(self.storage.typed, buffers, constants=self.constants())
         if kernel is not None:
             self.compiled_blocks += 1
-            return kernel(*kernel_args(self.program, index, self.storage.typed, buffers))
+            return kernel(*kernel_args(self.program, index, self.storage.typed, buffers, constants=self.constants()))
         started = time.perf_counter()
-        result = run_tiles(self.program, index, self.storage.raw, buffers)
+        result = run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants())
         self.kernels.note_numpy_time(self.key, self.program, time.perf_counter() - started)
         return result
+
+    def _tile_constants(self) -> dict[int, Any]:
+        """The constant slots' values in the batch being run, as the instructions hold them
+        (the reference implementations see weak Python scalars as weak)."""
+        constant = self.storage.constant
+        return {i: constant(slot.const) for i, slot in self._constant_slots}
 
     def held_rows(self, slot: int, index: int) -> tuple[int, int]:
         """Rows of view-block ``index`` that deferred ``slot`` holds at its front and back."""
@@ -486,7 +498,7 @@ class Builder:
     def _run_whole(self, instruction: Instruction) -> None:
         storage = self.storage
         outs = [storage.array(view) for view in instruction.outputs]
-        ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
+        ins = [storage.constant(operand) if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
         with np.errstate(all="ignore"):
             spec(instruction.op).reference(outs, ins, instruction.attr_dict())
 

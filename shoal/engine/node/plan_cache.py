@@ -7,8 +7,13 @@ batch *structure* and runs it again with the new base ids.
 
 The key (:func:`batch_shape`) describes everything planning reads and nothing it does not:
 
-* every instruction's opcode, attributes and constants (bit-exact: ``-0.0`` is not ``0.0``) and
-  each view's dtype, byte offset, shape and strides, with base ids renamed by first appearance;
+* every instruction's opcode and attributes (bit-exact: ``-0.0`` is not ``0.0``) and each view's
+  dtype, byte offset, shape and strides, with base ids renamed by first appearance;
+* every constant's *kind* (:func:`constant_kind`: NumPy dtype, or weak Python type and, for an
+  integer, which integer dtypes hold it), and which constants are equal to each other (numbered
+  by first appearance of a bit-exact value, as bases are: identical sweeps fuse only when their
+  constants are equal), but not the values: a loop whose scalar changes every iteration
+  (``(days - day) / 365.0``) replays;
 * every declared base's dtype and size, and whether the batch carries (or donates) its data;
 * for every base the batch uses but does not declare, its live dtype and size (or that it is not
   live);
@@ -16,8 +21,10 @@ The key (:func:`batch_shape`) describes everything planning reads and nothing it
   such a gather row by row, see ``shoal.engine.node.row_gather``).
 
 No other data. Block operations reach memory through a :class:`BoundStorage`, which translates
-the base ids the plan was built with into the ids of the batch being run, so a cached plan runs
-unchanged: the engine resets each operation's reference count and hands it to the pool again.
+the base ids the plan was built with into the ids of the batch being run, and read constants
+through it too (:meth:`BoundStorage.constant`: the planned ``Const`` object -> the value at the
+same position of the batch being run), so a cached plan runs unchanged: the engine resets each
+operation's reference count and hands it to the pool again.
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ class BatchShape:
 
     key: tuple
     ids: tuple[int, ...]
+    constants: tuple[Const, ...] = ()  # every constant operand, in program order
 
 
 def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
@@ -56,10 +64,15 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
             index = number[base] = len(number)
         return index
 
+    equal: dict[Any, int] = {}
+    constants: list[Const] = []
+
     def operand(value: View | Const) -> tuple:
         if isinstance(value, View):
             return (renamed(value.base), value.dtype, value.dtype.char, value.offset, value.shape, value.strides)
-        return ("const", _value_key(value.value))
+        constants.append(value)
+        exact = exact_key(value.value)
+        return ("const", constant_kind(value.value), equal.setdefault(exact, len(equal)))
 
     declared = tuple(
         (renamed(decl.id), decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated)
@@ -76,7 +89,7 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
         outputs = tuple(operand(view) for view in instruction.outputs)
         inputs = tuple(operand(value) for value in instruction.inputs)
         rows = index_values(batch, instruction) if instruction.op == "gather" else None
-        steps.append((instruction.op, outputs, inputs, _value_key(instruction.attrs), None if rows is None else (rows.dtype.str, rows.tobytes())))
+        steps.append((instruction.op, outputs, inputs, exact_key(instruction.attrs), None if rows is None else (rows.dtype.str, rows.tobytes())))
     ids = tuple(number)
     outside = []
     for base in ids[len(declared) :]:
@@ -87,13 +100,31 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
         hash(key)
     except TypeError:  # an attribute that is not a value (never produced by the frontend)
         return None
-    return BatchShape(key, ids)
+    return BatchShape(key, ids, tuple(constants))
 
 
-def _value_key(value: Any) -> Any:
+_INTEGER_DTYPES = tuple(np.iinfo(np.dtype(c)) for c in "bBhHiIqQ")
+
+
+def constant_kind(value: Any) -> Any:
+    """What planning reads of a constant: its dtype, or its weak Python type; for a Python
+    integer also which integer dtypes hold it (the dtype ``lower`` gives it, and NumPy's error for
+    a weak integer out of an array's range). Anything else, and an integer no 64-bit dtype holds,
+    is keyed by its exact value."""
+    if isinstance(value, np.generic):
+        return ("scalar", value.dtype.str)
+    kind = type(value)
+    if kind is bool or kind is float or kind is complex:
+        return (kind,)
+    if kind is int and -(2**63) <= value < 2**64:
+        return (int, tuple(int(info.min) <= value <= int(info.max) for info in _INTEGER_DTYPES))
+    return ("value", exact_key(value))
+
+
+def exact_key(value: Any) -> Any:
     """``value`` as a key that tells apart what ``==`` does not (1 and 1.0 and True, -0.0 and 0.0)."""
     if isinstance(value, tuple):
-        return ("tuple", tuple(_value_key(item) for item in value))
+        return ("tuple", tuple(exact_key(item) for item in value))
     if isinstance(value, np.generic):
         return ("scalar", value.dtype.str, value.tobytes())
     if isinstance(value, float):
@@ -133,14 +164,22 @@ class BoundStorage:
     building the plan removed (temporaries), so a replay removes the same ones.
     """
 
-    def __init__(self, storage: Storage, ids: dict[int, int]) -> None:
+    def __init__(self, storage: Storage, ids: dict[int, int], constants: tuple[Const, ...] = ()) -> None:
         self.storage = storage
         self.ids = ids
         self.decls = _BoundDecls(self)
         self.dropped: list[int] = []
+        self.planned = constants  # the plan's Const objects (kept alive: ``values`` is keyed by id)
+        self.values = {id(const): const.value for const in constants}
 
-    def bind(self, ids: dict[int, int]) -> None:
+    def bind(self, ids: dict[int, int], constants: tuple[Const, ...] = ()) -> None:
+        """Run as the batch with base ``ids`` and ``constants`` (in the order of ``planned``)."""
         self.ids = ids
+        self.values = {id(planned): const.value for planned, const in zip(self.planned, constants, strict=True)}
+
+    def constant(self, const: Const) -> Any:
+        """The value ``const``, a constant of the planned batch, has in the batch being run."""
+        return self.values.get(id(const), const.value)
 
     def decl(self, base: int) -> BaseDecl:
         return self.storage.decl(self.ids[base])
@@ -193,7 +232,7 @@ class CachedPlan:
     def rearm(self, shape: BatchShape) -> None:
         """Point the plan at ``shape``'s bases and make every operation runnable again."""
         assert isinstance(self.storage, BoundStorage)
-        self.storage.bind(dict(zip(self.planned_ids, shape.ids)))
+        self.storage.bind(dict(zip(self.planned_ids, shape.ids)), shape.constants)
         for base in self.storage.dropped:
             self.storage.storage.decls.pop(self.storage.ids[base], None)
         for op in self.ops:

@@ -2,7 +2,9 @@
 
 Slots are the kernel's operands: arrays in base memory (one per distinct element mapping),
 temporaries (per element or per tile, never in base memory), deferred outputs (a block buffer
-stored into base memory after the kernel, see ``shoal.engine.node.deferred``) and constants. Steps name slots by
+stored into base memory after the kernel, see ``shoal.engine.node.deferred``) and constants
+(whose values block operations read through the storage at run time: a replayed plan runs
+with the new batch's constants, see ``shoal.engine.node.plan_cache``). Steps name slots by
 index and carry the loop dtypes NumPy would use, so a compiled kernel computes exactly what the
 reference does. :meth:`KernelProgram.structure` is a hashable value that keys the compile cache:
 it holds dtypes, mappings' inner-stride classes and steps, never addresses or constant values.
@@ -11,7 +13,7 @@ it holds dtypes, mappings' inner-stride classes and steps, never addresses or co
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -38,6 +40,7 @@ class Slot:
     value: object = None
     written: bool = False
     rows: tuple[int, ...] | None = None
+    const: Const | None = None  # a constant's operand: run time reads its value through the storage
 
 
 def block_offset(part: Partition, index: int, slot: Slot) -> int:
@@ -157,7 +160,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
 
     def slot_of(operand: View | Const, write: bool, strides: tuple[int, ...] | None = None) -> int:
         if isinstance(operand, Const):
-            slots.append(Slot(CONST, _const_dtype(operand), value=operand.value))
+            slots.append(Slot(CONST, _const_dtype(operand), value=operand.value, const=operand))
             raw_strides.append(())
             return len(slots) - 1
         if strides is None:
@@ -178,8 +181,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
             raw_strides.append(strides)
             index = slot_index[key] = len(slots) - 1
         if write and not slots[index].written:
-            s = slots[index]
-            slots[index] = Slot(s.kind, s.dtype, s.base, s.offset, s.strides, s.value, True, s.rows)
+            slots[index] = replace(slots[index], written=True)
         return index
 
     reductions: list[ReductionStep] = []
@@ -212,8 +214,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     else:
         shape, collapsed = collapse(shape, [raw_strides[i] for i in array_ids])
     for i, strides in zip(array_ids, collapsed):
-        s = slots[i]
-        slots[i] = Slot(s.kind, s.dtype, s.base, s.offset, strides, s.value, s.written, s.rows)
+        slots[i] = replace(slots[i], strides=strides)
     reaches = {}
     for i, slot in enumerate(slots):
         if slot.kind == DEFERRED:

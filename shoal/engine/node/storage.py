@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, View
+from shoal.bytecode import BaseDecl, Const, View
 from shoal.engine.component import EngineError
 
 KEEP_SPARE_BYTES = 64 << 20
@@ -171,6 +171,11 @@ class Storage:
         """The ndarray that ``view`` describes (allocating its base if needed)."""
         self.ensure(view.base)
         return np.ndarray(view.shape, view.dtype, buffer=self._bytes[view.base], offset=view.offset, strides=view.strides)
+
+    def constant(self, const: Const) -> object:
+        """The value of ``const`` (a plan bound to a later batch reads that batch's, see
+        ``plan_cache.BoundStorage``)."""
+        return const.value
 
     def release(self, base: int) -> None:
         self._aliases.pop(base, None)

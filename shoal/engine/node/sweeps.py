@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from shoal.engine.node.blocks import base_blocks, extent
 from shoal.engine.node.deferred import Reach
+from shoal.engine.node.plan_cache import exact_key
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
 
 DEFAULT_SWEEPS_PER_PASS = 4  # Jacobi 4096², 10 sweeps: 2 per pass 0.25 s, 3: 0.20 s, 4: 0.175 s, 1: 0.29 s
@@ -78,9 +79,11 @@ def stencil_of(program: KernelProgram) -> Stencil | None:
 
 
 def sweep_key(program: KernelProgram) -> tuple:
-    """Equal for programs that compute the same sweep over the same memory (temporaries aside)."""
+    """Equal for programs that compute the same sweep over the same memory (temporaries aside),
+    constants bit-exact: the plan cache keys which constants are equal the same way, so a replay
+    fuses only sweeps whose constants are equal in its own batch too."""
     slots = tuple(
-        (s.kind, s.dtype.str, -1 if s.kind == TEMP else s.base, s.offset, s.strides, repr(s.value), s.written)
+        (s.kind, s.dtype.str, -1 if s.kind == TEMP else s.base, s.offset, s.strides, exact_key(s.value), s.written)
         for s in program.slots
     )
     return (program.structure(), slots, program.partition)

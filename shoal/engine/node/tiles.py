@@ -8,7 +8,7 @@ temporaries are tile-sized scratch arrays reused for every tile of the block.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,10 +25,12 @@ def run_tiles(
     index: int,
     buffer_of: Callable[[int], np.ndarray],
     block_buffers: dict[int, np.ndarray],
+    constants: Mapping[int, Any],
 ) -> Any:
     """Run view-block ``index`` of ``program``; the block's partial reductions (a tuple) or None.
 
-    Deferred slots write into ``block_buffers`` (slot -> an array of the view-block's shape).
+    Deferred slots write into ``block_buffers`` (slot -> an array of the view-block's shape);
+    constant slots read their values from ``constants`` (slot -> value in the batch being run).
 
     Tiles are runs along the first axis of the block whose trailing axes hold at most
     ``TILE_ELEMENTS`` elements, the axes before it fixed: a (2, 250, 500) block runs as tiles of
@@ -67,7 +69,7 @@ def run_tiles(
                 elif slot.kind == DEFERRED:
                     operands.append(block_buffers[i][(*outer, slice(start, start + rows))])
                 else:
-                    operands.append(slot.value)
+                    operands.append(constants[i])
             pending = 0
             for position, (reference, attrs, outputs, inputs) in enumerate(steps):
                 while pending < len(reductions) and reductions[pending].position == position:
