@@ -60,7 +60,8 @@ def test_quick_run_writes_a_table_that_parses(tmp_path: Path) -> None:
     (row,) = parse(text)
     assert row.example == "jacobi_stencil" and row.elements == 1024
     assert row.numpy_seconds > 0 and row.shoal_seconds > 0
-    assert row.time_ratio == pytest.approx(row.shoal_seconds / row.numpy_seconds, rel=0.01, abs=0.006)
+    # seconds are printed to 4 decimals (0.6% of a 0.008 s run) and the ratio to 2: up to 1.5% apart
+    assert row.time_ratio == pytest.approx(row.shoal_seconds / row.numpy_seconds, rel=0.02)
     assert row.numpy_mib > 10 and row.shoal_mib > 10
     assert "Offenders:" in text
 
