@@ -10,6 +10,7 @@ from engine_node_recorder import Recorder
 from shoal.bytecode import View
 from shoal.engine import Config, ReferenceEngine
 from shoal.engine.node import NodeEngine
+from shoal.engine.node.plan_cache import PlanCache
 from shoal.engine.node.stats import BatchStats
 
 Program = Callable[[Recorder], list[View]]
@@ -80,3 +81,39 @@ def against_the_reference(batch, views, config: Config) -> BatchStats:
     finally:
         node.shutdown()
         reference.shutdown()
+
+
+class CachedAndFresh:
+    """A node engine with the plan cache, one without it and the reference engine, fed the
+    same batches: the cached plan must match planning afresh bit for bit, and the reference
+    (NumPy) to rounding where a reduction sums block partials."""
+
+    def __init__(self, threads: int = 2, block: int = 16, compile: str = "off", direct_work: int = 0) -> None:
+        self.recorder = Recorder()
+        self.reference = ReferenceEngine()
+        self.reference.init(Config())
+        self.node = node_engine(block, threads, compile)
+        self.fresh = node_engine(block, threads, compile)
+        self.fresh._plans = PlanCache(entries=0)
+        for engine in (self.node, self.fresh):
+            engine.direct_work = direct_work
+
+    def run(self) -> bool:
+        """Run the recorded batch on every engine; True if the node engine replayed a plan."""
+        batch = self.recorder.new_batch()
+        self.reference.execute(batch)
+        self.fresh.execute(batch)
+        self.node.execute(batch)
+        assert not self.fresh.last_stats.replayed
+        return self.node.last_stats.replayed
+
+    def check(self, *views: View, exact: bool = True) -> None:
+        for view in views:
+            got = self.node.fetch(view)
+            assert_same(got, self.fresh.fetch(view), exact=True)
+            assert_same(got, self.reference.fetch(view), exact=exact and view.shape != ())
+        assert self.node.live_bases() == self.fresh.live_bases() == self.reference.live_bases()
+
+    def close(self) -> None:
+        for engine in (self.node, self.fresh, self.reference):
+            engine.shutdown()

@@ -8,45 +8,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_node_harness import assert_same, node_engine
-from engine_node_recorder import Recorder
+from engine_node_harness import CachedAndFresh, assert_same
 
 from shoal.bytecode import View
-from shoal.engine import Config, ReferenceEngine
-from shoal.engine.node.plan_cache import PlanCache
 
 RNG = np.random.default_rng(11)
 
 
-class Loop:
+class Loop(CachedAndFresh):
     """Three engines fed the same batches: node (cached), node (never cached), reference."""
 
     def __init__(self, compile: str = "off", block: int = 64, threads: int = 2, direct_work: int = 0) -> None:
-        self.recorder = Recorder()
-        self.reference = ReferenceEngine()
-        self.reference.init(Config())
-        self.node = node_engine(block, threads, compile)
-        self.fresh = node_engine(block, threads, compile)
-        self.fresh._plans = PlanCache(entries=0)
-        for engine in (self.node, self.fresh):
-            engine.direct_work = direct_work
+        super().__init__(threads, block, compile, direct_work)
 
-    def run(self, *views: View, exact: bool = True) -> bool:
+    def run(self, *views: View, exact: bool = True) -> bool:  # type: ignore[override]
         """Run the recorded batch everywhere, compare ``views``; True if the node engine replayed."""
-        batch = self.recorder.new_batch()
-        self.reference.execute(batch)
-        self.fresh.execute(batch)
-        self.node.execute(batch)
-        assert not self.fresh.last_stats.replayed
-        for view in views:
-            got = self.node.fetch(view)
-            assert_same(got, self.fresh.fetch(view), exact=True)
-            assert_same(got, self.reference.fetch(view), exact=exact and view.shape != ())
-        return self.node.last_stats.replayed
-
-    def close(self) -> None:
-        for engine in (self.node, self.fresh, self.reference):
-            engine.shutdown()
+        replayed = super().run()
+        self.check(*views, exact=exact)
+        return replayed
 
 
 @pytest.fixture

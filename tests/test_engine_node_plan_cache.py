@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_node_harness import assert_same, node_engine
+from engine_node_harness import CachedAndFresh, assert_same
 from engine_node_recorder import Recorder
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
-from shoal.engine import Config, ReferenceEngine
 from shoal.engine.node.plan_cache import PlanCache, batch_shape
 
 RNG = np.random.default_rng(7)
@@ -34,51 +33,16 @@ def stencil_step(rec: Recorder, grid: View, scale: float, dtype=np.float64) -> t
     return new, total
 
 
-class Pair:
-    """A node engine with the plan cache, one without it and the reference engine, fed the
-    same batches: the cached plan must match planning afresh bit for bit, and the reference
-    (NumPy) to rounding where a reduction sums block partials."""
-
-    def __init__(self, threads: int = 2, block: int = 16, compile: str = "off") -> None:
-        self.recorder = Recorder()
-        self.reference = ReferenceEngine()
-        self.reference.init(Config())
-        self.node = node_engine(block, threads, compile)
-        self.fresh = node_engine(block, threads, compile)
-        self.fresh._plans = PlanCache(entries=0)
-
-    def run(self) -> bool:
-        """Run the recorded batch on every engine; True if the node engine replayed a plan."""
-        batch = self.recorder.new_batch()
-        self.reference.execute(batch)
-        self.fresh.execute(batch)
-        self.node.execute(batch)
-        assert not self.fresh.last_stats.replayed
-        return self.node.last_stats.replayed
-
-    def check(self, *views: View) -> None:
-        for view in views:
-            got = self.node.fetch(view)
-            assert_same(got, self.fresh.fetch(view), exact=True)
-            assert_same(got, self.reference.fetch(view), exact=view.shape != ())
-        assert self.node.live_bases() == self.fresh.live_bases() == self.reference.live_bases()
-
-    def close(self) -> None:
-        self.node.shutdown()
-        self.fresh.shutdown()
-        self.reference.shutdown()
-
-
 @pytest.fixture
 def pair():
-    engines = Pair()
+    engines = CachedAndFresh()
     yield engines
     engines.close()
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_repeated_structure_replays_with_new_bases_and_data(threads):
-    engines = Pair(threads=threads)
+    engines = CachedAndFresh(threads=threads)
     try:
         rec = engines.recorder
         grid = rec.array(RNG.random((13, 11)))
@@ -216,7 +180,7 @@ def test_replay_drops_the_same_temporaries_and_frees_released_bases(pair):
 def test_a_plan_cache_hit_with_compiled_kernels_matches(tmp_path, monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
-    engines = Pair(threads=2, block=16, compile="sync")
+    engines = CachedAndFresh(threads=2, block=16, compile="sync")
     try:
         rec = engines.recorder
         grid = rec.array(RNG.random((13, 11)))
