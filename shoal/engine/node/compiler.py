@@ -145,6 +145,16 @@ def generator_stamp() -> str:
     return digest.hexdigest()[:16]
 
 
+def write_module(key: str, source: str) -> Path:
+    """The kernel module of ``key`` in the cache, written unless it already holds ``source``."""
+    directory = cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"shoal_kernel_{key}.py"
+    if not path.exists() or path.read_text() != source:
+        write_text_atomically(path, source)
+    return path
+
+
 def kernel_key(structure: tuple) -> str:
     import hashlib
 
@@ -241,13 +251,14 @@ class KernelCache:
             self._past_seconds[key] = past_numpy_seconds(key)
         return self._past_seconds[key]
 
-    def _costs_or_defaults(self) -> compile_costs.CompileCosts:
-        return self._costs if self._costs is not None else compile_costs.CompileCosts()
-
-    def _compile_seconds(self, program: KernelProgram) -> float:
+    def _compile_costs(self) -> compile_costs.CompileCosts:
+        """The compile-cost estimate, read from the cache on first use."""
         if self._costs is None:
             self._costs = compile_costs.load(cache_dir())
-        return estimated_compile_seconds(program, self._costs, worker_running=self._thread is not None)
+        return self._costs
+
+    def _compile_seconds(self, program: KernelProgram) -> float:
+        return estimated_compile_seconds(program, self._compile_costs(), worker_running=self._thread is not None)
 
     def _submit(self, key: str, program: KernelProgram) -> None:
         with self._lock:
@@ -282,7 +293,7 @@ class KernelCache:
             if item is None:
                 return
             key, source, steps, ring = item
-            costs = self._costs_or_defaults()
+            costs = self._compile_costs()
             worker_running = self._process is not None and self._process.running
             self._compiling_seconds = costs.seconds(steps, ring, worker_running)
             self._compile(key, source, in_process=False, size=(steps, ring))
@@ -298,11 +309,7 @@ class KernelCache:
         try:
             kernel: Callable[..., Any] | None = native.load(library)
             if kernel is None:
-                directory = cache_dir()
-                directory.mkdir(parents=True, exist_ok=True)
-                path = directory / f"{name}.py"
-                if not path.exists() or path.read_text() != source:
-                    write_text_atomically(path, source)
+                path = write_module(key, source)
                 if not in_process and not machine_code_cached(key):
                     self._compile_elsewhere(path, *size)  # writes the library too where it can
                 kernel = native.load(library)
@@ -348,9 +355,7 @@ class KernelCache:
         measured, self._worker_cpu_seconds = total - self._worker_cpu_seconds, total
         if words[2:] == ["cached"]:
             return  # another compiler compiled it: nothing learned about compiling
-        if self._costs is None:
-            self._costs = compile_costs.load(cache_dir())
-        self._costs.learn(steps, ring, measured, started_worker)
+        self._compile_costs().learn(steps, ring, measured, started_worker)
         self._costs_measured = True
 
     def close(self) -> None:
@@ -420,19 +425,15 @@ class KernelCache:
     def _hand_over(self, queued: list[tuple[str, str, int, bool]], worker_running: bool) -> tuple[list[Job], float]:
         """The modules of the queued kernels the detached worker compiles (written to the
         cache here), and the time it gets for them and for the one it is compiling."""
-        costs = self._costs_or_defaults()
+        costs = self._compile_costs()
         estimate = self._compiling_seconds if worker_running else costs.startup
         jobs: list[Job] = []
-        directory = cache_dir()
         for key, source, steps, ring in queued:
             seconds = costs.kernel_seconds(steps, ring)
             if estimate + seconds > DETACHED_WORK_SECONDS or machine_code_cached(key):
                 continue
-            path = directory / f"shoal_kernel_{key}.py"
             try:
-                directory.mkdir(parents=True, exist_ok=True)
-                if not path.exists() or path.read_text() != source:
-                    write_text_atomically(path, source)
+                path = write_module(key, source)
             except OSError:
                 continue
             jobs.append(Job(path, steps, ring))
