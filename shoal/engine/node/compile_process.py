@@ -135,9 +135,7 @@ class CompileProcess:
             popen = self._popen
             self._popen = None
         if popen is not None and (popen.poll() is not None or not (jobs or self._in_flight)):
-            popen.kill()  # it has nothing to do: ending it now leaves nothing running
-            popen.wait()
-            self._close_pipes(popen)
+            _end(popen)  # it has nothing to do: ending it now leaves nothing running
             popen = None
         if popen is None and jobs:
             try:
@@ -153,7 +151,7 @@ class CompileProcess:
             popen.stdin.flush()
         except OSError:
             pass  # it died: there is nothing to hand over
-        self._close_pipes(popen)
+        _close_pipes(popen)
         threading.Thread(target=popen.wait, name="shoal-compiler-reaper", daemon=True).start()
         return popen
 
@@ -163,9 +161,7 @@ class CompileProcess:
             popen = self._popen
             self._popen = None
         if popen is not None:
-            popen.kill()
-            popen.wait()
-            self._close_pipes(popen)
+            _end(popen)
 
     def close(self) -> None:
         """Release the wake-up pipe (after :meth:`detach` or :meth:`kill`)."""
@@ -174,14 +170,21 @@ class CompileProcess:
                 os.close(descriptor)
         self._wake_read = self._wake_write = -1
 
-    @staticmethod
-    def _close_pipes(popen: subprocess.Popen[bytes]) -> None:
-        for stream in (popen.stdin, popen.stdout):
-            if stream is not None:
-                try:
-                    stream.close()
-                except OSError:
-                    pass
+
+def _end(popen: subprocess.Popen[bytes]) -> None:
+    """Kill the worker, wait for it and close its pipes."""
+    popen.kill()
+    popen.wait()
+    _close_pipes(popen)
+
+
+def _close_pipes(popen: subprocess.Popen[bytes]) -> None:
+    for stream in (popen.stdin, popen.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
 
 
 def _start_worker() -> subprocess.Popen[bytes]:
