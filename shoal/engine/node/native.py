@@ -99,20 +99,16 @@ class NativeKernel:
             if kind == _ARRAY:
                 arrays.append(FlatArray(position, len(flat)))
                 flat += [0, 0]
-            elif kind in "fd":
-                flat.append(float(value))
-            elif kind in "FD":
-                flat += [float(value.real), float(value.imag)]
             else:
-                flat.append(int(value))
+                flat += self.scalar(position, value)
         return flat, arrays
 
     def flat_offsets(self) -> list[int]:
         """Where each kernel argument's C arguments begin in :meth:`flatten`'s list."""
         offsets, count = [], 0
-        for kind in self.params:
+        for position, kind in enumerate(self.params):
             offsets.append(count)
-            count += 2 if kind == _ARRAY or kind in "FD" else 1
+            count += 2 if kind == _ARRAY else len(self.scalar(position, 0))
         return offsets
 
     def scalar(self, position: int, value: Any) -> list[Any]:
