@@ -37,7 +37,6 @@ class Slot:
     base: int = -1
     offset: int = 0
     strides: tuple[int, ...] = ()
-    value: object = None
     written: bool = False
     rows: tuple[int, ...] | None = None
     const: Const | None = None  # a constant's operand: run time reads its value through the storage
@@ -160,7 +159,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
 
     def slot_of(operand: View | Const, write: bool, strides: tuple[int, ...] | None = None) -> int:
         if isinstance(operand, Const):
-            slots.append(Slot(CONST, _const_dtype(operand), value=operand.value, const=operand))
+            slots.append(Slot(CONST, _const_dtype(operand), const=operand))
             raw_strides.append(())
             return len(slots) - 1
         if strides is None:

@@ -83,7 +83,7 @@ def sweep_key(program: KernelProgram) -> tuple:
     constants bit-exact: the plan cache keys which constants are equal the same way, so a replay
     fuses only sweeps whose constants are equal in its own batch too."""
     slots = tuple(
-        (s.kind, s.dtype.str, -1 if s.kind == TEMP else s.base, s.offset, s.strides, exact_key(s.value), s.written)
+        (s.kind, s.dtype.str, -1 if s.kind == TEMP else s.base, s.offset, s.strides, exact_key(None if s.const is None else s.const.value), s.written)
         for s in program.slots
     )
     return (program.structure(), slots, program.partition)
