@@ -248,20 +248,22 @@ def _outliving(steps: list[Step], position: int) -> set[int]:
     return later | (used - released)
 
 
+def _instructions(step: Group | WholeOp | CopyChain) -> list[Instruction] | tuple[Instruction, ...]:
+    return (step.instruction,) if isinstance(step, WholeOp) else step.instructions
+
+
 def _bases(step: Step) -> set[int]:
     """The bases ``step`` reads or writes (a release: none)."""
     if isinstance(step, Release):
         return set()
-    instructions = (step.instruction,) if isinstance(step, WholeOp) else step.instructions
-    return {view.base for i in instructions for view in (*i.outputs, *i.inputs) if isinstance(view, View)}
+    return {view.base for i in _instructions(step) for view in (*i.outputs, *i.inputs) if isinstance(view, View)}
 
 
 def _changes(step: Step) -> set[int]:
     """The bases that ``step`` writes or releases."""
     if isinstance(step, Release):
         return {step.base}
-    instructions = (step.instruction,) if isinstance(step, WholeOp) else step.instructions
-    return {out.base for instruction in instructions for out in instruction.outputs}
+    return {out.base for instruction in _instructions(step) for out in instruction.outputs}
 
 
 def _fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:
@@ -461,8 +463,7 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
         if isinstance(step, Release):
             continue
         if isinstance(step, (WholeOp, CopyChain)):
-            instructions = step.instructions if isinstance(step, CopyChain) else (step.instruction,)
-            for view in (view for i in instructions for view in (*i.outputs, *i.inputs)):
+            for view in (view for i in _instructions(step) for view in (*i.outputs, *i.inputs)):
                 if isinstance(view, View) and view.base in candidates:
                     seen_in[view.base] = None
             continue
