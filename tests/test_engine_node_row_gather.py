@@ -63,6 +63,11 @@ def groups(program) -> list[Group | WholeOp]:
     return [step for step in plan_batch(rec.batch, rec.known).steps if isinstance(step, (Group, WholeOp))]
 
 
+def whole_ops(program) -> list[str]:
+    """The opcodes that ``program``'s plan runs as whole-view operations."""
+    return [step.instruction.op for step in groups(program) if isinstance(step, WholeOp)]
+
+
 @pytest.mark.parametrize(
     ("shape", "index"),
     [
@@ -124,28 +129,26 @@ def test_an_out_of_range_index_leaves_the_gather_whole():
 
 def test_short_rows_leave_the_gather_whole(monkeypatch):
     monkeypatch.setattr(row_gather, "ROW_ELEMENTS_MIN", 6 * 40 + 1)
-    steps = groups(collision((9, 6, 40), OPPOSITE, aligned=True))
-    assert [step.instruction.op for step in steps if isinstance(step, WholeOp)] == ["gather"]
+    assert whole_ops(collision((9, 6, 40), OPPOSITE, aligned=True)) == ["gather"]
 
 
-def test_a_computed_index_leaves_the_gather_whole():
+def computed_index(rec: Recorder) -> View:
+    return rec.ufunc("add", rec.array(np.array([3, 2, 1, 0])), 0)
+
+
+def index_written_in_the_batch(rec: Recorder) -> View:
+    index = rec.array(np.array([3, 2, 1, 0]))
+    rec.fill(rec.index(index, (slice(0, 2),)), 1)  # the values the batch carries are stale
+    return index
+
+
+@pytest.mark.parametrize("make_index", [computed_index, index_written_in_the_batch])
+def test_an_index_unknown_when_planning_leaves_the_gather_whole(make_index):
     def program(rec: Recorder):
         f = rec.array(RNG.random((4, 3, 20)))
-        index = rec.ufunc("add", rec.array(np.array([3, 2, 1, 0])), 0)
-        return [rec.ufunc("multiply", gather(rec, f, index), 2.0)]
+        return [rec.ufunc("multiply", gather(rec, f, make_index(rec)), 2.0)]
 
-    assert [step.instruction.op for step in groups(program) if isinstance(step, WholeOp)] == ["gather"]
-    run_both(program, block=7, exact=True)
-
-
-def test_an_index_written_in_the_batch_leaves_the_gather_whole():
-    def program(rec: Recorder):
-        f = rec.array(RNG.random((4, 3, 20)))
-        index = rec.array(np.array([3, 2, 1, 0]))
-        rec.fill(rec.index(index, (slice(0, 2),)), 1)  # the values the batch carries are stale
-        return [rec.ufunc("multiply", gather(rec, f, index), 2.0)]
-
-    assert [step.instruction.op for step in groups(program) if isinstance(step, WholeOp)] == ["gather"]
+    assert whole_ops(program) == ["gather"]
     run_both(program, block=7, exact=True)
 
 
