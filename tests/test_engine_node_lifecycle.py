@@ -18,7 +18,7 @@ def test_registered_as_node():
     assert isinstance(create("node"), NodeEngine)
 
 
-@pytest.mark.parametrize(("variable", "value"), [("SHOAL_BLOCK_SIZE", "0"), ("SHOAL_BLOCK_SIZE", "big"), ("SHOAL_COMPILE", "later"), ("SHOAL_COMPILE_EXIT", "never"), ("SHOAL_DIRECT_WORK", "few")])
+@pytest.mark.parametrize(("variable", "value"), [("SHOAL_BLOCK_SIZE", "0"), ("SHOAL_BLOCK_SIZE", "big"), ("SHOAL_COMPILE", "later"), ("SHOAL_COMPILE_EXIT", "never"), ("SHOAL_DIRECT_WORK", "few"), ("SHOAL_SCHEDULE", "random")])
 def test_bad_settings_name_the_setting(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
     with pytest.raises(ValueError, match=variable):

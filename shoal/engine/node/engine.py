@@ -29,6 +29,7 @@ Settings (an entry of ``Config.options`` first, else the environment variable;
 
 from __future__ import annotations
 
+import enum
 import os
 import time
 from collections.abc import Callable
@@ -58,7 +59,7 @@ from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.sweeps import DEFAULT_SWEEPS_PER_PASS
-from shoal.system import integer_setting
+from shoal.system import choice_setting, integer_setting
 from shoal.threads import limit_library_threads
 
 
@@ -80,6 +81,13 @@ def _take_donated(batch: Batch) -> None:
     (lattice_boltzmann's first populations array, 8 MB, lived through a 2,000-instruction batch)."""
     for base in batch.donated:
         batch.data.pop(base, None)
+
+
+class Schedule(enum.Enum):
+    """Which ready block operation the pool runs first."""
+
+    PROGRAM = "program"  # the earliest in program order
+    REVERSE = "reverse"  # the latest: a legal order that tests use to show no dependency is missing
 
 
 def _option(config: Config, name: str, variable: str) -> str | None:
@@ -118,10 +126,8 @@ class NodeEngine(Component):
         mode = _option(config, "compile", "SHOAL_COMPILE") or "background"
         exit_mode = ExitMode.parse(_option(config, "compile_exit", "SHOAL_COMPILE_EXIT") or "detach")
         self._kernels = KernelCache(CompileMode.parse(mode), self.threads, exit_mode)
-        schedule = (_option(config, "schedule", "SHOAL_SCHEDULE") or "program").strip().lower()
-        if schedule not in ("program", "reverse"):
-            raise ValueError(f"SHOAL_SCHEDULE must be program or reverse, got {schedule!r}")
-        self._pool = WorkerPool(self.threads, reverse=schedule == "reverse")
+        schedule = choice_setting(Schedule, "SHOAL_SCHEDULE", _option(config, "schedule", "SHOAL_SCHEDULE") or "program")
+        self._pool = WorkerPool(self.threads, reverse=schedule is Schedule.REVERSE)
         sweeps = _option(config, "sweeps_per_pass", "SHOAL_SWEEPS_PER_PASS")
         self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS if sweeps is None else integer_setting("SHOAL_SWEEPS_PER_PASS", sweeps, minimum=1)
 
