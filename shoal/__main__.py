@@ -3,6 +3,7 @@
 python -m shoal [--fallbacks] program.py [arguments...]
 python -m shoal info
 python -m shoal bench [arguments...]
+python -m shoal serve [--bind HOST:PORT] [--token-file F] [--tls-cert C --tls-key K]
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ USAGE = """\
 usage: python -m shoal [--fallbacks] program.py [arguments...]
        python -m shoal info
        python -m shoal bench [arguments...]
+       python -m shoal serve [--bind HOST:PORT] [--token-file F] [--tls-cert C --tls-key K]
 
 Runs program.py as `python program.py` would, with its own `import numpy` served by Shoal.
 
@@ -30,6 +32,7 @@ options:
 commands:
   info          the engine, cores and libraries Shoal would use here
   bench         run Shoal's benchmarks side by side with their peers
+  serve         run array work for programs that set SHOAL_REMOTE (shoal serve --help)
 """
 
 EXIT_USAGE = 2
@@ -143,6 +146,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _info(rest)
     if not report_fallbacks and first == "bench":
         return _bench(rest)
+    if not report_fallbacks and first == "serve":
+        from shoal.proxy.serve import main as serve
+
+        return serve(rest)
     return _run_program(first, rest, report_fallbacks)
 
 

@@ -112,7 +112,7 @@ class Runtime:
         if engine is None:
             with self._lock:
                 if self._engine is None:
-                    self._engine = _initialised(create(default_engine_name()))
+                    self._engine = _default_engine()
                 engine = self._engine
         return engine
 
@@ -209,6 +209,17 @@ class Runtime:
                     self._engine.shutdown()
 
 
+def _default_engine() -> Component:
+    """A client of the server ``SHOAL_REMOTE`` names, else the engine ``default_engine_name`` gives."""
+    if os.environ.get("SHOAL_REMOTE"):
+        from shoal.proxy import client_from_environment
+
+        remote = client_from_environment()
+        if remote is not None:
+            return remote
+    return _initialised(create(default_engine_name()))
+
+
 def _initialised(engine: Component) -> Component:
     from shoal.threads import available_cores
 
@@ -230,6 +241,15 @@ def current() -> Runtime:
                 _current = Runtime()
             runtime = _current
     return runtime
+
+
+def install(runtime: Runtime) -> None:
+    """Make ``runtime`` the one in use from now on; the previous one is flushed and closed."""
+    global _current
+    with _current_lock:
+        previous, _current = _current, runtime
+    if previous is not None:
+        previous.close()
 
 
 def flush() -> None:

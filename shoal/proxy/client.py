@@ -1,0 +1,272 @@
+"""The client side of the proxy: a component whose engine runs on a server (paper 004 §3.2).
+
+``execute`` sends the batch and returns at once, so batches stream while the server computes.
+``fetch`` asks for a view and waits for its data; the server's heartbeats tell a slow answer from
+a lost server, which raises :class:`ConnectionError` after ``timeout`` seconds of silence. An
+error in a batch that ran remotely is raised at the next fetch, flush or shutdown as an
+:class:`~shoal.engine.component.EngineError` with the remote traceback appended.
+
+If the connection drops, the client reconnects and resumes its session (the server keeps it for
+its grace period), sends again every frame the server did not receive, and asks again what it
+was waiting for. Frames are kept for that until a reply shows the server has them, up to
+``resume_bytes``; past that, a lost connection cannot be resumed and raises.
+"""
+
+from __future__ import annotations
+
+import collections
+import socket
+import ssl
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal.bytecode import Batch, View, dumps
+from shoal.engine.component import Component, Config, EngineError
+from shoal.proxy import compression
+from shoal.proxy.protocol import (
+    DEFAULT_LIMITS,
+    PREAMBLE_HEADER,
+    SERVER_KINDS,
+    SESSION_ID_BYTES,
+    Kind,
+    Limits,
+    ProtocolError,
+    Reduction,
+    client_data,
+    client_error,
+    client_fetch,
+    client_preview,
+    client_welcome,
+    encode_preamble,
+)
+from shoal.proxy.stream import Chunk, FrameWriter, frame_bytes, read_frame, tune
+
+NO_SESSION = bytes(SESSION_ID_BYTES)
+
+
+class RemoteEngineError(EngineError):
+    """A batch failed on the server; the message ends with the server's traceback."""
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    host: str
+    port: int
+    token: bytes
+    tls: ssl.SSLContext | None = None
+    server_name: str | None = None
+    timeout: float = 20.0  # seconds without any frame while waiting for an answer
+    connect_timeout: float = 10.0
+    reconnect_seconds: float = 10.0
+    resume_bytes: int = 256 << 20
+    limits: Limits = DEFAULT_LIMITS
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` for IPv6) as a host and a port."""
+    host, separator, port = address.rpartition(":")
+    if not separator or not port.isdigit() or not host:
+        raise ValueError(f"a Shoal server address is HOST:PORT, got {address!r}")
+    return host.strip("[]"), int(port)
+
+
+class ProxyClient(Component):
+    """Sends batches to a ``shoal serve`` server and reads results from it."""
+
+    name = "proxy"
+
+    def __init__(self, settings: ClientSettings) -> None:
+        self.settings = settings
+        self.session = NO_SESSION
+        self.sent = 0  # sequence number of the last frame sent
+        self._unacknowledged: collections.deque[tuple[int, list[Chunk], int]] = collections.deque()
+        self._kept_bytes = 0
+        self._resumable = True
+        self._sock: socket.socket | None = None
+        self._writer: FrameWriter | None = None
+        self._lock = threading.RLock()
+        self._closed = False
+        self.round_trips = 0  # requests answered (fetch, preview, sync)
+
+    # ------------------------------------------------------------------ connection
+
+    def init(self, config: Config) -> None:
+        with self._lock:
+            if self._sock is None:
+                self._connect(resume=False)
+
+    def _connect(self, resume: bool) -> int:
+        """Open a connection and do the handshake; returns the last frame the server has."""
+        settings = self.settings
+        sock = socket.create_connection((settings.host, settings.port), timeout=settings.connect_timeout)
+        try:
+            tune(sock)
+            if settings.tls is not None:
+                sock = settings.tls.wrap_socket(sock, server_hostname=settings.server_name or settings.host)
+            sock.sendall(encode_preamble(settings.token, self.session if resume else NO_SESSION))
+            sock.settimeout(settings.timeout)
+            frame = read_frame(sock, SERVER_KINDS, settings.limits)
+            if frame.kind != Kind.WELCOME:
+                raise ProtocolError(f"expected a welcome, got {frame.kind.name}")
+            session, resumed, received, _ = client_welcome(frame.payload)
+        except BaseException:
+            sock.close()
+            raise
+        if resume and not resumed:
+            sock.close()
+            raise ConnectionError("the Shoal server no longer has this program's arrays")
+        self._sock, self._writer, self.session = sock, FrameWriter(sock), session
+        return received
+
+    def _reconnect(self, cause: BaseException) -> None:
+        """Resume the session on a new connection and send again what the server lacks."""
+        self._drop_socket()
+        if self._closed:
+            raise ConnectionError("the connection to the Shoal server is closed") from cause
+        if not self._resumable:
+            raise ConnectionError(f"lost the Shoal server at {self._where()} ({cause}); too much unacknowledged work to resume") from cause
+        deadline = time.monotonic() + self.settings.reconnect_seconds
+        delay = 0.05
+        while True:
+            try:
+                received = self._connect(resume=True)
+                break
+            except (OSError, ProtocolError) as error:
+                if isinstance(error, ConnectionError) and "no longer has" in str(error) or time.monotonic() > deadline:
+                    raise ConnectionError(f"lost the Shoal server at {self._where()}: {error}") from cause
+                time.sleep(delay)
+                delay = min(1.0, delay * 2)
+        self._acknowledge(received)
+        assert self._writer is not None
+        for _, parts, _ in self._unacknowledged:
+            self._writer.send(parts)
+
+    def _drop_socket(self) -> None:
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+        self._sock = self._writer = None
+
+    def _where(self) -> str:
+        return f"{self.settings.host}:{self.settings.port}"
+
+    # ------------------------------------------------------------------ frames
+
+    def _send(self, kind: Kind, chunks: list[Chunk]) -> int:
+        """Send one frame (reconnecting if needed); returns its sequence number."""
+        if self._closed:
+            raise ConnectionError("the connection to the Shoal server is closed")
+        self.sent += 1
+        parts = frame_bytes(kind, self.sent, chunks)
+        size = sum(memoryview(part).nbytes for part in parts)
+        self._unacknowledged.append((self.sent, parts, size))
+        self._kept_bytes += size
+        while self._kept_bytes > self.settings.resume_bytes and len(self._unacknowledged) > 1:
+            self._kept_bytes -= self._unacknowledged.popleft()[2]
+            self._resumable = False
+        try:
+            if self._writer is None:
+                raise ConnectionError("not connected")
+            self._writer.send(parts)
+        except OSError as error:
+            self._reconnect(error)
+        return self.sent
+
+    def _acknowledge(self, received: int) -> None:
+        while self._unacknowledged and self._unacknowledged[0][0] <= received:
+            self._kept_bytes -= self._unacknowledged.popleft()[2]
+        if not self._unacknowledged:
+            self._resumable = True
+
+    def _request(self, kind: Kind, payload: bytes = b""):
+        """Send a request and wait for its answer frame (heartbeats keep the wait alive)."""
+        with self._lock:
+            sequence = self._send(kind, [payload] if payload else [])
+            while True:
+                try:
+                    if self._sock is None:
+                        raise ConnectionError("not connected")
+                    frame = read_frame(self._sock, SERVER_KINDS, self.settings.limits)
+                except (OSError, ProtocolError) as error:
+                    if isinstance(error, ProtocolError):
+                        raise ConnectionError(f"the Shoal server at {self._where()} sent a malformed answer: {error}") from error
+                    self._reconnect(error)
+                    continue
+                except BaseException:  # Ctrl-C while waiting: stop the remote work too
+                    self._cancel()
+                    raise
+                if frame.kind == Kind.HEARTBEAT:
+                    self._acknowledge(frame.sequence)
+                    continue
+                if frame.sequence != sequence:
+                    continue  # the answer to a request asked again after a reconnect
+                self._acknowledge(sequence)
+                self.round_trips += 1
+                if frame.kind == Kind.ERROR:
+                    self._raise(client_error(frame.payload, self.settings.limits))
+                return frame
+
+    def _raise(self, error) -> None:
+        text = error.message
+        if error.traceback:
+            text += "\n\nRemote traceback (most recent call last, on the Shoal server):\n" + error.traceback
+        raise RemoteEngineError(text)
+
+    def _cancel(self) -> None:
+        try:
+            if self._writer is not None:
+                self.sent += 1
+                self._writer.frame(Kind.CANCEL, self.sent)
+        except OSError:
+            pass
+        self._closed = True
+        self._drop_socket()
+
+    # ------------------------------------------------------------------ component
+
+    def execute(self, batch: Batch) -> None:
+        data = dumps(batch, limits=self.settings.limits.wire)
+        with self._lock:
+            self._send(Kind.EXECUTE, [data])
+
+    def fetch(self, view: View) -> np.ndarray:
+        return self._array(self._request(Kind.FETCH, client_fetch(view, compression.available())))
+
+    def preview(self, view: View, shape: tuple[int, int], reduction: Reduction) -> np.ndarray:
+        payload = client_preview(view, shape, reduction, compression.available())
+        return self._array(self._request(Kind.PREVIEW, payload))
+
+    def _array(self, frame) -> np.ndarray:
+        try:
+            head = client_data(frame.payload, self.settings.limits)
+            raw = compression.decode(head.codec, head.body, head.raw_length)
+        except ProtocolError as error:
+            raise ConnectionError(f"the Shoal server at {self._where()} sent a malformed array: {error}") from error
+        array = np.frombuffer(raw, dtype=head.dtype).reshape(head.shape)
+        return array if array.flags.writeable else array.copy()
+
+    def sync(self) -> None:
+        """Wait until the server has run every batch sent so far; raise its error if one failed."""
+        self._request(Kind.SYNC)
+
+    def release(self, base: int) -> None:
+        """Bases are released by the ``release`` instructions of the batches themselves."""
+
+    def shutdown(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if self._sock is not None:
+                    self._request(Kind.BYE)
+            finally:
+                self._closed = True
+                self._drop_socket()
+
+    def live_bases(self) -> int:
+        return 0

@@ -1,0 +1,92 @@
+"""``shoal serve``: command-line entry of the proxy server.
+
+    shoal serve [--bind HOST:PORT] [--token-file F] [--tls-cert C --tls-key K]
+                [--engine NAME] [--memory-limit BYTES] [--grace SECONDS]
+
+The server runs until SIGINT or SIGTERM, then ends every session. It prints where it listens and
+the path of the token file, never the token.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import ssl
+import sys
+import threading
+from collections.abc import Sequence
+
+import psutil
+
+from shoal.proxy.auth import TokenError, default_token_file, token_for_server
+from shoal.proxy.client import parse_address
+from shoal.proxy.protocol import DEFAULT_LIMITS
+from shoal.proxy.server import DEFAULT_PORT, InsecureBind, ProxyServer, ServerSettings
+from shoal.proxy.session import SessionSettings
+
+HEARTBEAT_SECONDS = 1.0
+
+
+def engine_factory(name: str, threads: int | None):
+    """A function making a new, initialised component ``name`` for each session."""
+    from shoal.engine import Config, create
+    from shoal.threads import available_cores
+
+    create(name)  # fail at start for an unknown name
+
+    def make():
+        component = create(name)
+        component.init(Config(threads=threads or available_cores()))
+        return component
+
+    return make
+
+
+def parser() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(prog="shoal serve", description="Run array work for remote Shoal programs.")
+    options.add_argument("--bind", default=f"127.0.0.1:{DEFAULT_PORT}", help="HOST:PORT to listen on (default: loopback)")
+    options.add_argument("--token-file", default=None, help=f"the token file (default {default_token_file()}); made if missing")
+    options.add_argument("--tls-cert", default=None, help="PEM certificate chain; with --tls-key, TLS on every connection")
+    options.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
+    options.add_argument("--engine", default="node", help="the component that runs each client's batches")
+    options.add_argument("--threads", type=int, default=None, help="threads per client engine (default: the thread budget)")
+    options.add_argument("--memory-limit", type=int, default=None, help="bytes of arrays one client may hold (default: half the memory)")
+    options.add_argument("--grace", type=float, default=60.0, help="seconds a disconnected client may take to resume")
+    options.add_argument("--max-clients", type=int, default=64)
+    return options
+
+
+def build(arguments: argparse.Namespace) -> ProxyServer:
+    host, port = parse_address(arguments.bind)
+    if (arguments.tls_cert is None) != (arguments.tls_key is None):
+        raise ValueError("--tls-cert and --tls-key go together")
+    tls = None
+    if arguments.tls_cert is not None:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(arguments.tls_cert, arguments.tls_key)
+    token = token_for_server(arguments.token_file or default_token_file())
+    memory = arguments.memory_limit or psutil.virtual_memory().total // 2
+    session = SessionSettings(engine_factory(arguments.engine, arguments.threads), DEFAULT_LIMITS, memory, HEARTBEAT_SECONDS)
+    settings = ServerSettings(host, port, token.encode("ascii"), session, tls, arguments.grace, arguments.max_clients)
+    return ProxyServer(settings)
+
+
+def main(argv: Sequence[str]) -> int:
+    arguments = parser().parse_args(list(argv))
+    logging.basicConfig(level=logging.INFO, format="shoal serve: %(message)s", stream=sys.stderr)
+    try:
+        server = build(arguments)
+    except (InsecureBind, TokenError, ValueError, OSError) as error:
+        sys.stderr.write(f"shoal serve: error: {error}\n")
+        return 2
+    stop = threading.Event()
+    for number in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, lambda *_: stop.set())
+    with server:
+        host, port = server.address
+        token_file = arguments.token_file or default_token_file()
+        print(f"shoal serve: listening on {host}:{port} ({'TLS' if arguments.tls_cert else 'no TLS'}); token in {token_file}", flush=True)
+        stop.wait()
+    print("shoal serve: stopped", flush=True)
+    return 0

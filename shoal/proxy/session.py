@@ -1,0 +1,253 @@
+"""One client's state on the server: its own engine, its bases, its memory limit, its errors.
+
+Every batch is decoded with the wire limits and verified against the bases this client declared
+before it reaches the engine; another client's bases are invisible (each session has an engine
+of its own). Work runs on the session's worker thread in arrival order; answers go to whichever
+connection the session has at the time (a client may reconnect and resume within the grace
+period). An error while running a batch is kept and answered to the next request.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import secrets
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal.bytecode import BaseDecl, Batch, BytecodeError, View, loads, verify
+from shoal.engine import Component
+from shoal.proxy import compression
+from shoal.proxy.preview import downsample
+from shoal.proxy.protocol import (
+    SESSION_ID_BYTES,
+    ErrorKind,
+    Kind,
+    Limits,
+    ProtocolError,
+    RemoteError,
+    server_data,
+    server_error,
+    server_fetch,
+    server_preview,
+)
+from shoal.proxy.stream import Frame, FrameWriter
+
+log = logging.getLogger("shoal.proxy")
+
+
+class LimitExceeded(ValueError):
+    """A batch would take this client past its memory limit."""
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """What every session of one server shares."""
+
+    engine: Callable[[], Component]  # a new, initialised component for a session
+    limits: Limits
+    memory_limit: int  # bytes of live bases per client
+    heartbeat_seconds: float
+
+
+def view_inside(view: View, decl: BaseDecl) -> bool:
+    """True if every byte ``view`` shows lies inside ``decl`` (Python integers: no overflow)."""
+    if len(view.shape) != len(view.strides) or any(n < 0 for n in view.shape):
+        return False
+    if any(n == 0 for n in view.shape):
+        return 0 <= view.offset <= decl.nbytes
+    low = high = view.offset
+    for n, stride in zip(view.shape, view.strides):
+        if stride < 0:
+            low += (n - 1) * stride
+        else:
+            high += (n - 1) * stride
+    return low >= 0 and high + view.dtype.itemsize <= decl.nbytes
+
+
+class Session:
+    """A client's engine and the bookkeeping the server needs to serve it safely."""
+
+    def __init__(self, settings: SessionSettings, peer: str) -> None:
+        self.id = secrets.token_bytes(SESSION_ID_BYTES)
+        self.settings = settings
+        self.peer = peer
+        self.known: dict[int, BaseDecl] = {}
+        self.live_bytes = 0
+        self.received = 0  # the last client sequence number accepted
+        self.error: RemoteError | None = None
+        self.writer: FrameWriter | None = None
+        self.pending_requests = 0
+        self.disconnected_at: float | None = None
+        self.closed = threading.Event()
+        self._queue: queue.SimpleQueue[Frame | None] = queue.SimpleQueue()
+        self._engine = settings.engine()
+        self._worker = threading.Thread(target=self._work, name=f"shoal-session-{self.id.hex()[:8]}", daemon=True)
+        self._heartbeat = threading.Thread(target=self._beat, name="shoal-heartbeat", daemon=True)
+        self._lock = threading.Lock()
+        self._worker.start()
+        self._heartbeat.start()
+
+    # ------------------------------------------------------------------ from the connection
+
+    def attach(self, writer: FrameWriter) -> None:
+        with self._lock:
+            self.writer = writer
+            self.disconnected_at = None
+
+    def detach(self, writer: FrameWriter) -> None:
+        with self._lock:
+            if self.writer is writer:
+                self.writer = None
+                self.disconnected_at = time.monotonic()
+
+    def accept(self, frame: Frame) -> None:
+        """Take a frame in arrival order (its sequence number was checked by the connection)."""
+        self.received = frame.sequence
+        if frame.kind == Kind.CANCEL:
+            self._drop_queued()
+            self.close()
+            return
+        if frame.kind in (Kind.FETCH, Kind.PREVIEW, Kind.SYNC, Kind.BYE):
+            with self._lock:
+                self.pending_requests += 1
+        self._queue.put(frame)
+
+    def close(self) -> None:
+        """Stop the worker after the frame it is running, then shut the engine down."""
+        if not self.closed.is_set():
+            self.closed.set()
+            self._queue.put(None)
+
+    # --------------------------------------------------------------------- the worker
+
+    def _drop_queued(self) -> None:
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
+
+    def _work(self) -> None:
+        try:
+            while not self.closed.is_set() or not self._queue.empty():
+                frame = self._queue.get()
+                if frame is None or self.closed.is_set() and frame.kind != Kind.BYE:
+                    break
+                self._handle(frame)
+                if frame.kind == Kind.BYE:
+                    break
+        finally:
+            self.closed.set()
+            try:
+                self._engine.shutdown()
+            except Exception:  # the engine failed while shutting down: log it, the session is over
+                log.exception("session %s: engine shutdown failed", self.id.hex()[:8])
+            self.known.clear()
+
+    def _handle(self, frame: Frame) -> None:
+        if frame.kind == Kind.EXECUTE:
+            self._execute(frame)
+            return
+        try:
+            if frame.kind in (Kind.SYNC, Kind.BYE):
+                self._answer_error_or(frame, lambda: self._reply(Kind.OK, frame.sequence))
+            elif frame.kind == Kind.FETCH:
+                view, codecs = server_fetch(frame.payload, self.settings.limits)
+                self._answer_error_or(frame, lambda: self._send_array(frame.sequence, self._fetch(view), codecs))
+            elif frame.kind == Kind.PREVIEW:
+                view, codecs, shape, reduction = server_preview(frame.payload, self.settings.limits)
+                self._answer_error_or(frame, lambda: self._send_array(frame.sequence, downsample(self._fetch(view), shape, reduction), codecs))
+        except (ProtocolError, LimitExceeded, BytecodeError) as error:
+            self._reply_error(frame.sequence, RemoteError(ErrorKind.REJECTED, -1, str(error), ""))
+        except Exception as error:  # an engine failure while reading: the client sees it with its traceback
+            self._reply_error(frame.sequence, RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
+        finally:
+            with self._lock:
+                self.pending_requests -= 1
+
+    def _answer_error_or(self, frame: Frame, answer: Callable[[], None]) -> None:
+        """Answer the kept error (and forget it), or run ``answer``."""
+        error, self.error = self.error, None
+        if error is not None:
+            self._reply_error(frame.sequence, error)
+        else:
+            answer()
+
+    def _execute(self, frame: Frame) -> None:
+        try:
+            batch = loads(frame.payload, limits=self.settings.limits.wire)
+            verify(batch, self.known, semantics=True)
+            self._account(batch)
+        except (BytecodeError, LimitExceeded) as error:
+            self._keep(RemoteError(ErrorKind.REJECTED, -1, f"batch {frame.sequence} rejected: {error}", ""))
+            return
+        try:
+            self._engine.execute(batch)
+        except Exception as error:
+            self._keep(RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
+        finally:
+            self._forget_released(batch)
+
+    def _keep(self, error: RemoteError) -> None:
+        log.info("session %s: %s", self.id.hex()[:8], error.message)
+        if self.error is None:
+            self.error = error
+
+    def _account(self, batch: Batch) -> None:
+        declared = sum(decl.nbytes for decl in batch.bases)
+        if self.live_bytes + declared > self.settings.memory_limit:
+            raise LimitExceeded(
+                f"the batch declares {declared} bytes; with the {self.live_bytes} bytes this client holds "
+                f"that passes its limit of {self.settings.memory_limit} bytes"
+            )
+        for decl in batch.bases:
+            self.known[decl.id] = decl
+        self.live_bytes += declared
+
+    def _forget_released(self, batch: Batch) -> None:
+        for instruction in batch.instructions:
+            if instruction.op == "release":
+                decl = self.known.pop(instruction.attr("base"), None)
+                if decl is not None:
+                    self.live_bytes -= decl.nbytes
+
+    def _fetch(self, view: View) -> np.ndarray:
+        decl = self.known.get(view.base)
+        if decl is None:
+            raise LimitExceeded(f"base {view.base} is not live")
+        if not view_inside(view, decl):
+            raise LimitExceeded(f"the view reaches outside base {view.base}")
+        return self._engine.fetch(view)
+
+    # --------------------------------------------------------------------- answers
+
+    def _send_array(self, sequence: int, array: np.ndarray, codecs: frozenset) -> None:
+        array = np.ascontiguousarray(array)
+        codec, body = compression.encode(array, codecs)
+        head = server_data(array.dtype, array.shape, codec, array.nbytes)
+        self._reply(Kind.DATA, sequence, (head, body))
+
+    def _reply_error(self, sequence: int, error: RemoteError) -> None:
+        self._reply(Kind.ERROR, sequence, (server_error(error.kind, error.message, error.traceback, error.instruction),))
+
+    def _reply(self, kind: Kind, sequence: int, chunks: tuple = ()) -> None:
+        writer = self.writer
+        if writer is None:
+            return  # disconnected: a resumed client asks again
+        try:
+            writer.frame(kind, sequence, chunks)
+        except OSError:
+            self.detach(writer)
+
+    def _beat(self) -> None:
+        """While a request waits, tell the client every heartbeat that the server is alive."""
+        interval = self.settings.heartbeat_seconds
+        while not self.closed.wait(interval):
+            if self.pending_requests > 0:
+                self._reply(Kind.HEARTBEAT, self.received)
