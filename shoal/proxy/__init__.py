@@ -82,9 +82,9 @@ def preview(array: Any, shape: tuple[int, int] = (512, 512), reduce: str = "mean
     rows, columns = (int(n) for n in shape)
     if rows < 1 or columns < 1:
         raise ValueError(f"shape must be two positive sizes, got {shape!r}")
-    from shoal.numpy._lazy import ndarray as lazy
+    from shoal.numpy._lazy import is_lazy
 
-    if isinstance(array, lazy):
+    if is_lazy(array):
         engine = array._base.runtime.engine
         if isinstance(engine, ProxyClient):
             array._base.runtime.flush()

@@ -28,7 +28,6 @@ from shoal.engine.component import Component, Config, EngineError
 from shoal.proxy import compression
 from shoal.proxy.protocol import (
     DEFAULT_LIMITS,
-    PREAMBLE_HEADER,
     SERVER_KINDS,
     SESSION_ID_BYTES,
     Kind,
@@ -42,7 +41,7 @@ from shoal.proxy.protocol import (
     client_welcome,
     encode_preamble,
 )
-from shoal.proxy.stream import Chunk, FrameWriter, frame_bytes, read_frame, tune
+from shoal.proxy.stream import Chunk, FrameWriter, PeerClosed, frame_bytes, read_frame, tune
 
 NO_SESSION = bytes(SESSION_ID_BYTES)
 
@@ -89,6 +88,7 @@ class ProxyClient(Component):
         self._writer: FrameWriter | None = None
         self._lock = threading.RLock()
         self._closed = False
+        self._failure: ConnectionError | None = None  # why the session is lost, once it is
         self.round_trips = 0  # requests answered (fetch, preview, sync)
 
     # ------------------------------------------------------------------ connection
@@ -108,7 +108,17 @@ class ProxyClient(Component):
                 sock = settings.tls.wrap_socket(sock, server_hostname=settings.server_name or settings.host)
             sock.sendall(encode_preamble(settings.token, self.session if resume else NO_SESSION))
             sock.settimeout(settings.timeout)
-            frame = read_frame(sock, SERVER_KINDS, settings.limits)
+            try:
+                frame = read_frame(sock, SERVER_KINDS, settings.limits)
+            except PeerClosed:
+                raise ConnectionError(
+                    f"the Shoal server at {self._where()} closed the connection during the handshake "
+                    "(a wrong token, or a session that ended)"
+                ) from None
+            except TimeoutError:
+                raise ConnectionError(f"{self._where()} did not answer the handshake within {settings.timeout} s") from None
+            if frame.kind == Kind.ERROR:
+                raise ConnectionError(f"the Shoal server at {self._where()} refused the connection: {client_error(frame.payload, settings.limits).message}")
             if frame.kind != Kind.WELCOME:
                 raise ProtocolError(f"expected a welcome, got {frame.kind.name}")
             session, resumed, received, _ = client_welcome(frame.payload)
@@ -122,7 +132,17 @@ class ProxyClient(Component):
         return received
 
     def _reconnect(self, cause: BaseException) -> None:
-        """Resume the session on a new connection and send again what the server lacks."""
+        """Resume the session on a new connection and send again what the server lacks; if
+        that fails, the session is lost: every later request raises the same error."""
+        try:
+            self._resume(cause)
+        except ConnectionError as error:
+            self._failure = error
+            self._closed = True
+            self._drop_socket()
+            raise
+
+    def _resume(self, cause: BaseException) -> None:
         self._drop_socket()
         if self._closed:
             raise ConnectionError("the connection to the Shoal server is closed") from cause
@@ -135,7 +155,7 @@ class ProxyClient(Component):
                 received = self._connect(resume=True)
                 break
             except (OSError, ProtocolError) as error:
-                if isinstance(error, ConnectionError) and "no longer has" in str(error) or time.monotonic() > deadline:
+                if (isinstance(error, ConnectionError) and "refused the connection" in str(error)) or time.monotonic() > deadline:
                     raise ConnectionError(f"lost the Shoal server at {self._where()}: {error}") from cause
                 time.sleep(delay)
                 delay = min(1.0, delay * 2)
@@ -159,6 +179,8 @@ class ProxyClient(Component):
 
     def _send(self, kind: Kind, chunks: list[Chunk]) -> int:
         """Send one frame (reconnecting if needed); returns its sequence number."""
+        if self._failure is not None:
+            raise ConnectionError(str(self._failure)) from self._failure
         if self._closed:
             raise ConnectionError("the connection to the Shoal server is closed")
         self.sent += 1
@@ -230,9 +252,12 @@ class ProxyClient(Component):
     # ------------------------------------------------------------------ component
 
     def execute(self, batch: Batch) -> None:
+        """Send ``batch``; once the session is lost, batches are dropped (nothing they compute
+        can be read: every read raises the error that lost it)."""
         data = dumps(batch, limits=self.settings.limits.wire)
         with self._lock:
-            self._send(Kind.EXECUTE, [data])
+            if self._failure is None:
+                self._send(Kind.EXECUTE, [data])
 
     def fetch(self, view: View) -> np.ndarray:
         return self._array(self._request(Kind.FETCH, client_fetch(view, compression.available())))

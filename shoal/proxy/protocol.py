@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.bytecode import View
+from shoal.bytecode.codec import DEFAULT_LIMITS as WIRE_DEFAULTS
 from shoal.bytecode.codec import Reader, WireLimits, Writer
 from shoal.bytecode.dtypes import dtype_code, dtype_from_code
 from shoal.bytecode.errors import BytecodeError
@@ -96,7 +97,7 @@ class Limits:
 
     max_frame_bytes: int = 1 << 34  # 16 GiB: one batch with its data, or one fetched array
     max_ndim: int = 64
-    wire: WireLimits = WireLimits()
+    wire: WireLimits = WIRE_DEFAULTS
 
 
 DEFAULT_LIMITS = Limits()

@@ -22,7 +22,7 @@ import psutil
 from shoal.proxy.auth import TokenError, default_token_file, token_for_server
 from shoal.proxy.client import parse_address
 from shoal.proxy.protocol import DEFAULT_LIMITS
-from shoal.proxy.server import DEFAULT_PORT, InsecureBind, ProxyServer, ServerSettings
+from shoal.proxy.server import DEFAULT_PORT, InsecureBind, ProxyServer, ServerSettings, is_loopback
 from shoal.proxy.session import SessionSettings
 
 HEARTBEAT_SECONDS = 1.0
@@ -61,6 +61,8 @@ def build(arguments: argparse.Namespace) -> ProxyServer:
     host, port = parse_address(arguments.bind)
     if (arguments.tls_cert is None) != (arguments.tls_key is None):
         raise ValueError("--tls-cert and --tls-key go together")
+    if not is_loopback(host) and arguments.tls_cert is None:
+        raise InsecureBind(f"refusing to listen on {host}: a non-loopback address needs TLS (--tls-cert/--tls-key)")
     tls = None
     if arguments.tls_cert is not None:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)

@@ -10,6 +10,8 @@ A client that disconnects keeps its session for ``grace_seconds`` and may resume
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import ipaddress
 import logging
 import socket
@@ -23,9 +25,11 @@ from shoal.proxy.protocol import (
     CLIENT_KINDS,
     PREAMBLE_HEADER,
     SESSION_ID_BYTES,
+    ErrorKind,
     Kind,
     ProtocolError,
     decode_preamble_header,
+    server_error,
     server_welcome,
 )
 from shoal.proxy.session import Session, SessionSettings
@@ -36,6 +40,11 @@ log = logging.getLogger("shoal.proxy")
 HANDSHAKE_SECONDS = 5.0
 DEFAULT_PORT = 7787
 NO_SESSION = bytes(SESSION_ID_BYTES)
+FRAME_OVERHEAD_BYTES = 64 << 20  # a client frame may exceed the client's memory limit by this much
+
+
+class Refused(ProtocolError):
+    """An authenticated client that cannot be served (told why before the connection closes)."""
 
 
 class InsecureBind(ValueError):
@@ -60,6 +69,7 @@ class ServerSettings:
     tls: ssl.SSLContext | None = None
     grace_seconds: float = 60.0
     max_clients: int = 64
+    handshake_seconds: float = HANDSHAKE_SECONDS
 
 
 class ProxyServer:
@@ -103,7 +113,7 @@ class ProxyServer:
         for session in sessions:
             session.close()
         for session in sessions:
-            session.closed.wait(10)
+            session.finished.wait(10)
 
     def __enter__(self) -> ProxyServer:
         return self.start()
@@ -133,7 +143,7 @@ class ProxyServer:
             with self._lock:
                 for key, session in list(self._sessions.items()):
                     gone = session.disconnected_at
-                    if session.closed.is_set() or gone is not None and now - gone > self.settings.grace_seconds:
+                    if session.closed.is_set() or (gone is not None and now - gone > self.settings.grace_seconds):
                         if not session.closed.is_set():
                             log.info("session %s: client gone for %.0f s, its arrays are dropped", key.hex()[:8], now - gone)
                         session.close()
@@ -144,19 +154,24 @@ class ProxyServer:
         writer: FrameWriter | None = None
         try:
             tune(sock)
-            sock.settimeout(HANDSHAKE_SECONDS)
+            sock.settimeout(self.settings.handshake_seconds)
             if self.settings.tls is not None:
                 sock = self.settings.tls.wrap_socket(sock, server_side=True)
             session, resumed = self._handshake(sock, peer)
             writer = FrameWriter(sock)
-            session.attach(writer)
+            session.attach(writer)  # after the previous connection's last frame
             writer.frame(Kind.WELCOME, 0, (server_welcome(session.id, resumed, session.received, self.settings.session.limits),))
             sock.settimeout(None)
             self._read_frames(sock, session)
+        except Refused as error:
+            log.warning("connection from %s refused: %s", peer, error)
+            with contextlib.suppress(OSError):
+                FrameWriter(sock).frame(Kind.ERROR, 0, (server_error(ErrorKind.REJECTED, str(error), ""),))
         except (ProtocolError, PeerClosed, TimeoutError, ssl.SSLError, OSError) as error:
-            reason = "closed" if isinstance(error, PeerClosed) else f"{type(error).__name__}: {error}"
-            if session is None or not isinstance(error, PeerClosed):
-                log.warning("connection from %s closed: %s", peer, reason)
+            if isinstance(error, ProtocolError) and session is not None:
+                session.close()  # a client that breaks the protocol cannot resume
+            if not isinstance(error, PeerClosed):
+                log.warning("connection from %s closed: %s: %s", peer, type(error).__name__, error)
         finally:
             if session is not None and writer is not None:
                 session.detach(writer)
@@ -175,23 +190,25 @@ class ProxyServer:
             if wanted != NO_SESSION:
                 session = self._sessions.get(wanted)
                 if session is None or session.closed.is_set():
-                    raise ProtocolError("no such session to resume (it ended or its grace period passed)")
+                    raise Refused("the server no longer has this session (it ended or its grace period passed)")
                 log.info("session %s resumed from %s", wanted.hex()[:8], peer)
                 return session, True
             if sum(not s.closed.is_set() for s in self._sessions.values()) >= self.settings.max_clients:
-                raise ProtocolError(f"the server has {self.settings.max_clients} clients already")
+                raise Refused(f"the server has {self.settings.max_clients} clients already")
             session = Session(self.settings.session, peer)
             self._sessions[session.id] = session
         log.info("session %s opened from %s", session.id.hex()[:8], peer)
         return session, False
 
     def _read_frames(self, sock: socket.socket, session: Session) -> None:
-        limits = self.settings.session.limits
+        session_settings = self.settings.session
+        largest = min(session_settings.limits.max_frame_bytes, session_settings.memory_limit + FRAME_OVERHEAD_BYTES)
+        limits = dataclasses.replace(session_settings.limits, max_frame_bytes=largest)
         while not session.closed.is_set():
             frame = read_frame(sock, CLIENT_KINDS, limits)
             if frame.sequence != session.received + 1:
                 raise ProtocolError(f"frame {frame.sequence} out of sequence (expected {session.received + 1})")
             session.accept(frame)
             if frame.kind in (Kind.BYE, Kind.CANCEL):
-                session.closed.wait(30)
+                session.finished.wait(30)
                 return

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import secrets
+import socket
 import threading
 import time
 import traceback
@@ -78,13 +79,16 @@ class Session:
         self.settings = settings
         self.peer = peer
         self.known: dict[int, BaseDecl] = {}
+        self.lost: set[int] = set()  # bases of batches that were rejected or failed
         self.live_bytes = 0
         self.received = 0  # the last client sequence number accepted
         self.error: RemoteError | None = None
         self.writer: FrameWriter | None = None
+        self._reader: tuple[FrameWriter, threading.Thread] | None = None  # the connection reading for it
         self.pending_requests = 0
         self.disconnected_at: float | None = None
-        self.closed = threading.Event()
+        self.closed = threading.Event()  # set once the engine is shut down
+        self.finished = threading.Event()  # set once the last answer (to a BYE) is sent
         self._queue: queue.SimpleQueue[Frame | None] = queue.SimpleQueue()
         self._engine = settings.engine()
         self._worker = threading.Thread(target=self._work, name=f"shoal-session-{self.id.hex()[:8]}", daemon=True)
@@ -96,12 +100,25 @@ class Session:
     # ------------------------------------------------------------------ from the connection
 
     def attach(self, writer: FrameWriter) -> None:
+        """Answer on ``writer`` from now on. A connection the session had before is closed and
+        its reader waited for first, so ``received`` counts exactly the frames it took."""
+        with self._lock:
+            previous, self._reader = self._reader, (writer, threading.current_thread())
+        if previous is not None:
+            old_writer, old_thread = previous
+            try:
+                old_writer.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            old_thread.join(timeout=10)
         with self._lock:
             self.writer = writer
             self.disconnected_at = None
 
     def detach(self, writer: FrameWriter) -> None:
         with self._lock:
+            if self._reader is not None and self._reader[0] is writer:
+                self._reader = None
             if self.writer is writer:
                 self.writer = None
                 self.disconnected_at = time.monotonic()
@@ -134,21 +151,27 @@ class Session:
             pass
 
     def _work(self) -> None:
+        bye: Frame | None = None
         try:
-            while not self.closed.is_set() or not self._queue.empty():
+            while not self.closed.is_set():
                 frame = self._queue.get()
-                if frame is None or self.closed.is_set() and frame.kind != Kind.BYE:
+                if frame is None or self.closed.is_set():
+                    break
+                if frame.kind == Kind.BYE:
+                    bye = frame
                     break
                 self._handle(frame)
-                if frame.kind == Kind.BYE:
-                    break
-        finally:
-            self.closed.set()
             try:
                 self._engine.shutdown()
-            except Exception:  # the engine failed while shutting down: log it, the session is over
-                log.exception("session %s: engine shutdown failed", self.id.hex()[:8])
+            except Exception as error:  # answered to a waiting BYE, logged otherwise
+                self._keep(RemoteError(ErrorKind.ENGINE, -1, f"shutting down: {type(error).__name__}: {error}", traceback.format_exc()))
             self.known.clear()
+            self.closed.set()
+            if bye is not None:  # answered once the engine has let go of everything
+                self._handle(bye)
+        finally:
+            self.closed.set()
+            self.finished.set()
 
     def _handle(self, frame: Frame) -> None:
         if frame.kind == Kind.EXECUTE:
@@ -180,19 +203,39 @@ class Session:
             answer()
 
     def _execute(self, frame: Frame) -> None:
+        batch: Batch | None = None
         try:
-            batch = loads(frame.payload, limits=self.settings.limits.wire)
+            batch = self._without_lost_releases(loads(frame.payload, limits=self.settings.limits.wire))
             verify(batch, self.known, semantics=True)
             self._account(batch)
         except (BytecodeError, LimitExceeded) as error:
             self._keep(RemoteError(ErrorKind.REJECTED, -1, f"batch {frame.sequence} rejected: {error}", ""))
+            if batch is not None:
+                self.lost.update(decl.id for decl in batch.bases if decl.id not in self.known)
             return
         try:
             self._engine.execute(batch)
         except Exception as error:
             self._keep(RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
+            for decl in batch.bases:
+                if self.known.pop(decl.id, None) is not None:
+                    self.live_bytes -= decl.nbytes
+                    self.lost.add(decl.id)
         finally:
             self._forget_released(batch)
+
+    def _without_lost_releases(self, batch: Batch) -> Batch:
+        """``batch`` without the releases of bases whose batch never ran (the program still
+        drops its arrays; those releases must not fail a later batch)."""
+        if not self.lost:
+            return batch
+        kept = []
+        for instruction in batch.instructions:
+            if instruction.op == "release" and instruction.attr("base") in self.lost:
+                self.lost.discard(instruction.attr("base"))
+                continue
+            kept.append(instruction)
+        return Batch(bases=batch.bases, data=batch.data, instructions=kept, donated=batch.donated)
 
     def _keep(self, error: RemoteError) -> None:
         log.info("session %s: %s", self.id.hex()[:8], error.message)

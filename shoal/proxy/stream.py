@@ -11,9 +11,17 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shoal.proxy.protocol import FRAME_HEADER, FrameHeader, Kind, Limits, decode_header, encode_header
+from shoal.proxy.protocol import (
+    FRAME_HEADER,
+    FrameHeader,
+    Kind,
+    Limits,
+    decode_header,
+    encode_header,
+)
 
 Chunk = bytes | bytearray | memoryview
+INITIAL_BUFFER = 1 << 20
 
 
 class PeerClosed(ConnectionError):
@@ -21,12 +29,17 @@ class PeerClosed(ConnectionError):
 
 
 def read_exact(sock: socket.socket, length: int) -> bytearray:
-    """Exactly ``length`` bytes, or :class:`PeerClosed` if the stream ends first."""
-    buffer = bytearray(length)
-    view = memoryview(buffer)
+    """Exactly ``length`` bytes, or :class:`PeerClosed` if the stream ends first.
+
+    The buffer grows as bytes arrive (doubling from 1 MiB), so a header that announces more
+    than the peer sends costs no more memory than what it did send.
+    """
+    buffer = bytearray(min(length, INITIAL_BUFFER))
     got = 0
     while got < length:
-        count = sock.recv_into(view[got:], length - got)
+        if got == len(buffer):
+            buffer.extend(bytes(min(length, 2 * len(buffer)) - len(buffer)))
+        count = sock.recv_into(memoryview(buffer)[got:], len(buffer) - got)
         if count == 0:
             raise PeerClosed("the connection was closed")
         got += count

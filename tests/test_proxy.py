@@ -1,0 +1,156 @@
+"""Programs through a live proxy server give NumPy's results; errors come back with their traceback."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy_fixtures import AGAINST_NUMPY
+from program_fuzzer import program_inputs, program_size, write_program
+from program_runs import assert_same_run, run_on_shoal, run_program
+from proxy_harness import client_for, engine, live_server
+
+import shoal.proxy
+from shoal import runtime
+from shoal.engine import Component, Config
+from shoal.proxy.client import RemoteEngineError
+
+pytestmark = pytest.mark.skipif(AGAINST_NUMPY, reason="runs the Shoal runtime")
+
+
+@pytest.mark.parametrize("engine_name", ["node", "reference"])
+def test_generated_programs_through_the_proxy_match_numpy(engine_name):
+    with live_server(engine(engine_name)) as server:
+        for seed in range(12):
+            source = write_program(seed)
+            inputs = program_inputs(seed, program_size(source))
+            expected = run_program(source, np, inputs)
+            got = run_on_shoal(source, inputs, client_for(server), flush_threshold=(1, 7, 64)[seed % 3])
+            assert_same_run(got, expected, f"program {seed} through the proxy")
+
+
+def test_batches_stream_and_each_read_is_one_round_trip():
+    import shoal.numpy as snp
+
+    with live_server() as server:
+        client = client_for(server)
+        with runtime.configure(engine=client, eager_threshold=0):
+            grid = snp.zeros((64, 64))
+            grid[0, :] = 1.0
+            for _ in range(20):
+                grid[1:-1, 1:-1] = 0.25 * (grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
+            before = client.round_trips
+            total = float(grid.sum())
+            assert client.round_trips == before + 1
+            first = float(grid[1, 1])
+            assert client.round_trips == before + 2
+        expected = np.zeros((64, 64))
+        expected[0, :] = 1.0
+        for _ in range(20):
+            expected[1:-1, 1:-1] = 0.25 * (expected[:-2, 1:-1] + expected[2:, 1:-1] + expected[1:-1, :-2] + expected[1:-1, 2:])
+        assert total == pytest.approx(expected.sum(), rel=1e-12) and first == expected[1, 1]
+
+
+def test_large_compressible_arrays_come_back_exact():
+    import shoal.numpy as snp
+
+    with live_server() as server, runtime.configure(engine=client_for(server), eager_threshold=0):
+        plate = snp.zeros((700, 700))
+        plate[:3, :] = 40.0
+        noise = snp.asarray(np.random.default_rng(1).random((300, 300)))
+        np.testing.assert_array_equal(np.asarray(plate), np.pad(np.full((3, 700), 40.0), ((0, 697), (0, 0))))
+        np.testing.assert_array_equal(np.asarray(noise), np.random.default_rng(1).random((300, 300)))
+
+
+class FailingEngine(Component):
+    """Runs nothing: every batch with a multiply fails, as a broken engine would."""
+
+    name = "failing"
+
+    def __init__(self) -> None:
+        self.inner = engine("reference")()
+
+    def init(self, config: Config) -> None:
+        pass
+
+    def execute(self, batch) -> None:
+        if any(instruction.op == "multiply" for instruction in batch.instructions):
+            raise ValueError("the engine broke on a multiply")
+        self.inner.execute(batch)
+
+    def fetch(self, view):
+        return self.inner.fetch(view)
+
+    def release(self, base: int) -> None:
+        self.inner.release(base)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def test_an_error_in_a_remote_batch_is_raised_at_the_next_read_with_the_remote_traceback():
+    import shoal.numpy as snp
+
+    with live_server(FailingEngine) as server:
+        client = client_for(server)
+        with runtime.configure(engine=client, eager_threshold=0):
+            a = snp.ones(1000)
+            b = a * 2.0
+            runtime.flush()  # the batch is sent; nothing is raised yet
+            with pytest.raises(RemoteEngineError) as raised:
+                float(b.sum())
+            message = str(raised.value)
+            assert "ValueError: the engine broke on a multiply" in message
+            assert "Remote traceback" in message and "test_proxy.py" in message and "in execute" in message
+            assert float((snp.ones(1000) + 1.0).sum()) == 2000.0  # the session goes on
+
+
+def test_two_clients_are_isolated():
+    with live_server() as server:
+        import shoal.numpy as snp
+
+        first, second = client_for(server), client_for(server)
+        with runtime.configure(engine=first, eager_threshold=0):
+            mine = snp.arange(10.0)
+            runtime.flush()
+            view = mine._view
+            with pytest.raises(RemoteEngineError, match=f"base {view.base} is not live"):
+                second.fetch(view)
+            assert float(mine.sum()) == 45.0
+        second.shutdown()
+
+
+def test_a_client_past_its_memory_limit_is_refused_and_others_go_on():
+    import shoal.numpy as snp
+
+    with live_server(memory_limit=1 << 20) as server:
+        with runtime.configure(engine=client_for(server), eager_threshold=0):
+            big = snp.ones(1 << 18)  # 2 MiB
+            with pytest.raises(RemoteEngineError, match="limit of 1048576 bytes"):
+                float(big.sum())
+        with runtime.configure(engine=client_for(server), eager_threshold=0):
+            assert float(snp.ones(1000).sum()) == 1000.0
+
+
+@pytest.mark.parametrize("reduce", ["mean", "stride", "max"])
+def test_preview_is_computed_where_the_array_lives(reduce):
+    import shoal.numpy as snp
+
+    values = np.random.default_rng(3).random((3, 1000, 900))
+    local = shoal.proxy.preview(values, (128, 100), reduce)
+    assert local.shape[0] == 3 and local.shape[1] <= 128 and local.shape[2] <= 100
+    with live_server() as server:
+        client = client_for(server)
+        with runtime.configure(engine=client, eager_threshold=0):
+            remote = shoal.proxy.preview(snp.asarray(values), (128, 100), reduce)
+    np.testing.assert_allclose(remote, local, rtol=1e-12)
+    if reduce == "stride":
+        np.testing.assert_array_equal(remote, values[:, ::8, ::9])
+    if reduce == "max":
+        np.testing.assert_array_equal(remote, values[:, :1000, :900].reshape(3, 125, 8, 100, 9).max(axis=(2, 4)))
+
+
+def test_preview_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="reduce must be"):
+        shoal.proxy.preview(np.zeros((4, 4)), (2, 2), "median")
+    with pytest.raises(ValueError, match="two positive sizes"):
+        shoal.proxy.preview(np.zeros((4, 4)), (0, 2))
