@@ -32,14 +32,16 @@ def _tls_context(tls: bool | str | ssl.SSLContext | None) -> ssl.SSLContext | No
     return context
 
 
-def make_client(address: str, token: str | None = None, token_file: str | None = None, tls: Any = None) -> ProxyClient:
+def make_client(
+    address: str, token: str | None = None, token_file: str | None = None, tls: Any = None, compress: bool = True
+) -> ProxyClient:
     """A connected client for the server at ``address`` (``HOST:PORT``)."""
     host, port = parse_address(address)
     if token is None:
         if token_file is None:
             raise TokenError("connecting to a Shoal server needs its token: SHOAL_TOKEN_FILE, SHOAL_TOKEN or token=")
         token = read_token_file(token_file)
-    client = ProxyClient(ClientSettings(host, port, check_token(token), _tls_context(tls)))
+    client = ProxyClient(ClientSettings(host, port, check_token(token), _tls_context(tls), compress=compress))
     client.init(None)  # type: ignore[arg-type]
     return client
 
@@ -54,6 +56,7 @@ def client_from_environment() -> ProxyClient | None:
         token=os.environ.get("SHOAL_TOKEN") or None,
         token_file=os.environ.get("SHOAL_TOKEN_FILE") or None,
         tls=os.environ.get("SHOAL_TLS_CA") or None,
+        compress=os.environ.get("SHOAL_PROXY_COMPRESSION", "on") != "off",
     )
 
 

@@ -61,6 +61,7 @@ class ClientSettings:
     connect_timeout: float = 10.0
     reconnect_seconds: float = 10.0
     resume_bytes: int = 256 << 20
+    compress: bool = True  # accept zstd-compressed arrays (the server sends them where that pays)
     limits: Limits = DEFAULT_LIMITS
 
 
@@ -259,11 +260,14 @@ class ProxyClient(Component):
             if self._failure is None:
                 self._send(Kind.EXECUTE, [data])
 
+    def _codecs(self) -> tuple:
+        return compression.available() if self.settings.compress else (compression.Codec.RAW,)
+
     def fetch(self, view: View) -> np.ndarray:
-        return self._array(self._request(Kind.FETCH, client_fetch(view, compression.available())))
+        return self._array(self._request(Kind.FETCH, client_fetch(view, self._codecs())))
 
     def preview(self, view: View, shape: tuple[int, int], reduction: Reduction) -> np.ndarray:
-        payload = client_preview(view, shape, reduction, compression.available())
+        payload = client_preview(view, shape, reduction, self._codecs())
         return self._array(self._request(Kind.PREVIEW, payload))
 
     def _array(self, frame) -> np.ndarray:

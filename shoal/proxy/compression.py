@@ -13,6 +13,8 @@ import numpy as np
 
 from shoal.proxy.protocol import Codec, ProtocolError
 
+__all__ = ["Codec", "available", "decode", "encode"]
+
 MIN_COMPRESSED_BYTES = 1 << 16
 SAMPLE_BYTES = 1 << 18
 WORTHWHILE_RATIO = 0.8
