@@ -76,6 +76,55 @@ class Server:
         self.process.wait(timeout=30)
 
 
+class DaskCluster:
+    """``dask scheduler`` and one ``dask worker`` (threads = cores) on loopback."""
+
+    def __init__(self) -> None:
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        address = f"tcp://127.0.0.1:{self.port}"
+        quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        self.processes = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"], **quiet)]
+        self.processes.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "1", "--no-dashboard", "--host", "127.0.0.1"], **quiet))
+        from distributed import Client
+
+        with Client(address, timeout=60) as client:
+            client.wait_for_workers(1, timeout=60)
+
+    def close(self) -> None:
+        for process in reversed(self.processes):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def dask_run(case: Case, port: int) -> float:
+    size, *rest = case.arguments
+    argv = [sys.executable, str(ROOT / "benchmarks" / "variants" / "heat_equation_dask.py"), size, *rest, "--scheduler-address", f"tcp://127.0.0.1:{port}"]
+    return run(argv, ROOT, timeout=900).seconds
+
+
+def measure_dask(links, repeats: int, server: Server) -> list[tuple[str, str, float, float]]:
+    """The heat equation through Shoal's proxy and through a Dask client, same relayed link."""
+    case = CASES[0]
+    cluster = DaskCluster()
+    rows = []
+    try:
+        for rtt, mbit in links:
+            with Relay(server.port, rtt, mbit) as to_shoal, Relay(cluster.port, rtt, mbit) as to_dask:
+                shoal, dask = [], []
+                for _ in range(repeats):
+                    shoal.append(one_run(case, to_shoal.port, server.token_file))
+                    dask.append(dask_run(case, to_dask.port))
+                rows.append((f"{case.label}: Dask client vs Shoal proxy", f"{rtt:g} ms, {mbit:g} Mbit/s", statistics.median(shoal), statistics.median(dask)))
+                print(f"dask vs shoal {rtt} ms: shoal {rows[-1][2]:.3f} s, dask {rows[-1][3]:.3f} s", flush=True)
+    finally:
+        cluster.close()
+    return rows
+
+
 def one_run(case: Case, remote_port: int | None, token_file: Path) -> float:
     environment = {key: value for key, value in os.environ.items() if not key.startswith("SHOAL_")}
     environment.update(case.environment)
@@ -129,20 +178,24 @@ def main() -> None:
     parser.add_argument("--rtt-ms", default="0,1,10,50,100")
     parser.add_argument("--mbit", default="1000,100")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cases", default="all", help="all, programs or views")
+    parser.add_argument("--cases", default="all", help="all, programs, views or dask")
     arguments = parser.parse_args()
     links = [(float(rtt), float(mbit)) for mbit in arguments.mbit.split(",") for rtt in arguments.rtt_ms.split(",")]
-    cases = {"all": CASES + VIEW_CASES, "programs": CASES, "views": VIEW_CASES}[arguments.cases]
+    cases = {"all": CASES + VIEW_CASES, "programs": CASES, "views": VIEW_CASES, "dask": ()}[arguments.cases]
     with tempfile.TemporaryDirectory() as folder:
         server = Server(Path(folder))
         try:
             rows = measure(cases, links, arguments.repeats, server)
+            if arguments.cases in ("all", "dask"):
+                rows += measure_dask(links, arguments.repeats, server)
         finally:
             server.close()
     RESULTS.mkdir(exist_ok=True)
     command = " ".join(["python -m benchmarks.proxy_latency", *sys.argv[1:]])
-    (RESULTS / "proxy_latency.md").write_text(f"# Proxy: local and remote runs over a relayed link\n\n`{command}`\n\n{table(rows)}\n")
-    plot(rows, RESULTS / "proxy_latency.png")
+    name = f"proxy_latency_{arguments.cases}"
+    header = "Columns: local and remote (or, for Dask rows, Shoal's proxy and Dask's client), medians."
+    (RESULTS / f"{name}.md").write_text(f"# Proxy: local and remote runs over a relayed link\n\n`{command}`\n\n{header}\n\n{table(rows)}\n")
+    plot(rows, RESULTS / f"{name}.png")
     print(table(rows))
 
 

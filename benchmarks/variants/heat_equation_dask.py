@@ -2,6 +2,7 @@
 (halo of one cell) persisted together with its convergence sum, threaded scheduler.
 
 Usage: python heat_equation_dask.py [SIZE] [--epsilon E] [--max-iterations N] [--chunk C]
+                                    [--scheduler-address tcp://HOST:PORT]
 """
 
 import argparse
@@ -48,8 +49,15 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=0.01)
     parser.add_argument("--max-iterations", type=int, default=10_000)
     parser.add_argument("--chunk", type=int, default=1024, help="chunk side (cells)")
+    parser.add_argument("--scheduler-address", default=None, help="a distributed scheduler to run on")
     args = parser.parse_args()
-    dask.config.set(scheduler="threads")
+    client = None
+    if args.scheduler_address:  # everything through the scheduler, as a remote client works
+        from distributed import Client
+
+        client = Client(args.scheduler_address, direct_to_workers=False)
+    else:
+        dask.config.set(scheduler="threads")
 
     start = time.perf_counter()
     grid, iterations = solve(args.size, args.epsilon, args.max_iterations, args.chunk)
@@ -59,6 +67,8 @@ def main() -> None:
     print(f"iterations: {iterations}")
     print(f"checksum: {checksum!r}")
     print(f"time: {elapsed:.6f}")
+    if client is not None:
+        client.close()
 
 
 if __name__ == "__main__":

@@ -243,15 +243,33 @@ class Session:
             self.error = error
 
     def _account(self, batch: Batch) -> None:
-        declared = sum(decl.nbytes for decl in batch.bases)
-        if self.live_bytes + declared > self.settings.memory_limit:
+        """Refuse a batch that, run in program order, would hold more than the client's limit:
+        a base counts from its first use (or from the start if it carries data) to its release."""
+        declared = {decl.id: decl.nbytes for decl in batch.bases}
+        started = {base for base in declared if base in batch.data}
+        live = self.live_bytes + sum(declared[base] for base in started)
+        peak = live
+        for instruction in batch.instructions:
+            if instruction.op == "release":
+                base = instruction.attr("base")
+                if base in started or base in self.known:
+                    live -= declared.get(base, 0) if base in declared else self.known[base].nbytes
+                    started.discard(base)
+                continue
+            for operand in (*instruction.outputs, *instruction.inputs):
+                base = getattr(operand, "base", None)
+                if base in declared and base not in started:
+                    started.add(base)
+                    live += declared[base]
+            peak = max(peak, live)
+        if peak > self.settings.memory_limit:
             raise LimitExceeded(
-                f"the batch declares {declared} bytes; with the {self.live_bytes} bytes this client holds "
-                f"that passes its limit of {self.settings.memory_limit} bytes"
+                f"the batch would hold {peak} bytes of arrays at once (this client already holds "
+                f"{self.live_bytes}), more than its limit of {self.settings.memory_limit} bytes"
             )
         for decl in batch.bases:
             self.known[decl.id] = decl
-        self.live_bytes += declared
+        self.live_bytes += sum(declared.values())
 
     def _forget_released(self, batch: Batch) -> None:
         for instruction in batch.instructions:
