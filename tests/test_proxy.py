@@ -154,3 +154,14 @@ def test_preview_rejects_bad_arguments():
         shoal.proxy.preview(np.zeros((4, 4)), (2, 2), "median")
     with pytest.raises(ValueError, match="two positive sizes"):
         shoal.proxy.preview(np.zeros((4, 4)), (0, 2))
+
+
+def test_memory_is_counted_in_program_order_not_per_declaration():
+    """Twenty 512 KiB temporaries made and dropped one after another fit in a 2 MiB limit."""
+    import shoal.numpy as snp
+
+    with live_server(memory_limit=2 << 20) as server, runtime.configure(engine=client_for(server), eager_threshold=0):
+        total = snp.zeros(1 << 16)
+        for step in range(20):
+            total += snp.full(1 << 16, float(step)) * 2.0
+        assert float(total[0]) == 380.0
