@@ -40,7 +40,7 @@ def main() -> None:
         import matplotlib.pyplot as plt
 
         plt.ion()
-        figure, axes = plt.subplots()
+        _, axes = plt.subplots()
     grid = np.zeros((args.size + 2, args.size + 2))
     grid[:, 0] = grid[:, -1] = grid[-1, :] = -273.15
     grid[0, :] = 40.0

@@ -5,6 +5,7 @@ from shoal.errors import ShoalFallbackWarning
 __version__ = "0.1.0"
 
 _TASK_EXPORTS = frozenset({"task", "IN", "OUT", "INOUT", "wait_on", "barrier", "delete"})
+_PROXY_EXPORTS = frozenset({"connect", "preview"})
 
 
 def flush() -> None:
@@ -20,7 +21,23 @@ def __getattr__(name: str) -> object:
         import shoal.tasks
 
         return getattr(shoal.tasks, name)
+    if name in _PROXY_EXPORTS:
+        import shoal.proxy
+
+        return getattr(shoal.proxy, name)
     raise AttributeError(f"module 'shoal' has no attribute {name!r}")
 
 
-__all__ = ["IN", "INOUT", "OUT", "ShoalFallbackWarning", "barrier", "delete", "flush", "task", "wait_on"]
+__all__ = [
+    "IN",
+    "INOUT",
+    "OUT",
+    "ShoalFallbackWarning",
+    "barrier",
+    "connect",
+    "delete",
+    "flush",
+    "preview",
+    "task",
+    "wait_on",
+]

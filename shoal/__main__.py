@@ -82,8 +82,17 @@ def _info(arguments: Sequence[str]) -> int:
     if arguments:
         return _usage_error(f"info takes no arguments, got {' '.join(arguments)!r}")
     detailed = _optional_module("shoal.threads.info")
+    print(where_work_runs())
     print(detailed.report() if detailed is not None else basic_info())
     return 0
+
+
+def where_work_runs() -> str:
+    """Whether array work runs in this process or on a server (``SHOAL_REMOTE``)."""
+    remote = os.environ.get("SHOAL_REMOTE")
+    if remote:
+        return f"Array work runs on the Shoal server at {remote} (SHOAL_REMOTE)"
+    return "Array work runs in this process"
 
 
 def _bench(arguments: Sequence[str]) -> int:

@@ -7,7 +7,7 @@ import pytest
 from numpy_fixtures import AGAINST_NUMPY
 from program_fuzzer import program_inputs, program_size, write_program
 from program_runs import assert_same_run, run_on_shoal, run_program
-from proxy_harness import client_for, engine, live_server
+from proxy_harness import TOKEN, client_for, engine, live_server
 
 import shoal.proxy
 from shoal import runtime
@@ -165,3 +165,19 @@ def test_memory_is_counted_in_program_order_not_per_declaration():
         for step in range(20):
             total += snp.full(1 << 16, float(step)) * 2.0
         assert float(total[0]) == 380.0
+
+
+def test_connect_sends_the_interpreters_later_work_to_the_server():
+    import shoal
+    import shoal.numpy as snp
+
+    with live_server() as server:
+        host, port = server.address
+        previous = runtime.current()
+        try:
+            client = shoal.connect(f"{host}:{port}", token=TOKEN)
+            assert runtime.current().engine is client
+            assert float(snp.arange(1 << 20, dtype=snp.float64).sum()) == float(np.arange(1 << 20, dtype=np.float64).sum())
+            assert client.round_trips >= 1
+        finally:
+            runtime.install(previous)
