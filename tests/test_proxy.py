@@ -181,3 +181,21 @@ def test_connect_sends_the_interpreters_later_work_to_the_server():
             assert client.round_trips >= 1
         finally:
             runtime.install(previous)
+
+
+def test_an_unchanged_array_read_twice_crosses_the_network_once():
+    import shoal.numpy as snp
+
+    with live_server() as server:
+        client = client_for(server)
+        with runtime.configure(engine=client, eager_threshold=0):
+            a = snp.arange(1000.0)
+            first = np.asarray(a)
+            trips = client.round_trips
+            again = np.asarray(a)
+            assert client.round_trips == trips
+            np.testing.assert_array_equal(again, first)
+            again[0] = -1.0  # a copy: the cache is not changed through it
+            a[1] = 7.0
+            assert np.asarray(a)[0] == 0.0 and np.asarray(a)[1] == 7.0
+            assert client.round_trips == trips + 1

@@ -26,6 +26,7 @@ import numpy as np
 from shoal.bytecode import Batch, View, dumps
 from shoal.engine.component import Component, Config, EngineError
 from shoal.proxy import compression
+from shoal.proxy.fetched import FetchedArrays
 from shoal.proxy.protocol import (
     DEFAULT_LIMITS,
     SERVER_KINDS,
@@ -91,6 +92,7 @@ class ProxyClient(Component):
         self._closed = False
         self._failure: ConnectionError | None = None  # why the session is lost, once it is
         self.round_trips = 0  # requests answered (fetch, preview, sync)
+        self.fetched = FetchedArrays()
 
     # ------------------------------------------------------------------ connection
 
@@ -256,6 +258,7 @@ class ProxyClient(Component):
         """Send ``batch``; once the session is lost, batches are dropped (nothing they compute
         can be read: every read raises the error that lost it)."""
         data = dumps(batch, limits=self.settings.limits.wire)
+        self.fetched.changed_by(batch)
         with self._lock:
             if self._failure is None:
                 self._send(Kind.EXECUTE, [data])
@@ -264,7 +267,12 @@ class ProxyClient(Component):
         return compression.available() if self.settings.compress else (compression.Codec.RAW,)
 
     def fetch(self, view: View) -> np.ndarray:
-        return self._array(self._request(Kind.FETCH, client_fetch(view, self._codecs())))
+        known = self.fetched.get(view)
+        if known is not None:
+            return known
+        array = self._array(self._request(Kind.FETCH, client_fetch(view, self._codecs())))
+        self.fetched.put(view, array)
+        return array
 
     def preview(self, view: View, shape: tuple[int, int], reduction: Reduction) -> np.ndarray:
         payload = client_preview(view, shape, reduction, self._codecs())
