@@ -45,8 +45,8 @@ class Case:
 CASES = (
     Case("heat equation (a scalar read per sweep)", "heat_equation.py", ("3000", "--epsilon", "0", "--max-iterations", "40")),
     Case("Black-Scholes (a scalar read per day)", "black_scholes.py", ("2000000", "--days", "10")),
-    Case("N-body (nothing read until the end)", "nbody.py", ("3000", "--steps", "10")),
-    Case("shallow water (nothing read until the end)", "shallow_water.py", ("2000", "--steps", "20")),
+    Case("N-body (nothing read until the end)", "nbody.py", ("2000", "--steps", "5")),
+    Case("shallow water (nothing read until the end)", "shallow_water.py", ("1500", "--steps", "20")),
 )
 VIEW_CASES = (
     Case("heat 2000², whole grid every sweep, raw", "heat_live_view.py", ("2000", "--sweeps", "20", "--view", "full"), (("SHOAL_PROXY_COMPRESSION", "off"),)),
