@@ -55,7 +55,7 @@ def test_a_base_that_is_no_longer_live_is_refused():
     storage = live_storage(BaseDecl(1, F8, 4), BaseDecl(2, F8, 4))
     shape = batch_shape(doubling(1, 2), storage.decls)
     storage.decls.pop(1)
-    with pytest.raises(EngineError, match="base 1 .* is not live"):
+    with pytest.raises(EngineError, match=r"base 1 .* is not live"):
         check_binding((2, 1), shape, storage)
 
 
