@@ -51,7 +51,7 @@ def open_owned(path: Path | str, flags: int = os.O_RDONLY, *, private: bool = Fa
     try:
         descriptor = os.open(path, flags | _OPEN_FLAGS, 0o600, dir_fd=dir_fd)
     except OSError as error:
-        if error.errno == errno.ELOOP:  # the last component is a symbolic link
+        if error.errno == errno.ELOOP or _is_link(path, dir_fd):  # EACCES on some kernels
             raise UnsafePathError(f"{path} is a symbolic link") from None
         raise
     try:
@@ -64,6 +64,13 @@ def open_owned(path: Path | str, flags: int = os.O_RDONLY, *, private: bool = Fa
         os.close(descriptor)
         raise
     return descriptor
+
+
+def _is_link(path: Path | str, dir_fd: int | None) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(path, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
 
 
 def read_owned(path: Path) -> bytes | None:

@@ -47,7 +47,7 @@ def verified_directory(configured: Path) -> Path | None:
         with _lock:
             _refused.add(configured)
         warnings.warn(
-            f"Shoal does not use the kernel cache {configured}: {error}. Kernels are compiled in memory "
+            f"Shoal does not use the kernel cache: {error}. Kernels are compiled in memory "
             "and not cached; make the directory yours and not writable by others (chmod 700) or set "
             "SHOAL_CACHE_DIR to one that is.",
             ShoalUnsafeFileWarning,

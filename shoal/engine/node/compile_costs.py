@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from shoal.engine.node.cache_files import read_text, write_text_atomically
+from shoal.private_files import private_directory
 
 COSTS_FILE = "compile_costs.json"
 LEARNING_WEIGHT = 0.5  # of a new measurement against what was remembered
@@ -92,9 +93,10 @@ def load(directory: Path) -> CompileCosts:
 
 
 def save(costs: CompileCosts, directory: Path) -> None:
-    """Remember ``costs`` in ``directory`` (silently not, where it cannot be written)."""
+    """Remember ``costs`` in ``directory`` (silently not, where it cannot be written or other
+    users could write in it)."""
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        directory = private_directory(directory)  # an unsafe one raises: nothing is written
         write_text_atomically(directory / COSTS_FILE, json.dumps(asdict(costs)) + "\n")
     except OSError:
         return
