@@ -17,7 +17,9 @@ Loading a library runs its code, so a library is loaded only if it and its recor
 user, no other user may write them, neither is a link, and the library's SHA-256 (taken from the
 open descriptor, which ``dlopen`` then loads through ``/proc/self/fd``) matches the one recorded
 when it was built. A record without a hash (an older format) is not loaded: the kernel is
-compiled again. Hashing costs about 0.1 ms for a typical 100-200 KiB library.
+compiled again. Measured (``benchmarks/cached_kernel_load.py``, 17-35 KiB libraries): 0.15 ms per
+library with the checks against 0.08 ms without (SHA-256: 0.03 ms), 0.6 ms for the first library
+of a process, which also imports ``hashlib``.
 Without a C compiler, or for a type ctypes cannot pass, no library is written and Numba's cache
 serves instead.
 """
