@@ -115,7 +115,7 @@ def _stand_in(path: str, error: OSError) -> int:
             _private_files[path] = private
             warnings.warn(
                 f"Shoal does not use the thread-token file {path}: {error}. Parallel regions of this process "
-                "take turns among themselves only; remove the file or directory, or set SHOAL_SEMAPHORE_PATH "
+                "take turns among themselves only; remove it if it is yours, or set SHOAL_SEMAPHORE_PATH "
                 "to a file in a directory only you can write.",
                 ShoalUnsafeFileWarning,
                 stacklevel=4,

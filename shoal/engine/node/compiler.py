@@ -212,11 +212,11 @@ class KernelCache:
         """
         if self.mode is CompileMode.OFF:
             return None
-        directory = kernel_directory()  # here first: a refused cache warns at the recording thread
         key = kernel_key(program.structure())
         kernel = self._ready.get(key)
         if kernel is not None or key in self._failed:
             return kernel
+        directory = kernel_directory()  # here first: a refused cache warns in the planning thread
         if self.mode is CompileMode.SYNC:
             self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
             return self._ready.get(key)
