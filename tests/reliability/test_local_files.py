@@ -26,6 +26,7 @@ from reliability.local_files_helpers import (
 )
 from shoal.engine.node import compile_costs, compiler, native
 from shoal.engine.node.compile_claims import claim_path, try_claim
+from shoal.engine.node.compile_worker import trusted_directory
 from shoal.errors import ShoalUnsafeFileWarning
 
 KEY = "0123456789abcdef01234567"  # a kernel key: 24 hex digits
@@ -171,3 +172,14 @@ def test_a_claim_file_of_another_user_is_replaced_not_waited_on(cache):
         assert status.st_uid == os.geteuid() and stat.S_IMODE(status.st_mode) == 0o600
         taken.release()
     assert not path.exists()
+
+
+def test_the_compile_worker_compiles_nothing_in_a_directory_of_another_user(cache):
+    needs_root()
+    cache.mkdir(parents=True, mode=0o700)
+    assert trusted_directory(cache)
+    give_to_other_user(cache)
+    assert not trusted_directory(cache)
+    os.chown(cache, os.geteuid(), os.getegid())
+    os.chmod(cache, 0o777)
+    assert not trusted_directory(cache)
