@@ -19,7 +19,7 @@ import numpy as np
 
 import shoal.numpy as snp
 from shoal import runtime
-from shoal.bytecode import BaseDecl, Batch, View, VerifyLimits, verify
+from shoal.bytecode import BaseDecl, Batch, VerifyLimits, View, verify
 from shoal.engine import Component, Config
 from shoal.engine.node import NodeEngine
 

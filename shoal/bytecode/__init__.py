@@ -13,7 +13,7 @@ from shoal.bytecode.ir import (
     make_attrs,
 )
 from shoal.bytecode.opcodes import BY_CODE, BY_NAME, OPCODES, Kind, OpSpec, spec, ufunc_opcode
-from shoal.bytecode.verify import NO_LIMITS, VerifyLimits, verify
+from shoal.bytecode.verify import VerifyLimits, verify
 from shoal.bytecode.wire import dumps, loads
 
 __all__ = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, VerifyLimits, spec, verify
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
 from shoal.engine.component import Component, Config, EngineError
 

@@ -40,7 +40,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from shoal.bytecode import Batch, View, VerifyLimits, verify
+from shoal.bytecode import Batch, VerifyLimits, View, verify
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.aliases import settle
