@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode.codec import DEFAULT_LIMITS, INT64_MAX, INT64_MIN
-from shoal.bytecode.dtypes import is_supported
+from shoal.bytecode.dtypes import SUPPORTED_DTYPES, is_supported
 from shoal.bytecode.errors import BytecodeError
 from shoal.bytecode.ir import BaseDecl, Batch, Const, Instruction, View
 from shoal.bytecode.opcodes import BY_NAME, OpSpec
@@ -184,43 +184,87 @@ class _Verifier:
         raise BytecodeError(f"{where} uses base {base}, which is neither declared nor known")
 
     def _view(self, view: View, where: str, output: bool = False) -> None:
-        decl = self._live_decl(view.base, where)
-        dtype = view.dtype
-        if not is_supported(dtype):
-            raise BytecodeError(f"{where}: unsupported view dtype {dtype!r}")
-        shape, strides = view.shape, view.strides
-        if not (isinstance(shape, tuple) and isinstance(strides, tuple)):
-            raise BytecodeError(f"{where}: shape and strides must be tuples")
-        if not all(_is_int(value) for value in (view.offset, *shape, *strides)):
-            raise BytecodeError(f"{where}: offset, shape and strides must be ints")
-        if len(shape) != len(strides):
-            raise BytecodeError(f"{where}: shape {shape} and strides {strides} differ in length")
-        if len(shape) > MAX_NDIM:
-            raise BytecodeError(f"{where}: {len(shape)} dimensions, more than {MAX_NDIM}")
-        if any(extent < 0 for extent in shape):
-            raise BytecodeError(f"{where}: negative extent in shape {shape}")
-        if not all(INT64_MIN <= value <= INT64_MAX for value in (view.offset, *shape, *strides)):
-            raise BytecodeError(f"{where}: offset {view.offset}, shape {shape} or strides {strides} do not fit in 64 bits")
-        alignment = dtype.alignment
-        misaligned = [s for n, s in zip(shape, strides) if n > 1 and s % alignment]
-        if view.offset % alignment or misaligned:
-            raise BytecodeError(
-                f"{where}: offset {view.offset} and strides {strides} must be multiples of "
-                f"{alignment} (the alignment of {dtype})"
-            )
-        # Python ints throughout, so extents of NumPy-integer views cannot overflow
-        exact = View(view.base, dtype, int(view.offset), tuple(map(int, shape)), tuple(map(int, strides)))
-        low, high = exact.byte_extent()
-        nbytes = int(decl.size) * decl.dtype.itemsize
+        base = view.base
+        decl = self.live.get(base) if type(base) is int else None
+        if decl is None:
+            decl = self._live_decl(base, where)
+        extent = _fast_extent(view)
+        low, high, size = extent if extent is not None else _checked_extent(view, where)
+        nbytes = decl.nbytes
         if low < 0 or high > nbytes:
             raise BytecodeError(
                 f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
             )
-        if output and exact.size * dtype.itemsize > nbytes:
+        if output and size * view.dtype.itemsize > nbytes:
             raise BytecodeError(
-                f"{where}: {exact.size} elements of {dtype.itemsize} bytes cannot be written to "
+                f"{where}: {size} elements of {view.dtype.itemsize} bytes cannot be written to "
                 f"base {decl.id} of {nbytes} bytes without writing some twice"
             )
+
+
+def _fast_extent(view: View) -> tuple[int, int, int] | None:
+    """``(low, high, size)`` of a view whose fields are plain in-range ints, aligned, of a
+    supported dtype; None for anything else (:func:`_checked_extent` then says what is wrong)."""
+    dtype, shape, strides, offset = view.dtype, view.shape, view.strides, view.offset
+    if (
+        type(shape) is not tuple
+        or type(strides) is not tuple
+        or type(offset) is not int
+        or len(shape) != len(strides)
+        or len(shape) > MAX_NDIM
+        or dtype not in SUPPORTED_DTYPES
+    ):
+        return None
+    alignment = dtype.alignment
+    if offset % alignment or not INT64_MIN <= offset <= INT64_MAX:
+        return None
+    low = high = offset
+    size = 1
+    for n, s in zip(shape, strides):
+        if type(n) is not int or type(s) is not int or not 0 <= n <= INT64_MAX or not INT64_MIN <= s <= INT64_MAX:
+            return None
+        if n > 1 and s % alignment:
+            return None
+        size *= n
+        step = (n - 1) * s
+        if step < 0:
+            low += step
+        else:
+            high += step
+    if size == 0:
+        return (offset, offset, 0)
+    return (low, high + dtype.itemsize, size)
+
+
+def _checked_extent(view: View, where: str) -> tuple[int, int, int]:
+    """``(low, high, size)`` of ``view`` in Python ints, or the :class:`BytecodeError` that says
+    which of its fields is wrong."""
+    dtype = view.dtype
+    if not is_supported(dtype):
+        raise BytecodeError(f"{where}: unsupported view dtype {dtype!r}")
+    shape, strides = view.shape, view.strides
+    if not (isinstance(shape, tuple) and isinstance(strides, tuple)):
+        raise BytecodeError(f"{where}: shape and strides must be tuples")
+    if not all(_is_int(value) for value in (view.offset, *shape, *strides)):
+        raise BytecodeError(f"{where}: offset, shape and strides must be ints")
+    if len(shape) != len(strides):
+        raise BytecodeError(f"{where}: shape {shape} and strides {strides} differ in length")
+    if len(shape) > MAX_NDIM:
+        raise BytecodeError(f"{where}: {len(shape)} dimensions, more than {MAX_NDIM}")
+    if any(extent < 0 for extent in shape):
+        raise BytecodeError(f"{where}: negative extent in shape {shape}")
+    if not all(INT64_MIN <= value <= INT64_MAX for value in (view.offset, *shape, *strides)):
+        raise BytecodeError(f"{where}: offset {view.offset}, shape {shape} or strides {strides} do not fit in 64 bits")
+    alignment = dtype.alignment
+    misaligned = [s for n, s in zip(shape, strides) if n > 1 and s % alignment]
+    if view.offset % alignment or misaligned:
+        raise BytecodeError(
+            f"{where}: offset {view.offset} and strides {strides} must be multiples of "
+            f"{alignment} (the alignment of {dtype})"
+        )
+    # Python ints throughout, so extents of NumPy-integer views cannot overflow
+    exact = View(view.base, dtype, int(view.offset), tuple(map(int, shape)), tuple(map(int, strides)))
+    return (*exact.byte_extent(), exact.size)
 
 
 def _check_decl(decl: Any, where: str) -> None:
