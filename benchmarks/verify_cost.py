@@ -1,23 +1,26 @@
 """What full verification costs per instruction, next to what running the batch costs.
 
-Records the batches of two example workloads (the Jacobi stencil and Black-Scholes, written with
-``shoal.numpy`` as in ``examples/``) on the node engine with verification at ``execute`` off,
-then times :func:`shoal.bytecode.verify` (structure, memory bounds, shapes and attributes) on
-each recorded batch against the bases known before it, and prints microseconds per instruction
-and the share of the engine's own wall time.
+Runs two examples with the arguments ``python -m shoal.bench`` gives them (the Jacobi stencil
+and Black-Scholes, with ``shoal.numpy`` as their NumPy) on the node engine with verification at
+``execute`` off, recording their batches; then times :func:`shoal.bytecode.verify` (structure,
+memory bounds, shapes and attributes) on each recorded batch against the bases known before it,
+and prints microseconds per instruction and the share of the engine's own ``execute`` time.
 
-    python benchmarks/verify_cost.py [--size 1000] [--steps 40] [--repeats 5]
+    python benchmarks/verify_cost.py [--repeats 5]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-import shoal.numpy as snp
 from shoal import runtime
 from shoal.bytecode import BaseDecl, Batch, VerifyLimits, View, verify
 from shoal.engine import Component, Config
@@ -61,33 +64,29 @@ class Recording(Component):
         self.engine.shutdown()
 
 
-def jacobi(size: int, steps: int) -> float:
-    grid = snp.array(np.random.default_rng(42).random((size, size)))
-    for _ in range(steps):
-        grid[1:-1, 1:-1] = 0.2 * (grid[1:-1, 1:-1] + grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
-    return float(snp.sum(grid))
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+WORKLOADS = {"jacobi_stencil": ["4096", "--iterations", "10"], "black_scholes": ["4000000", "--days", "5"]}
 
 
-def black_scholes(size: int, steps: int) -> float:
-    rng = np.random.default_rng(7)
-    price = snp.array(rng.uniform(10.0, 50.0, size * size))
-    strike = snp.array(rng.uniform(10.0, 50.0, size * size))
-    total = 0.0
-    for day in range(1, steps + 1):
-        t = day / 365.0
-        d1 = (snp.log(price / strike) + (0.02 + 0.5 * 0.09) * t) / (0.3 * snp.sqrt(t))
-        d2 = d1 - 0.3 * snp.sqrt(t)
-        cdf1 = 0.5 * (1.0 + snp.tanh(0.7978845608 * (d1 + 0.044715 * d1**3)))
-        cdf2 = 0.5 * (1.0 + snp.tanh(0.7978845608 * (d2 + 0.044715 * d2**3)))
-        call = price * cdf1 - strike * snp.exp(-0.02 * t) * cdf2
-        total += float(snp.sum(call))
-    return total
+def run_example(name: str, arguments: list[str]) -> None:
+    """Run ``examples/<name>.py`` in this process with ``shoal.numpy`` as its NumPy."""
+    path = EXAMPLES / f"{name}.py"
+    source = path.read_text().replace("import numpy as np", "import shoal.numpy as np")
+    namespace: dict[str, object] = {"__name__": f"example_{name}"}
+    exec(compile(source, str(path), "exec"), namespace)
+    saved = sys.argv
+    sys.argv = [str(path), *arguments]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            namespace["main"]()  # type: ignore[operator]
+    finally:
+        sys.argv = saved
 
 
-def measure(name: str, workload, size: int, steps: int, repeats: int) -> None:
+def measure(name: str, arguments: list[str], repeats: int) -> None:
     recording = Recording()
     with runtime.configure(engine=recording):
-        workload(size, steps)
+        run_example(name, arguments)
     instructions = sum(len(batch) for batch, _ in recording.batches)
     timings = []
     for _ in range(repeats):
@@ -106,12 +105,10 @@ def measure(name: str, workload, size: int, steps: int, repeats: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size", type=int, default=1000)
-    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    for name, workload in (("jacobi_stencil", jacobi), ("black_scholes", black_scholes)):
-        measure(name, workload, args.size, args.steps, args.repeats)
+    for name, arguments in WORKLOADS.items():
+        measure(name, arguments, args.repeats)
 
 
 if __name__ == "__main__":
