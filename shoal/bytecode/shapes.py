@@ -151,9 +151,13 @@ def _broadcast(shapes: Sequence[Shape], message: str) -> Shape:
 
 def _broadcasts_to(source: Shape, target: Shape, what: str) -> None:
     target = tuple(target)
-    message = f"{what} shape {source} does not broadcast to {{}}"
-    if len(source) > len(target) or _broadcast([source, target], message) != target:
-        raise _ShapeError(message.format(target))
+    message = f"{what} shape {source} does not broadcast to {target}"
+    try:
+        fits = len(source) <= len(target) and _broadcast([source, target], message) == target
+    except _ShapeError:
+        fits = False
+    if not fits:
+        raise _ShapeError(message)
 
 
 def _int_attr(attrs: Mapping[str, Any], name: str) -> int:
