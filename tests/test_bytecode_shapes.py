@@ -197,7 +197,7 @@ def test_limits_count_declared_bytes_live_bytes_and_work():
 
 @pytest.mark.parametrize("value", [-1, 1.5, True, "8"])
 def test_limits_must_be_non_negative_ints(value):
-    with pytest.raises(ValueError, match="VerifyLimits.max_work must be None or a non-negative int"):
+    with pytest.raises(ValueError, match=r"VerifyLimits.max_work must be None or a non-negative int"):
         VerifyLimits(max_work=value)
 
 
