@@ -65,9 +65,12 @@ def work(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], attr
 def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], attrs: Mapping[str, Any]) -> None:
     _check_common_attrs(attrs)
     in_shapes = [_shape(operand) for operand in inputs]
-    out_shapes = [view.shape for view in outputs]
+    out_shapes = [tuple(map(int, view.shape)) for view in outputs]
     name = entry.name
     if entry.kind is Kind.ELEMENTWISE:
+        first = out_shapes[0]
+        if all(shape == first or shape == () for shape in (*in_shapes, *out_shapes)) and first in in_shapes:
+            return  # the common case: inputs of the output's shape, or scalars
         expected = _broadcast(in_shapes, "input shapes {} do not broadcast together")
         for position, shape in enumerate(out_shapes):
             if shape != expected:
@@ -110,7 +113,7 @@ def _check_common_attrs(attrs: Mapping[str, Any]) -> None:
 
 
 def _shape(operand: Operand) -> Shape:
-    return () if isinstance(operand, Const) else tuple(int(n) for n in operand.shape)
+    return () if isinstance(operand, Const) else tuple(map(int, operand.shape))
 
 
 def _view_input(inputs: Sequence[Operand], position: int) -> Shape:

@@ -311,6 +311,8 @@ def _check_counts(entry: OpSpec, instruction: Instruction, where: str) -> None:
 
 def _check_attrs(entry: OpSpec, instruction: Instruction, where: str) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
+    if instruction.attrs == () and not entry.required:
+        return attrs
     if not isinstance(instruction.attrs, tuple):
         raise BytecodeError(f"{where}: attrs must be a tuple of (name, value) pairs")
     for pair in instruction.attrs:
