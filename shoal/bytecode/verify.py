@@ -14,6 +14,7 @@ Structural rules (always checked):
   extents and strides that fit in 64 bits, an offset and strides aligned like NumPy's
   ``ALIGNED`` flag, and every byte it touches inside the base (computed on Python integers, with
   negative strides; an empty view may sit anywhere from the base's start to its end);
+- a view's elements times its item size fit in 64 bits, as NumPy requires of any array;
 - an output view holds at most as many elements as fit in its base's bytes, so no instruction
   writes more elements than the memory it writes to (a stride-0 output of 2**34 elements over
   a 16-byte base is rejected).
@@ -194,6 +195,11 @@ class _Verifier:
         if low < 0 or high > nbytes:
             raise BytecodeError(
                 f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
+            )
+        if size * view.dtype.itemsize > INT64_MAX:
+            raise BytecodeError(
+                f"{where}: {size} elements of {view.dtype.itemsize} bytes are more than an array "
+                f"can hold (2**63 - 1 bytes)"
             )
         if output and size * view.dtype.itemsize > nbytes:
             raise BytecodeError(
