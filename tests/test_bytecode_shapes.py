@@ -197,6 +197,11 @@ def test_limits_count_declared_bytes_live_bytes_and_work():
         verify(batch, known, limits=VerifyLimits(max_work=7))
 
 
+def test_work_is_only_counted_with_the_shape_rules():
+    with pytest.raises(ValueError, match="max_work needs semantics=True"):
+        verify(_batch(), semantics=False, limits=VerifyLimits(max_work=1))
+
+
 @pytest.mark.parametrize("value", [-1, 1.5, True, "8"])
 def test_limits_must_be_non_negative_ints(value):
     with pytest.raises(ValueError, match=r"VerifyLimits.max_work must be None or a non-negative int"):

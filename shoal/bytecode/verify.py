@@ -80,6 +80,8 @@ def verify(
     """
     if not isinstance(batch, Batch):
         raise BytecodeError(f"expected a Batch, got {type(batch).__name__}")
+    if limits.max_work is not None and not semantics:
+        raise ValueError("VerifyLimits.max_work needs semantics=True: work is counted from agreeing shapes")
     _Verifier(known_bases or {}, semantics, limits).run(batch)
 
 
