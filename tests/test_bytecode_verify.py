@@ -207,7 +207,9 @@ def test_views_may_reinterpret_their_base():
 
 SEMANTIC_REJECTIONS = [
     (add(SQUARE, contiguous(0, F8, (4,)), outputs=(contiguous(1, F8, (4, 4, 1)),)),
-     r"\(add\): output 0 shape \(4, 4, 1\) is not \(4, 4\), the broadcast of the inputs"),
+     r"\(add\): output 0 shape \(4, 4, 1\) is not \(4, 4, 4\), the broadcast of the inputs and outputs"),
+    (add(SQUARE, contiguous(0, F8, (4,)), outputs=(contiguous(1, F8, (4,)),)),
+     r"\(add\): output 0 shape \(4,\) is not \(4, 4\), the broadcast of the inputs and outputs"),
     (add(contiguous(0, F8, (4, 4)), contiguous(0, F8, (3,))), r"input shapes \(4, 4\), \(3,\) do not broadcast"),
     (Instruction("copy", (contiguous(1, F8, (4,)),), (SQUARE,), ()), r"input shape \(4, 4\) does not broadcast"),
     (Instruction("sum", (contiguous(1, F8, (4,)),), (SQUARE,), make_attrs(axis=2)),

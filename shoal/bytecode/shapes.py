@@ -1,8 +1,8 @@
 """Shape and attribute rules per opcode, and the work each instruction asks for.
 
 :func:`check_shapes` returns a description of the first inconsistency of one instruction, or
-None. Every opcode is covered: element-wise operations (outputs have the broadcast shape of the
-inputs), copy and fill (the input broadcasts to the output; fill's is a scalar), creation (1-D
+None. Every opcode is covered: element-wise operations (the inputs broadcast to the outputs' shape,
+as with NumPy's ``out=``), copy and fill (the input broadcasts to the output; fill's is a scalar), creation (1-D
 ``arange`` of exactly the elements its start, stop and step make, ``linspace`` of ``num``, 2-D
 ``eye``), reductions and scans (``axis`` in range; the output drops or keeps the reduced axes),
 ``gather``/``scatter`` (NumPy's indexing result shape, :mod:`shoal.bytecode.indexing`), sorting,
@@ -71,10 +71,11 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
         first = out_shapes[0]
         if all(shape == first or shape == () for shape in (*in_shapes, *out_shapes)) and first in in_shapes:
             return  # the common case: inputs of the output's shape, or scalars
-        expected = _broadcast(in_shapes, "input shapes {} do not broadcast together")
+        _broadcast(in_shapes, "input shapes {} do not broadcast together")
+        expected = _broadcast([*in_shapes, *out_shapes], "input and output shapes {} do not broadcast together")
         for position, shape in enumerate(out_shapes):
-            if shape != expected:
-                raise _ShapeError(f"output {position} shape {shape} is not {expected}, the broadcast of the inputs")
+            if shape != expected:  # as NumPy's ``out=``: the inputs broadcast to every output
+                raise _ShapeError(f"output {position} shape {shape} is not {expected}, the broadcast of the inputs and outputs")
     elif name in ("copy", "fill"):
         if name == "fill" and in_shapes[0] != ():
             raise _ShapeError(f"fill takes a scalar, not an input of shape {in_shapes[0]}")
