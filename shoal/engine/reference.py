@@ -1,14 +1,16 @@
 """The reference engine: runs each instruction with NumPy, one at a time, over whole views.
 
 It is the oracle that every other component is tested against, so it favours plainness over
-speed: every instruction goes through its opcode table entry's reference implementation.
+speed: every instruction goes through its opcode table entry's reference implementation. It
+verifies every batch before touching memory (``Config.options["verify"]``, default ``on``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, spec
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
 from shoal.engine.component import Component, Config, EngineError
 
 
@@ -27,15 +29,20 @@ class ReferenceEngine(Component):
     def __init__(self) -> None:
         self._bases: dict[int, np.ndarray] = {}
         self._declared: dict[int, BaseDecl] = {}
+        self._live: dict[int, BaseDecl] = {}
+        self._verify: VerifyLimits | None = VerifyLimits()
 
     def init(self, config: Config) -> None:
-        self._bases.clear()
-        self._declared.clear()
+        self.shutdown()
+        self._verify = execute_limits(config.options, VerifyAtExecute.ON)
 
     def execute(self, batch: Batch) -> None:
+        if self._verify is not None:
+            verify(batch, self._live, limits=self._verify)
         for decl in batch.bases:
             if decl.id in self._bases or decl.id in self._declared:
                 raise EngineError(f"base {decl.id} declared twice")
+            self._live[decl.id] = decl
             data = batch.data.get(decl.id)
             if data is None:
                 self._declared[decl.id] = decl  # allocated when first used
@@ -73,10 +80,12 @@ class ReferenceEngine(Component):
     def release(self, base: int) -> None:
         self._bases.pop(base, None)
         self._declared.pop(base, None)
+        self._live.pop(base, None)
 
     def shutdown(self) -> None:
         self._bases.clear()
         self._declared.clear()
+        self._live.clear()
 
     def live_bases(self) -> int:
         return len(self._bases) + len(self._declared)

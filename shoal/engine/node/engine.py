@@ -22,6 +22,9 @@ Settings (an entry of ``Config.options`` first, else the environment variable;
   below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
   so does a batch whose instructions average under 1/4 of it, and a lone element-wise
   instruction under 1/64 of it runs whole instead of as a kernel.
+* verification: ``Config.options["verify"]`` or ``SHOAL_VERIFY_EXECUTE`` = ``on`` (default: every
+  batch is verified before it touches memory) or ``off``; ``max_batch_bytes``, ``max_live_bytes``
+  and ``max_work`` options bound each batch (:mod:`shoal.bytecode.boundary`).
 * sweeps per pass: ``Config.options["sweeps_per_pass"]`` or ``SHOAL_SWEEPS_PER_PASS``, how many
   consecutive identical in-place stencil sweeps a compiled kernel runs per pass over memory
   (default 4; 1 = one sweep per pass).
@@ -37,7 +40,8 @@ from dataclasses import asdict
 
 import numpy as np
 
-from shoal.bytecode import Batch, View
+from shoal.bytecode import Batch, VerifyLimits, View, verify
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
 from shoal.engine.component import Component, Config, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
@@ -112,9 +116,11 @@ class NodeEngine(Component):
         self._plans = PlanCache()
         self._active: Storage | BoundStorage = self._storage
         self._budget = MemoryBudget(self._storage, 0)
+        self._verify: VerifyLimits | None = VerifyLimits()
 
     def init(self, config: Config) -> None:
         self.shutdown()
+        self._verify = execute_limits(config.options, VerifyAtExecute.ON)
         block = os.environ.get("SHOAL_BLOCK_SIZE")
         self.block_elements = integer_setting("SHOAL_BLOCK_SIZE", block, minimum=1) if block else config.block_size
         if self.block_elements < 1:
@@ -139,6 +145,8 @@ class NodeEngine(Component):
 
     def execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
+        if self._verify is not None:
+            verify(batch, self._storage.decls, limits=self._verify)
         started = time.perf_counter()
         declared = {decl.id for decl in batch.bases}
         for base in batch.data:
