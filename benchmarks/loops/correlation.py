@@ -1,6 +1,6 @@
 """Correlation matrix of a data set filled column by column with chained assignments.
 
-Usage: python correlation.py [SIZE] [--steps N] [--seed S]
+Usage: python correlation.py [SIZE] [--repeat R] [--steps N] [--seed S]
 (SIZE variables, 5/4 SIZE observations; N: columns computed)
 """
 
@@ -28,6 +28,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", type=int, nargs="?", default=1000, help="variables")
     parser.add_argument("--steps", type=int, default=None, help="columns to compute")
+    parser.add_argument("--repeat", type=int, default=1, help="times the whole computation runs")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
 
@@ -37,8 +38,9 @@ def main() -> None:
     columns = m - 1 if args.steps is None else min(m - 1, args.steps)
 
     start = time.perf_counter()
-    corr = correlation(data, columns)
-    checksum = float(np.sum(corr))
+    checksum = 0.0
+    for _ in range(args.repeat):
+        checksum += float(np.sum(correlation(data, columns)))
     elapsed = time.perf_counter() - start
 
     print(f"checksum: {checksum!r}")

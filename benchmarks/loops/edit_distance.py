@@ -3,7 +3,7 @@
 Within a row, the insertion chain ``D[i, j] = D[i, j - 1] + 1`` is resolved by a running
 minimum (``np.minimum.accumulate``), so each row is a handful of whole-row operations.
 
-Usage: python edit_distance.py [SIZE] [--steps N] [--seed S]   (N: rows of the table filled)
+Usage: python edit_distance.py [SIZE] [--repeat R] [--steps N] [--seed S]   (N: rows of the table filled)
 """
 
 import argparse
@@ -29,6 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", type=int, nargs="?", default=1000, help="length of each string")
     parser.add_argument("--steps", type=int, default=None, help="rows of the table to fill")
+    parser.add_argument("--repeat", type=int, default=1, help="times the whole computation runs")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
 
@@ -38,8 +39,10 @@ def main() -> None:
     rows = args.size if args.steps is None else min(args.size, args.steps)
 
     start = time.perf_counter()
-    table = edit_table(a, b, rows)
-    checksum = float(table[-1, -1]) + float(np.sum(table))
+    checksum = 0.0
+    for _ in range(args.repeat):
+        table = edit_table(a, b, rows)
+        checksum += float(table[-1, -1]) + float(np.sum(table))
     elapsed = time.perf_counter() - start
 
     print(f"checksum: {checksum!r}")

@@ -1,6 +1,6 @@
 """Symmetric rank-k update ``C = alpha * A @ A.T + beta * C`` (lower triangle), one row at a time.
 
-Usage: python syrk.py [SIZE] [--steps N] [--seed S]   (N: rows updated; all by default)
+Usage: python syrk.py [SIZE] [--repeat R] [--steps N] [--seed S]   (N: rows updated; all by default)
 """
 
 import argparse
@@ -21,6 +21,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", type=int, nargs="?", default=1000, help="rows of A and C")
     parser.add_argument("--steps", type=int, default=None, help="rows to update")
+    parser.add_argument("--repeat", type=int, default=1, help="times the whole computation runs")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
 
@@ -31,8 +32,11 @@ def main() -> None:
     rows = n if args.steps is None else min(n, args.steps)
 
     start = time.perf_counter()
-    syrk(c, a, rows)
-    checksum = float(np.sum(c))
+    checksum = 0.0
+    for _ in range(args.repeat):
+        result = c.copy()
+        syrk(result, a, rows)
+        checksum += float(np.sum(result))
     elapsed = time.perf_counter() - start
 
     print(f"checksum: {checksum!r}")

@@ -1,6 +1,6 @@
 """Triangular matrix product ``B = alpha * A.T @ B`` (A unit lower triangular), one row at a time.
 
-Usage: python trmm.py [SIZE] [--steps N] [--seed S]   (N: rows of B updated; all by default)
+Usage: python trmm.py [SIZE] [--repeat R] [--steps N] [--seed S]   (N: rows of B updated; all by default)
 """
 
 import argparse
@@ -22,6 +22,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", type=int, nargs="?", default=1000, help="rows of A and B")
     parser.add_argument("--steps", type=int, default=None, help="rows to update")
+    parser.add_argument("--repeat", type=int, default=1, help="times the whole computation runs")
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
 
@@ -32,8 +33,11 @@ def main() -> None:
     rows = n if args.steps is None else min(n, args.steps)
 
     start = time.perf_counter()
-    trmm(a, b, rows)
-    checksum = float(np.sum(b))
+    checksum = 0.0
+    for _ in range(args.repeat):
+        result = b.copy()
+        trmm(a, result, rows)
+        checksum += float(np.sum(result))
     elapsed = time.perf_counter() - start
 
     print(f"checksum: {checksum!r}")
