@@ -28,6 +28,7 @@ from pathlib import Path
 from benchmarks.size_sweep import size_for, steps_for, with_steps
 from shoal.bench.catalog import EXAMPLES
 from shoal.bench.measure import BenchError, command, run
+from shoal.bench.stats import Totals
 
 ROOT = Path(__file__).resolve().parent.parent
 LOOPS = ROOT / "benchmarks" / "loops"
@@ -39,29 +40,29 @@ EXAMPLE_ELEMENTS = {"small": 2**15, "medium": 10**6, "large": 16 * 10**6}
 
 # kernel -> size label -> (SIZE, fixed arguments). Chosen from NumPy timings on this machine.
 KERNELS: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {
-    "adi": {"small": (150, ("--steps", "10")), "medium": (1000, ("--steps", "1")), "large": (4000, ("--steps", "1"))},
-    "bicg": {"small": (250, ("--steps", "5000")), "medium": (1000, ("--steps", "50")), "large": (4000, ("--steps", "5"))},
+    "adi": {"small": (150, ("--steps", "10")), "medium": (1000, ("--steps", "2")), "large": (4000, ("--steps", "1"))},
+    "bicg": {"small": (250, ("--steps", "5000")), "medium": (1000, ("--steps", "100")), "large": (4000, ("--steps", "5"))},
     "cholesky": {"small": (200, ("--repeat", "20")), "medium": (1000, ()), "large": (4000, ("--steps", "400"))},
     "cnn_forward": {"small": (32, ("--batch", "16")), "medium": (128, ("--batch", "4")), "large": (256, ("--batch", "4"))},
     "conv2d": {"small": (200, ("--steps", "30")), "medium": (1000, ("--steps", "3")), "large": (4000, ("--steps", "1"))},
     "correlation": {"small": (200, ("--repeat", "40")), "medium": (1000, ("--steps", "400")), "large": (4000, ("--steps", "100"))},
     "covariance": {"small": (200, ("--repeat", "40")), "medium": (1000, ()), "large": (4000, ("--steps", "100"))},
     "csr_spmv": {"small": (10000, ("--steps", "200")), "medium": (60000, ("--steps", "20")), "large": (1000000, ("--steps", "5"))},
-    "diagonal_trace": {"small": (200, ("--steps", "150")), "medium": (1000, ("--steps", "100")), "large": (4000, ("--steps", "3"))},
-    "edit_distance": {"small": (200, ("--repeat", "50")), "medium": (1000, ("--repeat", "3")), "large": (4000, ())},
+    "diagonal_trace": {"small": (200, ("--steps", "400")), "medium": (1000, ("--steps", "150")), "large": (4000, ("--steps", "3"))},
+    "edit_distance": {"small": (200, ("--repeat", "50")), "medium": (1000, ("--repeat", "6")), "large": (4000, ())},
     "fdtd_2d": {"small": (150, ("--steps", "400")), "medium": (1000, ("--steps", "10")), "large": (4000, ("--steps", "2"))},
     "floyd_warshall": {"small": (200, ("--repeat", "5")), "medium": (1000, ("--steps", "200")), "large": (4000, ("--steps", "10"))},
-    "fractal_masks": {"small": (200, ("--steps", "200")), "medium": (1000, ("--steps", "20")), "large": (4000, ("--steps", "3"))},
-    "gauss_seidel": {"small": (200, ("--steps", "80")), "medium": (1000, ("--steps", "4")), "large": (4000, ("--steps", "3"))},
+    "fractal_masks": {"small": (200, ("--steps", "300")), "medium": (1000, ("--steps", "20")), "large": (4000, ("--steps", "2"))},
+    "gauss_seidel": {"small": (200, ("--steps", "80")), "medium": (1000, ("--steps", "16")), "large": (4000, ("--steps", "3"))},
     "gramschmidt": {"small": (200, ("--repeat", "10")), "medium": (1000, ("--steps", "100")), "large": (4000, ("--steps", "8"))},
     "heat_3d": {"small": (40, ("--steps", "50")), "medium": (100, ("--steps", "10")), "large": (300, ("--steps", "1"))},
     "iir_filter": {"small": (200, ("--repeat", "30")), "medium": (1000, ("--repeat", "3")), "large": (4000, ())},
-    "jacobi_1d": {"small": (100000, ("--steps", "200")), "medium": (1000000, ("--steps", "40")), "large": (32000000, ("--steps", "1"))},
+    "jacobi_1d": {"small": (100000, ("--steps", "300")), "medium": (1000000, ("--steps", "40")), "large": (32000000, ("--steps", "1"))},
     "lu": {"small": (200, ("--repeat", "20")), "medium": (1000, ("--steps", "300")), "large": (4000, ("--steps", "20"))},
     "mlp": {"small": (500, ("--steps", "10")), "medium": (4000, ("--steps", "5")), "large": (60000, ("--steps", "1"))},
     "softmax_rows": {"small": (200, ("--repeat", "20")), "medium": (1000, ("--repeat", "4")), "large": (4000, ())},
-    "syrk": {"small": (200, ("--repeat", "30")), "medium": (1000, ("--steps", "400")), "large": (4000, ("--steps", "200"))},
-    "trisolv": {"small": (200, ("--repeat", "100")), "medium": (1000, ("--repeat", "20")), "large": (4000, ("--repeat", "10"))},
+    "syrk": {"small": (200, ("--repeat", "30")), "medium": (1000, ()), "large": (4000, ("--steps", "1000"))},
+    "trisolv": {"small": (200, ("--repeat", "100")), "medium": (1000, ("--repeat", "50")), "large": (4000, ("--repeat", "10"))},
     "trmm": {"small": (200, ("--repeat", "30")), "medium": (1000, ("--steps", "500")), "large": (4000, ("--steps", "100"))},
 }
 
@@ -85,6 +86,7 @@ class Row:
     seconds: dict[str, list[float]] = field(default_factory=lambda: {"numpy": [], "shoal": []})
     checksums: dict[str, float] = field(default_factory=dict)
     failure: str | None = None  # why Shoal stopped being run (error, timeout)
+    stats: Totals | None = None  # node engine totals of the last Shoal run (whole program)
 
     def median(self, tool: str) -> float | None:
         values = self.seconds[tool]
@@ -149,6 +151,8 @@ def measure(rows: list[Row], repeats: int, environment: dict[str, str], timeout:
                     continue
                 row.seconds[tool].append(sample.seconds)
                 row.checksums[tool] = sample.checksum
+                if tool == "shoal":
+                    row.stats = sample.stats
             numpy, shoal = row.median("numpy"), row.median("shoal")
             shown = f"{shoal:.4f}" if shoal is not None else "-"
             print(f"[{repeat + 1}/{repeats}] {point.name} {point.label}: numpy {numpy:.4f} s, shoal {shown} s", flush=True)
@@ -166,17 +170,19 @@ def _seconds(value: float | None) -> str:
 def table(rows: list[Row]) -> list[str]:
     """The Markdown table of ``rows``."""
     lines = [
-        "| kernel | size | arguments | NumPy s | Shoal s | Shoal min s | ratio | flag |",
-        "|---|---|---|---:|---:|---:|---:|---|",
+        "| kernel | size | arguments | NumPy s | Shoal s | Shoal min s | ratio | batches | sched. s | flag |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         numpy, shoal = row.median("numpy"), row.median("shoal")
         fastest = min(row.seconds["shoal"]) if row.seconds["shoal"] else None
         ratio = f"{shoal / numpy:.2f}x" if numpy and shoal is not None else "-"
         point = row.point
+        batches = str(row.stats.batches) if row.stats else "-"
+        scheduling = f"{row.stats.scheduling_seconds:.3f}" if row.stats else "-"
         lines.append(
             f"| {point.name} | {point.label} | {point.size} {' '.join(point.arguments)} | {_seconds(numpy)} "
-            f"| {_seconds(shoal)} | {_seconds(fastest)} | {ratio} | {row.flag} |"
+            f"| {_seconds(shoal)} | {_seconds(fastest)} | {ratio} | {batches} | {scheduling} | {row.flag} |"
         )
     return lines
 
@@ -264,7 +270,9 @@ def main(argv: list[str] | None = None) -> None:
         f"`{invocation}`: {args.repeats} alternating repetitions, medians, {elapsed / 60:.1f} min in all, "
         f"on {platform.machine()} with {os.cpu_count()} cores, Python {platform.python_version()}.",
         f"`slower`: Shoal's fastest run is slower than {SLOWER:.2f}x NumPy's median. "
-        "Ratio: Shoal median / NumPy median (below 1 is faster).",
+        "Ratio: Shoal median / NumPy median (below 1 is faster). Batches and sched. s (planning and "
+        "ready-queue bookkeeping): the node engine's totals over the whole last Shoal run "
+        "(`SHOAL_STATS`), set-up included.",
         "",
         *summary(rows, args.sizes),
         "",

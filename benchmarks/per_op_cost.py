@@ -9,6 +9,10 @@ building the block operations, or taking them from the plan cache) and running (
 from scratch, the second has the same structure and is replayed from the plan cache. Finally the
 loop runs end to end at the default flush threshold, against NumPy on the same arrays.
 
+Small batches run instruction by instruction (``direct.py``: no planning at all); the
+``planned`` rows set the engine's direct-work threshold to 0 so that every batch is planned into
+block operations, which is what batches over large arrays get.
+
 Run: ``python -m benchmarks.per_op_cost [--iterations 500] [--sizes 1000,100000] [--repeats 5]``
 """
 
@@ -63,7 +67,7 @@ def _flush(runtime: shoal_runtime.Runtime) -> Flush:
     return Flush(instructions, seconds, stats.plan_seconds, stats.direct, stats.replayed)
 
 
-def recorded(size: int, iterations: int) -> tuple[float, int, Flush, Flush]:
+def recorded(size: int, iterations: int, direct_work: int | None) -> tuple[float, int, Flush, Flush]:
     """Record the loop twice (fresh, then same structure), flushing each separately.
 
     Returns the recording seconds per user-level operation, the instructions recorded per
@@ -71,6 +75,10 @@ def recorded(size: int, iterations: int) -> tuple[float, int, Flush, Flush]:
     """
     runtime = shoal_runtime.current()
     runtime.flush_threshold = RECORD_ONLY_FLUSH_THRESHOLD
+    engine = runtime.engine
+    default_direct_work = engine.direct_work
+    if direct_work is not None:
+        engine.direct_work = direct_work
     a = shoal.numpy.linspace(0.0, 1.0, size)
     b = shoal.numpy.ones(size)
     runtime.flush()
@@ -84,6 +92,7 @@ def recorded(size: int, iterations: int) -> tuple[float, int, Flush, Flush]:
         per_iteration = (len(runtime._pending.instructions) - before) // iterations
         flushes.append(_flush(runtime))
     float(a[0])  # the result is read, as a program would
+    engine.direct_work = default_direct_work
     return min(recording) / (iterations * OPS_PER_ITERATION), per_iteration, flushes[0], flushes[1]
 
 
@@ -112,15 +121,15 @@ def main(argv: list[str] | None = None) -> None:
 
     print(f"Loop of {args.iterations} iterations x {OPS_PER_ITERATION} operations, float64, "
           f"{args.repeats} repetitions, medians; microseconds per user-level operation.")
-    print("| elements | record | instr./iter. | fresh: plan | fresh: run | replayed: plan | replayed: run "
-          "| record + replayed plan | end to end Shoal | end to end NumPy |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for size in (int(text) for text in args.sizes.split(",")):
+    print("| elements | batches | record | instr./iter. | fresh: plan | fresh: run | replayed: plan | replayed: run "
+          "| record + replayed plan | end to end Shoal (default settings) | end to end NumPy |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, direct_work in ((int(text), mode) for text in args.sizes.split(",") for mode in (None, 0)):
         samples: dict[str, list[float]] = {key: [] for key in ("record", "fp", "fr", "rp", "rr", "shoal", "numpy")}
         kinds = set()
         per_iteration = 0
         for _ in range(args.repeats):
-            record, per_iteration, fresh, replay = recorded(size, args.iterations)
+            record, per_iteration, fresh, replay = recorded(size, args.iterations, direct_work)
             samples["record"].append(record)
             samples["fp"].append(fresh.plan_seconds / ops)
             samples["fr"].append((fresh.seconds - fresh.plan_seconds) / ops)
@@ -130,9 +139,9 @@ def main(argv: list[str] | None = None) -> None:
             samples["shoal"].append(end_to_end(shoal.numpy, size, args.iterations))
             samples["numpy"].append(end_to_end(numpy, size, args.iterations))
         m = {key: statistics.median(values) for key, values in samples.items()}
-        print(f"| {size} | {_us(m['record'])} | {per_iteration} | {_us(m['fp'])} | {_us(m['fr'])} | {_us(m['rp'])} "
+        kind = "; ".join(" / ".join(pair) for pair in sorted(kinds))
+        print(f"| {size} | {kind} | {_us(m['record'])} | {per_iteration} | {_us(m['fp'])} | {_us(m['fr'])} | {_us(m['rp'])} "
               f"| {_us(m['rr'])} | {_us(m['record'] + m['rp'])} | {_us(m['shoal'])} | {_us(m['numpy'])} |")
-        print(f"  (batches: {', '.join(' / '.join(kind) for kind in sorted(kinds))})")
 
 
 if __name__ == "__main__":
