@@ -209,7 +209,7 @@ def plot(rows: list[Row], sizes: tuple[str, ...], path: Path, title: str) -> Non
 
     names = list(dict.fromkeys(row.point.name for row in rows))
     width = 0.8 / len(sizes)
-    figure, axes = plt.subplots(figsize=(max(8.0, 0.45 * len(names) * len(sizes)), 5.0))
+    figure, axes = plt.subplots(figsize=(max(8.0, 0.55 * len(names)), 5.0))
     try:
         for offset, label in enumerate(sizes):
             positions, heights = [], []
