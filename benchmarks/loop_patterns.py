@@ -10,7 +10,8 @@ and not repeated.
 
 Run: ``python -m benchmarks.loop_patterns [--kernels a,b] [--repeats 3] [--sizes small,medium,large]
 [--eager-threshold N] [--examples]``. Writes ``benchmarks/results/loop_patterns.md`` and
-``.png`` (``loop_patterns_eager<N>`` with ``--eager-threshold``).
+``.png`` (``loop_patterns_eager<N>`` with ``--eager-threshold``); ``--replot FILE.md`` only draws the
+plot of a table written before.
 """
 
 from __future__ import annotations
@@ -232,6 +233,23 @@ def plot(rows: list[Row], sizes: tuple[str, ...], path: Path, title: str) -> Non
         plt.close(figure)
 
 
+def read_table(path: Path) -> list[Row]:
+    """The rows of a table this module wrote (medians only), to draw its plot again."""
+    rows = []
+    for line in path.read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 10 or (cells[0] not in KERNELS and cells[0] not in {e.name for e in EXAMPLES}):
+            continue
+        name, label, arguments, numpy, shoal = cells[:5]
+        size, *rest = arguments.split()
+        row = Row(Point(name, label, Path(), int(size), tuple(rest)))
+        row.seconds["numpy"].append(float(numpy))
+        if shoal != "-":
+            row.seconds["shoal"].append(float(shoal))
+        rows.append(row)
+    return rows
+
+
 def _names(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
     names = tuple(name.strip() for name in text.split(",") if name.strip())
     unknown = [name for name in names if name not in known]
@@ -249,7 +267,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--examples", action="store_true", help="also run the catalog examples")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before a run is abandoned")
     parser.add_argument("--output", type=Path, default=None, help="Markdown file (default under benchmarks/results)")
+    parser.add_argument("--replot", type=Path, default=None, help="draw the plot of a written table again")
     args = parser.parse_args(argv)
+    if args.replot is not None:
+        rows = read_table(args.replot)
+        sizes = tuple(label for label in SIZES if any(row.point.label == label for row in rows))
+        title = args.replot.read_text().splitlines()[0].removeprefix("# Loop patterns under NumPy and Shoal ")
+        plot(rows, sizes, args.replot.with_suffix(".png"), f"Shoal speed-up over NumPy {title}")
+        return
 
     environment = dict(os.environ)
     stem = "loop_patterns"
