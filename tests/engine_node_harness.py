@@ -8,8 +8,8 @@ import numpy as np
 from engine_node_recorder import Recorder
 
 from shoal.bytecode import View
-from shoal.engine import Config, ReferenceEngine
-from shoal.engine.node import NodeEngine
+from shoal.engine import ReferenceEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.plan_cache import PlanCache
 from shoal.engine.node.stats import BatchStats
 
@@ -17,9 +17,7 @@ Program = Callable[[Recorder], list[View]]
 
 
 def node_engine(block: int = 7, threads: int = 2, compile: str = "off", schedule: str = "program") -> NodeEngine:
-    engine = NodeEngine()
-    engine.init(Config(threads=threads, block_size=block, options={"compile": compile, "direct_work": "0", "schedule": schedule}))
-    return engine
+    return NodeEngine(NodeConfig(threads=threads, block_size=block, compile=compile, direct_work=0, schedule=schedule))
 
 
 def run_both(
@@ -38,7 +36,6 @@ def run_both(
     """
     recorder = Recorder()
     reference = ReferenceEngine()
-    reference.init(Config())
     node = node_engine(block, threads, compile, schedule)
     try:
         checked: list[View] = []
@@ -65,13 +62,11 @@ def assert_same(got: np.ndarray, expected: np.ndarray, exact: bool) -> None:
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance, equal_nan=True)
 
 
-def against_the_reference(batch, views, config: Config) -> BatchStats:
+def against_the_reference(batch, views, config: NodeConfig) -> BatchStats:
     """Run ``batch`` on the reference engine and on a node engine set up with ``config``; the
     views must match exactly. Returns the node engine's statistics."""
     reference = ReferenceEngine()
-    reference.init(Config())
-    node = NodeEngine()
-    node.init(config)
+    node = NodeEngine(config)
     try:
         reference.execute(batch)
         node.execute(batch)
@@ -91,7 +86,6 @@ class CachedAndFresh:
     def __init__(self, threads: int = 2, block: int = 16, compile: str = "off", direct_work: int = 0) -> None:
         self.recorder = Recorder()
         self.reference = ReferenceEngine()
-        self.reference.init(Config())
         self.node = node_engine(block, threads, compile)
         self.fresh = node_engine(block, threads, compile)
         self.fresh._plans = PlanCache(entries=0)

@@ -6,10 +6,18 @@ speed: every instruction goes through its opcode table entry's reference impleme
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, spec
-from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.component import Component, EngineError, name_instruction
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """The reference engine has no settings."""
 
 
 def view_of(buffer: np.ndarray, view: View) -> np.ndarray:
@@ -24,13 +32,14 @@ class ReferenceEngine(Component):
 
     name = "reference"
 
-    def __init__(self) -> None:
+    def __init__(self, config: ReferenceConfig | None = None) -> None:
+        self.config = config or ReferenceConfig()
         self._bases: dict[int, np.ndarray] = {}
         self._declared: dict[int, BaseDecl] = {}
 
-    def init(self, config: Config) -> None:
-        self._bases.clear()
-        self._declared.clear()
+    @classmethod
+    def configure(cls, environ: Mapping[str, str] | None = None) -> ReferenceConfig:
+        return ReferenceConfig()
 
     def execute(self, batch: Batch) -> None:
         for decl in batch.bases:
@@ -42,8 +51,12 @@ class ReferenceEngine(Component):
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
                 self._bases[decl.id] = storage.view(np.uint8)
-        for instruction in batch.instructions:
-            self._run(instruction)
+        for index, instruction in enumerate(batch.instructions):
+            try:
+                self._run(instruction)
+            except Exception as error:
+                name_instruction(error, index, instruction)
+                raise
 
     def _array(self, view: View) -> np.ndarray:
         buffer = self._bases.get(view.base)
@@ -59,7 +72,7 @@ class ReferenceEngine(Component):
 
     def _run(self, instruction: Instruction) -> None:
         if instruction.op == "release":
-            self.release(instruction.attr("base"))
+            self._release(instruction.attr("base"))
             return
         entry = spec(instruction.op)
         outs = [self._array(view) for view in instruction.outputs]
@@ -70,7 +83,7 @@ class ReferenceEngine(Component):
     def fetch(self, view: View) -> np.ndarray:
         return self._array(view).copy()
 
-    def release(self, base: int) -> None:
+    def _release(self, base: int) -> None:
         self._bases.pop(base, None)
         self._declared.pop(base, None)
 

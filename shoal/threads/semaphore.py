@@ -21,6 +21,8 @@ import time
 import weakref
 from dataclasses import dataclass, field
 
+from shoal.settings import SEMAPHORE_PATH
+
 _TURNSTILE = 0
 _POLL_START_S = 0.0001
 _POLL_MAX_S = 0.001
@@ -32,7 +34,7 @@ _open_grants: weakref.WeakSet[Grant] = weakref.WeakSet()
 
 def default_path() -> str:
     """The semaphore file: ``SHOAL_SEMAPHORE_PATH``, else one per user in /dev/shm."""
-    configured = os.environ.get("SHOAL_SEMAPHORE_PATH")
+    configured = SEMAPHORE_PATH.value()
     if configured:
         return configured
     directory = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
