@@ -208,7 +208,11 @@ def effective(environ: Mapping[str, str] | None = None) -> list[tuple[Setting, A
             value = declared.value(environ=environ)
         except ValueError as error:
             value, source = f"invalid: {error}", "environment"
-        rows.append((declared, declared.shown_default if value is None else value, source))
+        if value is None:
+            value = declared.shown_default.strip("`")
+        elif isinstance(value, bool):
+            value = int(value)
+        rows.append((declared, value, source))
     return rows
 
 
