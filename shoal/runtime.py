@@ -7,6 +7,7 @@ A lazy array owns a :class:`LazyBase`; when the last array using a base is garba
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import sys
 import threading
@@ -79,6 +80,7 @@ class Runtime:
         self.closed = False
         self._lock = threading.RLock()
         self._pending = Batch()
+        self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
@@ -121,6 +123,7 @@ class Runtime:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
+            self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
             self._carried.clear()
@@ -134,11 +137,17 @@ class Runtime:
         self._carried.append(array)
 
     def release(self, base_id: int) -> None:
-        """Record the end of a base's life (never flushes: it may run inside garbage collection)."""
-        with self._lock:
-            self._pending.instructions.append(
-                Instruction("release", (), (), make_attrs(base=base_id))
-            )
+        """Note the end of a base's life. It may run inside garbage collection on any thread,
+        also one the component runs a batch on while this thread waits for it holding the lock:
+        it never takes the lock; the next instruction or flush records the release."""
+        self._released.append(base_id)
+
+    def _record_releases(self) -> None:
+        """Record a ``release`` instruction for every base noted dead (the lock is held)."""
+        released = self._released
+        while released:
+            base_id = released.popleft()
+            self._pending.instructions.append(Instruction("release", (), (), make_attrs(base=base_id)))
             self.stats.bases_released += 1
 
     # running ---------------------------------------------------------------------------------
@@ -146,6 +155,7 @@ class Runtime:
         """Hand everything recorded so far to the component; with ``wait``, return once it has
         run (an error in a batch the component ran asynchronously is raised here)."""
         with self._lock:
+            self._record_releases()
             batch = self._pending
             if batch.is_empty():
                 if wait and self._engine is not None:

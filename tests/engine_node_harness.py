@@ -8,12 +8,21 @@ import numpy as np
 from engine_node_recorder import Recorder
 
 from shoal.bytecode import View
-from shoal.engine import ReferenceEngine
+from shoal.engine import Component, ReferenceEngine
 from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.plan_cache import PlanCache
 from shoal.engine.node.stats import BatchStats
+from shoal.engine.passthrough import PassConfig, PassThrough
 
 Program = Callable[[Recorder], list[View]]
+
+STACKED = "pass"  # the parameter value of the runs through the pass-through component
+stack: str = "plain"  # ``STACKED``: run_both runs both engines below a pass-through component
+
+
+def stacked(engine: Component) -> Component:
+    """``engine``, below an asynchronous pass-through component when ``stack`` asks for one."""
+    return PassThrough(PassConfig(), engine) if stack == STACKED else engine
 
 
 def node_engine(block: int = 7, threads: int = 2, compile: str = "off", schedule: str = "program") -> NodeEngine:
@@ -35,14 +44,15 @@ def run_both(
     dtype's tolerance. Returns the node engine (shut down) so tests can read its stats.
     """
     recorder = Recorder()
-    reference = ReferenceEngine()
-    node = node_engine(block, threads, compile, schedule)
+    engine = node_engine(block, threads, compile, schedule)
+    reference, node = stacked(ReferenceEngine()), stacked(engine)
     try:
         checked: list[View] = []
         for _ in range(batches):
             checked = program(recorder)
             batch = recorder.new_batch()
             reference.execute(batch)
+            reference.flush()  # the node engine may take the batch's donated arrays
             node.execute(batch)
         for view in checked:
             assert_same(node.fetch(view), reference.fetch(view), exact)
@@ -50,7 +60,7 @@ def run_both(
     finally:
         node.shutdown()
         reference.shutdown()
-    return node
+    return engine
 
 
 def assert_same(got: np.ndarray, expected: np.ndarray, exact: bool) -> None:

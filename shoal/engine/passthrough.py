@@ -66,10 +66,10 @@ class PassThrough(Component):
             if item is None:
                 return
             number, batch = item
-            if self._failure is None:  # the batches after a failed one depend on it: dropped
-                try:
-                    self.inner.execute(batch)
-                except BaseException as error:
+            try:
+                self.inner.execute(batch)
+            except BaseException as error:  # kept for the next call from the program's thread
+                if self._failure is None:  # the first one: later ones may follow from it
                     failure = EngineError(f"batch {number}, run after execute returned: {described(error)}")
                     failure.__cause__ = error
                     self._failure = failure
