@@ -22,7 +22,7 @@ def _stacked(item: pytest.Item) -> bool:
     callspec = getattr(item, "callspec", None)
     if callspec is None:
         return False
-    return any(getattr(value, "stacked", False) or value == STACKED for value in callspec.params.values())
+    return any(getattr(value, "stacked", False) is True or (isinstance(value, str) and value == STACKED) for value in callspec.params.values())
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
