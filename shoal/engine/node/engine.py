@@ -85,6 +85,7 @@ class NodeEngine(Component):
         self._plans = PlanCache()
         self._active: Storage | BoundStorage = self._storage
         self._budget = MemoryBudget(self._storage, 0)
+        self._ready()
 
     @classmethod
     def configure(cls, environ: Mapping[str, str] | None = None) -> NodeConfig:
