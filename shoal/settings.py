@@ -148,6 +148,12 @@ EAGER_THRESHOLD = _integer("SHOAL_EAGER_THRESHOLD", 1 << 19, "Arrays with fewer 
 FLUSH_THRESHOLD = _integer("SHOAL_FLUSH_THRESHOLD", 2048, "Instructions per batch before it is handed to the stack.", minimum=1)
 DUMP = _flag("SHOAL_DUMP", "Print every batch's disassembly to standard error.")
 VERIFY = _flag("SHOAL_VERIFY", "Verify every batch and round-trip it through the wire format before it runs.")
+VERIFY_EXECUTE = _choice(
+    "SHOAL_VERIFY_EXECUTE",
+    ("on", "off"),
+    "Whether the engines verify every batch at execute, before it touches memory.",
+    default_text="on",
+)
 FULL_TRACEBACK = _flag("SHOAL_FULL_TRACEBACK", "Keep Shoal's own frames in tracebacks of `python -m shoal`.")
 STATS = _flag("SHOAL_STATS", "Print the node engine's totals (batches, block operations, compiled ones) at exit.")
 

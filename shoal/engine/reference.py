@@ -1,23 +1,27 @@
 """The reference engine: runs each instruction with NumPy, one at a time, over whole views.
 
 It is the oracle that every other component is tested against, so it favours plainness over
-speed: every instruction goes through its opcode table entry's reference implementation.
+speed: every instruction goes through its opcode table entry's reference implementation. It
+verifies every batch before touching memory (``ReferenceConfig.verify``; ``SHOAL_VERIFY_EXECUTE``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, spec
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
 from shoal.engine.component import Component, EngineError, name_instruction
 
 
 @dataclass(frozen=True)
 class ReferenceConfig:
-    """The reference engine has no settings."""
+    """``verify``: the limits every batch is verified with at ``execute`` (None: not verified)."""
+
+    verify: VerifyLimits | None = field(default_factory=VerifyLimits)
 
 
 def view_of(buffer: np.ndarray, view: View) -> np.ndarray:
@@ -36,15 +40,20 @@ class ReferenceEngine(Component):
         self.config = config or ReferenceConfig()
         self._bases: dict[int, np.ndarray] = {}
         self._declared: dict[int, BaseDecl] = {}
+        self._live: dict[int, BaseDecl] = {}
+        self._verify = self.config.verify
 
     @classmethod
     def configure(cls, environ: Mapping[str, str] | None = None) -> ReferenceConfig:
-        return ReferenceConfig()
+        return ReferenceConfig(verify=execute_limits({}, VerifyAtExecute.ON, environ))
 
     def execute(self, batch: Batch) -> None:
+        if self._verify is not None:
+            verify(batch, self._live, limits=self._verify)
         for decl in batch.bases:
             if decl.id in self._bases or decl.id in self._declared:
                 raise EngineError(f"base {decl.id} declared twice")
+            self._live[decl.id] = decl
             data = batch.data.get(decl.id)
             if data is None:
                 self._declared[decl.id] = decl  # allocated when first used
@@ -86,10 +95,12 @@ class ReferenceEngine(Component):
     def _release(self, base: int) -> None:
         self._bases.pop(base, None)
         self._declared.pop(base, None)
+        self._live.pop(base, None)
 
     def shutdown(self) -> None:
         self._bases.clear()
         self._declared.clear()
+        self._live.clear()
 
     def live_bases(self) -> int:
         return len(self._bases) + len(self._declared)

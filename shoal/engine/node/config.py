@@ -12,6 +12,8 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from shoal import settings
+from shoal.bytecode import VerifyLimits
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
 from shoal.engine.node.compile_process import ExitMode
 from shoal.engine.node.compiler import CompileMode
 
@@ -40,9 +42,12 @@ class NodeConfig:
     schedule: Schedule = field(default=Schedule.PROGRAM, metadata={"setting": settings.SCHEDULE, "enum": Schedule})
     direct_work: int = field(default=settings.DIRECT_WORK.default, metadata={"setting": settings.DIRECT_WORK})
     sweeps_per_pass: int = field(default=settings.SWEEPS_PER_PASS.default, metadata={"setting": settings.SWEEPS_PER_PASS})
+    verify: VerifyLimits | None = field(default_factory=VerifyLimits)  # None: batches are not verified
 
     def __post_init__(self) -> None:
         for entry in fields(self):
+            if "setting" not in entry.metadata:
+                continue
             declared: settings.Setting = entry.metadata["setting"]
             kind: type[enum.Enum] | None = entry.metadata.get("enum")
             value = getattr(self, entry.name)
@@ -63,7 +68,8 @@ class NodeConfig:
         unknown = set(explicit) - {entry.name for entry in fields(cls)}
         if unknown:
             raise TypeError(f"the node engine has no setting {', '.join(sorted(unknown))}")
-        values = {entry.name: entry.metadata["setting"].value(explicit.get(entry.name), environ) for entry in fields(cls)}
+        values = {entry.name: entry.metadata["setting"].value(explicit.get(entry.name), environ) for entry in fields(cls) if "setting" in entry.metadata}
+        values["verify"] = explicit["verify"] if "verify" in explicit else execute_limits({}, VerifyAtExecute.ON, environ)
         if values["threads"] is None:
             values["threads"] = _cores()
         return cls(**values)

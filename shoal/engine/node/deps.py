@@ -12,6 +12,10 @@ disjoint elements, so they never wait for one another even where they share a ba
 Operations may be inserted while earlier ones run (the engine builds a batch's later groups
 while the pool runs its first ones): a predecessor that has already finished is recorded as an
 edge, so a replay of the plan waits for it, but not counted in the live reference count.
+
+An operation that needs a base's memory (``bases``) but touches none of its bytes (an empty
+view: a boolean mask that selects nothing) still reads the base's first block, so the release
+of that base, which writes every block, waits for it.
 """
 
 from __future__ import annotations
@@ -73,6 +77,7 @@ class DependencyLists:
         ops = list(ops)
         after = list(after)
         for op in ops:
+            _read_untouched_bases(op)
             predecessors: set[int] = set()
             for key in op.reads:
                 state = self._blocks.get(key)
@@ -108,3 +113,11 @@ class DependencyLists:
                 if not other.done:
                     op.refcount += 1
                 self.edges += 1
+
+
+def _read_untouched_bases(op: BlockOp) -> None:
+    """Give ``op`` a read of block 0 of every base it needs but accesses no block of."""
+    touched = {base for base, _ in op.reads} | {base for base, _ in op.writes}
+    missing = tuple((base, 0) for base in op.bases if base not in touched)
+    if missing:
+        op.reads = op.reads + missing

@@ -7,12 +7,14 @@ the batch is done, so ``fetch`` reads finished data.
 Its configuration is a :class:`NodeConfig` (``config.py``); a stack spelled by name gets the one
 that Shoal's settings ask for (``shoal.settings``: ``SHOAL_BLOCK_SIZE``, ``SHOAL_NUM_THREADS``,
 ``SHOAL_COMPILE``, ``SHOAL_COMPILE_EXIT``, ``SHOAL_SCHEDULE``, ``SHOAL_DIRECT_WORK``,
-``SHOAL_SWEEPS_PER_PASS``). The block size is in **elements** of each base's dtype: base-blocks
+``SHOAL_SWEEPS_PER_PASS``, ``SHOAL_VERIFY_EXECUTE``). The block size is in **elements** of each base's dtype: base-blocks
 and view-blocks both have about this many elements. A batch whose element operations are below
 ``direct_work`` runs instruction by instruction without blocks (0 = never); so does a batch
 whose instructions average under 1/4 of it, and a lone element-wise instruction under 1/64 of
 it runs whole instead of as a kernel. ``sweeps_per_pass`` is how many consecutive identical
 in-place stencil sweeps a compiled kernel runs per pass over memory (1 = one per pass).
+``verify`` holds the limits every batch is verified with before it touches memory (None: not
+verified; :mod:`shoal.bytecode.boundary`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from shoal.bytecode import Batch, View
+from shoal.bytecode import Batch, View, verify
 from shoal.engine.component import Component, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
@@ -78,6 +80,7 @@ class NodeEngine(Component):
         self.threads = self.config.threads
         self.direct_work = self.config.direct_work
         self.sweeps_per_pass = self.config.sweeps_per_pass
+        self._verify = self.config.verify
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
@@ -102,6 +105,8 @@ class NodeEngine(Component):
 
     def execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
+        if self._verify is not None:
+            verify(batch, self._storage.decls, limits=self._verify)
         started = time.perf_counter()
         declared = {decl.id for decl in batch.bases}
         for base in batch.data:

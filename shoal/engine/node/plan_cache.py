@@ -25,6 +25,13 @@ the base ids the plan was built with into the ids of the batch being run, and re
 through it too (:meth:`BoundStorage.constant`: the planned ``Const`` object -> the value at the
 same position of the batch being run), so a cached plan runs unchanged: the engine resets each
 operation's reference count and hands it to the pool again.
+
+Binding a plan to a batch (:meth:`CachedPlan.rearm`) checks what a replay relies on, so that a
+key that misses something fails there with a message instead of deep in a kernel
+(:func:`check_binding`): base identity (distinct planned bases are distinct bases of the
+batch), liveness (every base is live with the dtype and size it was planned with) and aliasing
+(no base the plan reads or writes, nor the region base of one, is an alias that the plan does
+not release before touching it: ``aliases.settle`` gave the others memory of their own).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, View
+from shoal.engine.component import EngineError
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.row_gather import index_values
 from shoal.engine.node.storage import Storage
@@ -52,6 +60,9 @@ class BatchShape:
     key: tuple
     ids: tuple[int, ...]
     constants: tuple[Const, ...] = ()  # every constant operand, in program order
+    declared: int = 0  # ids[:declared] are the bases the batch declares
+    released_first: frozenset[int] = frozenset()  # positions in ids first touched by a release
+    written: frozenset[int] = frozenset()  # positions in ids the batch writes or releases
 
 
 def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
@@ -66,6 +77,9 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
 
     equal: dict[Any, int] = {}
     constants: list[Const] = []
+    touched: set[int] = set()
+    released_first: set[int] = set()
+    written: set[int] = set()
 
     def operand(value: View | Const) -> tuple:
         if isinstance(value, View):
@@ -84,10 +98,17 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
             base = instruction.attr("base")
             if not isinstance(base, int):
                 return None
-            steps.append(("release", renamed(base)))
+            index = renamed(base)
+            if index not in touched:
+                released_first.add(index)
+            touched.add(index)
+            written.add(index)
+            steps.append(("release", index))
             continue
         outputs = tuple(operand(view) for view in instruction.outputs)
         inputs = tuple(operand(value) for value in instruction.inputs)
+        touched.update(number[value.base] for value in (*instruction.outputs, *instruction.inputs) if isinstance(value, View))
+        written.update(number[view.base] for view in instruction.outputs)
         rows = index_values(batch, instruction) if instruction.op == "gather" else None
         steps.append((instruction.op, outputs, inputs, exact_key(instruction.attrs), None if rows is None else (rows.dtype.str, rows.tobytes())))
     ids = tuple(number)
@@ -100,7 +121,7 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
         hash(key)
     except TypeError:  # an attribute that is not a value (never produced by the frontend)
         return None
-    return BatchShape(key, ids, tuple(constants))
+    return BatchShape(key, ids, tuple(constants), len(declared), frozenset(released_first), frozenset(written))
 
 
 _INTEGER_DTYPES = tuple(np.iinfo(np.dtype(c)) for c in "bBhHiIqQ")
@@ -232,6 +253,7 @@ class CachedPlan:
     def rearm(self, shape: BatchShape) -> None:
         """Point the plan at ``shape``'s bases and make every operation runnable again."""
         assert isinstance(self.storage, BoundStorage)
+        check_binding(self.planned_ids, shape, self.storage.storage)
         self.storage.bind(dict(zip(self.planned_ids, shape.ids)), shape.constants)
         for base in self.storage.dropped:
             self.storage.storage.decls.pop(self.storage.ids[base], None)
@@ -244,6 +266,36 @@ class CachedPlan:
         """Drop results the operations hold (partial reductions) until the next run."""
         for op in self.ops:
             op.result = None
+
+
+def check_binding(planned_ids: tuple[int, ...], shape: BatchShape, storage: Storage) -> None:
+    """Raise ``EngineError`` if running the plan built for ``planned_ids`` on ``shape``'s bases
+    would break what the plan relies on (see the module docstring)."""
+
+    def fail(problem: str) -> None:
+        raise EngineError(f"plan cache: a plan cannot run on this batch: {problem}")
+
+    ids = shape.ids
+    if len(ids) != len(planned_ids) or len(set(ids)) != len(ids):
+        fail(f"planned bases {planned_ids} do not map one to one onto bases {ids}")
+    declared, outside = shape.key[0], shape.key[2]
+    for position, base in enumerate(ids):
+        decl = storage.decls.get(base)
+        planned = declared[position][1:4] if position < shape.declared else outside[position - shape.declared]
+        if planned is None:
+            continue
+        if decl is None:
+            fail(f"base {base} (planned as base {planned_ids[position]}) is not live")
+        if (decl.dtype, decl.dtype.char, decl.size) != tuple(planned):
+            fail(f"base {base} is {decl.dtype}[{decl.size}], planned as {planned[0]}[{planned[2]}]")
+    aliases = storage.aliases()
+    if not aliases:
+        return
+    position_of = {base: position for position, base in enumerate(ids)}
+    for base, region in aliases.items():
+        used = base in position_of or position_of.get(region.base) in shape.written
+        if used and position_of.get(base) not in shape.released_first:
+            fail(f"base {base} is an alias of a view of base {region.base} that the plan touches")
 
 
 class PlanCache:
