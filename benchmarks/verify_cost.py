@@ -24,8 +24,8 @@ import numpy as np
 
 from shoal import runtime
 from shoal.bytecode import BaseDecl, Batch, View, verify
-from shoal.engine import Component, Config
-from shoal.engine.node import NodeEngine
+from shoal.engine import Component
+from shoal.engine.node import NodeConfig, NodeEngine
 
 
 class Recording(Component):
@@ -34,13 +34,14 @@ class Recording(Component):
     name = "recording"
 
     def __init__(self) -> None:
-        self.engine = NodeEngine()
+        self.engine = NodeEngine(NodeConfig.from_settings(verify=None))
         self.batches: list[tuple[Batch, dict[int, BaseDecl]]] = []
         self.execute_seconds = 0.0
         self._known: dict[int, BaseDecl] = {}
 
-    def init(self, config: Config) -> None:
-        self.engine.init(Config(config.threads, config.block_size, {**config.options, "verify": "off"}))
+    @classmethod
+    def configure(cls, environ=None) -> None:
+        return None
 
     def execute(self, batch: Batch) -> None:
         known = dict(self._known)
@@ -56,10 +57,6 @@ class Recording(Component):
 
     def fetch(self, view: View) -> np.ndarray:
         return self.engine.fetch(view)
-
-    def release(self, base: int) -> None:
-        self._known.pop(base, None)
-        self.engine.release(base)
 
     def shutdown(self) -> None:
         self.engine.shutdown()

@@ -1,6 +1,6 @@
 """Whether a component verifies each batch at ``execute``, and with which limits.
 
-A component reads this from its configuration (``Config.options``) when it is initialised:
+A component's configuration is built from these (``NodeConfig.verify``, ``ReferenceConfig.verify``):
 
 * ``verify``: ``on`` or ``off`` (environment ``SHOAL_VERIFY_EXECUTE`` when the option is
   absent; each component picks its own default). Components that receive batches from outside
@@ -12,11 +12,10 @@ A component reads this from its configuration (``Config.options``) when it is in
 from __future__ import annotations
 
 import enum
-import os
 from collections.abc import Mapping
 
 from shoal.bytecode.verify import VerifyLimits
-from shoal.system import choice_setting, integer_setting
+from shoal.settings import VERIFY_EXECUTE, choice_setting, integer_setting
 
 VARIABLE = "SHOAL_VERIFY_EXECUTE"
 
@@ -28,9 +27,9 @@ class VerifyAtExecute(enum.Enum):
     OFF = "off"
 
 
-def execute_limits(options: Mapping[str, str], default: VerifyAtExecute) -> VerifyLimits | None:
+def execute_limits(options: Mapping[str, str], default: VerifyAtExecute, environ: Mapping[str, str] | None = None) -> VerifyLimits | None:
     """The limits to verify every batch with at ``execute``, or None if it is not verified."""
-    text = options.get("verify") or os.environ.get(VARIABLE)
+    text = options.get("verify") or VERIFY_EXECUTE.value(environ=environ)
     mode = default if not text else choice_setting(VerifyAtExecute, "verify", text)
     if mode is VerifyAtExecute.OFF:
         return None

@@ -2,16 +2,26 @@
 
 It is the oracle that every other component is tested against, so it favours plainness over
 speed: every instruction goes through its opcode table entry's reference implementation. It
-verifies every batch before touching memory (``Config.options["verify"]``, default ``on``).
+verifies every batch before touching memory (``ReferenceConfig.verify``; ``SHOAL_VERIFY_EXECUTE``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
-from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.component import Component, EngineError, name_instruction
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """``verify``: the limits every batch is verified with at ``execute`` (None: not verified)."""
+
+    verify: VerifyLimits | None = field(default_factory=VerifyLimits)
 
 
 def view_of(buffer: np.ndarray, view: View) -> np.ndarray:
@@ -26,15 +36,16 @@ class ReferenceEngine(Component):
 
     name = "reference"
 
-    def __init__(self) -> None:
+    def __init__(self, config: ReferenceConfig | None = None) -> None:
+        self.config = config or ReferenceConfig()
         self._bases: dict[int, np.ndarray] = {}
         self._declared: dict[int, BaseDecl] = {}
         self._live: dict[int, BaseDecl] = {}
-        self._verify: VerifyLimits | None = VerifyLimits()
+        self._verify = self.config.verify
 
-    def init(self, config: Config) -> None:
-        self.shutdown()
-        self._verify = execute_limits(config.options, VerifyAtExecute.ON)
+    @classmethod
+    def configure(cls, environ: Mapping[str, str] | None = None) -> ReferenceConfig:
+        return ReferenceConfig(verify=execute_limits({}, VerifyAtExecute.ON, environ))
 
     def execute(self, batch: Batch) -> None:
         if self._verify is not None:
@@ -49,8 +60,12 @@ class ReferenceEngine(Component):
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
                 self._bases[decl.id] = storage.view(np.uint8)
-        for instruction in batch.instructions:
-            self._run(instruction)
+        for index, instruction in enumerate(batch.instructions):
+            try:
+                self._run(instruction)
+            except Exception as error:
+                name_instruction(error, index, instruction)
+                raise
 
     def _array(self, view: View) -> np.ndarray:
         buffer = self._bases.get(view.base)
@@ -66,7 +81,7 @@ class ReferenceEngine(Component):
 
     def _run(self, instruction: Instruction) -> None:
         if instruction.op == "release":
-            self.release(instruction.attr("base"))
+            self._release(instruction.attr("base"))
             return
         entry = spec(instruction.op)
         outs = [self._array(view) for view in instruction.outputs]
@@ -77,7 +92,7 @@ class ReferenceEngine(Component):
     def fetch(self, view: View) -> np.ndarray:
         return self._array(view).copy()
 
-    def release(self, base: int) -> None:
+    def _release(self, base: int) -> None:
         self._bases.pop(base, None)
         self._declared.pop(base, None)
         self._live.pop(base, None)

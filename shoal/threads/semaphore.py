@@ -35,6 +35,7 @@ from pathlib import Path
 
 from shoal.errors import ShoalUnsafeFileWarning
 from shoal.private_files import UnsafePathError, open_owned, unsafe_reason
+from shoal.settings import SEMAPHORE_PATH
 
 _TURNSTILE = 0
 _POLL_START_S = 0.0001
@@ -52,7 +53,7 @@ _private_lock = threading.Lock()
 def default_path() -> str:
     """The semaphore file: ``SHOAL_SEMAPHORE_PATH``, else one per user in a 0700 directory of
     /dev/shm."""
-    configured = os.environ.get("SHOAL_SEMAPHORE_PATH")
+    configured = SEMAPHORE_PATH.value()
     return configured if configured else per_user_path()
 
 

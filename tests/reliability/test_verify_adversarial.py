@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from shoal.bytecode import BytecodeError, VerifyLimits, dumps, loads, verify
-from shoal.engine import Config, ReferenceEngine
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
+from shoal.engine import ReferenceConfig, ReferenceEngine
 from shoal.engine.component import Component
-from shoal.engine.node import NodeEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 
 from .adversarial_batches import Plan, plans
 
@@ -34,12 +35,10 @@ FULL = settings(max_examples=int(os.environ.get("VERIFY_FULL_EXAMPLES", 200)), d
 
 
 def _engine(kind: type[Component], compile: str) -> Component:
-    engine = kind()
-    options = dict(OPTIONS)
+    limits = execute_limits(OPTIONS, VerifyAtExecute.ON)
     if kind is NodeEngine:
-        options.update(compile=compile, direct_work="0")
-    engine.init(Config(threads=2, block_size=4, options=options))
-    return engine
+        return NodeEngine(NodeConfig(threads=2, block_size=4, compile=compile, direct_work=0, verify=limits))
+    return ReferenceEngine(ReferenceConfig(verify=limits))
 
 
 def _run(engine: Component, plan: Plan) -> list[np.ndarray] | type[BaseException]:

@@ -19,18 +19,19 @@ from shoal.bytecode import (
     make_attrs,
     verify,
 )
-from shoal.engine import Config, ReferenceEngine
-from shoal.engine.node import NodeEngine
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
+from shoal.engine import ReferenceConfig, ReferenceEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 
 F8 = np.dtype("f8")
 ENGINES = [ReferenceEngine, NodeEngine]
 
 
 def _engine(kind, **options: str):
-    engine = kind()
-    settings = {"compile": "off", "direct_work": "0"} if kind is NodeEngine else {}
-    engine.init(Config(threads=2, block_size=4, options={**settings, **options}))
-    return engine
+    limits = execute_limits(options, VerifyAtExecute.ON)
+    if kind is NodeEngine:
+        return NodeEngine(NodeConfig(threads=2, block_size=4, compile="off", direct_work=0, verify=limits))
+    return ReferenceEngine(ReferenceConfig(verify=limits))
 
 
 def _small_base() -> Batch:

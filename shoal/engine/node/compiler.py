@@ -29,7 +29,6 @@ from __future__ import annotations
 import enum
 import functools
 import importlib.util
-import os
 import queue
 import sys
 import threading
@@ -46,7 +45,7 @@ from shoal.engine.node.compile_claims import remove_stale
 from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
 from shoal.engine.node.compile_worker import load_and_warm, load_in_memory
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
-from shoal.system import choice_setting
+from shoal.settings import CACHE_DIR, choice_setting
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
@@ -65,7 +64,7 @@ class CompileMode(enum.Enum):
 
 def cache_dir() -> Path:
     """Where generated kernel modules (and Numba's machine code next to them) are kept."""
-    configured = os.environ.get("SHOAL_CACHE_DIR")
+    configured = CACHE_DIR.value()
     root = Path(configured) if configured else Path.home() / ".cache" / "shoal"
     return root / "kernels"
 
