@@ -11,7 +11,6 @@ from __future__ import annotations
 import atexit
 import importlib
 import os
-import platform
 import sys
 import types
 from collections.abc import Sequence
@@ -30,7 +29,7 @@ options:
   --version     show Shoal's version and exit
 
 commands:
-  info          the engine, cores and libraries Shoal would use here
+  info          the engine stack, kernel back end, settings, cores and libraries in use here
   bench         run Shoal's benchmarks side by side with their peers
   serve         run array work for programs that set SHOAL_REMOTE (shoal serve --help)
 """
@@ -53,46 +52,17 @@ def _optional_module(name: str) -> types.ModuleType | None:
         raise
 
 
-def basic_info() -> str:
-    """The facts ``shoal info`` prints when the detailed thread report is not available."""
-    import numpy
-
-    import shoal
-    from shoal.threads import available_cores
-
-    try:
-        from shoal.runtime import default_engine_name
-
-        engine = default_engine_name()
-    except ImportError:
-        engine = os.environ.get("SHOAL_ENGINE", "reference")
-    numba = _optional_module("numba")
-    lines = [
-        f"shoal {shoal.__version__}",
-        f"engine: {engine}",
-        f"cores: {available_cores()}",
-        f"python: {platform.python_version()} ({sys.executable})",
-        f"numpy: {numpy.__version__}",
-        f"numba: {numba.__version__ if numba is not None else 'not installed'}",
-    ]
-    return "\n".join(lines)
-
-
 def _info(arguments: Sequence[str]) -> int:
     if arguments:
         return _usage_error(f"info takes no arguments, got {' '.join(arguments)!r}")
-    detailed = _optional_module("shoal.threads.info")
-    print(where_work_runs())
-    print(detailed.report() if detailed is not None else basic_info())
+    from shoal.info import report
+
+    print(report())
+    threads = _optional_module("shoal.threads.info")
+    if threads is not None:
+        print(threads.report())
     return 0
 
-
-def where_work_runs() -> str:
-    """Whether array work runs in this process or on a server (``SHOAL_REMOTE``)."""
-    remote = os.environ.get("SHOAL_REMOTE")
-    if remote:
-        return f"Array work runs on the Shoal server at {remote} (SHOAL_REMOTE)"
-    return "Array work runs in this process"
 
 
 def _bench(arguments: Sequence[str]) -> int:

@@ -25,6 +25,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shoal.settings import FULL_TRACEBACK
+
 SOURCE_PACKAGE = "numpy"
 TARGET_PACKAGE = "shoal.numpy"
 
@@ -175,7 +177,7 @@ def _user_traceback(
         start = start.tb_next
     if start is None:
         return traceback
-    if os.environ.get("SHOAL_FULL_TRACEBACK", "") not in ("", "0"):
+    if FULL_TRACEBACK.value():
         return start
     entries = []
     entry: types.TracebackType | None = start

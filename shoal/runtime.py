@@ -7,8 +7,8 @@ A lazy array owns a :class:`LazyBase`; when the last array using a base is garba
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
-import os
 import sys
 import threading
 from collections.abc import Iterator
@@ -16,26 +16,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shoal import settings
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
-from shoal.engine import Component, Config, create
-from shoal.system import env_integer
-
-# Arrays below 2^19 elements stay NumPy arrays: a batch of them runs instruction by instruction in
-# the node engine anyway (``direct.py``), so recording them only added overhead (1.4-2.7x NumPy's time
-# at 10^5-3*10^5 elements, ``python -m benchmarks.size_sweep``).
-DEFAULT_EAGER_THRESHOLD = 1 << 19
-DEFAULT_FLUSH_THRESHOLD = 2048
+from shoal.engine import Component, create, stack_names
 
 
 def default_engine_name() -> str:
-    """``SHOAL_ENGINE`` if set, else the node engine when present, else the reference engine."""
-    from shoal.engine import names
-
-    chosen = os.environ.get("SHOAL_ENGINE")
-    if chosen:
-        return chosen
-    return "node" if "node" in names() else "reference"
+    """The stack the settings ask for, spelled ``top:...:bottom`` (``SHOAL_STACK``, ``SHOAL_ENGINE``)."""
+    return ":".join(stack_names())
 
 
 @dataclass
@@ -76,27 +65,22 @@ class Runtime:
     ) -> None:
         # The default engine is created with the first lazy array: a program whose arrays all stay small
         # never loads it (its modules and thread pool cost start-up time and peak memory). An engine
-        # chosen by name, here or in SHOAL_ENGINE, is created now, so a wrong name fails at once.
+        # chosen by name, here or in SHOAL_STACK or SHOAL_ENGINE, is created now, so a wrong name
+        # fails at once.
         self._engine: Component | None = None
-        if engine is not None or os.environ.get("SHOAL_ENGINE"):
-            self._engine = _initialised(create(engine or default_engine_name()) if not isinstance(engine, Component) else engine)
-        self.eager_threshold = (
-            env_integer("SHOAL_EAGER_THRESHOLD", DEFAULT_EAGER_THRESHOLD)
-            if eager_threshold is None
-            else eager_threshold
-        )
-        self.flush_threshold = max(
-            1,
-            env_integer("SHOAL_FLUSH_THRESHOLD", DEFAULT_FLUSH_THRESHOLD)
-            if flush_threshold is None
-            else flush_threshold,
-        )
-        self.dump = os.environ.get("SHOAL_DUMP", "") not in ("", "0")
-        self.verify = os.environ.get("SHOAL_VERIFY", "") not in ("", "0")
+        if isinstance(engine, Component):
+            self._engine = engine
+        elif engine is not None or settings.STACK.is_set() or settings.ENGINE.is_set():
+            self._engine = create(engine)
+        self.eager_threshold: int = settings.EAGER_THRESHOLD.value(eager_threshold)
+        self.flush_threshold: int = max(1, settings.FLUSH_THRESHOLD.value(flush_threshold))
+        self.dump: bool = settings.DUMP.value()
+        self.verify: bool = settings.VERIFY.value()
         self.stats = Stats()
         self.closed = False
         self._lock = threading.RLock()
         self._pending = Batch()
+        self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
@@ -112,7 +96,7 @@ class Runtime:
         if engine is None:
             with self._lock:
                 if self._engine is None:
-                    self._engine = _default_engine()
+                    self._engine = create()
                 engine = self._engine
         return engine
 
@@ -139,6 +123,7 @@ class Runtime:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
+            self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
             self._carried.clear()
@@ -152,19 +137,29 @@ class Runtime:
         self._carried.append(array)
 
     def release(self, base_id: int) -> None:
-        """Record the end of a base's life (never flushes: it may run inside garbage collection)."""
-        with self._lock:
-            self._pending.instructions.append(
-                Instruction("release", (), (), make_attrs(base=base_id))
-            )
+        """Note the end of a base's life. It may run inside garbage collection on any thread,
+        also one the component runs a batch on while this thread waits for it holding the lock:
+        it never takes the lock; the next instruction or flush records the release."""
+        self._released.append(base_id)
+
+    def _record_releases(self) -> None:
+        """Record a ``release`` instruction for every base noted dead (the lock is held)."""
+        released = self._released
+        while released:
+            base_id = released.popleft()
+            self._pending.instructions.append(Instruction("release", (), (), make_attrs(base=base_id)))
             self.stats.bases_released += 1
 
     # running ---------------------------------------------------------------------------------
-    def flush(self) -> None:
-        """Run everything recorded so far."""
+    def flush(self, wait: bool = False) -> None:
+        """Hand everything recorded so far to the component; with ``wait``, return once it has
+        run (an error in a batch the component ran asynchronously is raised here)."""
         with self._lock:
+            self._record_releases()
             batch = self._pending
             if batch.is_empty():
+                if wait and self._engine is not None:
+                    self._engine.flush()
                 return
             self._pending = Batch()
             self._boundary.flushed(batch.instructions)
@@ -176,7 +171,10 @@ class Runtime:
                 from shoal.bytecode import disassemble
 
                 print(disassemble(batch), file=sys.stderr)
-            self.engine.execute(batch)
+            engine = self.engine
+            engine.execute(batch)
+            if wait:
+                engine.flush()
 
     def _check(self, batch: Batch) -> Batch:
         from shoal.bytecode import dumps, loads, verify
@@ -209,24 +207,6 @@ class Runtime:
                     self._engine.shutdown()
 
 
-def _default_engine() -> Component:
-    """A client of the server ``SHOAL_REMOTE`` names, else the engine ``default_engine_name`` gives."""
-    if os.environ.get("SHOAL_REMOTE"):
-        from shoal.proxy import client_from_environment
-
-        remote = client_from_environment()
-        if remote is not None:
-            return remote
-    return _initialised(create(default_engine_name()))
-
-
-def _initialised(engine: Component) -> Component:
-    from shoal.threads import available_cores
-
-    engine.init(Config(threads=available_cores()))
-    return engine
-
-
 _current: Runtime | None = None
 _current_lock = threading.Lock()
 
@@ -253,9 +233,9 @@ def install(runtime: Runtime) -> None:
 
 
 def flush() -> None:
-    """Run everything recorded so far."""
+    """Run everything recorded so far, and wait until it has run."""
     if _current is not None:
-        _current.flush()
+        _current.flush(wait=True)
 
 
 @contextlib.contextmanager

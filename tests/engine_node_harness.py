@@ -8,18 +8,25 @@ import numpy as np
 from engine_node_recorder import Recorder
 
 from shoal.bytecode import View
-from shoal.engine import Config, ReferenceEngine
-from shoal.engine.node import NodeEngine
+from shoal.engine import Component, ReferenceEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.plan_cache import PlanCache
 from shoal.engine.node.stats import BatchStats
+from shoal.engine.passthrough import PassConfig, PassThrough
 
 Program = Callable[[Recorder], list[View]]
 
+STACKED = "pass"  # the parameter value of the runs through the pass-through component
+stack: str = "plain"  # ``STACKED``: run_both runs both engines below a pass-through component
+
+
+def stacked(engine: Component) -> Component:
+    """``engine``, below an asynchronous pass-through component when ``stack`` asks for one."""
+    return PassThrough(PassConfig(), engine) if stack == STACKED else engine
+
 
 def node_engine(block: int = 7, threads: int = 2, compile: str = "off", schedule: str = "program") -> NodeEngine:
-    engine = NodeEngine()
-    engine.init(Config(threads=threads, block_size=block, options={"compile": compile, "direct_work": "0", "schedule": schedule}))
-    return engine
+    return NodeEngine(NodeConfig(threads=threads, block_size=block, compile=compile, direct_work=0, schedule=schedule))
 
 
 def run_both(
@@ -37,15 +44,15 @@ def run_both(
     dtype's tolerance. Returns the node engine (shut down) so tests can read its stats.
     """
     recorder = Recorder()
-    reference = ReferenceEngine()
-    reference.init(Config())
-    node = node_engine(block, threads, compile, schedule)
+    engine = node_engine(block, threads, compile, schedule)
+    reference, node = stacked(ReferenceEngine()), stacked(engine)
     try:
         checked: list[View] = []
         for _ in range(batches):
             checked = program(recorder)
             batch = recorder.new_batch()
             reference.execute(batch)
+            reference.flush()  # the node engine may take the batch's donated arrays
             node.execute(batch)
         for view in checked:
             assert_same(node.fetch(view), reference.fetch(view), exact)
@@ -53,7 +60,7 @@ def run_both(
     finally:
         node.shutdown()
         reference.shutdown()
-    return node
+    return engine
 
 
 def assert_same(got: np.ndarray, expected: np.ndarray, exact: bool) -> None:
@@ -65,13 +72,11 @@ def assert_same(got: np.ndarray, expected: np.ndarray, exact: bool) -> None:
     np.testing.assert_allclose(got, expected, rtol=tolerance, atol=tolerance, equal_nan=True)
 
 
-def against_the_reference(batch, views, config: Config) -> BatchStats:
+def against_the_reference(batch, views, config: NodeConfig) -> BatchStats:
     """Run ``batch`` on the reference engine and on a node engine set up with ``config``; the
     views must match exactly. Returns the node engine's statistics."""
     reference = ReferenceEngine()
-    reference.init(Config())
-    node = NodeEngine()
-    node.init(config)
+    node = NodeEngine(config)
     try:
         reference.execute(batch)
         node.execute(batch)
@@ -91,7 +96,6 @@ class CachedAndFresh:
     def __init__(self, threads: int = 2, block: int = 16, compile: str = "off", direct_work: int = 0) -> None:
         self.recorder = Recorder()
         self.reference = ReferenceEngine()
-        self.reference.init(Config())
         self.node = node_engine(block, threads, compile)
         self.fresh = node_engine(block, threads, compile)
         self.fresh._plans = PlanCache(entries=0)

@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-AGAINST_NUMPY = os.environ.get("SHOAL_TESTS_AGAINST_NUMPY") == "1"
+AGAINST_NUMPY = os.environ.get("SHOAL_TESTS_AGAINST_NUMPY", "") not in ("", "0")
 
 # Small batches so that the size threshold triggers flushes inside ordinary tests.
 SMALL_FLUSH_THRESHOLD = 64
@@ -56,12 +56,17 @@ DIFFERENTIAL = settings(
 class Mode:
     """How the Shoal side of a test runs: which engine, and whether small arrays stay lazy."""
 
-    engine: str
+    engine: str  # a component stack, e.g. ``node`` or ``pass:node``
     lazy: bool
 
     @property
     def label(self) -> str:
         return f"{self.engine}-{'lazy' if self.lazy else 'eager'}"
+
+    @property
+    def stacked(self) -> bool:
+        """True if a middle component runs above the engine."""
+        return ":" in self.engine
 
 
 def engine_names() -> list[str]:
@@ -73,7 +78,13 @@ def engine_names() -> list[str]:
     return [name for name in ("reference", "node") if name in shoal.engine.names()]
 
 
-LAZY_MODES = [Mode(name, lazy=True) for name in engine_names()]
+def stacked_names() -> list[str]:
+    """The same engines below the pass-through component (``pass:node``, ``pass:reference``):
+    stacking must change nothing (``conftest.py`` puts most of these runs in the full tier)."""
+    return [] if AGAINST_NUMPY else [f"pass:{name}" for name in engine_names()]
+
+
+LAZY_MODES = [Mode(name, lazy=True) for name in [*engine_names(), *stacked_names()]]
 ALL_MODES = [*LAZY_MODES, Mode("reference", lazy=False)]
 
 

@@ -6,7 +6,8 @@ import contextlib
 import secrets
 from collections.abc import Callable, Iterator
 
-from shoal.engine import Component, Config, create
+from shoal.engine import Component, create
+from shoal.engine.node import NodeConfig
 from shoal.proxy.client import ClientSettings, ProxyClient
 from shoal.proxy.protocol import DEFAULT_LIMITS, Limits
 from shoal.proxy.server import ProxyServer, ServerSettings
@@ -15,11 +16,12 @@ from shoal.proxy.session import SessionSettings
 TOKEN = secrets.token_hex(32)
 
 
-def engine(name: str = "node", threads: int = 2) -> Callable[[], Component]:
+def engine(stack: str = "node", threads: int = 2) -> Callable[[], Component]:
+    """Makes a new ``stack`` for each session (node engines with small blocks, no compiling)."""
+    configs = {"node": NodeConfig(threads=threads, block_size=1 << 12, compile="off")}
+
     def make() -> Component:
-        component = create(name)
-        component.init(Config(threads=threads, block_size=1 << 12))
-        return component
+        return create(stack, configs)
 
     return make
 
@@ -44,6 +46,4 @@ def live_server(
 
 def client_for(server: ProxyServer, *, token: str = TOKEN, timeout: float = 5.0, tls=None, **options) -> ProxyClient:
     host, port = server.address
-    client = ProxyClient(ClientSettings(host, port, token.encode(), tls, timeout=timeout, **options))
-    client.init(Config())
-    return client
+    return ProxyClient(ClientSettings(host, port, token.encode(), tls, timeout=timeout, **options))

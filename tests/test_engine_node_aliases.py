@@ -157,7 +157,8 @@ def test_an_engine_told_to_release_the_grid_keeps_the_alias_values():
     try:
         engine.execute(rec.new_batch())
         assert engine.last_stats.aliases == 1
-        engine.release(grid.base)
+        rec.release(grid)
+        engine.execute(rec.new_batch())
         numpy.testing.assert_array_equal(engine.fetch(work), expected)
     finally:
         engine.shutdown()

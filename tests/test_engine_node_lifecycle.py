@@ -9,8 +9,8 @@ import pytest
 from engine_node_harness import against_the_reference, node_engine
 from engine_node_recorder import Recorder
 
-from shoal.engine import Config, EngineError, create
-from shoal.engine.node import NodeEngine
+from shoal.engine import EngineError, create
+from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.stats import BatchStats
 
 
@@ -22,7 +22,7 @@ def test_registered_as_node():
 def test_bad_settings_name_the_setting(monkeypatch, variable, value):
     monkeypatch.setenv(variable, value)
     with pytest.raises(ValueError, match=variable):
-        NodeEngine().init(Config())
+        create("node")
 
 
 def test_a_failing_operation_raises_its_numpy_error_and_the_engine_still_works():
@@ -130,8 +130,7 @@ def test_batches_of_many_mid_sized_instructions_run_directly(elements, direct):
     for _ in range(20):
         a = rec.ufunc("add", a, 1.0)
     batch = rec.new_batch()
-    engine = NodeEngine()
-    engine.init(Config(threads=2, options={"direct_work": "160000"}))  # 1/16: 10000 per instruction
+    engine = NodeEngine(NodeConfig(threads=2, direct_work=160000))  # 1/16: 10000 per instruction
     try:
         engine.execute(batch)
         assert engine.last_stats.direct is direct
@@ -200,13 +199,11 @@ def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark()
 
 
 def _against_the_reference(batch, views) -> BatchStats:
-    return against_the_reference(batch, views, Config(threads=2))
+    return against_the_reference(batch, views, NodeConfig(threads=2))
 
 
 def _direct_engine() -> NodeEngine:
-    engine = NodeEngine()
-    engine.init(Config(threads=1, options={"compile": "off", "direct_work": str(1 << 40)}))
-    return engine
+    return NodeEngine(NodeConfig(threads=1, compile="off", direct_work=1 << 40))
 
 
 def test_direct_runs_write_into_an_operand_released_right_after_as_numpy_elides_temporaries():

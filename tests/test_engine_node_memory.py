@@ -14,8 +14,7 @@ import pytest
 from engine_node_harness import run_both
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs, spec
-from shoal.engine import Config
-from shoal.engine.node import NodeEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.memory_budget import MemoryBudget
 from shoal.engine.node.scheduler import WorkerPool
@@ -177,8 +176,7 @@ def test_donated_data_is_freed_when_its_base_is_released_mid_batch():
         donated={1},
     )
     del donated
-    engine = NodeEngine()
-    engine.init(Config(threads=1))
+    engine = NodeEngine(NodeConfig(threads=1))
     try:
         engine.execute(batch)
         assert alive() is None  # the batch no longer holds what the engine released
@@ -194,13 +192,12 @@ def test_batches_that_run_directly_never_load_openssl():
     program = """
 import sys
 import numpy as np
-from shoal.engine import Config
+from shoal.engine.node import NodeConfig
 from shoal.engine.node import NodeEngine
 from shoal.runtime import configure
 import shoal.numpy as snp
 
-engine = NodeEngine()
-engine.init(Config(threads=2))
+engine = NodeEngine(NodeConfig(threads=2))
 with configure(engine=engine, eager_threshold=16):
     a = snp.arange(1000.0)
     print(float(((a * 2.0 + 1.0) ** 2).sum()))

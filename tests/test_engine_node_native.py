@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -113,8 +114,10 @@ def test_a_cached_kernel_runs_in_a_new_process_without_importing_numba(kernel_ca
 
 def test_a_library_built_for_another_cpu_or_damaged_is_not_loaded(tmp_path):
     library = native.library_path(tmp_path, "shoal_kernel_x")
-    library.write_bytes(b"not a shared library")
-    description = {"format": native.LIBRARY_FORMAT, "host": native.host_fingerprint(), "symbol": "entry", "params": ["l"], "results": []}
+    content = b"not a shared library"
+    library.write_bytes(content)
+    description = {"format": native.LIBRARY_FORMAT, "host": native.host_fingerprint(), "symbol": "entry", "params": ["l"],
+                   "results": [], "size": len(content), "sha256": hashlib.sha256(content).hexdigest()}  # fmt: skip
     library.with_suffix(".json").write_text(json.dumps(description))
     assert native.available(library)
     assert native.load(library) is None  # damaged: the kernel falls back to Numba's cache

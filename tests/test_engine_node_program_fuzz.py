@@ -21,8 +21,7 @@ from numpy_fixtures import AGAINST_NUMPY
 from program_fuzzer import program_inputs, program_size, write_program
 from program_runs import assert_same_run, run_on_shoal, run_program
 
-from shoal.engine import Config
-from shoal.engine.node import NodeEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 
 QUICK_PROGRAMS = 40
 FULL_PROGRAMS = 600
@@ -53,19 +52,10 @@ class NodeSettings:
         )
 
 
-class ConfiguredNodeEngine(NodeEngine):
-    """A node engine that keeps its own settings when the runtime initialises it."""
-
-    def __init__(self, settings: NodeSettings) -> None:
-        super().__init__()
-        self._config = Config(
-            threads=settings.threads,
-            block_size=settings.block,
-            options={"compile": "off", "schedule": settings.schedule, "direct_work": settings.direct_work},
-        )
-
-    def init(self, config: Config) -> None:
-        super().init(self._config)
+def configured_node_engine(settings: NodeSettings) -> NodeEngine:
+    """A node engine set up as ``settings`` say."""
+    config = NodeConfig(threads=settings.threads, block_size=settings.block, compile="off", schedule=settings.schedule, direct_work=settings.direct_work)
+    return NodeEngine(config)
 
 
 def check_program(seed: int) -> None:
@@ -77,7 +67,7 @@ def check_program(seed: int) -> None:
         expected = run_program(source, numpy, inputs)
         reference = run_on_shoal(source, inputs, "reference", settings.flush_threshold)
         assert_same_run(reference, expected, "reference engine vs NumPy")
-        node = run_on_shoal(source, inputs, ConfiguredNodeEngine(settings), settings.flush_threshold)
+        node = run_on_shoal(source, inputs, configured_node_engine(settings), settings.flush_threshold)
         assert_same_run(node, expected, "node engine vs NumPy")
     except AssertionError as failure:
         raise AssertionError(f"program {seed} under {settings}:\n{source}\n{failure}") from None

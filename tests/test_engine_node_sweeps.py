@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_engine_node_deferred import UPDATES, heat_sweep, in_place_jacobi
 
-from shoal.engine import Config, ReferenceEngine
-from shoal.engine.node import NodeEngine
+from shoal.engine import ReferenceEngine
+from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.plan import Group, plan_batch
 from shoal.engine.node.program import lower
 from shoal.engine.node.sweeps import fused, stencil_of, sweep_key, widened_reads
@@ -88,7 +88,7 @@ def test_a_fused_view_block_reads_the_rows_its_earlier_sweeps_recompute():
 
 def test_sweeps_per_pass_must_be_a_positive_integer():
     with pytest.raises(ValueError, match="SHOAL_SWEEPS_PER_PASS"):
-        NodeEngine().init(Config(options={"sweeps_per_pass": "0"}))
+        NodeConfig(sweeps_per_pass="0")
 
 
 def test_without_compiled_kernels_every_sweep_is_a_pass_of_its_own():
@@ -101,8 +101,8 @@ def run_fused(program, block: int, threads: int = 2, schedule: str = "program", 
     the node engine; demand bit-equal results; return the node engine's batch statistics."""
     recorder = Recorder()
     views = program(recorder)
-    options = {"compile": "sync", "direct_work": "0", "schedule": schedule, "sweeps_per_pass": str(per_pass)}
-    return against_the_reference(recorder.new_batch(), views, Config(threads=threads, block_size=block, options=options))
+    config = NodeConfig(threads=threads, block_size=block, compile="sync", direct_work=0, schedule=schedule, sweeps_per_pass=per_pass)
+    return against_the_reference(recorder.new_batch(), views, config)
 
 
 @pytest.mark.full
@@ -138,9 +138,7 @@ def test_a_plan_built_before_its_sweep_pass_compiled_is_planned_again_once_it_is
     dropped once it is ready, so later batches of the same shape run the fused pass."""
     recorder = Recorder()
     reference = ReferenceEngine()
-    reference.init(Config())
-    node = NodeEngine()
-    node.init(Config(threads=2, block_size=5 * 30, options={"compile": "sync", "direct_work": "0", "sweeps_per_pass": "2"}))
+    node = NodeEngine(NodeConfig(threads=2, block_size=5 * 30, compile="sync", direct_work=0, sweeps_per_pass=2))
     kernels = node._kernels
     assert kernels is not None
     lookup = kernels.lookup

@@ -11,7 +11,7 @@ from proxy_harness import TOKEN, client_for, engine, live_server
 
 import shoal.proxy
 from shoal import runtime
-from shoal.engine import Component, Config
+from shoal.engine.passthrough import PassConfig, PassThrough
 from shoal.proxy.client import RemoteEngineError
 
 pytestmark = pytest.mark.skipif(AGAINST_NUMPY, reason="runs the Shoal runtime")
@@ -61,30 +61,16 @@ def test_large_compressible_arrays_come_back_exact():
         np.testing.assert_array_equal(np.asarray(noise), np.random.default_rng(1).random((300, 300)))
 
 
-class FailingEngine(Component):
-    """Runs nothing: every batch with a multiply fails, as a broken engine would."""
-
-    name = "failing"
+class FailingEngine(PassThrough):
+    """The reference engine, except that every batch with a multiply fails, as a broken engine would."""
 
     def __init__(self) -> None:
-        self.inner = engine("reference")()
-
-    def init(self, config: Config) -> None:
-        pass
+        super().__init__(PassConfig(asynchronous=False), engine("reference")())
 
     def execute(self, batch) -> None:
         if any(instruction.op == "multiply" for instruction in batch.instructions):
             raise ValueError("the engine broke on a multiply")
-        self.inner.execute(batch)
-
-    def fetch(self, view):
-        return self.inner.fetch(view)
-
-    def release(self, base: int) -> None:
-        self.inner.release(base)
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
+        super().execute(batch)
 
 
 def test_an_error_in_a_remote_batch_is_raised_at_the_next_read_with_the_remote_traceback():
@@ -95,7 +81,7 @@ def test_an_error_in_a_remote_batch_is_raised_at_the_next_read_with_the_remote_t
         with runtime.configure(engine=client, eager_threshold=0):
             a = snp.ones(1000)
             b = a * 2.0
-            runtime.flush()  # the batch is sent; nothing is raised yet
+            runtime.current().flush()  # the batch is sent, not waited for: nothing is raised yet
             with pytest.raises(RemoteEngineError) as raised:
                 float(b.sum())
             message = str(raised.value)
@@ -111,7 +97,7 @@ def test_two_clients_are_isolated():
         first, second = client_for(server), client_for(server)
         with runtime.configure(engine=first, eager_threshold=0):
             mine = snp.arange(10.0)
-            runtime.flush()
+            runtime.current().flush()  # sent, not waited for
             view = mine._view
             with pytest.raises(RemoteEngineError, match=f"base {view.base} is not live"):
                 second.fetch(view)

@@ -18,7 +18,7 @@ from numpy_fixtures import AGAINST_NUMPY
 from proxy_harness import TOKEN, client_for, engine, live_server
 
 from shoal import runtime
-from shoal.engine import Component, Config
+from shoal.engine.passthrough import PassConfig, PassThrough
 from shoal.proxy.protocol import Kind, encode_preamble
 from shoal.proxy.stream import frame_bytes
 
@@ -51,10 +51,10 @@ def test_a_dropped_connection_resumes_its_session(caplog):
         client = client_for(server)
         with runtime.configure(engine=client, eager_threshold=0, flush_threshold=16):
             grid = heat_steps(snp, plate(snp), 10)
-            runtime.flush()
+            runtime.current().flush()  # sent, not waited for
             cut(client)
             grid = heat_steps(snp, grid, 10)  # sent on a broken connection: kept, sent again
-            runtime.flush()
+            runtime.current().flush()  # sent, not waited for
             cut(client)
             grid = heat_steps(snp, grid, 10)
             assert float(grid.sum()) == pytest.approx(expected, rel=1e-12)
@@ -69,7 +69,7 @@ def test_after_the_grace_period_the_arrays_are_gone():
         client = client_for(server, reconnect_seconds=1.0)
         with runtime.configure(engine=client, eager_threshold=0):
             grid = plate(snp)
-            runtime.flush()
+            runtime.current().flush()  # sent, not waited for
             cut(client)
             time.sleep(1.5)
             with pytest.raises(ConnectionError, match="no longer has this session"):
@@ -85,7 +85,7 @@ def test_a_lost_server_raises_connection_error_at_the_next_read():
         client = client_for(server, reconnect_seconds=0.5, timeout=1.0)
         with runtime.configure(engine=client, eager_threshold=0):
             grid = plate(snp)
-            runtime.flush()
+            runtime.current().flush()  # sent, not waited for
             server.close()
             started = time.monotonic()
             with pytest.raises(ConnectionError, match="lost the Shoal server"):
@@ -99,37 +99,24 @@ def test_a_server_that_accepts_but_never_answers_times_out():
     listener.listen(1)
     from shoal.proxy.client import ClientSettings, ProxyClient
 
-    client = ProxyClient(ClientSettings("127.0.0.1", listener.getsockname()[1], TOKEN.encode(), timeout=0.5))
     started = time.monotonic()
     with pytest.raises(ConnectionError):
-        client.init(Config())
+        ProxyClient(ClientSettings("127.0.0.1", listener.getsockname()[1], TOKEN.encode(), timeout=0.5))
     assert time.monotonic() - started < 3
     listener.close()
 
 
-class SlowEngine(Component):
+class SlowEngine(PassThrough):
     """The reference engine, taking ``delay`` seconds more for every batch."""
 
     delay = 1.5
 
     def __init__(self) -> None:
-        self.inner = engine("reference")()
-
-    def init(self, config: Config) -> None:
-        pass
+        super().__init__(PassConfig(asynchronous=False), engine("reference")())
 
     def execute(self, batch) -> None:
         time.sleep(self.delay)
-        self.inner.execute(batch)
-
-    def fetch(self, view):
-        return self.inner.fetch(view)
-
-    def release(self, base: int) -> None:
-        self.inner.release(base)
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
+        super().execute(batch)
 
 
 def test_heartbeats_keep_a_slow_answer_alive():
@@ -200,7 +187,7 @@ def test_sessions_end_when_their_program_ends():
         for client in clients:
 
             def work(client=client):
-                client.sync()
+                client.flush()
 
             threads.append(threading.Thread(target=work))
         for thread in threads:

@@ -49,7 +49,7 @@ def test_a_wrong_token_closes_that_connection_only(caplog):
             assert closed_by_server(sock)
         with pytest.raises(ConnectionError):
             client_for(server, token="y" * 64)
-        good.sync()
+        good.flush()
         good.shutdown()
     assert "wrong token" in caplog.text
     assert TOKEN not in caplog.text
@@ -192,7 +192,7 @@ def test_shoal_serve_writes_a_private_token_never_prints_it_and_stops_on_sigterm
         token = read_token_file(token_file)
         port = int(line.split("listening on 127.0.0.1:")[1].split()[0])
         client = make_client(f"127.0.0.1:{port}", token_file=str(token_file))
-        client.sync()
+        client.flush()
         client.shutdown()
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=20)
@@ -209,3 +209,14 @@ def test_shoal_serve_refuses_an_open_bind_without_tls(tmp_path):
     _out, err = process.communicate(timeout=60)
     assert process.returncode == 2
     assert "needs TLS" in err
+
+
+def test_info_names_the_proxy_and_never_shows_the_token(tmp_path):
+    environment = {**os.environ, "SHOAL_REMOTE": "127.0.0.1:9", "SHOAL_TOKEN": TOKEN}
+    environment.pop("SHOAL_ENGINE", None)
+    environment.pop("SHOAL_STACK", None)
+    result = subprocess.run([sys.executable, "-m", "shoal", "info"], env=environment, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "engine stack: proxy" in result.stdout
+    assert "SHOAL_TOKEN" in result.stdout and "set (not shown)" in result.stdout
+    assert TOKEN not in result.stdout + result.stderr

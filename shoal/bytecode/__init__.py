@@ -13,7 +13,7 @@ from shoal.bytecode.ir import (
     make_attrs,
 )
 from shoal.bytecode.opcodes import BY_CODE, BY_NAME, OPCODES, Kind, OpSpec, spec, ufunc_opcode
-from shoal.bytecode.verify import verify
+from shoal.bytecode.verify import VerifyLimits, verify
 from shoal.bytecode.wire import dumps, loads
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "Kind",
     "OpSpec",
     "Operand",
+    "VerifyLimits",
     "View",
     "WireLimits",
     "disassemble",

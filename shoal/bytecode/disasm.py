@@ -25,7 +25,6 @@ Notation::
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any, TextIO
 
@@ -33,6 +32,7 @@ import numpy as np
 
 from shoal.bytecode.dtypes import short_name
 from shoal.bytecode.ir import BaseDecl, Batch, Const, Instruction, Operand, View
+from shoal.settings import DUMP
 
 DUMP_VARIABLE = "SHOAL_DUMP"
 _OPCODE_WIDTH = 10
@@ -54,7 +54,7 @@ def disassemble(batch: Batch) -> str:
 
 def dump_requested() -> bool:
     """True when the environment asks for every batch to be printed (``SHOAL_DUMP=1``)."""
-    return os.environ.get(DUMP_VARIABLE, "") not in ("", "0")
+    return bool(DUMP.value())
 
 
 def dump(batch: Batch, stream: TextIO | None = None) -> None:

@@ -33,6 +33,8 @@ _DTYPE_BY_CODE: dict[int, np.dtype] = {
     },
 }
 _CODE_BY_DTYPE: dict[np.dtype, int] = {dtype: code for code, dtype in _DTYPE_BY_CODE.items()}
+SUPPORTED_DTYPES: frozenset[np.dtype] = frozenset(_DTYPE_BY_CODE.values())
+"""Every dtype bytecode carries, in both byte orders: a quick membership test."""
 
 
 def is_supported(dtype: object) -> bool:

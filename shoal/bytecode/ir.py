@@ -8,6 +8,7 @@ remote, or on another rank) can run it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Union
 
@@ -33,18 +34,22 @@ class View:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        """The number of elements, as an exact Python int (never wraps around)."""
+        return math.prod(map(int, self.shape))
 
     def byte_extent(self) -> tuple[int, int]:
-        """The half-open byte range ``[low, high)`` of the base that this view touches."""
-        if self.size == 0:
-            return (self.offset, self.offset)
-        low = high = self.offset
+        """The half-open byte range ``[low, high)`` of the base that this view touches, in exact
+        Python ints; ``(offset, offset)`` for a view with an extent of 0."""
+        offset = int(self.offset)
+        if any(int(n) == 0 for n in self.shape):
+            return (offset, offset)
+        low = high = offset
         for n, s in zip(self.shape, self.strides):
-            if s < 0:
-                low += (n - 1) * s
+            step = (int(n) - 1) * int(s)
+            if step < 0:
+                low += step
             else:
-                high += (n - 1) * s
+                high += step
         return (low, high + self.dtype.itemsize)
 
     def is_contiguous(self) -> bool:
@@ -105,7 +110,7 @@ class BaseDecl:
 
     @property
     def nbytes(self) -> int:
-        return self.size * self.dtype.itemsize
+        return int(self.size) * self.dtype.itemsize
 
 
 @dataclass

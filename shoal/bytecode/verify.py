@@ -10,48 +10,88 @@ Structural rules (always checked):
   accepts, every required attribute, no attribute twice, and values the wire format can carry;
 - outputs are views and inputs are views or scalar constants;
 - every view refers to a live base (declared, not released earlier in the batch), has a
-  supported dtype, equal-length shape and strides (at most 64), no negative extent, an offset
-  and strides aligned like NumPy's ``ALIGNED`` flag, and bytes inside the base.
+  supported dtype, equal-length shape and strides (at most 64), no negative extent, offset,
+  extents and strides that fit in 64 bits, an offset and strides aligned like NumPy's
+  ``ALIGNED`` flag, and every byte it touches inside the base (computed on Python integers, with
+  negative strides; an empty view may sit anywhere from the base's start to its end);
+- a view's elements times its item size fit in 64 bits, as NumPy requires of any array;
+- an output view holds at most as many elements as fit in its base's bytes, so no instruction
+  writes more elements than the memory it writes to (a stride-0 output of 2**34 elements over
+  a 16-byte base is rejected).
 
-With ``semantics=True`` it also checks shapes where that is cheap (see
-:mod:`shoal.bytecode.shapes`).
+With ``semantics=True`` (the default) every instruction's shapes and attributes must also agree
+(:mod:`shoal.bytecode.shapes`): its work and allocations are then bounded by its declared views,
+and a lying count (an ``arange`` of 2**26 elements into 4) is rejected. :class:`VerifyLimits`
+bounds the bytes a batch declares and the work it asks for (a boundary sets them per client).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from shoal.bytecode.codec import DEFAULT_LIMITS
-from shoal.bytecode.dtypes import is_supported
+from shoal.bytecode.codec import DEFAULT_LIMITS, INT64_MAX, INT64_MIN
+from shoal.bytecode.dtypes import SUPPORTED_DTYPES, is_supported
 from shoal.bytecode.errors import BytecodeError
 from shoal.bytecode.ir import BaseDecl, Batch, Const, Instruction, View
 from shoal.bytecode.opcodes import BY_NAME, OpSpec
-from shoal.bytecode.shapes import check_shapes
+from shoal.bytecode.shapes import check_shapes, work
 
 MAX_NDIM = DEFAULT_LIMITS.max_ndim
 
 
+@dataclass(frozen=True)
+class VerifyLimits:
+    """Bounds a boundary puts on what one batch may ask for; None means no bound.
+
+    ``max_batch_bytes``: bytes of the bases the batch declares. ``max_live_bytes``: bytes of the
+    known bases plus those the batch declares. ``max_work``: element steps of all its
+    instructions together (:func:`shoal.bytecode.shapes.work`; needs ``semantics``).
+    """
+
+    max_batch_bytes: int | None = None
+    max_live_bytes: int | None = None
+    max_work: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ValueError(f"VerifyLimits.{name} must be None or a non-negative int, got {value!r}")
+
+
+NO_LIMITS = VerifyLimits()
+
+
 def verify(
-    batch: Batch, known_bases: Mapping[int, BaseDecl] | None = None, *, semantics: bool = False
+    batch: Batch,
+    known_bases: Mapping[int, BaseDecl] | None = None,
+    *,
+    semantics: bool = True,
+    limits: VerifyLimits = NO_LIMITS,
 ) -> None:
-    """Raise :class:`BytecodeError` if ``batch`` is malformed.
+    """Raise :class:`BytecodeError` if ``batch`` is malformed, or asks for more than ``limits``.
 
     ``known_bases`` are the bases that earlier batches declared and did not release; a batch
-    may use them without declaring them. ``semantics`` adds the cheap shape checks.
+    may use them without declaring them. ``semantics=False`` leaves out the shape and attribute
+    rules of each opcode (and with them the work bound): structure and memory bounds only.
     """
     if not isinstance(batch, Batch):
         raise BytecodeError(f"expected a Batch, got {type(batch).__name__}")
-    _Verifier(known_bases or {}, semantics).run(batch)
+    if limits.max_work is not None and not semantics:
+        raise ValueError("VerifyLimits.max_work needs semantics=True: work is counted from agreeing shapes")
+    _Verifier(known_bases or {}, semantics, limits).run(batch)
 
 
 class _Verifier:
-    def __init__(self, known_bases: Mapping[int, BaseDecl], semantics: bool) -> None:
+    def __init__(self, known_bases: Mapping[int, BaseDecl], semantics: bool, limits: VerifyLimits) -> None:
         self.live: dict[int, BaseDecl] = {}
         self.released_by: dict[int, int] = {}
         self.semantics = semantics
+        self.limits = limits
+        self.work = 0
         for base, decl in known_bases.items():
             _check_decl(decl, f"known base {base!r}")
             if decl.id != base:
@@ -71,9 +111,24 @@ class _Verifier:
             declared_here[decl.id] = decl
         for base, array in batch.data.items():
             _check_data(base, array, declared_here.get(base))
+        self._check_bytes(declared_here)
         self.live.update(declared_here)
         for index, instruction in enumerate(batch.instructions):
             self._instruction(index, instruction)
+
+    def _check_bytes(self, declared_here: Mapping[int, BaseDecl]) -> None:
+        declared = sum(decl.nbytes for decl in declared_here.values())
+        limit = self.limits.max_batch_bytes
+        if limit is not None and declared > limit:
+            raise BytecodeError(f"the batch declares bases of {declared} bytes, above max_batch_bytes={limit}")
+        limit = self.limits.max_live_bytes
+        if limit is not None:
+            live = declared + sum(decl.nbytes for decl in self.live.values())
+            if live > limit:
+                raise BytecodeError(
+                    f"the batch would hold bases of {live} bytes (its own and known ones), "
+                    f"above max_live_bytes={limit}"
+                )
 
     def _instruction(self, index: int, instruction: Instruction) -> None:
         if not isinstance(instruction, Instruction):
@@ -87,7 +142,7 @@ class _Verifier:
         for position, view in enumerate(instruction.outputs):
             if not isinstance(view, View):
                 raise BytecodeError(f"{where}: output {position} must be a View, got {type(view).__name__}")
-            self._view(view, f"{where}: output {position}")
+            self._view(view, f"{where}: output {position}", output=True)
         for position, operand in enumerate(instruction.inputs):
             if isinstance(operand, View):
                 self._view(operand, f"{where}: input {position}")
@@ -103,6 +158,14 @@ class _Verifier:
             problem = check_shapes(entry, instruction.outputs, instruction.inputs, attrs)
             if problem:
                 raise BytecodeError(f"{where}: {problem}")
+            limit = self.limits.max_work
+            if limit is not None:
+                self.work += work(entry, instruction.outputs, instruction.inputs, attrs)
+                if self.work > limit:
+                    raise BytecodeError(
+                        f"{where}: the batch asks for {self.work} element steps up to here, "
+                        f"above max_work={limit}"
+                    )
 
     def _release(self, index: int, base: Any, where: str) -> None:
         if not _is_int(base):
@@ -123,37 +186,93 @@ class _Verifier:
             )
         raise BytecodeError(f"{where} uses base {base}, which is neither declared nor known")
 
-    def _view(self, view: View, where: str) -> None:
-        decl = self._live_decl(view.base, where)
-        dtype = view.dtype
-        if not is_supported(dtype):
-            raise BytecodeError(f"{where}: unsupported view dtype {dtype!r}")
-        shape, strides = view.shape, view.strides
-        if not (isinstance(shape, tuple) and isinstance(strides, tuple)):
-            raise BytecodeError(f"{where}: shape and strides must be tuples")
-        if not all(_is_int(value) for value in (view.offset, *shape, *strides)):
-            raise BytecodeError(f"{where}: offset, shape and strides must be ints")
-        if len(shape) != len(strides):
-            raise BytecodeError(f"{where}: shape {shape} and strides {strides} differ in length")
-        if len(shape) > MAX_NDIM:
-            raise BytecodeError(f"{where}: {len(shape)} dimensions, more than {MAX_NDIM}")
-        if any(extent < 0 for extent in shape):
-            raise BytecodeError(f"{where}: negative extent in shape {shape}")
-        alignment = dtype.alignment
-        misaligned = [s for n, s in zip(shape, strides) if n > 1 and s % alignment]
-        if view.offset % alignment or misaligned:
-            raise BytecodeError(
-                f"{where}: offset {view.offset} and strides {strides} must be multiples of "
-                f"{alignment} (the alignment of {dtype})"
-            )
-        # Python ints throughout, so extents of NumPy-integer views cannot overflow
-        exact = View(view.base, dtype, int(view.offset), tuple(map(int, shape)), tuple(map(int, strides)))
-        low, high = exact.byte_extent()
-        nbytes = int(decl.size) * decl.dtype.itemsize
+    def _view(self, view: View, where: str, output: bool = False) -> None:
+        base = view.base
+        decl = self.live.get(base) if type(base) is int else None
+        if decl is None:
+            decl = self._live_decl(base, where)
+        extent = _fast_extent(view)
+        low, high, size = extent if extent is not None else _checked_extent(view, where)
+        nbytes = decl.nbytes
         if low < 0 or high > nbytes:
             raise BytecodeError(
                 f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
             )
+        if size * view.dtype.itemsize > INT64_MAX:
+            raise BytecodeError(
+                f"{where}: {size} elements of {view.dtype.itemsize} bytes are more than an array "
+                f"can hold (2**63 - 1 bytes)"
+            )
+        if output and size * view.dtype.itemsize > nbytes:
+            raise BytecodeError(
+                f"{where}: {size} elements of {view.dtype.itemsize} bytes cannot be written to "
+                f"base {decl.id} of {nbytes} bytes without writing some twice"
+            )
+
+
+def _fast_extent(view: View) -> tuple[int, int, int] | None:
+    """``(low, high, size)`` of a view whose fields are plain in-range ints, aligned, of a
+    supported dtype; None for anything else (:func:`_checked_extent` then says what is wrong)."""
+    dtype, shape, strides, offset = view.dtype, view.shape, view.strides, view.offset
+    if (
+        type(shape) is not tuple
+        or type(strides) is not tuple
+        or type(offset) is not int
+        or len(shape) != len(strides)
+        or len(shape) > MAX_NDIM
+        or dtype not in SUPPORTED_DTYPES
+    ):
+        return None
+    alignment = dtype.alignment
+    if offset % alignment or not INT64_MIN <= offset <= INT64_MAX:
+        return None
+    low = high = offset
+    size = 1
+    for n, s in zip(shape, strides):
+        if type(n) is not int or type(s) is not int or not 0 <= n <= INT64_MAX or not INT64_MIN <= s <= INT64_MAX:
+            return None
+        if n > 1 and s % alignment:
+            return None
+        size *= n
+        step = (n - 1) * s
+        if step < 0:
+            low += step
+        else:
+            high += step
+    if size == 0:
+        return (offset, offset, 0)
+    return (low, high + dtype.itemsize, size)
+
+
+def _checked_extent(view: View, where: str) -> tuple[int, int, int]:
+    """``(low, high, size)`` of ``view`` in Python ints, or the :class:`BytecodeError` that says
+    which of its fields is wrong."""
+    dtype = view.dtype
+    if not is_supported(dtype):
+        raise BytecodeError(f"{where}: unsupported view dtype {dtype!r}")
+    shape, strides = view.shape, view.strides
+    if not (isinstance(shape, tuple) and isinstance(strides, tuple)):
+        raise BytecodeError(f"{where}: shape and strides must be tuples")
+    if not all(_is_int(value) for value in (view.offset, *shape, *strides)):
+        raise BytecodeError(f"{where}: offset, shape and strides must be ints")
+    if len(shape) != len(strides):
+        raise BytecodeError(f"{where}: shape {shape} and strides {strides} differ in length")
+    if len(shape) > MAX_NDIM:
+        raise BytecodeError(f"{where}: {len(shape)} dimensions, more than {MAX_NDIM}")
+    if any(extent < 0 for extent in shape):
+        raise BytecodeError(f"{where}: negative extent in shape {shape}")
+    if not all(INT64_MIN <= value <= INT64_MAX for value in (view.offset, *shape, *strides)):
+        raise BytecodeError(f"{where}: offset {view.offset}, shape {shape} or strides {strides} do not fit in 64 bits")
+    alignment = dtype.alignment
+    misaligned = [s for n, s in zip(shape, strides) if n > 1 and s % alignment]
+    if view.offset % alignment or misaligned:
+        raise BytecodeError(
+            f"{where}: offset {view.offset} and strides {strides} must be multiples of "
+            f"{alignment} (the alignment of {dtype})"
+        )
+    # Python ints throughout, so extents of NumPy-integer views cannot overflow
+    exact = View(view.base, dtype, int(view.offset), tuple(map(int, shape)), tuple(map(int, strides)))
+    return (*exact.byte_extent(), exact.size)
 
 
 def _check_decl(decl: Any, where: str) -> None:
@@ -200,6 +319,8 @@ def _check_counts(entry: OpSpec, instruction: Instruction, where: str) -> None:
 
 def _check_attrs(entry: OpSpec, instruction: Instruction, where: str) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
+    if instruction.attrs == () and not entry.required:
+        return attrs
     if not isinstance(instruction.attrs, tuple):
         raise BytecodeError(f"{where}: attrs must be a tuple of (name, value) pairs")
     for pair in instruction.attrs:

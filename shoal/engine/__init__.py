@@ -1,7 +1,16 @@
-"""Components that run Shoal bytecode: the reference engine and the node engine."""
+"""Components that run Shoal bytecode: the reference engine, the node engine, and stacks of them."""
 
-from shoal.engine.component import Component, Config, EngineError
-from shoal.engine.reference import ReferenceEngine
-from shoal.engine.registry import create, names, register
+from shoal.engine.component import Component, EngineError
+from shoal.engine.reference import ReferenceConfig, ReferenceEngine
+from shoal.engine.registry import create, names, register, stack_names
 
-__all__ = ["Component", "Config", "EngineError", "ReferenceEngine", "create", "names", "register"]
+__all__ = [
+    "Component",
+    "EngineError",
+    "ReferenceConfig",
+    "ReferenceEngine",
+    "create",
+    "names",
+    "register",
+    "stack_names",
+]

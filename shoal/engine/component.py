@@ -1,58 +1,85 @@
 """The component interface every layer of the stack implements (paper 004 §3.1).
 
-A component receives batches of bytecode, keeps the bases they create, and hands back array data
-only when the program reads a value. The proxy, the cluster manager and the node engine all speak
-this interface, so they stack.
+A component is created with its configuration (one frozen dataclass per component) and, if it
+is a middle layer, the component below it (``inner``). It receives batches of bytecode, keeps the
+bases they create, and hands back array data only when the program reads a value. The proxy, the
+cluster manager and the node engine all speak this interface, so they stack
+(``shoal.engine.registry`` builds a stack from a spelling such as ``pass:node``).
+
+``execute`` may return before the batch has run. An error in a batch that ran after ``execute``
+returned surfaces at the next :meth:`Component.fetch`, :meth:`Component.flush` or
+:meth:`Component.shutdown` as an :class:`EngineError` that names the instruction. A base's end is
+a ``release`` instruction in a batch; there is no other way to free one.
 """
 
 from __future__ import annotations
 
 import abc
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 import numpy as np
 
-from shoal.bytecode import Batch, View
+from shoal.bytecode import Batch, Instruction, View
 
 
 class EngineError(RuntimeError):
     """A component could not run a batch that the frontend accepted."""
 
 
-@dataclass(frozen=True)
-class Config:
-    """Settings handed to a component at ``init``."""
+def name_instruction(error: BaseException, index: int, instruction: Instruction) -> None:
+    """Add to ``error`` a note naming instruction ``index`` of a batch, which raised it."""
+    from shoal.bytecode.disasm import format_operand
 
-    threads: int = 1
-    block_size: int = 1 << 19  # elements per block; measured in docs/decisions.md (node engine)
-    options: dict[str, str] = field(default_factory=dict)
+    outputs = ", ".join(format_operand(view) for view in instruction.outputs)
+    inputs = ", ".join(format_operand(operand) for operand in instruction.inputs)
+    text = f"{instruction.op} {outputs} <- {inputs}" if inputs else f"{instruction.op} {outputs}"
+    error.add_note(f"in instruction {index}: {text.rstrip()}")
+
+
+def described(error: BaseException) -> str:
+    """``error``'s type, message and notes on one line."""
+    notes = "; ".join(getattr(error, "__notes__", ()))
+    return f"{type(error).__name__}: {error}" + (f" ({notes})" if notes else "")
 
 
 class Component(abc.ABC):
-    """One layer of Shoal's runtime stack."""
+    """One layer of Shoal's runtime stack.
 
-    name: str = "component"
+    A subclass sets ``name`` (its name in a stack spelling) and ``layered`` (True for a middle
+    layer, which is created with the component below it), and builds its configuration from
+    the settings in :meth:`configure`.
+    """
 
+    name: ClassVar[str] = "component"
+    layered: ClassVar[bool] = False
+
+    @classmethod
     @abc.abstractmethod
-    def init(self, config: Config) -> None:
-        """Prepare to run batches."""
+    def configure(cls, environ: Mapping[str, str] | None = None) -> Any:
+        """This component's configuration from Shoal's settings (``shoal.settings``): what a
+        stack spelled by name is created with."""
 
     @abc.abstractmethod
     def execute(self, batch: Batch) -> None:
-        """Run ``batch``: declare its bases, load its data, run its instructions in order."""
+        """Run ``batch``: declare its bases, load its data, run its instructions in order.
+
+        May return before the batch has run; the caller must not change the batch afterwards."""
 
     @abc.abstractmethod
     def fetch(self, view: View) -> np.ndarray:
-        """A new ndarray holding the current contents of ``view``."""
+        """A new ndarray holding the contents of ``view`` after every batch executed so far."""
 
-    @abc.abstractmethod
-    def release(self, base: int) -> None:
-        """Forget base ``base``; its memory may be reused."""
+    def flush(self) -> None:
+        """Return once every batch executed so far has run; raise an :class:`EngineError` for
+        one that failed (a component that runs batches inside ``execute`` has nothing to do)."""
+        return None
 
     @abc.abstractmethod
     def shutdown(self) -> None:
-        """Release everything; the component may not be used afterwards."""
+        """Finish or drop outstanding work and release everything; the component may not be used
+        afterwards. Raises the :class:`EngineError` of a batch that failed unseen."""
 
     def live_bases(self) -> int:
-        """How many bases the component holds now (for leak tests)."""
+        """How many bases the component holds after every batch executed so far (leak tests)."""
         return 0

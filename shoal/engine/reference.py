@@ -1,15 +1,27 @@
 """The reference engine: runs each instruction with NumPy, one at a time, over whole views.
 
 It is the oracle that every other component is tested against, so it favours plainness over
-speed: every instruction goes through its opcode table entry's reference implementation.
+speed: every instruction goes through its opcode table entry's reference implementation. It
+verifies every batch before touching memory (``ReferenceConfig.verify``; ``SHOAL_VERIFY_EXECUTE``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, spec
-from shoal.engine.component import Component, Config, EngineError
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
+from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
+from shoal.engine.component import Component, EngineError, name_instruction
+
+
+@dataclass(frozen=True)
+class ReferenceConfig:
+    """``verify``: the limits every batch is verified with at ``execute`` (None: not verified)."""
+
+    verify: VerifyLimits | None = field(default_factory=VerifyLimits)
 
 
 def view_of(buffer: np.ndarray, view: View) -> np.ndarray:
@@ -24,26 +36,36 @@ class ReferenceEngine(Component):
 
     name = "reference"
 
-    def __init__(self) -> None:
+    def __init__(self, config: ReferenceConfig | None = None) -> None:
+        self.config = config or ReferenceConfig()
         self._bases: dict[int, np.ndarray] = {}
         self._declared: dict[int, BaseDecl] = {}
+        self._live: dict[int, BaseDecl] = {}
+        self._verify = self.config.verify
 
-    def init(self, config: Config) -> None:
-        self._bases.clear()
-        self._declared.clear()
+    @classmethod
+    def configure(cls, environ: Mapping[str, str] | None = None) -> ReferenceConfig:
+        return ReferenceConfig(verify=execute_limits({}, VerifyAtExecute.ON, environ))
 
     def execute(self, batch: Batch) -> None:
+        if self._verify is not None:
+            verify(batch, self._live, limits=self._verify)
         for decl in batch.bases:
             if decl.id in self._bases or decl.id in self._declared:
                 raise EngineError(f"base {decl.id} declared twice")
+            self._live[decl.id] = decl
             data = batch.data.get(decl.id)
             if data is None:
                 self._declared[decl.id] = decl  # allocated when first used
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
                 self._bases[decl.id] = storage.view(np.uint8)
-        for instruction in batch.instructions:
-            self._run(instruction)
+        for index, instruction in enumerate(batch.instructions):
+            try:
+                self._run(instruction)
+            except Exception as error:
+                name_instruction(error, index, instruction)
+                raise
 
     def _array(self, view: View) -> np.ndarray:
         buffer = self._bases.get(view.base)
@@ -59,7 +81,7 @@ class ReferenceEngine(Component):
 
     def _run(self, instruction: Instruction) -> None:
         if instruction.op == "release":
-            self.release(instruction.attr("base"))
+            self._release(instruction.attr("base"))
             return
         entry = spec(instruction.op)
         outs = [self._array(view) for view in instruction.outputs]
@@ -70,13 +92,15 @@ class ReferenceEngine(Component):
     def fetch(self, view: View) -> np.ndarray:
         return self._array(view).copy()
 
-    def release(self, base: int) -> None:
+    def _release(self, base: int) -> None:
         self._bases.pop(base, None)
         self._declared.pop(base, None)
+        self._live.pop(base, None)
 
     def shutdown(self) -> None:
         self._bases.clear()
         self._declared.clear()
+        self._live.clear()
 
     def live_bases(self) -> int:
         return len(self._bases) + len(self._declared)

@@ -31,6 +31,17 @@ COMPOSABLE: set[str] = {
     "tril",
 }  # fmt: skip
 
+# NumPy functions that change an argument in place (its position and keyword): the fallback
+# writes the changed copy back, or the change would be lost.
+_MUTATING_FUNCTIONS: dict[str, tuple[int, str]] = {
+    "fill_diagonal": (0, "a"),
+    "put": (0, "a"),
+    "place": (0, "arr"),
+    "putmask": (0, "a"),
+    "copyto": (0, "dst"),
+    "put_along_axis": (0, "arr"),
+}
+
 # ndarray methods that change the array in place: the fallback writes the result back.
 _MUTATING_METHODS = {"sort", "partition", "fill", "put", "itemset", "byteswap", "resize", "setfield", "setflags"}
 
@@ -67,7 +78,14 @@ def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: di
     """Run ``function`` in NumPy on materialized inputs; write back lazy outputs."""
     _warn_once(name)
     lazy_outs = kwargs.get("out")
-    result = function(*materialize(tuple(args)), **materialize(dict(kwargs)))
+    values, keywords = materialize(tuple(args)), materialize(dict(kwargs))
+    result = function(*values, **keywords)
+    mutated = _MUTATING_FUNCTIONS.get(name)
+    if mutated is not None:
+        position, keyword = mutated
+        target, value = (args[position], values[position]) if len(args) > position else (kwargs.get(keyword), keywords.get(keyword))
+        if is_lazy(target):
+            target[...] = value
     if lazy_outs is not None:
         outs = lazy_outs if isinstance(lazy_outs, tuple) else (lazy_outs,)
         results = result if isinstance(result, tuple) else (result,)

@@ -1,14 +1,14 @@
 """The interpreter here, the arrays on a server: Shoal's remote proxy (paper 004).
 
 ``shoal serve`` runs a server next to the engine; ``SHOAL_REMOTE=HOST:PORT`` (with
-``SHOAL_TOKEN_FILE`` or ``SHOAL_TOKEN``) makes ``python -m shoal app.py`` and
+``SHOAL_TOKEN_FILE`` or ``SHOAL_TOKEN``) puts the ``proxy`` component at the bottom of the stack
+(``shoal.engine.registry``), which makes ``python -m shoal app.py`` and
 ``import shoal.numpy`` send their batches there, and :func:`connect` does the same from a
 notebook. :func:`preview` returns a small copy of a large array, computed where it lives.
 """
 
 from __future__ import annotations
 
-import os
 import ssl
 from typing import Any
 
@@ -19,7 +19,7 @@ from shoal.proxy.client import ClientSettings, ProxyClient, RemoteEngineError, p
 from shoal.proxy.preview import downsample
 from shoal.proxy.protocol import Reduction
 
-__all__ = ["ProxyClient", "RemoteEngineError", "client_from_environment", "connect", "preview"]
+__all__ = ["ProxyClient", "RemoteEngineError", "connect", "make_client", "preview"]
 
 
 def _tls_context(tls: bool | str | ssl.SSLContext | None) -> ssl.SSLContext | None:
@@ -41,23 +41,7 @@ def make_client(
         if token_file is None:
             raise TokenError("connecting to a Shoal server needs its token: SHOAL_TOKEN_FILE, SHOAL_TOKEN or token=")
         token = read_token_file(token_file)
-    client = ProxyClient(ClientSettings(host, port, check_token(token), _tls_context(tls), compress=compress))
-    client.init(None)  # type: ignore[arg-type]
-    return client
-
-
-def client_from_environment() -> ProxyClient | None:
-    """The client that ``SHOAL_REMOTE`` asks for, or None when it is not set."""
-    address = os.environ.get("SHOAL_REMOTE")
-    if not address:
-        return None
-    return make_client(
-        address,
-        token=os.environ.get("SHOAL_TOKEN") or None,
-        token_file=os.environ.get("SHOAL_TOKEN_FILE") or None,
-        tls=os.environ.get("SHOAL_TLS_CA") or None,
-        compress=os.environ.get("SHOAL_PROXY_COMPRESSION", "on") != "off",
-    )
+    return ProxyClient(ClientSettings(host, port, check_token(token), _tls_context(tls), compress=compress))
 
 
 def connect(address: str, token: str | None = None, *, token_file: str | None = None, tls: Any = None) -> ProxyClient:

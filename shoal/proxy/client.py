@@ -19,13 +19,16 @@ import socket
 import ssl
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
+from shoal import settings
 from shoal.bytecode import Batch, View, dumps
-from shoal.engine.component import Component, Config, EngineError
+from shoal.engine.component import Component, EngineError
 from shoal.proxy import compression
+from shoal.proxy.auth import TokenError, check_token, read_token_file
 from shoal.proxy.fetched import FetchedArrays
 from shoal.proxy.protocol import (
     DEFAULT_LIMITS,
@@ -91,15 +94,28 @@ class ProxyClient(Component):
         self._lock = threading.RLock()
         self._closed = False
         self._failure: ConnectionError | None = None  # why the session is lost, once it is
+        self._unsynced = False  # batches sent since the last answer
         self.round_trips = 0  # requests answered (fetch, preview, sync)
         self.fetched = FetchedArrays()
+        self._connect(resume=False)
 
-    # ------------------------------------------------------------------ connection
-
-    def init(self, config: Config) -> None:
-        with self._lock:
-            if self._sock is None:
-                self._connect(resume=False)
+    @classmethod
+    def configure(cls, environ: Mapping[str, str] | None = None) -> ClientSettings:
+        """The server ``SHOAL_REMOTE`` names, with ``SHOAL_TOKEN`` or ``SHOAL_TOKEN_FILE``,
+        ``SHOAL_TLS_CA`` and ``SHOAL_PROXY_COMPRESSION``."""
+        address = settings.REMOTE.value(environ=environ)
+        if not address:
+            raise ValueError("the proxy component needs SHOAL_REMOTE=HOST:PORT")
+        token = settings.TOKEN.value(environ=environ)
+        if not token:
+            token_file = settings.TOKEN_FILE.value(environ=environ)
+            if not token_file:
+                raise TokenError("connecting to a Shoal server needs its token: SHOAL_TOKEN_FILE, SHOAL_TOKEN or token=")
+            token = read_token_file(token_file)
+        host, port = parse_address(address)
+        authority = settings.TLS_CA.value(environ=environ)
+        tls = ssl.create_default_context(cafile=authority) if authority else None
+        return ClientSettings(host, port, check_token(token), tls, compress=settings.PROXY_COMPRESSION.value(environ=environ) == "on")
 
     def _connect(self, resume: bool) -> int:
         """Open a connection and do the handshake; returns the last frame the server has."""
@@ -231,6 +247,7 @@ class ProxyClient(Component):
                 if frame.sequence != sequence:
                     continue  # the answer to a request asked again after a reconnect
                 self._acknowledge(sequence)
+                self._unsynced = False
                 self.round_trips += 1
                 if frame.kind == Kind.ERROR:
                     self._raise(client_error(frame.payload, self.settings.limits))
@@ -262,6 +279,7 @@ class ProxyClient(Component):
         with self._lock:
             if self._failure is None:
                 self._send(Kind.EXECUTE, [data])
+                self._unsynced = True
 
     def _codecs(self) -> tuple:
         return compression.available() if self.settings.compress else (compression.Codec.RAW,)
@@ -287,12 +305,11 @@ class ProxyClient(Component):
         array = np.frombuffer(raw, dtype=head.dtype).reshape(head.shape)
         return array if array.flags.writeable else array.copy()
 
-    def sync(self) -> None:
-        """Wait until the server has run every batch sent so far; raise its error if one failed."""
-        self._request(Kind.SYNC)
-
-    def release(self, base: int) -> None:
-        """Bases are released by the ``release`` instructions of the batches themselves."""
+    def flush(self) -> None:
+        """Wait until the server has run every batch sent so far; raise its error if one failed
+        (no round trip when nothing was sent since the last answer)."""
+        if self._unsynced or self._failure is not None:
+            self._request(Kind.SYNC)
 
     def shutdown(self) -> None:
         with self._lock:

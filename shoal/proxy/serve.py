@@ -1,7 +1,7 @@
 """``shoal serve``: command-line entry of the proxy server.
 
     shoal serve [--bind HOST:PORT] [--token-file F] [--tls-cert C --tls-key K]
-                [--engine NAME] [--memory-limit BYTES] [--grace SECONDS]
+                [--stack NAME] [--memory-limit BYTES] [--grace SECONDS]
 
 The server runs until SIGINT or SIGTERM, then ends every session. It prints where it listens and
 the path of the token file, never the token.
@@ -28,17 +28,17 @@ from shoal.proxy.session import SessionSettings
 HEARTBEAT_SECONDS = 1.0
 
 
-def engine_factory(name: str, threads: int | None):
-    """A function making a new, initialised component ``name`` for each session."""
-    from shoal.engine import Config, create
-    from shoal.threads import available_cores
+def engine_factory(stack: str, threads: int | None):
+    """A function making a new component stack (``node``, ``pass:node``, ...) for each session;
+    its engines verify every batch at ``execute`` too."""
+    from shoal.engine import create
+    from shoal.engine.node import NodeConfig
 
-    create(name)  # fail at start for an unknown name
+    create(stack).shutdown()  # fail at start for a stack that cannot be built
+    configs = {"node": NodeConfig.from_settings(threads=threads)} if threads else {}
 
     def make():
-        component = create(name)
-        component.init(Config(threads=threads or available_cores()))
-        return component
+        return create(stack, configs)
 
     return make
 
@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--token-file", default=None, help=f"the token file (default {default_token_file()}); made if missing")
     options.add_argument("--tls-cert", default=None, help="PEM certificate chain; with --tls-key, TLS on every connection")
     options.add_argument("--tls-key", default=None, help="PEM private key of --tls-cert")
-    options.add_argument("--engine", default="node", help="the component that runs each client's batches")
+    options.add_argument("--stack", default="node", help="the component stack that runs each client's batches (node, pass:node, ...)")
     options.add_argument("--threads", type=int, default=None, help="threads per client engine (default: the thread budget)")
     options.add_argument("--memory-limit", type=int, default=None, help="bytes of arrays one client may hold (default: half the memory)")
     options.add_argument("--grace", type=float, default=60.0, help="seconds a disconnected client may take to resume")
@@ -69,7 +69,7 @@ def build(arguments: argparse.Namespace) -> ProxyServer:
         tls.load_cert_chain(arguments.tls_cert, arguments.tls_key)
     token = token_for_server(arguments.token_file or default_token_file())
     memory = arguments.memory_limit or psutil.virtual_memory().total // 2
-    session = SessionSettings(engine_factory(arguments.engine, arguments.threads), DEFAULT_LIMITS, memory, HEARTBEAT_SECONDS)
+    session = SessionSettings(engine_factory(arguments.stack, arguments.threads), DEFAULT_LIMITS, memory, HEARTBEAT_SECONDS)
     settings = ServerSettings(host, port, token.encode("ascii"), session, tls, arguments.grace, arguments.max_clients)
     return ProxyServer(settings)
 

@@ -6,16 +6,16 @@ import math
 import os
 from dataclasses import dataclass
 
-from shoal.system import integer_setting
+from shoal.settings import NUM_THREADS
 
 DEFAULT_ENGINE_FACTOR = 1.0
 
 
 def available_cores() -> int:
     """Cores this process may use: ``SHOAL_NUM_THREADS`` if set, else the CPU affinity mask."""
-    override = os.environ.get("SHOAL_NUM_THREADS")
-    if override:
-        return integer_setting("SHOAL_NUM_THREADS", override, minimum=1)
+    override = NUM_THREADS.value()
+    if override is not None:
+        return override
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # platforms without affinity masks
@@ -28,7 +28,7 @@ def node_cores() -> int:
     Unlike :func:`available_cores` this ignores the affinity mask, which a pool
     worker may have narrowed to its own share.
     """
-    if os.environ.get("SHOAL_NUM_THREADS"):
+    if NUM_THREADS.value() is not None:
         return available_cores()
     return os.cpu_count() or 1
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
-import os
 import threading
 from collections.abc import Callable, Iterator
 
+from shoal.settings import COMPOSABILITY
 from shoal.threads.budget import node_cores
 from shoal.threads.libraries import library_threads
 from shoal.threads.semaphore import NodeSemaphore
@@ -44,14 +44,8 @@ class Mode(enum.Enum):
 
 def composability_mode() -> Mode | None:
     """The mode ``SHOAL_COMPOSABILITY`` asks for, or None when unset."""
-    value = os.environ.get("SHOAL_COMPOSABILITY", "").strip().lower()
-    if not value:
-        return None
-    try:
-        return Mode(value)
-    except ValueError:
-        choices = ", ".join(mode.value for mode in Mode)
-        raise ValueError(f"SHOAL_COMPOSABILITY must be one of {choices}, got {value!r}") from None
+    value = COMPOSABILITY.value()
+    return None if value is None else Mode(value)
 
 
 _semaphores: dict[tuple[int, str], NodeSemaphore] = {}

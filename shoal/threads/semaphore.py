@@ -9,17 +9,33 @@ process compete like processes do.
 Only the holder of the turnstile gathers tokens, so two acquirers can never
 each hold half of what the other needs.  Holders never wait for anything, so
 the waiting always ends.
+
+Any process that can open the file can hold its bytes, so it lives in a
+directory of this user's with mode 0700 (``/dev/shm/shoal-threads-<uid>/``), is opened
+without following a link and is used only if ``fstat`` shows a regular file of
+this user that nobody else may read or write (a configured
+``SHOAL_SEMAPHORE_PATH`` too).  Where that does not hold (another user made the
+directory or the file first), the semaphore warns once and counts the threads
+of this process only, through a file of its own without a name (``memfd``).
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import struct
 import tempfile
+import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from shoal.errors import ShoalUnsafeFileWarning
+from shoal.private_files import UnsafePathError, open_owned, unsafe_reason
+from shoal.settings import SEMAPHORE_PATH
 
 _TURNSTILE = 0
 _POLL_START_S = 0.0001
@@ -27,16 +43,85 @@ _POLL_MAX_S = 0.001
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid
 _FLOCK = struct.Struct("hhqqi4x")
 
+TOKENS_FILE = "tokens"
+
 _open_grants: weakref.WeakSet[Grant] = weakref.WeakSet()
+_private_files: dict[str, int] = {}  # refused path -> this process's nameless stand-in (memfd)
+_private_lock = threading.Lock()
 
 
 def default_path() -> str:
-    """The semaphore file: ``SHOAL_SEMAPHORE_PATH``, else one per user in /dev/shm."""
-    configured = os.environ.get("SHOAL_SEMAPHORE_PATH")
-    if configured:
-        return configured
+    """The semaphore file: ``SHOAL_SEMAPHORE_PATH``, else one per user in a 0700 directory of
+    /dev/shm."""
+    configured = SEMAPHORE_PATH.value()
+    return configured if configured else per_user_path()
+
+
+def per_user_path() -> str:
+    """The semaphore file of this user when none is configured."""
     directory = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
-    return os.path.join(directory, f"shoal-threads-{os.getuid()}.tokens")
+    return os.path.join(directory, f"shoal-threads-{os.geteuid()}", TOKENS_FILE)
+
+
+def open_token_file(path: str) -> int:
+    """A new descriptor (its own open file description) of the semaphore file ``path``.
+
+    The default file's directory is made (mode 0700) if missing; the directory must be this
+    user's and writable by nobody else, the file is not followed if it is a link and must be a
+    regular file of this user that nobody else may read or write. Otherwise (or if it cannot be
+    made) one :class:`~shoal.errors.ShoalUnsafeFileWarning` per path, and a descriptor of a
+    nameless file of this process: its regions still take turns, those of others do not.
+    """
+    with _private_lock:
+        private = _private_files.get(path)
+    if private is None:
+        try:
+            return _open_checked(path)
+        except OSError as error:
+            private = _stand_in(path, error)
+    return os.open(f"/proc/self/fd/{private}", os.O_RDWR | os.O_CLOEXEC)
+
+
+def _open_checked(path: str) -> int:
+    """The file at ``path``, created if missing, where its directory and it pass the checks."""
+    directory = os.path.dirname(path) or "."
+    per_user = path == per_user_path()
+    if per_user:
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            pass  # ours from an earlier run, or made by someone else: the checks below tell
+    folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        status = os.fstat(folder)
+        if per_user:
+            reason = unsafe_reason(status)
+        elif status.st_uid in (0, os.geteuid()) and (not status.st_mode & 0o022 or status.st_mode & stat.S_ISVTX):
+            reason = None  # a configured file's directory: the file itself is checked below
+        else:
+            reason = f"it belongs to uid {status.st_uid} and others may write in it"
+        if reason is not None:
+            raise UnsafePathError(f"{directory} is not safe to use: {reason}")
+        return open_owned(os.path.basename(path), os.O_RDWR | os.O_CREAT, private=True, dir_fd=folder)
+    finally:
+        os.close(folder)
+
+
+def _stand_in(path: str, error: OSError) -> int:
+    """This process's nameless file for ``path``, made (with the warning) on first use."""
+    with _private_lock:
+        private = _private_files.get(path)
+        if private is None:
+            private = os.memfd_create("shoal-threads-tokens", os.MFD_CLOEXEC)
+            _private_files[path] = private
+            warnings.warn(
+                f"Shoal does not use the thread-token file {path}: {error}. Parallel regions of this process "
+                "take turns among themselves only; remove it if it is yours, or set SHOAL_SEMAPHORE_PATH "
+                "to a file in a directory only you can write.",
+                ShoalUnsafeFileWarning,
+                stacklevel=4,
+            )
+    return private
 
 
 def _lock_request(lock_type: int, byte: int) -> bytes:
@@ -100,7 +185,7 @@ class NodeSemaphore:
         self.path = path or default_path()
 
     def _open(self) -> int:
-        return os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        return open_token_file(self.path)
 
     def acquire(self, count: int, timeout: float | None = None) -> Grant:
         """Take ``count`` tokens (at most ``size``), waiting until they are free.
@@ -152,9 +237,11 @@ class NodeSemaphore:
 
     def tokens_in_use(self) -> int:
         """How many tokens some holder (another descriptor) has now."""
-        if not os.path.exists(self.path):
+        with _private_lock:
+            private = self.path in _private_files
+        if not private and not Path(self.path).exists():
             return 0
-        fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        fd = self._open()
         try:
             return sum(_is_locked_by_others(fd, token) for token in range(1, self.size + 1))
         finally:

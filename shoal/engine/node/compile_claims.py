@@ -7,6 +7,10 @@ claim file whose lock can be taken is stale: whoever takes it owns it and remove
 and :func:`remove_stale` removes the ones nobody is waiting for. A claim whose file was removed
 or replaced while its taker waited for the lock is not the file's claim any more, and is taken
 again.
+
+A claim file is opened without following a link and used only if it belongs to this user and
+nobody else may read or write it (a lock taken through another user's file could hold a compiler
+forever); one that is not is removed and made again (the cache directory is this user's).
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from shoal.private_files import UnsafePathError, open_owned
+
 CLAIM_SUFFIX = ".claim"
+UNSAFE_RETRIES = 100  # a claim file found unsafe again after this many removals: give up
 
 
 @dataclass
@@ -55,11 +62,16 @@ def claim(path: Path) -> Claim:
 
 
 def _claim(path: Path, create: bool, wait: bool) -> Claim | None:
-    while True:
+    for _ in range(UNSAFE_RETRIES):
         try:
-            descriptor = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
+            descriptor = open_owned(path, os.O_RDWR | (os.O_CREAT if create else 0), private=True)
         except FileNotFoundError:
             return None
+        except UnsafePathError:
+            path.unlink(missing_ok=True)  # not a claim of ours: gone, and ours made instead
+            if not create:
+                return None
+            continue
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -75,6 +87,7 @@ def _claim(path: Path, create: bool, wait: bool) -> Claim | None:
         os.close(descriptor)  # released (removed) or replaced while we took the lock: again
         if not create:
             return None
+    raise UnsafePathError(f"{path} is replaced by an unsafe file again and again")
 
 
 def remove_stale(directory: Path) -> int:

@@ -11,7 +11,8 @@ whose kernels store their rows through a ring.
 Every compile the worker reports updates the estimate (a running geometric mean of measured over
 modelled time per kind of kernel, and of the start-up), and the result is written to
 ``compile_costs.json`` next to the kernels, so later runs on this machine start from what it
-measured here. A missing or unreadable file means the defaults.
+measured here. A missing or unreadable file, or one that is not this user's or that other users
+may write, means the defaults.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from shoal.engine.node.cache_files import write_text_atomically
+from shoal.engine.node.cache_files import read_text, write_text_atomically
+from shoal.private_files import private_directory
 
 COSTS_FILE = "compile_costs.json"
 LEARNING_WEIGHT = 0.5  # of a new measurement against what was remembered
@@ -75,9 +77,10 @@ def _mix(remembered: float, measured: float) -> float:
 
 def load(directory: Path) -> CompileCosts:
     """The costs remembered in ``directory`` (the defaults where there are none)."""
+    text = read_text(directory / COSTS_FILE)
     try:
-        stored = json.loads((directory / COSTS_FILE).read_text())
-    except (OSError, ValueError):
+        stored = json.loads(text) if text is not None else None
+    except ValueError:
         return CompileCosts()
     if not isinstance(stored, dict):
         return CompileCosts()
@@ -90,9 +93,10 @@ def load(directory: Path) -> CompileCosts:
 
 
 def save(costs: CompileCosts, directory: Path) -> None:
-    """Remember ``costs`` in ``directory`` (silently not, where it cannot be written)."""
+    """Remember ``costs`` in ``directory`` (silently not, where it cannot be written or other
+    users could write in it)."""
     try:
-        directory.mkdir(parents=True, exist_ok=True)
+        directory = private_directory(directory)  # an unsafe one raises: nothing is written
         write_text_atomically(directory / COSTS_FILE, json.dumps(asdict(costs)) + "\n")
     except OSError:
         return

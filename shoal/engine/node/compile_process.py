@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shoal.system import choice_setting
+from shoal.settings import choice_setting
 
 if TYPE_CHECKING:
     import psutil

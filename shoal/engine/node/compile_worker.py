@@ -27,6 +27,7 @@ import shutil
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 from typing import BinaryIO
 
@@ -34,6 +35,7 @@ from shoal.engine.node import compile_costs
 from shoal.engine.node.compile_claims import Claim, claim, claim_path, remove_stale
 from shoal.engine.node.compile_process import Job
 from shoal.engine.node.native import available, build, build_prefix, library_path
+from shoal.private_files import private_directory
 
 ORPHANED_LIMIT_SECONDS = 120.0  # the engine died while the worker compiled: finish within this
 OVERDUE_EXIT_STATUS = 3  # the worker gave up at its deadline
@@ -53,6 +55,17 @@ def load_and_warm(path: Path) -> object:
     except BaseException:
         sys.modules.pop(name, None)
         raise
+    return module
+
+
+def load_in_memory(name: str, source: str) -> types.ModuleType:
+    """Run the kernel module ``source`` as module ``name`` without a file and compile its
+    kernel: where no cache directory can be trusted. Numba cannot cache a kernel without a
+    file, so its ``cache=True`` is dropped."""
+    module = types.ModuleType(name)
+    code = compile(source.replace("cache=True", "cache=False"), f"<kernel module {name}>", "exec")
+    exec(code, module.__dict__)
+    module._warmup()
     return module
 
 
@@ -134,6 +147,18 @@ def read_commands(stream: BinaryIO, requests: queue.SimpleQueue[Job | None], sta
     requests.put(None)
 
 
+def trusted_directory(directory: Path) -> bool:
+    """True if no other user could have written in ``directory`` (checked by the engine too);
+    then the claims of compilers that were killed are removed from it."""
+    try:
+        if private_directory(directory) != directory.resolve():
+            return False
+    except OSError:
+        return False
+    remove_stale(directory)
+    return True
+
+
 def remember_cost(job: Job, measured: float, started_worker: bool) -> None:
     """Fold a compile measured while detached into the costs kept next to the kernels."""
     if job.steps < 0:
@@ -148,13 +173,15 @@ def main() -> None:
     state = WorkerState()
     reader = threading.Thread(target=read_commands, args=(sys.stdin.buffer, requests, state), daemon=True)
     reader.start()
-    swept: set[Path] = set()
+    trusted: dict[Path, bool] = {}
     reported = 0.0  # the CPU time of the last answer: each compile's cost is the difference
     while (job := requests.get()) is not None:
-        if job.path.parent not in swept:
-            swept.add(job.path.parent)
-            remove_stale(job.path.parent)  # claims of compilers that were killed
-        answer = compile_module(job.path, state)
+        if job.path.parent not in trusted:
+            trusted[job.path.parent] = trusted_directory(job.path.parent)
+        if trusted[job.path.parent]:
+            answer = compile_module(job.path, state)
+        else:
+            answer = f"error the kernel cache {job.path.parent} is not safe to use"
         words = answer.split()
         if state.detached.is_set():
             if words[0] == "ok" and len(words) == 2:

@@ -15,6 +15,9 @@ A kernel with a shared library on disk loads in under a millisecond and is used 
 block of any batch that would spend more than that; one only in Numba's cache pays for importing
 Numba, once.
 
+The cache directory is used only if no other user could have written in it (``cache_files.py``);
+otherwise the run warns once and compiles its kernels in memory, in this process, caching nothing.
+
 Closing does not wait for the compiler: the kernel being compiled and the queued ones (up to
 :data:`DETACHED_WORK_SECONDS` of estimated compile time) are handed to the worker, which finishes
 them after the program has exited and then exits itself (``compile_process.py``), at the latest
@@ -26,7 +29,6 @@ from __future__ import annotations
 import enum
 import functools
 import importlib.util
-import os
 import queue
 import sys
 import threading
@@ -37,13 +39,13 @@ from typing import Any
 import numpy as np
 
 from shoal.engine.node import compile_costs, native
-from shoal.engine.node.cache_files import write_text_atomically
+from shoal.engine.node.cache_files import read_text, verified_directory, write_text_atomically
 from shoal.engine.node.codegen import generate
 from shoal.engine.node.compile_claims import remove_stale
 from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
-from shoal.engine.node.compile_worker import load_and_warm
+from shoal.engine.node.compile_worker import load_and_warm, load_in_memory
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
-from shoal.system import choice_setting
+from shoal.settings import CACHE_DIR, choice_setting
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
 # when a kernel is compiled or loaded (0.2-0.5 s), not by every program that imports Shoal.
@@ -62,14 +64,20 @@ class CompileMode(enum.Enum):
 
 def cache_dir() -> Path:
     """Where generated kernel modules (and Numba's machine code next to them) are kept."""
-    configured = os.environ.get("SHOAL_CACHE_DIR")
+    configured = CACHE_DIR.value()
     root = Path(configured) if configured else Path.home() / ".cache" / "shoal"
     return root / "kernels"
 
 
+def kernel_directory() -> Path | None:
+    """:func:`cache_dir`, created, if no other user could have written in it; else None (the
+    first time with a warning): kernels are then compiled in memory and nothing is cached."""
+    return verified_directory(cache_dir())
+
+
 LOAD_SECONDS = 0.3
 LOAD_SECONDS_PER_KERNEL = 0.05
-NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library through ctypes: 0.2-0.3 ms measured
+NATIVE_LOAD_SECONDS = 0.001  # a kernel's shared library, checked and hashed: 0.15-0.6 ms measured
 NUMPY_SECONDS_PER_ELEMENT_STEP = 0.5e-9  # tile path, one core; measured 0.7-1.0 ns (black_scholes)
 HEAT_MIN_SECONDS = 0.01  # a run's NumPy time on a structure below this is not written down
 DETACHED_WORK_SECONDS = 30.0  # estimated compile time of queued kernels a detached worker gets
@@ -102,31 +110,36 @@ def estimated_numpy_seconds(program: KernelProgram) -> float:
     return program.elements * max(1, len(program.steps) + len(program.reductions)) * NUMPY_SECONDS_PER_ELEMENT_STEP
 
 
-def heat_path(key: str) -> Path:
+def heat_path(directory: Path, key: str) -> Path:
     """Where the NumPy time that earlier runs spent on kernel ``key`` is written down."""
-    return cache_dir() / f"shoal_kernel_{key}.heat"
+    return directory / f"shoal_kernel_{key}.heat"
 
 
 def past_numpy_seconds(key: str) -> float:
     """NumPy time earlier runs spent on structure ``key`` without its kernel (0 if none)."""
+    directory = kernel_directory()
+    text = None if directory is None else read_text(heat_path(directory, key))
     try:
-        return max(0.0, float(heat_path(key).read_text()))
-    except (OSError, ValueError):
+        return 0.0 if text is None else max(0.0, float(text))
+    except ValueError:
         return 0.0
 
 
-def native_library(key: str) -> Path:
+def native_library(directory: Path, key: str) -> Path:
     """Where kernel ``key``'s shared library is kept (see ``native.py``)."""
-    return native.library_path(cache_dir(), f"shoal_kernel_{key}")
+    return native.library_path(directory, f"shoal_kernel_{key}")
 
 
 def machine_code_cached(key: str) -> bool:
     """True if kernel ``key``'s machine code is on disk: its shared library or Numba's cache
     (not just its source: a compile cut short when a program exits leaves the source behind)."""
-    if native.available(native_library(key)):
+    directory = kernel_directory()
+    if directory is None:
+        return False
+    if native.available(native_library(directory, key)):
         return True
     name = f"shoal_kernel_{key}"
-    return any((cache_dir() / "__pycache__").glob(f"{name}.{name}-*.nbi"))
+    return any((directory / "__pycache__").glob(f"{name}.{name}-*.nbi"))
 
 
 @functools.cache
@@ -145,12 +158,11 @@ def generator_stamp() -> str:
     return digest.hexdigest()[:16]
 
 
-def write_module(key: str, source: str) -> Path:
-    """The kernel module of ``key`` in the cache, written unless it already holds ``source``."""
-    directory = cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
+def write_module(directory: Path, key: str, source: str) -> Path:
+    """The kernel module of ``key`` in ``directory``, written unless it already holds ``source``
+    (and is this user's)."""
     path = directory / f"shoal_kernel_{key}.py"
-    if not path.exists() or path.read_text() != source:
+    if read_text(path) != source:
         write_text_atomically(path, source)
     return path
 
@@ -203,6 +215,7 @@ class KernelCache:
         kernel = self._ready.get(key)
         if kernel is not None or key in self._failed:
             return kernel
+        directory = kernel_directory()  # here first: a refused cache warns in the planning thread
         if self.mode is CompileMode.SYNC:
             self._compile(key, generate(program, f"shoal_kernel_{key}"), in_process=True)
             return self._ready.get(key)
@@ -213,8 +226,8 @@ class KernelCache:
             pending = key in self._pending
         if pending or worth < NATIVE_LOAD_SECONDS:
             return None
-        if key not in self._no_library:
-            kernel = native.load(native_library(key))
+        if key not in self._no_library and directory is not None:
+            kernel = native.load(native_library(directory, key))
             if kernel is not None:
                 self._ready[key] = kernel
                 return kernel
@@ -254,7 +267,8 @@ class KernelCache:
     def _compile_costs(self) -> compile_costs.CompileCosts:
         """The compile-cost estimate, read from the cache on first use."""
         if self._costs is None:
-            self._costs = compile_costs.load(cache_dir())
+            directory = kernel_directory()
+            self._costs = compile_costs.CompileCosts() if directory is None else compile_costs.load(directory)
         return self._costs
 
     def _compile_seconds(self, program: KernelProgram) -> float:
@@ -305,18 +319,12 @@ class KernelCache:
         """Write the module, have the worker process compile it, then load it: as a shared
         library where there is one, else from Numba's cache (writing the library for next time)."""
         name = f"shoal_kernel_{key}"
-        library = native_library(key)
+        directory = kernel_directory()
         try:
-            kernel: Callable[..., Any] | None = native.load(library)
-            if kernel is None:
-                path = write_module(key, source)
-                if not in_process and not machine_code_cached(key):
-                    self._compile_elsewhere(path, *size)  # writes the library too where it can
-                kernel = native.load(library)
-            if kernel is None:
-                module = load_and_warm(path)  # a cache hit when the worker has compiled it
-                kernel = getattr(module, name)
-                native.build(module, name, library)
+            if directory is None:
+                kernel: Callable[..., Any] | None = getattr(load_in_memory(name, source), name)
+            else:
+                kernel = self._compile_cached(directory, key, source, in_process, size)
             self._ready[key] = kernel
             self.compiled += 1
         except HandedOver:
@@ -325,6 +333,21 @@ class KernelCache:
             self._failed.add(key)
             self.errors.append(f"{key}: {type(error).__name__}: {error}")
             sys.modules.pop(name, None)
+
+    def _compile_cached(self, directory: Path, key: str, source: str, in_process: bool, size: tuple[int, bool]) -> Callable[..., Any]:
+        name = f"shoal_kernel_{key}"
+        library = native_library(directory, key)
+        kernel: Callable[..., Any] | None = native.load(library)
+        if kernel is None:
+            path = write_module(directory, key, source)
+            if not in_process and not machine_code_cached(key):
+                self._compile_elsewhere(path, *size)  # writes the library too where it can
+            kernel = native.load(library)
+        if kernel is None:
+            module = load_and_warm(path)  # a cache hit when the worker has compiled it
+            kernel = getattr(module, name)
+            native.build(module, name, library)
+        return kernel
 
     def _compile_elsewhere(self, path: Path, steps: int, ring: bool) -> None:
         """Compile in the worker process (started on first use); fall back to this one. The CPU
@@ -368,15 +391,16 @@ class KernelCache:
         with self._lock:
             keys = set(self._foreseen_seconds) | set(self._numpy_seconds)
             worth = {key: max(self._foreseen_seconds.get(key, 0.0), self._numpy_seconds.get(key, 0.0)) for key in keys}
+        directory = kernel_directory() if worth else None
         for key, seconds in worth.items():
+            if directory is None:
+                return
             if key in self._ready or key in self._failed or seconds < HEAT_MIN_SECONDS:
                 continue
-            path = heat_path(key)
             past = self._past_seconds[key] if key in self._past_seconds else past_numpy_seconds(key)
             total = past + seconds
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomically(path, f"{total!r}\n")
+                write_text_atomically(heat_path(directory, key), f"{total!r}\n")
             except OSError:
                 return  # an unwritable cache only costs the memory across runs
 
@@ -404,8 +428,9 @@ class KernelCache:
             self._thread = None
         with self._lock:
             self._pending.clear()
-        if self._costs_measured and self._costs is not None:
-            compile_costs.save(self._costs, cache_dir())  # before a detached worker adds to them
+        directory = None if process is None else kernel_directory()  # no compile: nothing to write
+        if self._costs_measured and self._costs is not None and directory is not None:
+            compile_costs.save(self._costs, directory)  # before a detached worker adds to them
         if process is None:
             return
         self._process = None
@@ -413,16 +438,17 @@ class KernelCache:
             if self.exit_mode is ExitMode.KILL:
                 if process.running:
                     process.kill()
-                    remove_stale(cache_dir())  # the claim of the kernel it was compiling
+                    if directory is not None:
+                        remove_stale(directory)  # the claim of the kernel it was compiling
                 return
-            jobs, seconds = self._hand_over(queued, worker_running=process.running)
+            jobs, seconds = self._hand_over(queued, directory, worker_running=process.running)
             worker = process.detach(jobs, seconds)
             if worker is not None and self.exit_mode is ExitMode.WAIT:
                 worker.wait()  # it exits by itself within ``seconds``
         finally:
             process.close()
 
-    def _hand_over(self, queued: list[tuple[str, str, int, bool]], worker_running: bool) -> tuple[list[Job], float]:
+    def _hand_over(self, queued: list[tuple[str, str, int, bool]], directory: Path | None, worker_running: bool) -> tuple[list[Job], float]:
         """The modules of the queued kernels the detached worker compiles (written to the
         cache here), and the time it gets for them and for the one it is compiling."""
         costs = self._compile_costs()
@@ -430,10 +456,10 @@ class KernelCache:
         jobs: list[Job] = []
         for key, source, steps, ring in queued:
             seconds = costs.kernel_seconds(steps, ring)
-            if estimate + seconds > DETACHED_WORK_SECONDS or machine_code_cached(key):
+            if directory is None or estimate + seconds > DETACHED_WORK_SECONDS or machine_code_cached(key):
                 continue
             try:
-                path = write_module(key, source)
+                path = write_module(directory, key, source)
             except OSError:
                 continue
             jobs.append(Job(path, steps, ring))

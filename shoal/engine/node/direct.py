@@ -26,8 +26,9 @@ import numpy as np
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.tiles import where_in_place
+from shoal.settings import DIRECT_WORK
 
-DIRECT_WORK_ELEMENTS = 1 << 23
+DIRECT_WORK_ELEMENTS: int = DIRECT_WORK.default
 
 
 def batch_work(batch: Batch) -> int:

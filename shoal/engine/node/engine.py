@@ -4,47 +4,35 @@
 block operations with reference counts, and runs the ready queue on the pool. It returns when
 the batch is done, so ``fetch`` reads finished data.
 
-Settings (an entry of ``Config.options`` first, else the environment variable;
-``SHOAL_BLOCK_SIZE`` overrides ``Config.block_size``):
-
-* block size: ``Config.block_size`` or ``SHOAL_BLOCK_SIZE``, in **elements** of each base's
-  dtype; base-blocks and view-blocks both have about this many elements.
-* threads: ``Config.threads``; ``Config.options["threads"]`` or ``SHOAL_NUM_THREADS`` override.
-* compilation: ``Config.options["compile"]`` or ``SHOAL_COMPILE`` = ``background`` (default),
-  ``sync`` or ``off``.
-* compilation at exit: ``Config.options["compile_exit"]`` or ``SHOAL_COMPILE_EXIT`` = ``detach``
-  (default: the kernel being compiled and the queued ones finish in the compile worker after the
-  program has exited), ``wait`` (closing waits for that) or ``kill`` (the work is dropped).
-* schedule: ``Config.options["schedule"]`` or ``SHOAL_SCHEDULE`` = ``program`` (default: earliest
-  ready operation first) or ``reverse`` (latest first; a legal order that tests use to show no
-  dependency is missing).
-* direct execution: ``Config.options["direct_work"]`` or ``SHOAL_DIRECT_WORK``, element operations
-  below which a batch runs instruction by instruction without blocks (default 2**23; 0 = never);
-  so does a batch whose instructions average under 1/4 of it, and a lone element-wise
-  instruction under 1/64 of it runs whole instead of as a kernel.
-* sweeps per pass: ``Config.options["sweeps_per_pass"]`` or ``SHOAL_SWEEPS_PER_PASS``, how many
-  consecutive identical in-place stencil sweeps a compiled kernel runs per pass over memory
-  (default 4; 1 = one sweep per pass).
+Its configuration is a :class:`NodeConfig` (``config.py``); a stack spelled by name gets the one
+that Shoal's settings ask for (``shoal.settings``: ``SHOAL_BLOCK_SIZE``, ``SHOAL_NUM_THREADS``,
+``SHOAL_COMPILE``, ``SHOAL_COMPILE_EXIT``, ``SHOAL_SCHEDULE``, ``SHOAL_DIRECT_WORK``,
+``SHOAL_SWEEPS_PER_PASS``, ``SHOAL_VERIFY_EXECUTE``). The block size is in **elements** of each base's dtype: base-blocks
+and view-blocks both have about this many elements. A batch whose element operations are below
+``direct_work`` runs instruction by instruction without blocks (0 = never); so does a batch
+whose instructions average under 1/4 of it, and a lone element-wise instruction under 1/64 of
+it runs whole instead of as a kernel. ``sweeps_per_pass`` is how many consecutive identical
+in-place stencil sweeps a compiled kernel runs per pass over memory (1 = one per pass).
+``verify`` holds the limits every batch is verified with before it touches memory (None: not
+verified; :mod:`shoal.bytecode.boundary`).
 """
 
 from __future__ import annotations
 
-import enum
-import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 
 import numpy as np
 
-from shoal.bytecode import Batch, View
-from shoal.engine.component import Component, Config, EngineError
+from shoal.bytecode import Batch, View, verify
+from shoal.engine.component import Component, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
-from shoal.engine.node.compile_process import ExitMode
-from shoal.engine.node.compiler import CompileMode, KernelCache
+from shoal.engine.node.compiler import KernelCache
+from shoal.engine.node.config import NodeConfig, Schedule
 from shoal.engine.node.deps import BlockOp
-from shoal.engine.node.direct import DIRECT_WORK_ELEMENTS, run_direct, runs_direct
+from shoal.engine.node.direct import run_direct, runs_direct
 from shoal.engine.node.memory_budget import MemoryBudget
 from shoal.engine.node.operations import Builder
 from shoal.engine.node.plan import Plan, plan_batch
@@ -58,8 +46,6 @@ from shoal.engine.node.plan_cache import (
 from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
-from shoal.engine.node.sweeps import DEFAULT_SWEEPS_PER_PASS
-from shoal.system import choice_setting, integer_setting
 from shoal.threads import limit_library_threads
 
 
@@ -83,62 +69,44 @@ def _take_donated(batch: Batch) -> None:
         batch.data.pop(base, None)
 
 
-class Schedule(enum.Enum):
-    """Which ready block operation the pool runs first."""
-
-    PROGRAM = "program"  # the earliest in program order
-    REVERSE = "reverse"  # the latest: a legal order that tests use to show no dependency is missing
-
-
-def _option(config: Config, name: str, variable: str) -> str | None:
-    """Setting ``name`` from ``config.options``, else from environment variable ``variable``."""
-    return config.options.get(name) or os.environ.get(variable)
-
-
 class NodeEngine(Component):
     """Runs batches block by block on a thread pool with fused, compiled kernels."""
 
     name = "node"
 
-    def __init__(self) -> None:
+    def __init__(self, config: NodeConfig | None = None) -> None:
+        self.config = config or NodeConfig()
+        self.block_elements = self.config.block_size
+        self.threads = self.config.threads
+        self.direct_work = self.config.direct_work
+        self.sweeps_per_pass = self.config.sweeps_per_pass
+        self._verify = self.config.verify
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
-        self.block_elements = 1 << 16
-        self.threads = 1
-        self.direct_work = DIRECT_WORK_ELEMENTS
-        self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS
         self.last_stats = BatchStats()
         self._plans = PlanCache()
         self._active: Storage | BoundStorage = self._storage
         self._budget = MemoryBudget(self._storage, 0)
+        self._ready()
 
-    def init(self, config: Config) -> None:
-        self.shutdown()
-        block = os.environ.get("SHOAL_BLOCK_SIZE")
-        self.block_elements = integer_setting("SHOAL_BLOCK_SIZE", block, minimum=1) if block else config.block_size
-        if self.block_elements < 1:
-            raise ValueError(f"block size must be a positive number of elements, got {self.block_elements}")
-        threads = _option(config, "threads", "SHOAL_NUM_THREADS")
-        self.threads = integer_setting("threads", threads, minimum=1) if threads else max(1, config.threads)
-        direct = _option(config, "direct_work", "SHOAL_DIRECT_WORK")
-        self.direct_work = DIRECT_WORK_ELEMENTS if direct is None else integer_setting("SHOAL_DIRECT_WORK", direct, minimum=0)
-        mode = _option(config, "compile", "SHOAL_COMPILE") or "background"
-        exit_mode = ExitMode.parse(_option(config, "compile_exit", "SHOAL_COMPILE_EXIT") or "detach")
-        self._kernels = KernelCache(CompileMode.parse(mode), self.threads, exit_mode)
-        schedule = choice_setting(Schedule, "SHOAL_SCHEDULE", _option(config, "schedule", "SHOAL_SCHEDULE") or "program")
-        self._pool = WorkerPool(self.threads, reverse=schedule is Schedule.REVERSE)
-        sweeps = _option(config, "sweeps_per_pass", "SHOAL_SWEEPS_PER_PASS")
-        self.sweeps_per_pass = DEFAULT_SWEEPS_PER_PASS if sweeps is None else integer_setting("SHOAL_SWEEPS_PER_PASS", sweeps, minimum=1)
+    @classmethod
+    def configure(cls, environ: Mapping[str, str] | None = None) -> NodeConfig:
+        return NodeConfig.from_settings(environ)
 
     def _ready(self) -> tuple[WorkerPool, KernelCache]:
+        """The thread pool and the kernel cache, started with the first batch (again after a
+        shutdown)."""
         if self._pool is None or self._kernels is None:
-            self.init(Config())
-        assert self._pool is not None and self._kernels is not None
+            config = self.config
+            self._kernels = KernelCache(config.compile, self.threads, config.compile_exit)
+            self._pool = WorkerPool(self.threads, reverse=config.schedule is Schedule.REVERSE)
         return self._pool, self._kernels
 
     def execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
+        if self._verify is not None:
+            verify(batch, self._storage.decls, limits=self._verify)
         started = time.perf_counter()
         declared = {decl.id for decl in batch.bases}
         for base in batch.data:
@@ -241,9 +209,6 @@ class NodeEngine(Component):
     def fetch(self, view: View) -> np.ndarray:
         self._storage.decl(view.base)
         return self._storage.contents(view)
-
-    def release(self, base: int) -> None:
-        self._storage.release(base)
 
     def shutdown(self) -> None:
         if self._pool is not None:

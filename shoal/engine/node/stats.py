@@ -13,10 +13,11 @@ cost per block operation (also printed, as ``scheduling_us_per_block_op``).
 from __future__ import annotations
 
 import atexit
-import os
 import sys
 import threading
 from dataclasses import dataclass, fields
+
+from shoal.settings import STATS
 
 STATS_PREFIX = "shoal-stats:"
 
@@ -108,7 +109,7 @@ _registered = False
 
 def stats_enabled() -> bool:
     """True if ``SHOAL_STATS`` asks for the totals at exit (``1``, ``true``, ``yes``)."""
-    return os.environ.get("SHOAL_STATS", "").strip().lower() in ("1", "true", "yes", "on")
+    return bool(STATS.value())
 
 
 def record(batch: BatchStats) -> None:

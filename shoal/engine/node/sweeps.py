@@ -26,8 +26,9 @@ from shoal.engine.node.blocks import base_blocks, extent
 from shoal.engine.node.deferred import Reach
 from shoal.engine.node.plan_cache import exact_key
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
+from shoal.settings import SWEEPS_PER_PASS
 
-DEFAULT_SWEEPS_PER_PASS = 4  # Jacobi 4096², 10 sweeps: 2 per pass 0.25 s, 3: 0.20 s, 4: 0.175 s, 1: 0.29 s
+DEFAULT_SWEEPS_PER_PASS: int = SWEEPS_PER_PASS.default
 
 
 def stencil_of(program: KernelProgram) -> Stencil | None:

@@ -1,0 +1,148 @@
+"""Cost of one lazily recorded operation: recording it in the frontend, planning and running it in
+the node engine, for a loop body seen for the first time and for one replayed from the plan cache.
+
+Every array is lazy (eager threshold 0) and the flush threshold is raised so that the timed
+recording loop never flushes; the flush of what it recorded is then timed on its own and split
+with the engine's :class:`~shoal.engine.node.stats.BatchStats` into planning (``plan_seconds``:
+building the block operations, or taking them from the plan cache) and running (the rest of
+``NodeEngine.execute``). The same loop is recorded and flushed twice: the first batch is planned
+from scratch, the second has the same structure and is replayed from the plan cache. Finally the
+loop runs end to end at the default flush threshold, against NumPy on the same arrays.
+
+Small batches run instruction by instruction (``direct.py``: no planning at all); the
+``planned`` rows set the engine's direct-work threshold to 0 so that every batch is planned into
+block operations, which is what batches over large arrays get.
+
+Run: ``python -m benchmarks.per_op_cost [--iterations 500] [--sizes 1000,100000] [--repeats 5]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from types import ModuleType
+
+# Before shoal.numpy creates its runtime: every array lazy, no flush inside the recording loop.
+os.environ["SHOAL_EAGER_THRESHOLD"] = "0"
+os.environ.setdefault("SHOAL_ENGINE", "node")
+RECORD_ONLY_FLUSH_THRESHOLD = 10**9
+OPS_PER_ITERATION = 6  # NumPy calls in the loop body: *, +=, sqrt, *, *, +
+
+import numpy  # noqa: E402
+
+import shoal.numpy  # noqa: E402
+from shoal import runtime as shoal_runtime  # noqa: E402
+
+
+def body(np: ModuleType, a, b, iterations: int):
+    """``iterations`` times six element-wise operations (``OPS_PER_ITERATION``)."""
+    for _ in range(iterations):
+        c = a * b
+        c += 1.0
+        d = np.sqrt(c)
+        a = 0.5 * a + 0.25 * d
+    return a
+
+
+@dataclass
+class Flush:
+    """One timed flush of a recorded batch."""
+
+    instructions: int
+    seconds: float
+    plan_seconds: float
+    direct: bool
+    replayed: bool
+
+
+def _flush(runtime: shoal_runtime.Runtime) -> Flush:
+    instructions = len(runtime._pending.instructions)
+    started = time.perf_counter()
+    runtime.flush()
+    seconds = time.perf_counter() - started
+    stats = runtime.engine.last_stats
+    return Flush(instructions, seconds, stats.plan_seconds, stats.direct, stats.replayed)
+
+
+def recorded(size: int, iterations: int, direct_work: int | None) -> tuple[float, int, Flush, Flush]:
+    """Record the loop twice (fresh, then same structure), flushing each separately.
+
+    Returns the recording seconds per user-level operation, the instructions recorded per
+    iteration, and the two flushes.
+    """
+    runtime = shoal_runtime.current()
+    runtime.flush_threshold = RECORD_ONLY_FLUSH_THRESHOLD
+    engine = runtime.engine
+    default_direct_work = engine.direct_work
+    if direct_work is not None:
+        engine.direct_work = direct_work
+    a = shoal.numpy.linspace(0.0, 1.0, size)
+    b = shoal.numpy.ones(size)
+    runtime.flush()
+    flushes = []
+    recording = []
+    for _ in range(2):
+        before = len(runtime._pending.instructions)
+        started = time.perf_counter()
+        a = body(shoal.numpy, a, b, iterations)
+        recording.append(time.perf_counter() - started)
+        per_iteration = (len(runtime._pending.instructions) - before) // iterations
+        flushes.append(_flush(runtime))
+    float(a[0])  # the result is read, as a program would
+    engine.direct_work = default_direct_work
+    return min(recording) / (iterations * OPS_PER_ITERATION), per_iteration, flushes[0], flushes[1]
+
+
+def end_to_end(np: ModuleType, size: int, iterations: int) -> float:
+    """Seconds per operation of the loop run to a read result at default settings."""
+    if np is shoal.numpy:
+        shoal_runtime.current().flush_threshold = shoal_runtime.DEFAULT_FLUSH_THRESHOLD
+    a = np.linspace(0.0, 1.0, size)
+    b = np.ones(size)
+    started = time.perf_counter()
+    float(body(np, a, b, iterations)[0])
+    return (time.perf_counter() - started) / (iterations * OPS_PER_ITERATION)
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=500, help="loop iterations per batch")
+    parser.add_argument("--sizes", default="1000,100000", help="elements per array, comma-separated")
+    parser.add_argument("--repeats", type=int, default=5, help="repetitions (medians are reported)")
+    args = parser.parse_args(argv)
+    ops = args.iterations * OPS_PER_ITERATION
+
+    print(f"Loop of {args.iterations} iterations x {OPS_PER_ITERATION} operations, float64, "
+          f"{args.repeats} repetitions, medians; microseconds per user-level operation.")
+    print("| elements | batches | record | instr./iter. | fresh: plan | fresh: run | replayed: plan | replayed: run "
+          "| record + replayed plan | end to end Shoal (default settings) | end to end NumPy |")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, direct_work in ((int(text), mode) for text in args.sizes.split(",") for mode in (None, 0)):
+        samples: dict[str, list[float]] = {key: [] for key in ("record", "fp", "fr", "rp", "rr", "shoal", "numpy")}
+        kinds = set()
+        per_iteration = 0
+        for _ in range(args.repeats):
+            record, per_iteration, fresh, replay = recorded(size, args.iterations, direct_work)
+            samples["record"].append(record)
+            samples["fp"].append(fresh.plan_seconds / ops)
+            samples["fr"].append((fresh.seconds - fresh.plan_seconds) / ops)
+            samples["rp"].append(replay.plan_seconds / ops)
+            samples["rr"].append((replay.seconds - replay.plan_seconds) / ops)
+            kinds.add(("direct" if fresh.direct else "planned", "replayed" if replay.replayed else "not replayed"))
+            samples["shoal"].append(end_to_end(shoal.numpy, size, args.iterations))
+            samples["numpy"].append(end_to_end(numpy, size, args.iterations))
+        m = {key: statistics.median(values) for key, values in samples.items()}
+        kind = "; ".join(" / ".join(pair) for pair in sorted(kinds))
+        print(f"| {size} | {kind} | {_us(m['record'])} | {per_iteration} | {_us(m['fp'])} | {_us(m['fr'])} | {_us(m['rp'])} "
+              f"| {_us(m['rr'])} | {_us(m['record'] + m['rp'])} | {_us(m['shoal'])} | {_us(m['numpy'])} |")
+
+
+if __name__ == "__main__":
+    main()
