@@ -41,6 +41,7 @@ FULL = [
     Example("knn.py", ("800", "--queries", "60")),
     Example("lattice_boltzmann.py", ("60", "--steps", "20")),
     Example("shallow_water.py", ("80", "--steps", "20")),
+    Example("heat_live_view.py", ("60", "--sweeps", "5", "--view", "preview")),
 ]
 
 
