@@ -105,17 +105,25 @@ def _parse(key: Any, narrays: int) -> list[tuple[Any, ...]]:
     return items
 
 
-def _broadcast(shapes: Sequence[Shape]) -> Shape:
+def broadcast_shapes(shapes: Sequence[Shape]) -> Shape | None:
+    """NumPy's broadcast of ``shapes``, or None if they do not broadcast together."""
     ndim = max((len(shape) for shape in shapes), default=0)
     result = [1] * ndim
     for shape in shapes:
         for position, extent in enumerate(shape, start=ndim - len(shape)):
             if extent != 1:
                 if result[position] not in (1, extent):
-                    listed = " ".join(str(s) for s in shapes)
-                    raise IndexKeyError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {listed}")
+                    return None
                 result[position] = extent
     return tuple(result)
+
+
+def _broadcast(shapes: Sequence[Shape]) -> Shape:
+    result = broadcast_shapes(shapes)
+    if result is None:
+        listed = " ".join(str(s) for s in shapes)
+        raise IndexKeyError(f"shape mismatch: indexing arrays could not be broadcast together with shapes {listed}")
+    return result
 
 
 def _is_int(value: Any) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode.indexing import IndexKeyError, indexed_shape
+from shoal.bytecode.indexing import IndexKeyError, broadcast_shapes, indexed_shape
 from shoal.bytecode.ir import Const, Operand, View
 from shoal.bytecode.opcodes import UFUNC_NAMES, Kind, OpSpec
 
@@ -142,15 +142,10 @@ def _expect(actual: Shape, expected: Shape, what: str) -> None:
 
 def _broadcast(shapes: Sequence[Shape], message: str) -> Shape:
     """NumPy's broadcast of ``shapes``; ``message`` (with ``{}`` for the shapes) if they do not."""
-    ndim = max((len(shape) for shape in shapes), default=0)
-    result = [1] * ndim
-    for shape in shapes:
-        for position, extent in enumerate(shape, start=ndim - len(shape)):
-            if extent != 1:
-                if result[position] not in (1, extent):
-                    raise _ShapeError(message.format(", ".join(map(str, shapes))))
-                result[position] = extent
-    return tuple(result)
+    result = broadcast_shapes(shapes)
+    if result is None:
+        raise _ShapeError(message.format(", ".join(map(str, shapes))))
+    return result
 
 
 def _broadcasts_to(source: Shape, target: Shape, what: str) -> None:
