@@ -191,23 +191,29 @@ class _Verifier:
         decl = self.live.get(base) if type(base) is int else None
         if decl is None:
             decl = self._live_decl(base, where)
-        extent = _fast_extent(view)
-        low, high, size = extent if extent is not None else _checked_extent(view, where)
-        nbytes = decl.nbytes
-        if low < 0 or high > nbytes:
-            raise BytecodeError(
-                f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
-            )
-        if size * view.dtype.itemsize > INT64_MAX:
-            raise BytecodeError(
-                f"{where}: {size} elements of {view.dtype.itemsize} bytes are more than an array "
-                f"can hold (2**63 - 1 bytes)"
-            )
-        if output and size * view.dtype.itemsize > nbytes:
-            raise BytecodeError(
-                f"{where}: {size} elements of {view.dtype.itemsize} bytes cannot be written to "
-                f"base {decl.id} of {nbytes} bytes without writing some twice"
-            )
+        check_view(view, decl, where, output)
+
+
+def check_view(view: View, decl: BaseDecl, where: str, output: bool = False) -> None:
+    """Raise :class:`BytecodeError` unless every byte ``view`` shows lies inside base ``decl``
+    (and, for an ``output``, each element has bytes of its own there)."""
+    extent = _fast_extent(view)
+    low, high, size = extent if extent is not None else _checked_extent(view, where)
+    nbytes = decl.nbytes
+    if low < 0 or high > nbytes:
+        raise BytecodeError(
+            f"{where}: bytes [{low}, {high}) lie outside base {decl.id} of {nbytes} bytes"
+        )
+    if size * view.dtype.itemsize > INT64_MAX:
+        raise BytecodeError(
+            f"{where}: {size} elements of {view.dtype.itemsize} bytes are more than an array "
+            f"can hold (2**63 - 1 bytes)"
+        )
+    if output and size * view.dtype.itemsize > nbytes:
+        raise BytecodeError(
+            f"{where}: {size} elements of {view.dtype.itemsize} bytes cannot be written to "
+            f"base {decl.id} of {nbytes} bytes without writing some twice"
+        )
 
 
 def _fast_extent(view: View) -> tuple[int, int, int] | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, View, loads, verify
+from shoal.bytecode.verify import check_view
 from shoal.engine import Component
 from shoal.proxy import compression
 from shoal.proxy.preview import downsample
@@ -54,21 +55,6 @@ class SessionSettings:
     limits: Limits
     memory_limit: int  # bytes of live bases per client
     heartbeat_seconds: float
-
-
-def view_inside(view: View, decl: BaseDecl) -> bool:
-    """True if every byte ``view`` shows lies inside ``decl`` (Python integers: no overflow)."""
-    if len(view.shape) != len(view.strides) or any(n < 0 for n in view.shape):
-        return False
-    if any(n == 0 for n in view.shape):
-        return 0 <= view.offset <= decl.nbytes
-    low = high = view.offset
-    for n, stride in zip(view.shape, view.strides):
-        if stride < 0:
-            low += (n - 1) * stride
-        else:
-            high += (n - 1) * stride
-    return low >= 0 and high + view.dtype.itemsize <= decl.nbytes
 
 
 class Session:
@@ -282,8 +268,7 @@ class Session:
         decl = self.known.get(view.base)
         if decl is None:
             raise LimitExceeded(f"base {view.base} is not live")
-        if not view_inside(view, decl):
-            raise LimitExceeded(f"the view reaches outside base {view.base}")
+        check_view(view, decl, "fetch")
         return self._engine.fetch(view)
 
     # --------------------------------------------------------------------- answers
