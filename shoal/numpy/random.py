@@ -47,8 +47,11 @@ _LIBRARY_DIRECTORIES = tuple(
 
 def _called_from_library() -> bool:
     """Whether the draw was asked for by an installed library (SciPy drawing with a generator it
-    was given): such callers get NumPy arrays, as they would from NumPy, never lazy ones."""
+    was given): such callers get NumPy arrays, as they would from NumPy, never lazy ones. A draw
+    made inside another of the generator's methods is NumPy's too; the outer method decides."""
     filename = sys._getframe(2).f_code.co_filename
+    if filename == __file__:  # a NumPy method that calls another one of ours (``choice``)
+        return True
     return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
 
 
