@@ -432,6 +432,7 @@ def materialize(value: Any) -> Any:
 
 
 from shoal.numpy import (  # noqa: E402
+    _composed,  # noqa: F401  (functions composed from lazy operations)
     _dispatch,
     _index,
     _methods,  # noqa: F401  (attaches the remaining methods)

@@ -39,7 +39,7 @@ def _forwarding(name: str) -> Any:
     @functools.wraps(attribute)
     def call(*args: Any, **kwargs: Any) -> Any:
         if any(is_lazy(a) for a in (*args, *kwargs.values())):
-            return _dispatch.fallback_call(f"linalg.{name}", attribute, args, kwargs)
+            return _dispatch.array_function(attribute, args, kwargs)
         return attribute(*args, **kwargs)
 
     return call
