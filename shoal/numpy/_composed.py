@@ -77,18 +77,18 @@ def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "r
     axis = normalize_axis_index(axis, source.ndim)
     values = _index_values(indices)
     length = source.shape[axis]
-    if mode != "raise" and length == 0:
-        shape = (*source.shape[:axis], *values.shape, *source.shape[axis + 1 :])
-        if math.prod(shape):
-            raise IndexError("cannot do a non-empty take from an empty axes.")
-        return new_array(source.dtype, shape)
+    shape = (*source.shape[:axis], *values.shape, *source.shape[axis + 1 :])
+    if mode != "raise" and length == 0 and math.prod(shape):
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    if math.prod(source.shape[:axis]) == 0 or (mode != "raise" and length == 0):
+        return new_array(source.dtype, shape)  # NumPy checks no index when nothing is taken
     if mode != "raise":
         values = values % length if mode == "wrap" else np.clip(values, 0, length - 1)
     key = (slice(None),) * axis + (int(values) if values.ndim == 0 else values,)
     return _owned(source[key], source)
 
 
-def _take_method(self: ndarray, /, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+def _take_method(self: ndarray, indices: Any, /, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
     return take(self, indices, axis, out, mode)
 
 
