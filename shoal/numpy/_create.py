@@ -160,7 +160,11 @@ def _arange_arguments(
 ) -> tuple[Any, Any, Any, Any]:
     """``arange``'s (start, stop, step, dtype); ``start=`` is accepted by keyword as NumPy does."""
     if start_or_stop is _MISSING:
+        if start is not _MISSING and stop is None:
+            raise TypeError("arange() requires stop to be specified.")
         start_or_stop, stop = (start, stop) if start is not _MISSING else (stop, None)
+    elif start is not _MISSING:
+        raise TypeError("arange() got multiple values for argument 'start'")
     if stop is None:
         return 0, start_or_stop, step, dtype
     return start_or_stop, stop, step, dtype
@@ -170,8 +174,8 @@ def arange(*args: Any, **kwargs: Any) -> Any:
     """``np.arange``: large ranges are created lazily."""
     try:
         start, stop, step, dtype = _arange_arguments(*args, **kwargs)
-    except TypeError:
-        start = stop = None
+    except TypeError:  # NumPy raises its own error below
+        start = stop = step = dtype = None
     plain = (start, stop, step)
     if any(v is None or is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in plain):
         return wrap_numpy(np.arange(*materialize(args), **materialize(kwargs)))
