@@ -8,6 +8,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
+from numpy_fixtures import needs_runtime
 
 # A library that runs NumPy functions on a Shoal array gets them through the fallback (NumPy on
 # the computed values); the warning that says so is expected here.
@@ -15,6 +16,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::shoal.errors.ShoalFallbackWarni
 
 
 def _grid(snp: ModuleType) -> tuple[object, np.ndarray]:
+    needs_runtime()
     expected = np.cos(np.arange(600.0).reshape(20, 30) / 9.0) * 3.0
     lazy = snp.cos(snp.arange(600.0).reshape(20, 30) / 9.0) * 3.0
     assert type(lazy) is not np.ndarray  # the test really hands over a lazy array

@@ -11,7 +11,7 @@ import scipy.ndimage
 import scipy.signal
 import scipy.sparse
 import scipy.stats
-from numpy_fixtures import assert_same
+from numpy_fixtures import assert_same, needs_runtime
 
 # A library that runs NumPy functions on a Shoal array gets them through the fallback (NumPy on
 # the computed values); the warning that says so is expected here.
@@ -28,6 +28,7 @@ def test_generators_are_numpys_types(snp: ModuleType) -> None:
 
 
 def test_large_draws_stay_lazy_and_equal_numpys(snp: ModuleType) -> None:
+    needs_runtime()
     draw = snp.random.default_rng(3).standard_normal((40, 50))
     legacy = snp.random.RandomState(3).rand(40, 50)
     assert type(draw) is snp.ndarray and type(draw) is not np.ndarray
@@ -58,6 +59,7 @@ def test_scipy_stats_random_state(snp: ModuleType) -> None:
 
 
 def test_shoal_arrays_into_ndimage_and_signal(snp: ModuleType) -> None:
+    needs_runtime()
     expected = np.sin(np.arange(400.0).reshape(20, 20) / 7.0)
     image = snp.sin(snp.arange(400.0).reshape(20, 20) / 7.0)
     assert type(image) is snp.ndarray and type(image) is not np.ndarray
