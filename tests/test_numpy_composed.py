@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 from numpy_fixtures import DIFFERENTIAL, NUMERIC_DTYPES, arrays, check_same, dtypes, shapes
 
 axes = st.none() | st.integers(-4, 3)
@@ -120,3 +121,20 @@ def test_cumulative(snp: ModuleType, value: np.ndarray, axis, include_initial: b
 def test_errors_are_numpys(snp: ModuleType, call) -> None:
     value = np.arange(12.0).reshape(3, 4)
     assert check_same(snp, call, value) is not None
+
+
+matrices = arrays(st.sampled_from(NUMERIC_DTYPES), hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), bound=20)
+
+
+@DIFFERENTIAL
+@given(first=matrices, second=matrices, axes=st.integers(0, 2) | st.just(([0], [0])) | st.just(([-1, 0], [0, -1])))
+def test_tensordot_and_kron(snp: ModuleType, first: np.ndarray, second: np.ndarray, axes) -> None:
+    check_same(snp, lambda xp, a, b: xp.tensordot(a, b, axes=axes), first, second, rtol=1e-5)
+    check_same(snp, lambda xp, a, b: xp.kron(a, b), first, second, rtol=1e-6)
+
+
+@DIFFERENTIAL
+@given(first=matrices, second=matrices, axis=st.integers(-3, 2))
+def test_vecdot(snp: ModuleType, first: np.ndarray, second: np.ndarray, axis: int) -> None:
+    check_same(snp, lambda xp, a, b: xp.vecdot(a, b, axis=axis), first, second, rtol=1e-5)
+    check_same(snp, lambda xp, a, b: xp.linalg.vecdot(a, a, axis=axis), first, second, rtol=1e-5)

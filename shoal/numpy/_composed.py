@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import operator
+import types
 from typing import Any
 
 import numpy as np
@@ -174,6 +175,46 @@ cumulative_sum = _cumulative("sum", 0)
 cumulative_prod = _cumulative("prod", 1)
 
 
+def _rebound(numpy_function: Any, **names: Any) -> Any:
+    """NumPy's own Python implementation of ``numpy_function`` with some of the global names it
+    reads replaced (its ``asarray``, which would compute a lazy array, by Shoal's, which keeps it
+    lazy): the same steps, recorded lazily."""
+    implementation = numpy_function._implementation
+    namespace = {**implementation.__globals__, **names}
+    rebound = types.FunctionType(
+        implementation.__code__, namespace, implementation.__name__, implementation.__defaults__, implementation.__closure__
+    )
+    rebound.__kwdefaults__ = implementation.__kwdefaults__
+    return rebound
+
+
+def _creation(name: str) -> Any:
+    """Shoal's ``asarray``/``asanyarray``/``array``, found at call time (``_create`` imports
+    this module's dependencies first)."""
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        from shoal.numpy import _create
+
+        return getattr(_create, name)(*args, **kwargs)
+
+    return create
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """``np.vecdot``: ``sum(conj(x1) * x2)`` over the core axis, in NumPy's result dtype."""
+    first, second = as_lazy(x1), as_lazy(x2)
+    probes = []
+    for value in (first, second):
+        core = normalize_axis_index(axis, value.ndim) if value.ndim else None
+        probes.append(np.zeros(tuple(n if i == core else min(n, 1) for i, n in enumerate(value.shape)), value.dtype))
+    dtype = np.asarray(quietly(np.vecdot, *probes, axis=axis)).dtype  # NumPy's errors and dtype
+    first, second = _shape.moveaxis(first, axis, -1), _shape.moveaxis(second, axis, -1)
+    if first.dtype.kind == "c":
+        first = apply_ufunc(np.conjugate, (first,))
+    product = apply_ufunc(np.multiply, (first, second))
+    return _reduce.reduction("sum", product, axis=-1, dtype=dtype)
+
+
 def _register() -> None:
     table = _dispatch.IMPLEMENTATIONS
     for function in (flip, flipud, fliplr, matrix_transpose, take, repeat, tile, trace, cumulative_sum, cumulative_prod):
@@ -181,6 +222,9 @@ def _register() -> None:
     table[np.linalg.matrix_transpose] = matrix_transpose
     table[np.linalg.trace] = linalg_trace
     table[np.linalg.outer] = linalg_outer
+    table[np.linalg.vecdot] = vecdot
+    table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
+    table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method
     ndarray.trace = _trace_method

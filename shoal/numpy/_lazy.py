@@ -314,7 +314,7 @@ class _Flags:
     def __init__(self, array: ndarray) -> None:
         view = array._view
         self.writeable = not array._readonly
-        self.c_contiguous = view.is_contiguous()
+        self.c_contiguous = self.contiguous = view.is_contiguous()
         self.f_contiguous = ndarray._wrap(array._base, View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]))._view.is_contiguous()
         self.owndata = array._owner is None
         self.aligned = True
