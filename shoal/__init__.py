@@ -15,6 +15,20 @@ def flush() -> None:
     shoal.runtime.flush()
 
 
+def load_ipython_extension(shell: object) -> None:
+    """``%load_ext shoal``: later ``import numpy`` in the notebook gives ``shoal.numpy``."""
+    import shoal.notebook
+
+    shoal.notebook.load(shell)
+
+
+def unload_ipython_extension(shell: object) -> None:
+    """``%unload_ext shoal``."""
+    import shoal.notebook
+
+    shoal.notebook.unload(shell)
+
+
 def __getattr__(name: str) -> object:
     # Imported on first use so that ``import shoal`` stays light.
     if name in _TASK_EXPORTS:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import math
 import operator
 from typing import Any
@@ -43,12 +44,12 @@ def _fill_constant(probe: np.ndarray) -> Any:
     return Const(probe[()])
 
 
-def empty(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+def empty(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.empty``."""
     return _filled(shape, float if dtype is None else dtype, None, np.empty, order)
 
 
-def zeros(shape: Any, dtype: Any = float, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
+def zeros(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.zeros``."""
     return _filled(shape, float if dtype is None else dtype, 0, np.zeros, order)
 
@@ -76,32 +77,34 @@ def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
     return (proto_shape if shape is None else shape), (proto_dtype if dtype is None else dtype)
 
 
-def empty_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+def empty_like(prototype: Any, /, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.empty_like``."""
     s, d = _like(prototype, dtype, shape)
     return empty(s, d)
 
 
-def zeros_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.zeros_like``."""
-    s, d = _like(prototype, dtype, shape)
+    s, d = _like(a, dtype, shape)
     return zeros(s, d)
 
 
-def ones_like(prototype: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.ones_like``."""
-    s, d = _like(prototype, dtype, shape)
+    s, d = _like(a, dtype, shape)
     return ones(s, d)
 
 
-def full_like(prototype: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
+def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.full_like``."""
-    s, d = _like(prototype, dtype, shape)
+    s, d = _like(a, dtype, shape)
     return full(s, fill_value, d)
 
 
-def array(obj: Any, dtype: Any = None, *, copy: Any = True, order: str = "K", subok: bool = False, ndmin: int = 0, like: Any = None) -> Any:
+def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K", subok: bool = False, ndmin: int = 0, ndmax: int = 0, like: Any = None) -> Any:
     """``np.array``."""
+    obj = object
+    options = {"ndmax": ndmax} if ndmax else {}
     if is_lazy(obj):
         result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
         if copy is True and result is obj:
@@ -109,14 +112,15 @@ def array(obj: Any, dtype: Any = None, *, copy: Any = True, order: str = "K", su
         if result.ndim < ndmin:
             result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
         return result
-    value = np.array(materialize(obj), dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin)
+    value = np.array(materialize(obj), dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
     if is_small(value.size) or value is obj:
         return value
     return from_numpy(value, copy=copy is not True)
 
 
-def asarray(obj: Any, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None, like: Any = None) -> Any:
+def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None, like: Any = None) -> Any:
     """``np.asarray``: lazy arrays and NumPy arrays are returned as they are when no copy is needed."""
+    obj = a
     if is_lazy(obj):
         if dtype is None or np.dtype(dtype) == obj.dtype:
             return _copy(obj) if copy is True else obj
@@ -128,14 +132,14 @@ def asarray(obj: Any, dtype: Any = None, order: Any = None, *, device: Any = Non
     return array(obj, dtype=dtype, copy=True if copy is None else copy)
 
 
-def asanyarray(obj: Any, dtype: Any = None, order: Any = None, **kwargs: Any) -> Any:
+def asanyarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None, like: Any = None) -> Any:
     """``np.asanyarray``."""
-    return asarray(obj, dtype=dtype, order=order)
+    return asarray(a, dtype=dtype, order=order, device=device, copy=copy)
 
 
-def ascontiguousarray(obj: Any, dtype: Any = None, **kwargs: Any) -> Any:
+def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     """``np.ascontiguousarray``."""
-    value = asarray(obj, dtype=dtype)
+    value = asarray(a, dtype=dtype)
     if is_lazy(value):
         return value if value._view.is_contiguous() else _copy(value)
     return np.ascontiguousarray(value)
@@ -147,21 +151,45 @@ def _arange_length(start: Any, stop: Any, step: Any) -> int:
     return max(0, math.ceil((stop - start) / step))
 
 
-def arange(*args: Any, dtype: Any = None, device: Any = None, like: Any = None, **kwargs: Any) -> Any:
-    """``np.arange``."""
-    if "start" in kwargs or "stop" in kwargs or "step" in kwargs or len(args) > 3 or len(args) == 0:
-        return np.arange(*args, dtype=dtype, **kwargs)
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-    if any(is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in (start, stop, step)):
-        return np.arange(*materialize(args), dtype=dtype)
+_MISSING: Any = object()
+
+
+def _arange_arguments(
+    start_or_stop: Any = _MISSING, /, stop: Any = None, step: Any = 1, *, start: Any = _MISSING,
+    dtype: Any = None, device: Any = None, like: Any = None,
+) -> tuple[Any, Any, Any, Any]:
+    """``arange``'s (start, stop, step, dtype); ``start=`` is accepted by keyword as NumPy does."""
+    if start_or_stop is _MISSING:
+        if start is not _MISSING and stop is None:
+            raise TypeError("arange() requires stop to be specified.")
+        start_or_stop, stop = (start, stop) if start is not _MISSING else (stop, None)
+    elif start is not _MISSING:
+        raise TypeError("arange() got multiple values for argument 'start'")
+    if stop is None:
+        return 0, start_or_stop, step, dtype
+    return start_or_stop, stop, step, dtype
+
+
+def arange(*args: Any, **kwargs: Any) -> Any:
+    """``np.arange``: large ranges are created lazily."""
+    try:
+        start, stop, step, dtype = _arange_arguments(*args, **kwargs)
+    except TypeError:  # NumPy raises its own error below
+        start = stop = step = dtype = None
+    plain = (start, stop, step)
+    if any(v is None or is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in plain):
+        return wrap_numpy(np.arange(*materialize(args), **materialize(kwargs)))
     length = _arange_length(start, stop, step)
     if is_small(length):
-        return np.arange(*args, dtype=dtype)
+        return np.arange(*args, **kwargs)
     kind = np.arange(start, type(stop)(start), step, dtype=dtype).dtype
     result = new_array(kind, (length,))
     plain = [v.item() if isinstance(v, np.generic) else v for v in (start, stop, step)]
     result._base.runtime.record("arange", (result._view,), (), start=plain[0], stop=plain[1], step=plain[2])
     return result
+
+
+arange.__signature__ = inspect.signature(np.arange)  # type: ignore[attr-defined]
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:

@@ -98,7 +98,8 @@ def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: di
 
 def _wrap_all(result: Any) -> Any:
     if isinstance(result, tuple):
-        return tuple(_wrap_all(item) for item in result)
+        items = [_wrap_all(item) for item in result]
+        return type(result)(*items) if hasattr(result, "_fields") else tuple(items)
     if isinstance(result, list):
         return [_wrap_all(item) for item in result]
     return wrap_numpy(result)

@@ -27,7 +27,7 @@ def _probe_of(value: Any) -> tuple[tuple[int, ...] | None, Any]:
 _numpy_where = np.where
 
 
-def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
     """``np.where``: the three-argument form is element-wise and lazy."""
     if type(condition) is not ndarray and type(x) is not ndarray and type(y) is not ndarray and x is not None and y is not None:
         # NumPy data in, so NumPy selects: probing first cost 10x a 1000-element ``where``, and

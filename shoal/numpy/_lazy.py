@@ -7,10 +7,12 @@ keeps working.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import numpy as np
+import psutil
 
 from shoal import runtime as _runtime
 from shoal.bytecode import Const, View
@@ -49,10 +51,16 @@ class ndarray(metaclass=_NdarrayMeta):
     _scalar: bool
 
     # construction ----------------------------------------------------------------------------
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        if args or kwargs:
-            return np.ndarray(*args, **kwargs)
-        return super().__new__(cls)
+    def __new__(
+        cls,
+        shape: Any,
+        dtype: Any = None,
+        buffer: Any = None,
+        offset: int = 0,
+        strides: Any = None,
+        order: Any = None,
+    ) -> Any:
+        return np.ndarray(shape, dtype, buffer, offset, strides, order)
 
     @classmethod
     def _wrap(
@@ -184,10 +192,10 @@ class ndarray(metaclass=_NdarrayMeta):
             value = value.astype(dtype)
         return value
 
-    def item(self, *args: Any) -> Any:
+    def item(self, /, *args: Any) -> Any:
         return self._value().item(*args)
 
-    def tolist(self) -> Any:
+    def tolist(self, /) -> Any:
         return self._value().tolist()
 
     def __bool__(self) -> bool:
@@ -254,10 +262,6 @@ class ndarray(metaclass=_NdarrayMeta):
     def __deepcopy__(self, memo: Any) -> ndarray:
         return self.copy()
 
-    def __reduce__(self) -> Any:
-        value = self._value()
-        return (_rebuild, (value,))
-
     def __getattr__(self, name: str) -> Any:
         return _dispatch.method_fallback(self, name)
 
@@ -274,10 +278,6 @@ class ndarray(metaclass=_NdarrayMeta):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         _index.setitem(self, key, value)
-
-
-def _rebuild(value: np.ndarray) -> Any:
-    return from_numpy(value) if value.size >= _runtime.current().eager_threshold else value
 
 
 class _FlatIter:
@@ -314,7 +314,7 @@ class _Flags:
     def __init__(self, array: ndarray) -> None:
         view = array._view
         self.writeable = not array._readonly
-        self.c_contiguous = view.is_contiguous()
+        self.c_contiguous = self.contiguous = view.is_contiguous()
         self.f_contiguous = ndarray._wrap(array._base, View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]))._view.is_contiguous()
         self.owndata = array._owner is None
         self.aligned = True
@@ -353,9 +353,18 @@ def new_array(
     component unless ``donate`` is false (the caller keeps using it)."""
     dtype = np.dtype(dtype)
     size = math.prod(shape)
+    if data is None and size * dtype.itemsize > _memory_limit():
+        np.empty(shape, dtype)  # NumPy's own MemoryError (or ValueError) at the call that asked
     base = _runtime.current().new_base(dtype, size, data, donate)
     view = View(base.id, dtype, 0, tuple(shape), contiguous_strides(tuple(shape), dtype.itemsize))
     return ndarray._wrap(base, view)
+
+
+@functools.cache
+def _memory_limit() -> int:
+    """Bytes beyond which an allocation may fail: memory plus swap. A larger new array is first
+    allocated (untouched, so nearly free) by NumPy, which raises its own error where it would."""
+    return psutil.virtual_memory().total + psutil.swap_memory().total
 
 
 def from_numpy(value: np.ndarray, copy: bool = True) -> ndarray:
@@ -423,9 +432,11 @@ def materialize(value: Any) -> Any:
 
 
 from shoal.numpy import (  # noqa: E402
+    _composed,  # noqa: F401  (functions composed from lazy operations)
     _dispatch,
     _index,
     _methods,  # noqa: F401  (attaches the remaining methods)
+    _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
     _shape,
     _ufunc,
 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -101,8 +102,13 @@ def _imatmul(self: ndarray, other: Any) -> ndarray:
 ndarray.__imatmul__ = _imatmul
 
 
+def _keepdims(kwargs: dict[str, Any]) -> Any:
+    return kwargs.pop("keepdims", False)
+
+
 def _reduction_method(name: str) -> Any:
-    def method(self: ndarray, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+    def method(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = None, **kwargs: Any) -> Any:
+        keepdims = _keepdims(kwargs)
         return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
 
     method.__name__ = name
@@ -115,19 +121,46 @@ for _name in ("sum", "prod", "mean"):
 
 
 def _no_dtype_reduction(name: str) -> Any:
-    def method(self: ndarray, axis: Any = None, out: Any = None, keepdims: bool = False, **kwargs: Any) -> Any:
+    def method(self: ndarray, /, axis: Any = None, out: Any = None, **kwargs: Any) -> Any:
+        keepdims = _keepdims(kwargs)
         return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, **kwargs)
 
     method.__name__ = name
     return method
 
 
-for _name in ("min", "max", "any", "all", "argmin", "argmax"):
+for _name in ("min", "max"):
     setattr(ndarray, _name, _no_dtype_reduction(_name))
 
 
+def _logical_reduction(name: str) -> Any:
+    def method(self: ndarray, /, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
+        options = {} if where is True else {"where": where}
+        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, **options)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("any", "all"):
+    setattr(ndarray, _name, _logical_reduction(_name))
+
+
+def _arg_reduction(name: str) -> Any:
+    def method(self: ndarray, /, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
+        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("argmin", "argmax"):
+    setattr(ndarray, _name, _arg_reduction(_name))
+
+
 def _spread(name: str) -> Any:
-    def method(self: ndarray, axis: Any = None, dtype: Any = None, out: Any = None, ddof: int = 0, keepdims: bool = False, **kwargs: Any) -> Any:
+    def method(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, **kwargs: Any) -> Any:
+        keepdims = _keepdims(kwargs)
         return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, **kwargs)
 
     method.__name__ = name
@@ -136,56 +169,113 @@ def _spread(name: str) -> Any:
 
 ndarray.var = _spread("var")
 ndarray.std = _spread("std")
-ndarray.cumsum = lambda self, axis=None, dtype=None, out=None: _reduce.scan("cumsum", self, axis, dtype, out)
-ndarray.cumprod = lambda self, axis=None, dtype=None, out=None: _reduce.scan("cumprod", self, axis, dtype, out)
 
 
-def _reshape(self: ndarray, *shape: Any, order: str = "C", copy: bool | None = None) -> ndarray:
+def _cumsum(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    return _reduce.scan("cumsum", self, axis, dtype, out)
+
+
+def _cumprod(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+    return _reduce.scan("cumprod", self, axis, dtype, out)
+
+
+def _reshape(self: ndarray, /, *shape: Any, order: str = "C", copy: bool | None = None) -> ndarray:
     return _shape.reshape(self, _shape._normalize_shape(shape), order=order, copy_=copy)
 
 
-def _transpose(self: ndarray, *axes: Any) -> ndarray:
+def _transpose(self: ndarray, /, *axes: Any) -> ndarray:
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
         axes = axes[0]
     return _shape.transpose(self, axes or None)
 
 
-def _astype(self: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> ndarray:
+def _astype(self: ndarray, /, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> ndarray:
     return _shape.astype(self, dtype, order, casting, subok, copy)
 
 
-def _fill(self: ndarray, value: Any) -> None:
+def _fill(self: ndarray, /, value: Any) -> None:
     self[...] = value
 
 
-def _clip(self: ndarray, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:
+def _clip(self: ndarray, /, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:
     from shoal.numpy._functions import clip
 
     return clip(self, min, max, out=out, **kwargs)
 
 
-ndarray.reshape = _reshape
-ndarray.transpose = _transpose
-ndarray.astype = _astype
-ndarray.fill = _fill
-ndarray.clip = _clip
-ndarray.copy = lambda self, order="C": _shape.copy(self)
-ndarray.ravel = lambda self, order="C": _shape.ravel(self, order)
-ndarray.flatten = lambda self, order="C": _shape.flatten(self, order)
-ndarray.squeeze = lambda self, axis=None: _shape.squeeze(self, axis)
-ndarray.swapaxes = lambda self, axis1, axis2: _shape.swapaxes(self, axis1, axis2)
-ndarray.diagonal = lambda self, offset=0, axis1=0, axis2=1: _shape.diagonal(self, offset, axis1, axis2)
-ndarray.view = lambda self, dtype=None, type=None: _shape.dtype_view(self, dtype, type)
-ndarray.dot = lambda self, other, out=None: _linalg.dot(self, other, out)
-ndarray.conj = ndarray.conjugate = lambda self: apply_ufunc(np.conjugate, (self,))
-def _round(self: ndarray, decimals: int = 0, out: Any = None) -> Any:
+def _copy(self: ndarray, /, order: str = "C") -> ndarray:
+    return _shape.copy(self)
+
+
+def _ravel(self: ndarray, /, order: str = "C") -> ndarray:
+    return _shape.ravel(self, order)
+
+
+def _flatten(self: ndarray, /, order: str = "C") -> ndarray:
+    return _shape.flatten(self, order)
+
+
+def _squeeze(self: ndarray, /, axis: Any = None) -> ndarray:
+    return _shape.squeeze(self, axis)
+
+
+def _swapaxes(self: ndarray, axis1: Any, axis2: Any, /) -> ndarray:
+    return _shape.swapaxes(self, axis1, axis2)
+
+
+def _diagonal(self: ndarray, /, offset: int = 0, axis1: int = 0, axis2: int = 1) -> ndarray:
+    return _shape.diagonal(self, offset, axis1, axis2)
+
+
+def _view(self: ndarray, /, *args: Any, **kwargs: Any) -> Any:
+    bound = inspect.signature(_view_parameters).bind(*args, **kwargs)
+    return _shape.dtype_view(self, **bound.arguments)
+
+
+def _view_parameters(dtype: Any = None, type: Any = None) -> None:
+    """``ndarray.view``'s parameters (NumPy declares them as ``*args, **kwargs``)."""
+
+
+def _dot(self: ndarray, other: Any, /, out: Any = None) -> Any:
+    return _linalg.dot(self, other, out)
+
+
+def _conjugate(self: ndarray, /) -> Any:
+    return apply_ufunc(np.conjugate, (self,))
+
+
+def _round(self: ndarray, /, decimals: int = 0, out: Any = None) -> Any:
     from shoal.numpy._functions import around
 
     return around(self, decimals, out)
 
 
+def _argsort(self: ndarray, /, axis: Any = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> Any:
+    return _sorting.argsort(self, axis, kind, order, stable=stable)
+
+
+def _argpartition(self: ndarray, kth: Any, /, axis: Any = -1, kind: str = "introselect", order: Any = None) -> Any:
+    return _sorting.argpartition(self, kth, axis, kind, order)
+
+
+ndarray.cumsum = _cumsum
+ndarray.cumprod = _cumprod
+ndarray.reshape = _reshape
+ndarray.transpose = _transpose
+ndarray.astype = _astype
+ndarray.fill = _fill
+ndarray.clip = _clip
+ndarray.copy = _copy
+ndarray.ravel = _ravel
+ndarray.flatten = _flatten
+ndarray.squeeze = _squeeze
+ndarray.swapaxes = _swapaxes
+ndarray.diagonal = _diagonal
+ndarray.view = _view
+ndarray.dot = _dot
+ndarray.conj = ndarray.conjugate = _conjugate
 ndarray.round = _round
 ndarray.sort = _sorting.sort_in_place
 ndarray.partition = _sorting.partition_in_place
-ndarray.argsort = lambda self, axis=-1, kind=None, order=None, *, stable=None: _sorting.argsort(self, axis, kind, order, stable=stable)
-ndarray.argpartition = lambda self, kth, axis=-1, kind="introselect", order=None: _sorting.argpartition(self, kth, axis, kind, order)
+ndarray.argsort = _argsort
+ndarray.argpartition = _argpartition

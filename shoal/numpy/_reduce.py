@@ -12,7 +12,7 @@ from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array
 from shoal.numpy._probe import format_shape, quietly, value_probe
 
 _NO_DTYPE = {"min", "max", "any", "all", "argmin", "argmax"}
-_UNSUPPORTED_OPTIONS = ("initial", "where", "mean", "correction")
+_UNSUPPORTED_OPTIONS = ("initial", "where", "mean")
 
 
 def _result_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool) -> tuple[int, ...]:
@@ -53,6 +53,11 @@ def _check_out(out: Any, shape: tuple[int, ...], name: str) -> None:
 def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, ddof: Any = 0, **options: Any) -> Any:
     """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax."""
     function = getattr(np, name)
+    correction = options.pop("correction", np._NoValue)
+    if correction is not np._NoValue and name in ("var", "std"):
+        if ddof != 0:
+            raise ValueError("ddof and correction can't be provided simultaneously.")
+        ddof = correction
     unsupported = {k: v for k, v in options.items() if k in _UNSUPPORTED_OPTIONS and v is not np._NoValue}
     if unsupported or set(options) - set(_UNSUPPORTED_OPTIONS) or not is_lazy(array):
         from shoal.numpy._dispatch import fallback_call

@@ -114,7 +114,8 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
     return view_via_probe(array, lambda probe: np.broadcast_to(probe, shape))
 
 
-def broadcast_arrays(*arrays: Any, subok: bool = False) -> tuple[Any, ...]:
+def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
+    arrays = args
     shape = np.broadcast_shapes(*(np.shape(a) if not is_lazy(a) else a.shape for a in arrays))
     return tuple(broadcast_to(a, shape) for a in arrays)
 

@@ -108,14 +108,14 @@ def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
     return result
 
 
-def sort_in_place(self: ndarray, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
+def sort_in_place(self: ndarray, /, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
     """``ndarray.sort``."""
     if self._readonly:
         raise ValueError("assignment destination is read-only")
     self[...] = sort(self, axis, kind, order, stable=stable)
 
 
-def partition_in_place(self: ndarray, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
+def partition_in_place(self: ndarray, kth: Any, /, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
     """``ndarray.partition``."""
     if self._readonly:
         raise ValueError("assignment destination is read-only")

@@ -167,6 +167,10 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     if method == "__call__":
         if ufunc is np.matmul and not (set(kwargs) - {"out"}):
             return _linalg.matmul(*inputs, **kwargs)
+        if ufunc is np.vecdot and len(inputs) == 2 and not (set(kwargs) - {"axis"}):
+            from shoal.numpy._composed import vecdot
+
+            return vecdot(*inputs, **kwargs)
         if ufunc_opcode(ufunc) is not None and not (set(kwargs) - {"out", "where", "dtype", "casting", "order", "subok"}):
             kwargs.pop("order", None)
             kwargs.pop("subok", None)

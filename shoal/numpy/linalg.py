@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 import numpy.linalg as _linalg
 
 from shoal.numpy import _dispatch
+from shoal.numpy import _linalg as _products
 from shoal.numpy._lazy import is_lazy
-from shoal.numpy._linalg import matmul
 
 LinAlgError = _linalg.LinAlgError
 
@@ -26,18 +27,29 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     return _dispatch.fallback_call("linalg.norm", _linalg.norm, (x, ord, axis, keepdims), {})
 
 
+def matmul(x1: Any, x2: Any, /) -> Any:
+    """``np.linalg.matmul``."""
+    return _products.matmul(x1, x2)
+
+
+@functools.cache
+def _forwarding(name: str) -> Any:
+    attribute = getattr(_linalg, name)
+
+    @functools.wraps(attribute)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if any(is_lazy(a) for a in (*args, *kwargs.values())):
+            return _dispatch.array_function(attribute, args, kwargs)
+        return attribute(*args, **kwargs)
+
+    return call
+
+
 def __getattr__(name: str) -> Any:
     attribute = getattr(_linalg, name)
     if not callable(attribute) or isinstance(attribute, type):
         return attribute
-
-    def call(*args: Any, **kwargs: Any) -> Any:
-        if any(is_lazy(a) for a in (*args, *kwargs.values())):
-            return _dispatch.fallback_call(f"linalg.{name}", attribute, args, kwargs)
-        return attribute(*args, **kwargs)
-
-    call.__name__ = name
-    return call
+    return _forwarding(name)
 
 
 __all__ = ["LinAlgError", "matmul", "norm"]

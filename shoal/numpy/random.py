@@ -1,73 +1,119 @@
 """``numpy.random`` for Shoal: NumPy's own generators (so the same seed gives the same numbers),
-with large results handed to the runtime as lazy arrays."""
+with large results handed to the runtime as lazy arrays.
+
+:class:`Generator` and :class:`RandomState` subclass NumPy's, so libraries that check for NumPy's
+types (SciPy's ``random_state=``, ``check_random_state``) accept them; they pickle as NumPy's.
+"""
 
 from __future__ import annotations
 
 import functools
+import sys
+import sysconfig
 from typing import Any
 
-import numpy as np
 import numpy.random as _random
 
 from shoal.numpy._lazy import is_lazy, materialize, wrap_numpy
 
 _IN_PLACE = {"shuffle"}
+# Methods whose results are not drawn arrays: they keep NumPy's behaviour untouched.
+_PLAIN = {"bit_generator", "spawn", "get_state", "set_state", "seed", "bytes"}
 
 
 def _wrap_function(function: Any, name: str) -> Any:
+    """``function`` (a NumPy drawing function or method) with lazy inputs read and large
+    results lazy; ``shuffle`` writes back into a lazy array."""
+
     @functools.wraps(function)
     def call(*args: Any, **kwargs: Any) -> Any:
-        if name in _IN_PLACE and args and is_lazy(args[0]):
-            target = args[0]
-            value = target._value()
-            function(value, *materialize(args[1:]), **materialize(kwargs))
-            target[...] = value
-            return None
-        return wrap_numpy(function(*materialize(args), **materialize(kwargs)))
+        if name in _IN_PLACE and args and is_lazy(args[-1] if _is_method(function) else args[0]):
+            return _shuffle_lazy(function, args, kwargs)
+        out = kwargs.get("out")
+        if is_lazy(out):
+            kwargs = dict(kwargs, out=None)
+            out[...] = function(*materialize(args), **materialize(kwargs))
+            return out
+        result = function(*materialize(args), **materialize(kwargs))
+        return result if _called_from_library() else wrap_numpy(result)
 
     return call
 
 
-class Generator:
-    """A NumPy ``Generator`` whose large outputs are lazy Shoal arrays."""
-
-    def __init__(self, generator: np.random.Generator) -> None:
-        self._generator = generator
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._generator, name)
-        if callable(attribute) and not name.startswith("_"):
-            return _wrap_function(attribute, name)
-        return attribute
-
-    def __repr__(self) -> str:
-        return repr(self._generator)
+_LIBRARY_DIRECTORIES = tuple(
+    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+)
 
 
-def default_rng(seed: Any = None) -> Generator:
-    """``np.random.default_rng``."""
-    if isinstance(seed, Generator):
+def _called_from_library() -> bool:
+    """Whether the draw was asked for by an installed library (SciPy drawing with a generator it
+    was given): such callers get NumPy arrays, as they would from NumPy, never lazy ones. A draw
+    made inside another of the generator's methods is NumPy's too; the outer method decides."""
+    filename = sys._getframe(2).f_code.co_filename
+    if filename == __file__:  # a NumPy method that calls another one of ours (``choice``)
+        return True
+    return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
+
+
+def _is_method(function: Any) -> bool:
+    """Whether ``function`` is an unbound method (its first argument is the generator)."""
+    return not hasattr(function, "__self__")
+
+
+def _shuffle_lazy(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    position = 1 if _is_method(function) else 0
+    target = args[position]
+    value = target._value()
+    function(*args[:position], value, *materialize(args[position + 1 :]), **materialize(kwargs))
+    target[...] = value
+
+
+def _lazy_methods(numpy_class: type) -> dict[str, Any]:
+    return {
+        name: _wrap_function(getattr(numpy_class, name), name)
+        for name in dir(numpy_class)
+        if not name.startswith("_") and name not in _PLAIN and callable(getattr(numpy_class, name))
+    }
+
+
+Generator = type(
+    "Generator",
+    (_random.Generator,),
+    {
+        "__module__": __name__,
+        "__doc__": "NumPy's ``Generator``, whose large draws are lazy Shoal arrays.",
+        **_lazy_methods(_random.Generator),
+    },
+)
+
+RandomState = type(
+    "RandomState",
+    (_random.RandomState,),
+    {
+        "__module__": __name__,
+        "__doc__": "NumPy's ``RandomState``, whose large draws are lazy Shoal arrays.",
+        **_lazy_methods(_random.RandomState),
+    },
+)
+
+
+def default_rng(seed: Any = None) -> Any:
+    """``np.random.default_rng``: a :class:`Generator` (a NumPy generator given as the seed is
+    returned unaltered, as NumPy does)."""
+    if isinstance(seed, _random.Generator):
         return seed
-    return Generator(_random.default_rng(seed))
+    return Generator(_random.default_rng(seed).bit_generator)
 
 
-class RandomState:
-    """A NumPy ``RandomState`` whose large outputs are lazy Shoal arrays."""
-
-    def __init__(self, seed: Any = None) -> None:
-        self._state = _random.RandomState(seed)
-
-    def __getattr__(self, name: str) -> Any:
-        attribute = getattr(self._state, name)
-        if callable(attribute) and not name.startswith("_"):
-            return _wrap_function(attribute, name)
-        return attribute
+@functools.cache
+def _module_function(name: str) -> Any:
+    return _wrap_function(getattr(_random, name), name)
 
 
 def __getattr__(name: str) -> Any:
     attribute = getattr(_random, name)
     if callable(attribute) and not isinstance(attribute, type):
-        return _wrap_function(attribute, name)
+        return _module_function(name)
     return attribute
 
 
@@ -83,3 +129,5 @@ randint = _wrap_function(_random.randint, "randint")
 shuffle = _wrap_function(_random.shuffle, "shuffle")
 permutation = _wrap_function(_random.permutation, "permutation")
 choice = _wrap_function(_random.choice, "choice")
+
+__all__ = ["Generator", "RandomState", "default_rng", *(n for n in _random.__all__ if n not in ("Generator", "RandomState", "default_rng"))]

@@ -1,0 +1,233 @@
+"""NumPy functions composed from lazy operations Shoal already records (views, indexing, ufuncs,
+reductions, scans), so they stay lazy without engine instructions of their own.
+
+Each function checks its arguments the way NumPy does (often by running NumPy on a probe) and
+raises NumPy's error at the call; ``out=`` and rare options go through the fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import types
+from typing import Any
+
+import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
+
+from shoal.numpy import _dispatch, _reduce, _shape
+from shoal.numpy._lazy import as_lazy, is_lazy, materialize, ndarray, new_array
+from shoal.numpy._probe import quietly, value_probe
+from shoal.numpy._ufunc import apply_ufunc
+
+
+def _fallback(name: str, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    return _dispatch.fallback_call(name, function, args, kwargs)
+
+
+def _owned(result: Any, source: ndarray) -> Any:
+    """``result`` as an array of its own (a copy where indexing gave a view of ``source``)."""
+    if is_lazy(result) and result._base is source._base:
+        return _shape.copy(result)
+    return result
+
+
+def flip(m: Any, axis: Any = None) -> Any:
+    """``np.flip``: a view with reversed strides, indexed as NumPy does (a 0-d input gives its
+    scalar)."""
+    source = as_lazy(m)
+    if axis is None:
+        key = (slice(None, None, -1),) * source.ndim
+    else:
+        flipped = normalize_axis_tuple(axis, source.ndim)
+        key = tuple(slice(None, None, -1) if i in flipped else slice(None) for i in range(source.ndim))
+    return source[key]
+
+
+def flipud(m: Any) -> Any:
+    """``np.flipud``."""
+    return _shape.view_via_probe(as_lazy(m), np.flipud)
+
+
+def fliplr(m: Any) -> Any:
+    """``np.fliplr``."""
+    return _shape.view_via_probe(as_lazy(m), np.fliplr)
+
+
+def matrix_transpose(x: Any, /) -> Any:
+    """``np.matrix_transpose`` (and ``np.linalg.matrix_transpose``): a view."""
+    return _shape.view_via_probe(as_lazy(x), np.matrix_transpose)
+
+
+def _index_values(indices: Any) -> np.ndarray:
+    values = materialize(indices)
+    if isinstance(values, np.ndarray):
+        np.zeros(1).take(values.reshape(-1)[:0])  # NumPy's casting rule for index arrays
+        return values.astype(np.intp, copy=False)
+    return np.asarray(values, dtype=np.intp)
+
+
+def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    """``np.take`` as lazy indexing along ``axis`` (indices are read at the call, as for
+    indexing, so out-of-range ones raise here)."""
+    if out is not None or mode not in ("raise", "wrap", "clip"):
+        return _fallback("take", np.take, (a, indices), {"axis": axis, "out": out, "mode": mode})
+    source = as_lazy(a)
+    if axis is None or source.ndim == 0:  # NumPy takes from a 0-d array as from a 1-d one
+        source, axis = source.reshape(-1), 0 if axis is None else axis
+    axis = normalize_axis_index(axis, source.ndim)
+    values = _index_values(indices)
+    length = source.shape[axis]
+    shape = (*source.shape[:axis], *values.shape, *source.shape[axis + 1 :])
+    if mode != "raise" and length == 0 and math.prod(shape):
+        raise IndexError("cannot do a non-empty take from an empty axes.")
+    if math.prod(source.shape[:axis]) == 0 or (mode != "raise" and length == 0):
+        return new_array(source.dtype, shape)  # NumPy checks no index when nothing is taken
+    if mode != "raise":
+        values = values % length if mode == "wrap" else np.clip(values, 0, length - 1)
+    key = (slice(None),) * axis + (int(values) if values.ndim == 0 else values,)
+    return _owned(source[key], source)
+
+
+def _take_method(self: ndarray, indices: Any, /, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    return take(self, indices, axis, out, mode)
+
+
+def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    """``np.repeat`` as a gather by the repeated positions along ``axis``."""
+    source = as_lazy(a)
+    if axis is None or source.ndim == 0:  # NumPy repeats a 0-d array as a 1-d one
+        source, axis = source.reshape(-1), 0 if axis is None else axis
+    axis = normalize_axis_index(axis, source.ndim)
+    positions = np.repeat(np.arange(source.shape[axis]), materialize(repeats))  # NumPy's checks
+    return _owned(source[(slice(None),) * axis + (positions,)], source)
+
+
+def _repeat_method(self: ndarray, repeats: Any, /, axis: Any = None) -> Any:
+    return repeat(self, repeats, axis)
+
+
+def tile(A: Any, reps: Any) -> Any:
+    """``np.tile``: the array broadcast against its repetitions, then copied into shape."""
+    reps = tuple(reps) if np.iterable(reps) else (reps,)
+    reps = tuple(operator.index(r) for r in reps)
+    source = as_lazy(A)
+    ndim = max(len(reps), source.ndim)
+    reps = (1,) * (ndim - len(reps)) + reps
+    shape = (1,) * (ndim - source.ndim) + source.shape
+    quietly(np.tile, value_probe(source.dtype, (1,) * len(shape)), reps)
+    interleaved = source.reshape(tuple(n for size in shape for n in (1, size)))
+    spread = _shape.broadcast_to(interleaved, tuple(n for r, size in zip(reps, shape) for n in (r, size)))
+    return _shape.copy(spread).reshape(tuple(r * size for r, size in zip(reps, shape)))
+
+
+def trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    """``np.trace``: the sum over a diagonal view."""
+    source = as_lazy(a)
+    if source.ndim < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    diagonal = _shape.diagonal(source, offset, axis1, axis2)
+    return _reduce.reduction("sum", diagonal, axis=-1, dtype=dtype, out=out)
+
+
+def _trace_method(self: ndarray, /, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None) -> Any:
+    return trace(self, offset, axis1, axis2, dtype, out)
+
+
+def linalg_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    """``np.linalg.trace``: over the last two axes."""
+    source = as_lazy(x)
+    quietly(np.linalg.trace, value_probe(source.dtype, source.shape), offset=offset, dtype=dtype)
+    return trace(source, offset, -2, -1, dtype)
+
+
+def linalg_outer(x1: Any, x2: Any, /) -> Any:
+    """``np.linalg.outer``: one-dimensional inputs only."""
+    first, second = as_lazy(x1), as_lazy(x2)
+    quietly(np.linalg.outer, value_probe(first.dtype, first.shape), value_probe(second.dtype, second.shape))
+    return apply_ufunc(np.multiply, (first[:, None], second[None, :]))
+
+
+def _cumulative(name: str, identity: int) -> Any:
+    numpy_function = getattr(np, f"cumulative_{name}")
+
+    def cumulative(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
+        source = as_lazy(x)
+        if out is not None:
+            options = {"axis": axis, "dtype": dtype, "out": out, "include_initial": include_initial}
+            return _fallback(f"cumulative_{name}", numpy_function, (x,), options)
+        probe = quietly(numpy_function, value_probe(source.dtype, source.shape), axis=axis, dtype=dtype)
+        if source.ndim == 0:  # NumPy scans a 0-d array as a 1-d one
+            source = source.reshape(1)
+        axis = 0 if axis is None else normalize_axis_index(axis, source.ndim)
+        scanned = _reduce.scan(f"cum{name}", source, axis, dtype)
+        if not include_initial:
+            return scanned
+        initial_shape = tuple(1 if i == axis else n for i, n in enumerate(source.shape))
+        initial = _shape.broadcast_to(np.full((), identity, probe.dtype), initial_shape)
+        return _shape.concatenate([initial, scanned], axis=axis)
+
+    cumulative.__name__ = f"cumulative_{name}"
+    return cumulative
+
+
+cumulative_sum = _cumulative("sum", 0)
+cumulative_prod = _cumulative("prod", 1)
+
+
+def _rebound(numpy_function: Any, **names: Any) -> Any:
+    """NumPy's own Python implementation of ``numpy_function`` with some of the global names it
+    reads replaced (its ``asarray``, which would compute a lazy array, by Shoal's, which keeps it
+    lazy): the same steps, recorded lazily."""
+    implementation = numpy_function._implementation
+    namespace = {**implementation.__globals__, **names}
+    rebound = types.FunctionType(
+        implementation.__code__, namespace, implementation.__name__, implementation.__defaults__, implementation.__closure__
+    )
+    rebound.__kwdefaults__ = implementation.__kwdefaults__
+    return rebound
+
+
+def _creation(name: str) -> Any:
+    """Shoal's ``asarray``/``asanyarray``/``array``, found at call time (``_create`` imports
+    this module's dependencies first)."""
+
+    def create(*args: Any, **kwargs: Any) -> Any:
+        from shoal.numpy import _create
+
+        return getattr(_create, name)(*args, **kwargs)
+
+    return create
+
+
+def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """``np.vecdot``: ``sum(conj(x1) * x2)`` over the core axis, in NumPy's result dtype."""
+    first, second = as_lazy(x1), as_lazy(x2)
+    probes = []
+    for value in (first, second):
+        core = normalize_axis_index(axis, value.ndim) if value.ndim else None
+        probes.append(np.zeros(tuple(n if i == core else min(n, 1) for i, n in enumerate(value.shape)), value.dtype))
+    dtype = np.asarray(quietly(np.vecdot, *probes, axis=axis)).dtype  # NumPy's errors and dtype
+    first, second = _shape.moveaxis(first, axis, -1), _shape.moveaxis(second, axis, -1)
+    if first.dtype.kind == "c":
+        first = apply_ufunc(np.conjugate, (first,))
+    product = apply_ufunc(np.multiply, (first, second))
+    return _reduce.reduction("sum", product, axis=-1, dtype=dtype)
+
+
+def _register() -> None:
+    table = _dispatch.IMPLEMENTATIONS
+    for function in (flip, flipud, fliplr, matrix_transpose, take, repeat, tile, trace, cumulative_sum, cumulative_prod):
+        table[getattr(np, function.__name__)] = function
+    table[np.linalg.matrix_transpose] = matrix_transpose
+    table[np.linalg.trace] = linalg_trace
+    table[np.linalg.outer] = linalg_outer
+    table[np.linalg.vecdot] = vecdot
+    table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
+    table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
+    ndarray.take = _take_method
+    ndarray.repeat = _repeat_method
+    ndarray.trace = _trace_method
+
+
+_register()

@@ -1,0 +1,94 @@
+"""The lazy ndarray's protocols for other libraries: the Array API, DLPack, pickling, and NumPy's
+remaining methods (run through the fallback) with NumPy's own signatures.
+
+Pickling writes a plain ``numpy.ndarray`` pickle (or a NumPy scalar's, for the 0-d results that
+stand for scalars), so a file written under Shoal loads wherever NumPy is installed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from typing import Any
+
+import numpy as np
+
+from shoal.numpy import _dispatch
+from shoal.numpy._lazy import ndarray
+
+_CPU = np.empty(0)
+
+
+def __array_namespace__(self: ndarray, /, *, api_version: Any = None) -> Any:
+    """The Array API namespace of lazy arrays: ``shoal.numpy``."""
+    _CPU.__array_namespace__(api_version=api_version)  # NumPy's check of the version
+    return sys.modules["shoal.numpy"]
+
+
+def __dlpack__(
+    self: ndarray, /, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None
+) -> Any:
+    """DLPack export of the array's contents (computed first)."""
+    return self._value().__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+
+def __dlpack_device__(self: ndarray, /) -> tuple[int, int]:
+    """The DLPack device: the CPU, as for NumPy arrays."""
+    return _CPU.__dlpack_device__()
+
+
+def to_device(self: ndarray, device: Any, /, *, stream: Any = None) -> ndarray:
+    """``ndarray.to_device``: Shoal's arrays live on the CPU, as NumPy's do."""
+    _CPU.to_device(device, stream=stream)
+    return self
+
+
+def _device(self: ndarray) -> str:
+    return _CPU.device
+
+
+def __reduce_ex__(self: ndarray, protocol: int, /) -> Any:
+    """A NumPy pickle of the contents: the array's, or the scalar's it stands for."""
+    value = self._value()
+    if self._scalar:
+        return value[()].__reduce_ex__(protocol)
+    if self._readonly:
+        value = value.copy()  # NumPy pickles do not carry the read-only flag
+    return value.__reduce_ex__(protocol)
+
+
+def __reduce__(self: ndarray, /) -> Any:
+    """See :func:`__reduce_ex__`."""
+    return __reduce_ex__(self, 2)
+
+
+for _function in (__array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
+    setattr(ndarray, _function.__name__, _function)
+ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
+
+
+def _fallback_method(name: str) -> Any:
+    numpy_method = getattr(np.ndarray, name)
+
+    def method(self: ndarray, /, *args: Any, **kwargs: Any) -> Any:
+        return _dispatch.method_fallback(self, name)(*args, **kwargs)
+
+    method.__name__ = name
+    method.__qualname__ = f"ndarray.{name}"
+    method.__doc__ = numpy_method.__doc__
+    method.__signature__ = inspect.signature(numpy_method)  # type: ignore[attr-defined]
+    return method
+
+
+def _attach_fallback_methods() -> None:
+    """NumPy's public methods that Shoal has no lazy version of, as methods of the class (so
+    ``inspect`` and the Array API tests see them with NumPy's signatures)."""
+    for name in dir(np.ndarray):
+        if name.startswith("_") or name in vars(ndarray):
+            continue
+        attribute = getattr(np.ndarray, name)
+        if callable(attribute) and not isinstance(attribute, type):
+            setattr(ndarray, name, _fallback_method(name))
+
+
+_attach_fallback_methods()

@@ -1,0 +1,140 @@
+"""Functions Shoal composes from its lazy operations (``std``/``var`` with ``correction``,
+``flip``, ``take``, ``repeat``, ``tile``, ``trace``, ``matrix_transpose``, ``cumulative_sum``,
+...): NumPy's results and errors, and no fallback (a ``ShoalFallbackWarning`` fails the test)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from numpy_fixtures import DIFFERENTIAL, NUMERIC_DTYPES, arrays, check_same, dtypes, shapes
+
+axes = st.none() | st.integers(-4, 3)
+small = arrays(dtypes, shapes, bound=100)
+numeric = arrays(st.sampled_from(NUMERIC_DTYPES), shapes, bound=100)
+
+
+@DIFFERENTIAL
+@given(value=numeric, axis=axes, correction=st.sampled_from([0, 1, 1.5, 2]), name=st.sampled_from(["std", "var"]))
+def test_spread_with_correction(snp: ModuleType, value: np.ndarray, axis, correction, name: str) -> None:
+    check_same(snp, lambda xp, v: getattr(xp, name)(v, axis=axis, correction=correction), value, rtol=1e-9)
+    check_same(snp, lambda xp, v: getattr(xp, name)(v, axis=axis, ddof=correction, keepdims=True), value, rtol=1e-9)
+    check_same(snp, lambda xp, v: getattr(xp, name)(v, ddof=1, correction=correction), value)
+
+
+@DIFFERENTIAL
+@given(value=small, axis=axes | st.just((0, -1)))
+def test_flip_views_and_writes_through(snp: ModuleType, value: np.ndarray, axis) -> None:
+    check_same(snp, lambda xp, v: xp.flip(v, axis), value)
+
+    def write(xp, v):
+        flipped = xp.flip(v, axis)
+        flipped[...] = 7
+        return flipped
+
+    check_same(snp, write, value)  # a view, as in NumPy: the write reaches the input
+    if value.ndim >= 2:
+        check_same(snp, lambda xp, v: (xp.flipud(v), xp.fliplr(v)), value)
+
+
+@DIFFERENTIAL
+@given(
+    value=small,
+    indices=st.integers(-7, 7) | st.lists(st.integers(-7, 7), max_size=6),
+    axis=axes,
+    mode=st.sampled_from(["raise", "wrap", "clip"]),
+)
+def test_take(snp: ModuleType, value: np.ndarray, indices, axis, mode: str) -> None:
+    check_same(snp, lambda xp, v: xp.take(v, indices, axis=axis, mode=mode), value)
+    check_same(snp, lambda xp, v: v.take(np.asarray(indices), axis, None, mode), value)
+
+    def taken_is_a_copy(xp, v):
+        result = xp.take(v, indices, axis=axis, mode=mode)
+        v[...] = 0
+        return result
+
+    check_same(snp, taken_is_a_copy, value)
+
+
+@DIFFERENTIAL
+@given(value=small, repeats=st.integers(-1, 3) | st.lists(st.integers(0, 3), min_size=0, max_size=5), axis=axes)
+def test_repeat(snp: ModuleType, value: np.ndarray, repeats, axis) -> None:
+    check_same(snp, lambda xp, v: xp.repeat(v, repeats, axis=axis), value)
+    check_same(snp, lambda xp, v: v.repeat(repeats, axis=axis), value)
+
+
+@DIFFERENTIAL
+@given(value=small, reps=st.integers(0, 3) | st.lists(st.integers(0, 3), max_size=4).map(tuple))
+def test_tile(snp: ModuleType, value: np.ndarray, reps) -> None:
+    check_same(snp, lambda xp, v: xp.tile(v, reps), value)
+
+
+@DIFFERENTIAL
+@given(value=numeric, offset=st.integers(-3, 3), axes_pair=st.sampled_from([(0, 1), (1, 0), (-1, -2), (0, 2), (0, 0)]))
+def test_trace(snp: ModuleType, value: np.ndarray, offset: int, axes_pair) -> None:
+    axis1, axis2 = axes_pair
+    check_same(snp, lambda xp, v: xp.trace(v, offset, axis1, axis2), value)
+    check_same(snp, lambda xp, v: v.trace(offset, axis1, axis2, dtype=np.float64), value, rtol=1e-12)
+    check_same(snp, lambda xp, v: xp.linalg.trace(v, offset=offset), value)
+
+
+@DIFFERENTIAL
+@given(value=small)
+def test_matrix_transpose_and_outer(snp: ModuleType, value: np.ndarray) -> None:
+    check_same(snp, lambda xp, v: xp.matrix_transpose(v), value)
+    check_same(snp, lambda xp, v: xp.linalg.matrix_transpose(v), value)
+    check_same(snp, lambda xp, v: xp.linalg.outer(v, v), value)
+
+
+@DIFFERENTIAL
+@given(
+    value=numeric,
+    axis=axes,
+    include_initial=st.booleans(),
+    name=st.sampled_from(["cumulative_sum", "cumulative_prod"]),
+    dtype=st.none() | st.sampled_from([np.float64, np.int64]),
+)
+def test_cumulative(snp: ModuleType, value: np.ndarray, axis, include_initial: bool, name: str, dtype) -> None:
+    check_same(
+        snp, lambda xp, v: getattr(xp, name)(v, axis=axis, dtype=dtype, include_initial=include_initial), value, rtol=1e-9
+    )
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda xp, v: xp.take(v, 10, axis=1),
+        lambda xp, v: xp.take(v, [-13]),
+        lambda xp, v: xp.take(v[:0], [1], axis=0, mode="wrap"),
+        lambda xp, v: xp.repeat(v, [1, 2], axis=0),
+        lambda xp, v: xp.cumulative_sum(v),
+        lambda xp, v: xp.linalg.outer(v, v),
+        lambda xp, v: xp.matrix_transpose(v[0]),
+        lambda xp, v: xp.var(v, ddof=1, correction=1),
+        lambda xp, v: xp.tile(v, 1.5),
+    ],
+)
+def test_errors_are_numpys(snp: ModuleType, call) -> None:
+    value = np.arange(12.0).reshape(3, 4)
+    assert check_same(snp, call, value) is not None
+
+
+matrices = arrays(st.sampled_from(NUMERIC_DTYPES), hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), bound=20)
+
+
+@DIFFERENTIAL
+@given(first=matrices, second=matrices, axes=st.integers(0, 2) | st.just(([0], [0])) | st.just(([-1, 0], [0, -1])))
+def test_tensordot_and_kron(snp: ModuleType, first: np.ndarray, second: np.ndarray, axes) -> None:
+    check_same(snp, lambda xp, a, b: xp.tensordot(a, b, axes=axes), first, second, rtol=1e-5)
+    check_same(snp, lambda xp, a, b: xp.kron(a, b), first, second, rtol=1e-6)
+
+
+@DIFFERENTIAL
+@given(first=matrices, second=matrices, axis=st.integers(-3, 2))
+def test_vecdot(snp: ModuleType, first: np.ndarray, second: np.ndarray, axis: int) -> None:
+    check_same(snp, lambda xp, a, b: xp.vecdot(a, b, axis=axis), first, second, rtol=1e-5)
+    check_same(snp, lambda xp, a, b: xp.linalg.vecdot(a, a, axis=axis), first, second, rtol=1e-5)
