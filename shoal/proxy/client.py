@@ -272,12 +272,12 @@ class ProxyClient(Component):
     # ------------------------------------------------------------------ component
 
     def execute(self, batch: Batch) -> None:
-        """Send ``batch``; once the session is lost, batches are dropped (nothing they compute
-        can be read: every read raises the error that lost it)."""
+        """Send ``batch``; once the session is lost or cancelled (Ctrl-C), batches are dropped:
+        nothing they compute can be read (every read raises)."""
         data = dumps(batch, limits=self.settings.limits.wire)
         self.fetched.changed_by(batch)
         with self._lock:
-            if self._failure is None:
+            if self._failure is None and not self._closed:
                 self._send(Kind.EXECUTE, [data])
                 self._unsynced = True
 
