@@ -70,20 +70,25 @@ class WorkerState:
             seconds = time.perf_counter() - started
             outputs = [args[w] if isinstance(w, int) else kwargs[w] for w in message.written]
             outputs.extend(_split_returns(result, message.returns, message.qualname))
-        except Exception as error:
-            return self._failure(message.task_id, error)
+        except BaseException as error:  # SystemExit and KeyboardInterrupt too: the task's error
+            return self.failure(message.task_id, error)
         for key, value in zip(message.output_keys, outputs):
             self.cache[key] = value
         return wire.DoneMessage(message.task_id, outputs, seconds)
 
-    def _failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
+    def failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
+        """The reply for a task that raised ``error`` (sent as text when it cannot be pickled)."""
         text = "".join(traceback.format_exception(error))
         try:
             pickle.dumps(error, protocol=5)
             exception: BaseException | None = error
-        except Exception:
+        except BaseException:
             exception = None
-        return wire.FailedMessage(task_id, exception, repr(error), text, self.name)
+        try:
+            description = repr(error)
+        except BaseException:
+            description = f"an exception of type {type(error).__qualname__}"
+        return wire.FailedMessage(task_id, exception, description, text, self.name)
 
 
 def _split_returns(result: object, returns: int, qualname: str) -> list[object]:
@@ -139,17 +144,23 @@ class _Inbox:
 
 
 def _send_replies(connection: Connection, state: WorkerState, replies: list[object]) -> None:
+    """Send replies as one batch; a reply that cannot be pickled becomes its task's error."""
     try:
-        wire.send(connection, replies)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        encoded = []
+        payload = wire.encode(replies)
+    except BaseException:  # whatever a result's pickling raises, nothing was written yet
         for reply in replies:
-            try:
-                encoded.append(wire.encode([reply]))
-            except (pickle.PicklingError, TypeError, AttributeError) as error:
-                encoded.append(wire.encode([state._failure(reply.task_id, error)]))  # type: ignore[attr-defined]
-        for payload in encoded:
-            wire.write(connection, payload)
+            wire.write(connection, _encode_reply(state, reply))
+        return
+    wire.write(connection, payload)
+
+
+def _encode_reply(state: WorkerState, reply: object) -> wire.Encoded:
+    assert isinstance(reply, wire.DoneMessage | wire.FailedMessage)
+    try:
+        return wire.encode([reply])
+    except BaseException as error:
+        error.add_note(f"raised while pickling the result of the task to send it back from {state.name}")
+        return wire.encode([state.failure(reply.task_id, error)])
 
 
 def worker_main(connection: Connection, index: int, job: str, blas_threads: int) -> None:
