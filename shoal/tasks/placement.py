@@ -59,8 +59,23 @@ class Placement(RuntimeState):
     def _take_snapshot(self, version: Version, value: np.ndarray) -> None:
         """First sight of a large caller array: send it as a copy-on-write snapshot."""
         name = shm.segment_name(self.job, version.datum.data_id, version.number) + "-first"
+        version.snapshot = self._create(version, name, value)
+
+    def _create(self, version: Version, name: str, value: np.ndarray) -> shm.SegmentRef | None:
+        """A new segment holding ``value``, or None (with a warning) to send it by value."""
         self._segments.add(name)
-        version.snapshot = shm.create_or_attach(name, value)
+        try:
+            return shm.create(name, value)
+        except OSError as error:
+            self._segments.discard(name)
+            version.share_refused = True
+            warnings.warn(
+                f"could not place a {value.nbytes}-byte array in shared memory ({error}); "
+                f"sending it by value instead",
+                SharedMemoryFallbackWarning,
+                stacklevel=4,
+            )
+            return None
 
     def _drop_snapshot(self, version: Version) -> None:
         if version.snapshot is not None:
@@ -86,8 +101,9 @@ class Placement(RuntimeState):
                 stacklevel=2,
             )
             return
-        self._segments.add(name)
-        self._publish(version, shm.create_or_attach(name, value), value, explicit)
+        segment = self._create(version, name, value)
+        if segment is not None:
+            self._publish(version, segment, value, explicit)
 
     @staticmethod
     def _publish(version: Version, segment: shm.SegmentRef, value: np.ndarray, explicit: bool) -> None:
