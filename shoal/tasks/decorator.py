@@ -12,7 +12,13 @@ from shoal.tasks.directions import ParameterSpec, parse_parameter_specs
 class TaskFunction:
     """A function whose calls run as tasks on worker processes and return futures."""
 
-    def __init__(self, function: Callable[..., object], returns: int, options: dict[str, object]) -> None:
+    def __init__(
+        self,
+        function: Callable[..., object],
+        returns: int,
+        options: dict[str, object],
+        timeout: float | None = None,
+    ) -> None:
         qualname = getattr(function, "__qualname__", "")
         if not callable(function) or not qualname or "<" in qualname:
             raise TypeError(
@@ -21,6 +27,12 @@ class TaskFunction:
             )
         if isinstance(returns, bool) or not isinstance(returns, int) or returns < 0:
             raise TypeError(f"@task on {qualname}(): returns must be a non-negative integer, got {returns!r}")
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0
+        ):
+            raise TypeError(f"@task on {qualname}(): timeout must be a positive number of seconds, got {timeout!r}")
+        #: Seconds a call may run on its worker before the worker is replaced and it fails.
+        self.timeout: float | None = None if timeout is None else float(timeout)
         self.__shoal_task_function__ = function
         self.module: str = function.__module__
         self.qualname: str = qualname
@@ -48,18 +60,28 @@ class TaskFunction:
         return f"<task {self.module}.{self.qualname}>"
 
 
-def task(function: Callable[..., object] | None = None, /, *, returns: int = 1, **options: object) -> object:
+def task(
+    function: Callable[..., object] | None = None,
+    /,
+    *,
+    returns: int = 1,
+    timeout: float | None = None,
+    **options: object,
+) -> object:
     """Turn a function into a task; ``@task`` or ``@task(returns=2, c=INOUT, a={"rro": True})``.
 
     Keyword options name parameters: a direction (``IN``, ``OUT``, ``INOUT``) or a dict with
     ``"direction"`` and ``"rro"`` (also spelled ``"recurrent_read_only"``). Unnamed
     parameters are IN. A call returns a :class:`~shoal.tasks.future.Future` at once
     (a tuple of them when ``returns > 1``, None when ``returns=0``).
+
+    ``timeout`` (seconds): a call that runs longer on its worker fails with
+    :class:`~shoal.tasks.errors.TaskTimeoutError`, and the worker is replaced.
     """
     if function is not None:
-        return TaskFunction(function, returns, options)
+        return TaskFunction(function, returns, options, timeout)
 
     def decorate(inner: Callable[..., object]) -> TaskFunction:
-        return TaskFunction(inner, returns, options)
+        return TaskFunction(inner, returns, options, timeout)
 
     return decorate

@@ -21,7 +21,7 @@ from shoal.tasks import wire
 from shoal.tasks.graph import TaskNode
 
 SendErrorHandler = Callable[["WorkerHandle", wire.TaskMessage, BaseException], None]
-Outgoing = wire.TaskMessage | wire.DropMessage
+Outgoing = wire.TaskMessage | wire.DropMessage | wire.CancelMessage
 
 
 def _context() -> multiprocessing.context.BaseContext:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import selectors
+import time
 from multiprocessing.connection import Connection
 
 from shoal.tasks import wire
@@ -24,12 +25,14 @@ class Receiving(RuntimeState):
             while not self._closed:
                 if registered != self._generation:
                     registered = self._register(selector)
-                for key, _ in selector.select(timeout=1.0):
+                for key, _ in selector.select(timeout=self._poll_seconds()):
                     if key.data is None:
                         with contextlib.suppress(OSError, EOFError):
                             self._wake_reader.recv_bytes()
                     else:
                         self._drain(key.data)
+                if self._running_timed:
+                    self._expire_overdue()
         finally:
             selector.close()
 
@@ -59,14 +62,27 @@ class Receiving(RuntimeState):
                 return
             self._on_replies(handle, replies)  # type: ignore[arg-type]
 
+    def _poll_seconds(self) -> float:
+        """How long the receiver may wait for replies: at most until the next task is overdue."""
+        if not self._running_timed:
+            return 1.0
+        with self._lock:
+            deadlines = [n.deadline for n in self._running_timed if n.deadline is not None]
+        return min([1.0, *(d - time.monotonic() for d in deadlines)])
+
     def _on_replies(self, handle: WorkerHandle, replies: list[wire.DoneMessage | wire.FailedMessage]) -> None:
         with self._lock:
             self._drain_orphans()
             wake = False
             for message in replies:
+                if type(message) is wire.StartedMessage:
+                    self._started(handle, message.task_id)
+                    continue
                 node = handle.remove(message.task_id)
                 if node is None or node.state is not TaskState.RUNNING:
                     continue
+                if node.timeout is not None:
+                    self._running_timed.pop(node, None)
                 if isinstance(message, wire.DoneMessage):
                     self._note_seconds(node, message.seconds)
                     ready = self._graph.complete(node, message.outputs, handle.index)

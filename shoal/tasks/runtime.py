@@ -11,15 +11,16 @@ import atexit
 import contextlib
 import itertools
 import threading
+import time
 from collections import deque
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal.tasks import shm
+from shoal.tasks import shm, wire
 from shoal.tasks.arguments import check_argument, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
-from shoal.tasks.errors import RuntimeShutdownError, TaskDependencyError
+from shoal.tasks.errors import RuntimeShutdownError, TaskCancelledError, TaskDependencyError
 from shoal.tasks.future import Future
 from shoal.tasks.graph import Binding, Datum, Graph, TaskNode, TaskState, Version
 from shoal.tasks.placement import AUTO_SHARE_MIN_BYTES, Placement
@@ -40,6 +41,13 @@ __all__ = [
     "WORKER_CAPACITY",
     "Runtime",
 ]
+
+
+def _seconds(name: str, value: object) -> float:
+    """A number of seconds given as an argument: a non-negative real number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{name} must be a non-negative number of seconds, got {value!r}")
+    return float(value)
 
 
 def _blas_threads(workers: int) -> int:
@@ -73,6 +81,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
         self._generation = 0
         self._seconds: dict[tuple[str, str], float] = {}
         self._awaited: dict[Version, int] = {}
+        self._running_timed: dict[TaskNode, WorkerHandle] = {}
         self._wake_reader, self._wake_writer = wake_pipe()
         for _ in range(count):
             self._add_worker()
@@ -103,6 +112,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             for slot, spec, value, datum in resolved:
                 check_argument(function.qualname, slot, spec, value, datum)
             node = self._graph.new_task(function.module, function.qualname, function.returns)
+            node.timeout = function.timeout
             bindings = []
             for slot, spec, value, datum in resolved:
                 binding = Binding(slot, spec)
@@ -154,11 +164,19 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
                 self._release(previous)
 
     # synchronization ---------------------------------------------------------------------------
-    def wait_on(self, value: object) -> object:
-        """The value of a future or of the latest version of data passed to tasks."""
+    def wait_on(self, value: object, timeout: float | None = None) -> object:
+        """The value of a future or of the latest version of data passed to tasks.
+
+        With ``timeout`` (seconds), raises ``TimeoutError`` if the value is not ready by then;
+        the task goes on running.
+        """
+        deadline = None if timeout is None else time.monotonic() + _seconds("timeout", timeout)
+        return self._wait(value, deadline, timeout)
+
+    def _wait(self, value: object, deadline: float | None, timeout: float | None) -> object:
         with self._lock:
             if isinstance(value, list | tuple) and self._graph.lookup(value) is None:
-                return type(value)(self.wait_on(item) for item in value)
+                return type(value)(self._wait(item, deadline, timeout) for item in value)
             datum = value._datum if isinstance(value, Future) else self._graph.lookup(value)
             if isinstance(value, Future) and (value._runtime is not self or datum.orphaned):
                 raise ValueError(f"{value!r} was deleted or belongs to another task runtime")
@@ -169,7 +187,12 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             try:
                 while not version.done:
                     self._check_open()
-                    self._changed.wait(0.5)
+                    wait = 0.5
+                    if deadline is not None:
+                        wait = min(wait, deadline - time.monotonic())
+                        if wait <= 0:
+                            raise TimeoutError(f"wait_on: {value!r} was not ready within {timeout:g} s")
+                    self._changed.wait(wait)
             finally:
                 if self._awaited[version] == 1:
                     del self._awaited[version]
@@ -178,6 +201,36 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             if version.error is not None:
                 raise version.error
             return datum.owner() if version.number == 0 else version.value
+
+    def cancel(self, future: Future) -> bool:
+        """Cancel the task producing ``future``: False if it already finished or failed.
+
+        A task that is running is stopped by replacing its worker; the tasks queued behind
+        it on that worker run elsewhere. Its futures, and those of tasks depending on it,
+        raise :class:`~shoal.tasks.errors.TaskCancelledError`.
+        """
+        with self._lock:
+            version = future._datum.versions.get(future._datum.current)
+            node = None if version is None else version.producer
+            if future._runtime is not self or node is None or version is None or version.done:
+                return False
+            error = TaskCancelledError(f"task {node.name} was cancelled")
+            handle = None if node.worker is None else self._workers.get(node.worker)
+            if node.state is TaskState.RUNNING and handle is not None and node.task_id in handle.in_flight:
+                if next(iter(handle.in_flight)) == node.task_id:  # it may be running: stop it
+                    error.add_note(f"it was stopped on {handle.description}, which was replaced")
+                    self._stop_worker_for(handle, {node: error})
+                    self._changed.notify_all()
+                    return True
+                handle.remove(node.task_id)  # queued behind another task: the worker skips it
+                handle.outbox.put(wire.CancelMessage([node.task_id]))
+                self._fail([node], error)
+                self._fill(handle)
+                self._changed.notify_all()
+                return True
+            self._fail([node], error)
+            self._changed.notify_all()
+            return True
 
     def barrier(self) -> None:
         """Wait until every submitted task has finished or failed."""

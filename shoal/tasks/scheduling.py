@@ -88,6 +88,7 @@ class Scheduling(RuntimeState):
             drops,
             segments,
             short,
+            node.timeout is not None,
         )
         node.state = TaskState.RUNNING
         node.worker = handle.index

@@ -37,5 +37,6 @@ class RuntimeState:
     _generation: int  # bumped when the set of workers changes
     _seconds: dict[tuple[str, str], float]  # moving average run time per function
     _awaited: dict[Version, int]  # versions that wait_on callers are blocked on
+    _running_timed: dict[TaskNode, WorkerHandle]  # started tasks with a timeout, and where
     _wake_reader: Connection
     _wake_writer: Connection

@@ -77,10 +77,12 @@ class TaskMessage:
     drops: list[Key] = field(default_factory=list)
     dropped_segments: list[str] = field(default_factory=list)
     short: bool = False  # expected to finish quickly: the worker may hold its reply briefly
+    report_start: bool = False  # the task has a timeout: say when it starts running
 
     def __reduce__(self) -> tuple[object, ...]:
         fields = (self.task_id, self.module, self.qualname, self.args, self.kwargs, self.written)
-        return (type(self), (*fields, self.output_keys, self.returns, self.drops, self.dropped_segments, self.short))
+        rest = (self.drops, self.dropped_segments, self.short, self.report_start)
+        return (type(self), (*fields, self.output_keys, self.returns, *rest))
 
 
 @dataclass(slots=True)
@@ -92,6 +94,26 @@ class DropMessage:
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.drops, self.dropped_segments))
+
+
+@dataclass(slots=True)
+class CancelMessage:
+    """Skip these queued tasks if they have not started (no reply is expected)."""
+
+    task_ids: list[int]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.task_ids,))
+
+
+@dataclass(slots=True)
+class StartedMessage:
+    """A task with a timeout started running now (its clock starts)."""
+
+    task_id: int
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.task_id,))
 
 
 @dataclass(slots=True)

@@ -122,6 +122,7 @@ class _Inbox:
         self.connection = connection
         self.queue: deque[object] = deque()
         self.stopped = False
+        self.cancelled: set[int] = set()  # queued tasks not to run
 
     def refill(self, block: bool) -> None:
         """Receive one batch if one is waiting (or, with ``block``, wait for it)."""
@@ -130,8 +131,22 @@ class _Inbox:
         batch = wire.receive(self.connection)
         if batch is None:
             self.stopped = True
-        else:
-            self.queue.extend(batch)  # type: ignore[call-overload]
+            return
+        for message in batch:  # type: ignore[attr-defined]
+            if type(message) is wire.CancelMessage:
+                self.cancelled.update(message.task_ids)
+            else:
+                self.queue.append(message)
+
+    def skip(self, message: wire.TaskMessage) -> bool:
+        """Whether the task was cancelled before it started (long tasks look for news first)."""
+        if not message.short:
+            while not self.stopped and self.connection.poll(0):
+                self.refill(block=False)
+        if message.task_id in self.cancelled:
+            self.cancelled.discard(message.task_id)
+            return True
+        return False
 
     def next_is_short(self) -> bool:
         """Whether the next queued message is quick to handle (a short task or a drop)."""
@@ -189,6 +204,10 @@ def worker_main(connection: Connection, index: int, job: str, blas_threads: int)
                 state.drop(message.drops, message.dropped_segments)
             else:
                 assert isinstance(message, wire.TaskMessage)
+                if inbox.skip(message):
+                    continue
+                if message.report_start:
+                    wire.send(connection, [wire.StartedMessage(message.task_id)])
                 if not replies:
                     held_since = time.perf_counter()
                 replies.append(state.run(message))
