@@ -12,6 +12,7 @@ import multiprocessing
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -147,14 +148,24 @@ def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHan
     return handle
 
 
-def stop_worker(handle: WorkerHandle, timeout: float) -> None:
-    """Ask a worker to finish its queued work and exit; kill it if it does not."""
-    handle.alive = False
-    handle.outbox.put(None)
-    handle.process.join(timeout)
-    if handle.process.is_alive():
-        handle.process.kill()
-        handle.process.join(timeout)
-    if handle.sender is not None:
-        handle.sender.join(timeout)
-    handle.connection.close()
+#: Seconds to wait for a killed worker to be reaped, or for its sender thread to end.
+REAP_SECONDS = 5.0
+
+
+def stop_workers(handles: list[WorkerHandle], timeout: float) -> None:
+    """Ask workers to finish their queued work and exit; kill those still running after
+    ``timeout`` seconds (one deadline for all of them)."""
+    for handle in handles:
+        handle.alive = False
+        handle.outbox.put(None)
+    deadline = time.monotonic() + timeout
+    for handle in handles:
+        handle.process.join(max(0.0, deadline - time.monotonic()))
+    for handle in handles:
+        if handle.process.is_alive():
+            handle.process.kill()
+    for handle in handles:
+        handle.process.join(REAP_SECONDS)
+        if handle.sender is not None:
+            handle.sender.join(REAP_SECONDS)
+        handle.connection.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import sys
 import threading
 import time
 from collections import deque
@@ -17,14 +18,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal.tasks import shm, wire
+from shoal.tasks import shm, signals, wire
 from shoal.tasks.arguments import check_argument, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
 from shoal.tasks.errors import RuntimeShutdownError, TaskCancelledError, TaskDependencyError
 from shoal.tasks.future import Future
 from shoal.tasks.graph import Binding, Datum, Graph, TaskNode, TaskState, Version
 from shoal.tasks.placement import AUTO_SHARE_MIN_BYTES, Placement
-from shoal.tasks.pool import WorkerHandle, stop_worker
+from shoal.tasks.pool import REAP_SECONDS, WorkerHandle, stop_workers
 from shoal.tasks.receiving import Receiving, wake_pipe
 from shoal.tasks.recovery import MAX_ATTEMPTS, Recovery
 from shoal.tasks.release import Release
@@ -87,7 +88,8 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             self._add_worker()
         self._receiver = threading.Thread(target=self._receive_loop, name="shoal-receiver", daemon=True)
         self._receiver.start()
-        atexit.register(self.shutdown)
+        atexit.register(self._shutdown_at_exit)
+        signals.watch(self)
 
     @property
     def worker_pids(self) -> list[int]:
@@ -259,6 +261,25 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             raise RuntimeShutdownError("the task runtime has been shut down")
 
     # shutdown ----------------------------------------------------------------------------------
+    def _shutdown_at_exit(self) -> None:
+        """At exit workers may finish their task, unless Ctrl-C ended the program."""
+        interrupted = isinstance(getattr(sys, "last_value", None), KeyboardInterrupt)
+        self.shutdown(0.0 if interrupted else 10.0)
+
+    def stop_now(self) -> None:
+        """Kill every worker and unlink every segment at once (the program is ending).
+
+        Safe from a signal handler: takes no lock, and the receiver starts no replacement
+        for workers it sees die once the runtime is closed.
+        """
+        self._closed = True
+        for handle in list(self._workers.values()):
+            with contextlib.suppress(Exception):
+                handle.process.kill()
+        for name in list(self._segments):
+            shm.unlink(name)
+        shm.sweep(self.job)
+
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the workers, fail unfinished tasks and unlink every segment of this job."""
         with self._lock:
@@ -271,12 +292,12 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             self._ready.clear()
             self._fail(pending, RuntimeShutdownError("the task runtime was shut down before the task ran"))
             self._changed.notify_all()
-        atexit.unregister(self.shutdown)
+        atexit.unregister(self._shutdown_at_exit)
+        signals.unwatch(self)
         with contextlib.suppress(OSError):
             self._wake_writer.send_bytes(b"")
-        for handle in handles:
-            stop_worker(handle, timeout)
-        self._receiver.join(timeout)
+        stop_workers(handles, timeout)
+        self._receiver.join(max(timeout, REAP_SECONDS))
         with self._lock:
             for name in self._segments:
                 shm.unlink(name)
