@@ -7,6 +7,7 @@ import inspect
 from collections.abc import Callable
 
 from shoal.tasks.directions import ParameterSpec, parse_parameter_specs
+from shoal.tasks.interactive import by_value, defined_interactively
 
 
 class TaskFunction:
@@ -34,6 +35,8 @@ class TaskFunction:
         #: Seconds a call may run on its worker before the worker is replaced and it fails.
         self.timeout: float | None = None if timeout is None else float(timeout)
         self.__shoal_task_function__ = function
+        self._by_value = defined_interactively(function)
+        self._code: tuple[str, bytes] | None = None
         self.module: str = function.__module__
         self.qualname: str = qualname
         self.returns = returns
@@ -55,6 +58,15 @@ class TaskFunction:
         from shoal.tasks.api import get_runtime
 
         return get_runtime().submit(self, args, kwargs)
+
+    def code(self) -> tuple[str, bytes] | None:
+        """(digest, pickle) when the function travels by value, else None (by reference).
+
+        Pickled at the first call, so that interactive helpers defined after the decorator
+        ran are included."""
+        if self._by_value and self._code is None:
+            self._code = by_value(self.__shoal_task_function__)
+        return self._code
 
     def __repr__(self) -> str:
         return f"<task {self.module}.{self.qualname}>"

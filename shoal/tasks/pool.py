@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import queue
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from multiprocessing.process import BaseProcess
 
 from shoal.tasks import wire
 from shoal.tasks.graph import TaskNode
+from shoal.tasks.interactive import main_script, unloadable_main_hidden
 
 SendErrorHandler = Callable[["WorkerHandle", wire.TaskMessage, BaseException], None]
 Outgoing = wire.TaskMessage | wire.DropMessage | wire.CancelMessage
@@ -29,8 +29,7 @@ def _context() -> multiprocessing.context.BaseContext:
     """Forkserver: never forks the (threaded) main process; workers start from a clean server."""
     context = multiprocessing.get_context("forkserver")
     preload = ["shoal.tasks.worker"]
-    main = sys.modules.get("__main__")
-    if getattr(main, "__file__", None):
+    if main_script() is not None:
         preload.append("__main__")  # so tasks defined in the main script resolve in workers
     context.set_forkserver_preload(preload)
     return context
@@ -50,6 +49,7 @@ class WorkerHandle:
     pending_drops: list[wire.Key] = field(default_factory=list)
     pending_segment_drops: list[str] = field(default_factory=list)
     alive: bool = True
+    codes: set[str] = field(default_factory=set)  # functions sent by value, by digest
 
     @property
     def description(self) -> str:
@@ -138,7 +138,8 @@ def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHan
         name=f"shoal-task-worker-{index}",
         daemon=True,
     )
-    process.start()
+    with unloadable_main_hidden():
+        process.start()
     child_end.close()
     handle = WorkerHandle(index, process, parent_end, queue.SimpleQueue())
     handle.sender = threading.Thread(

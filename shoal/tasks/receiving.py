@@ -107,6 +107,8 @@ class Receiving(RuntimeState):
 
     def _send_failed(self, handle: WorkerHandle, message: wire.TaskMessage, error: BaseException) -> None:
         with self._lock:
+            if message.code is not None and message.code_id is not None:
+                handle.codes.discard(message.code_id)  # never arrived: send it again next time
             node = handle.remove(message.task_id)
             if node is not None:
                 failure = TypeError(f"task {node.name}: an argument could not be sent to the worker: {error}")

@@ -107,6 +107,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
     def submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """Add one call of ``function`` to the graph; returns its future(s) at once."""
         slots = task_slots(function, args, kwargs)
+        code = function.code()
         with self._lock:
             self._check_open()
             self._drain_orphans()
@@ -115,6 +116,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
                 check_argument(function.qualname, slot, spec, value, datum)
             node = self._graph.new_task(function.module, function.qualname, function.returns)
             node.timeout = function.timeout
+            node.code = code
             bindings = []
             for slot, spec, value, datum in resolved:
                 binding = Binding(slot, spec)

@@ -76,6 +76,12 @@ class Scheduling(RuntimeState):
         drops, segments = handle.take_drops()
         estimate = self._seconds.get((node.module, node.qualname))
         short = estimate is not None and estimate < SHORT_TASK_SECONDS
+        code_id = code = None
+        if node.code is not None:
+            code_id = node.code[0]
+            if code_id not in handle.codes:
+                handle.codes.add(code_id)
+                code = node.code[1]
         message = wire.TaskMessage(
             node.task_id,
             node.module,
@@ -89,6 +95,8 @@ class Scheduling(RuntimeState):
             segments,
             short,
             node.timeout is not None,
+            code_id,
+            code,
         )
         node.state = TaskState.RUNNING
         node.worker = handle.index

@@ -78,10 +78,12 @@ class TaskMessage:
     dropped_segments: list[str] = field(default_factory=list)
     short: bool = False  # expected to finish quickly: the worker may hold its reply briefly
     report_start: bool = False  # the task has a timeout: say when it starts running
+    code_id: str | None = None  # digest of a function sent by value (interactive __main__)
+    code: bytes | None = None  # that function's pickle, the first time this worker needs it
 
     def __reduce__(self) -> tuple[object, ...]:
         fields = (self.task_id, self.module, self.qualname, self.args, self.kwargs, self.written)
-        rest = (self.drops, self.dropped_segments, self.short, self.report_start)
+        rest = (self.drops, self.dropped_segments, self.short, self.report_start, self.code_id, self.code)
         return (type(self), (*fields, self.output_keys, self.returns, *rest))
 
 

@@ -35,7 +35,7 @@ class WorkerState:
         self.name = name
         self.cache: dict[wire.Key, object] = {}
         self.segments: dict[str, np.ndarray] = {}
-        self.functions: dict[tuple[str, str], Callable[..., object]] = {}
+        self.functions: dict[tuple[str, str, str | None], Callable[..., object]] = {}
 
     def drop(self, keys: list[wire.Key], segment_names: list[str]) -> None:
         for key in keys:
@@ -59,10 +59,10 @@ class WorkerState:
     def run(self, message: wire.TaskMessage) -> wire.DoneMessage | wire.FailedMessage:
         self.drop(message.drops, message.dropped_segments)
         try:
-            key = (message.module, message.qualname)
+            key = (message.module, message.qualname, message.code_id)
             function = self.functions.get(key)
             if function is None:
-                function = self.functions[key] = resolve_function(*key)
+                function = self.functions[key] = self._load(message)
             args = [self.materialize(arg) for arg in message.args]
             kwargs = {name: self.materialize(arg) for name, arg in message.kwargs.items()}
             started = time.perf_counter()
@@ -75,6 +75,15 @@ class WorkerState:
         for key, value in zip(message.output_keys, outputs):
             self.cache[key] = value
         return wire.DoneMessage(message.task_id, outputs, seconds)
+
+    @staticmethod
+    def _load(message: wire.TaskMessage) -> Callable[..., object]:
+        """The task's function: unpickled when sent by value, else imported."""
+        if message.code_id is None:
+            return resolve_function(message.module, message.qualname)
+        if message.code is None:
+            raise RuntimeError(f"task function {message.qualname} was to be sent by value but never arrived")
+        return pickle.loads(message.code)  # cloudpickle's output; cloudpickle is installed here too
 
     def failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
         """The reply for a task that raised ``error`` (sent as text when it cannot be pickled)."""
