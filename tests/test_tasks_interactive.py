@@ -33,6 +33,10 @@ PROGRAM = textwrap.dedent(
     def helper(x):  # defined after the task: found when the task is first sent
         return x + 100
 
+    @task()
+    def grow(s):  # an interactive class both ways
+        return Scale(s.factor + 1)
+
     @task(c=INOUT, returns=0)
     def accumulate(a, c):
         c += a
@@ -44,6 +48,7 @@ PROGRAM = textwrap.dedent(
     accumulate(np.ones(3), c)
     print("f", wait_on([f(i) for i in range(4)]))
     print("sum", float(wait_on(c).sum()))
+    print("grow", wait_on(grow(Scale(3))).factor)
     print("root", wait_on(root(16.0)), root.code() is None, f.code() is not None)
 
     @task()
@@ -55,7 +60,7 @@ PROGRAM = textwrap.dedent(
     """
 )
 
-EXPECTED = ["f [200, 202, 204, 206]", "sum 3.0", "root 4.0 True True", "again [0, -1, -2, -3]"]
+EXPECTED = ["f [200, 202, 204, 206]", "sum 3.0", "grow 4", "root 4.0 True True", "again [0, -1, -2, -3]"]
 
 
 def _run(arguments: list[str], stdin: str | None = None) -> list[str]:
@@ -80,7 +85,7 @@ def test_tasks_of_a_main_script_go_by_reference(tmp_path):
     body = body.split("@task()")[0].replace("f.code() is not None", "f.code() is None")
     script = tmp_path / "app.py"
     script.write_text(definitions + 'if __name__ == "__main__":\n' + textwrap.indent("tasks.start(workers=2)" + body, "    "))
-    assert _run([str(script)]) == EXPECTED[:3]
+    assert _run([str(script)]) == EXPECTED[:4]
 
 
 def test_module_functions_go_by_reference():

@@ -14,8 +14,6 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 
-import cloudpickle
-
 
 def main_script() -> str | None:
     """The path of the main script if workers can load it (None when interactive)."""
@@ -34,6 +32,8 @@ def defined_interactively(function: Callable[..., object]) -> bool:
 
 def by_value(function: Callable[..., object]) -> tuple[str, bytes]:
     """The function pickled by value, and a short digest naming that pickle."""
+    import cloudpickle
+
     payload = cloudpickle.dumps(function, protocol=5)
     return hashlib.blake2b(payload, digest_size=8).hexdigest(), payload
 

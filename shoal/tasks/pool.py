@@ -102,12 +102,17 @@ def _send_loop(handle: WorkerHandle, on_error: SendErrorHandler) -> None:
 
 def _send_batch(handle: WorkerHandle, batch: list[Outgoing], on_error: SendErrorHandler) -> None:
     try:
-        payload = wire.encode(batch)
+        tasks = [m for m in batch if type(m) is wire.TaskMessage]
+        by_value = any(m.code_id is not None for m in tasks)
+        payload = wire.encode(batch, [m.task_id for m in tasks], by_value)
     except Exception:
         # One argument cannot be pickled (nothing was written yet): send the rest one by one.
         for message in batch:
             try:
-                payload = wire.encode([message])
+                if type(message) is wire.TaskMessage:
+                    payload = wire.encode([message], [message.task_id], message.code_id is not None)
+                else:
+                    payload = wire.encode([message])
             except Exception as error:
                 if isinstance(message, wire.TaskMessage):
                     on_error(handle, message, error)

@@ -57,10 +57,31 @@ class Receiving(RuntimeState):
                         self._worker_died(handle)
                     return
                 replies = wire.receive(handle.connection)
+            except wire.UndecodableError as error:
+                self._undecodable(handle, error)
+                continue
             except (EOFError, OSError):
                 self._worker_died(handle)
                 return
             self._on_replies(handle, replies)  # type: ignore[arg-type]
+
+    def _undecodable(self, handle: WorkerHandle, error: wire.UndecodableError) -> None:
+        """Replies that arrived but could not be unpickled fail the tasks they were about."""
+        with self._lock:
+            for task_id in error.task_ids:
+                node = handle.remove(task_id)
+                if node is None or node.state is not TaskState.RUNNING:
+                    continue
+                self._running_timed.pop(node, None)
+                failure = RuntimeError(
+                    f"the reply of task {node.name} from {handle.description} could not be "
+                    f"unpickled in the main process ({len(error.task_ids)} replies travelled "
+                    f"together): {error.cause!r}"
+                )
+                failure.__cause__ = error.cause
+                self._fail([node], failure)
+            self._fill(handle)
+            self._changed.notify_all()
 
     def _poll_seconds(self) -> float:
         """How long the receiver may wait for replies: at most until the next task is overdue."""

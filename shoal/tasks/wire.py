@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
@@ -152,13 +153,34 @@ class Encoded:
     buffers: list[memoryview]
 
 
-def encode(message: object) -> Encoded:
-    """Pickle a message (or a batch, a list of them); raises if something cannot be pickled."""
+class UndecodableError(Exception):
+    """A message arrived whole but unpickling it raised; ``task_ids`` are the tasks it
+    concerns (as the sender listed them outside the pickle)."""
+
+    def __init__(self, task_ids: list[int], cause: BaseException) -> None:
+        super().__init__(f"a message about tasks {task_ids} could not be unpickled: {cause!r}")
+        self.task_ids = task_ids
+        self.cause = cause
+
+
+def encode(message: object, task_ids: Sequence[int] = (), by_value: bool = False) -> Encoded:
+    """Pickle a message (or a batch, a list of them); raises if something cannot be pickled.
+
+    ``task_ids`` travel outside the pickle, so that a receiver that cannot unpickle the
+    message still knows which tasks it was about. ``by_value``: pickle with cloudpickle,
+    which sends functions and classes of an interactive ``__main__`` by value.
+    """
     buffers: list[pickle.PickleBuffer] = []
-    stream = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+    dumps = pickle.dumps
+    if by_value:
+        import cloudpickle
+
+        dumps = cloudpickle.dumps
+    stream = dumps(message, protocol=5, buffer_callback=buffers.append)
     raws = [buffer.raw() for buffer in buffers]
     sizes = struct.pack(f"<{len(raws)}Q", *(raw.nbytes for raw in raws))
-    return Encoded(_COUNT.pack(len(raws)) + sizes + stream, raws)
+    ids = struct.pack(f"<I{len(task_ids)}q", len(task_ids), *task_ids)
+    return Encoded(_COUNT.pack(len(raws)) + sizes + ids + stream, raws)
 
 
 def write(connection: Connection, encoded: Encoded) -> None:
@@ -186,7 +208,11 @@ def receive(connection: Connection) -> object:
     frame = connection.recv_bytes()
     (count,) = _COUNT.unpack_from(frame, 0)
     sizes = struct.unpack_from(f"<{count}Q", frame, _COUNT.size)
-    stream = memoryview(frame)[_COUNT.size + 8 * count :]
+    offset = _COUNT.size + 8 * count
+    (id_count,) = _COUNT.unpack_from(frame, offset)
+    offset += _COUNT.size
+    task_ids = struct.unpack_from(f"<{id_count}q", frame, offset)
+    stream = memoryview(frame)[offset + 8 * id_count :]
     buffers = []
     descriptor = connection.fileno()
     for size in sizes:
@@ -198,4 +224,7 @@ def receive(connection: Connection) -> object:
                 raise EOFError(f"the connection closed inside a buffer of {size} bytes")
             view = view[received:]
         buffers.append(buffer)
-    return pickle.loads(stream, buffers=buffers)
+    try:
+        return pickle.loads(stream, buffers=buffers)
+    except BaseException as error:
+        raise UndecodableError(list(task_ids), error) from error

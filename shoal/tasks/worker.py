@@ -11,6 +11,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import numpy as np
@@ -36,6 +37,9 @@ class WorkerState:
         self.cache: dict[wire.Key, object] = {}
         self.segments: dict[str, np.ndarray] = {}
         self.functions: dict[tuple[str, str, str | None], Callable[..., object]] = {}
+        #: A function came by value: replies may hold classes of an interactive __main__,
+        #: which only cloudpickle can send back.
+        self.by_value = False
 
     def drop(self, keys: list[wire.Key], segment_names: list[str]) -> None:
         for key in keys:
@@ -63,6 +67,7 @@ class WorkerState:
             function = self.functions.get(key)
             if function is None:
                 function = self.functions[key] = self._load(message)
+                self.by_value = self.by_value or message.code_id is not None
             args = [self.materialize(arg) for arg in message.args]
             kwargs = {name: self.materialize(arg) for name, arg in message.kwargs.items()}
             started = time.perf_counter()
@@ -124,6 +129,14 @@ def _limit_blas(threads: int) -> object:
 REPLY_HOLD_SECONDS = 0.002
 
 
+@dataclass(frozen=True)
+class Undelivered:
+    """A task whose message arrived but could not be unpickled: it fails with ``error``."""
+
+    task_id: int
+    error: BaseException
+
+
 class _Inbox:
     """Messages received but not yet handled, refilled without blocking when more arrived."""
 
@@ -137,7 +150,12 @@ class _Inbox:
         """Receive one batch if one is waiting (or, with ``block``, wait for it)."""
         if self.stopped or not (block or self.connection.poll(0)):
             return
-        batch = wire.receive(self.connection)
+        try:
+            batch = wire.receive(self.connection)
+        except wire.UndecodableError as error:  # an argument that cannot be unpickled here
+            error.cause.add_note("raised in the worker while unpickling the task's arguments")
+            self.queue.extend(Undelivered(task_id, error.cause) for task_id in error.task_ids)
+            return
         if batch is None:
             self.stopped = True
             return
@@ -170,7 +188,7 @@ class _Inbox:
 def _send_replies(connection: Connection, state: WorkerState, replies: list[object]) -> None:
     """Send replies as one batch; a reply that cannot be pickled becomes its task's error."""
     try:
-        payload = wire.encode(replies)
+        payload = wire.encode(replies, [reply.task_id for reply in replies], state.by_value)  # type: ignore[attr-defined]
     except BaseException:  # whatever a result's pickling raises, nothing was written yet
         for reply in replies:
             wire.write(connection, _encode_reply(state, reply))
@@ -181,10 +199,10 @@ def _send_replies(connection: Connection, state: WorkerState, replies: list[obje
 def _encode_reply(state: WorkerState, reply: object) -> wire.Encoded:
     assert isinstance(reply, wire.DoneMessage | wire.FailedMessage)
     try:
-        return wire.encode([reply])
+        return wire.encode([reply], [reply.task_id], state.by_value)
     except BaseException as error:
         error.add_note(f"raised while pickling the result of the task to send it back from {state.name}")
-        return wire.encode([state.failure(reply.task_id, error)])
+        return wire.encode([state.failure(reply.task_id, error)], [reply.task_id], state.by_value)
 
 
 def worker_main(connection: Connection, index: int, job: str, blas_threads: int) -> None:
@@ -211,6 +229,10 @@ def worker_main(connection: Connection, index: int, job: str, blas_threads: int)
             message = inbox.queue.popleft()
             if isinstance(message, wire.DropMessage):
                 state.drop(message.drops, message.dropped_segments)
+            elif isinstance(message, Undelivered):
+                if not replies:
+                    held_since = time.perf_counter()
+                replies.append(state.failure(message.task_id, message.error))
             else:
                 assert isinstance(message, wire.TaskMessage)
                 if inbox.skip(message):

@@ -95,3 +95,50 @@ def test_result_whose_pickling_raises_is_the_task_error(runtime, tmp_path, kind,
     assert len(_runs(marker)) == 1
     assert sorted(runtime.worker_pids) == pids
     assert wait_on([where(i) for i in range(4)]) != []
+
+
+def _explode_elsewhere(pid):
+    if os.getpid() != pid:
+        raise ValueError(f"this object cannot be unpickled outside process {pid}")
+    return LoadsOnlyAtHome(pid)
+
+
+class LoadsOnlyAtHome:
+    """Pickles anywhere; unpickling raises in any process but the one that made it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def __reduce__(self):
+        return (_explode_elsewhere, (self.pid,))
+
+
+@task()
+def make_homebound():
+    return LoadsOnlyAtHome(os.getpid())
+
+
+@task()
+def receive_homebound(thing, marker):
+    _count_run(marker)
+    return "received"
+
+
+def test_result_that_cannot_be_unpickled_in_the_main_process_fails_its_task(runtime):
+    pids = sorted(runtime.worker_pids)
+    with pytest.raises(RuntimeError, match=r"make_homebound#\d+ .* could not be unpickled in the main process") as raised:
+        wait_on(make_homebound())
+    assert isinstance(raised.value.__cause__, ValueError)
+    assert sorted(runtime.worker_pids) == pids
+    assert wait_on(where(1)) in pids  # the receiver still runs
+
+
+def test_argument_that_cannot_be_unpickled_in_the_worker_fails_its_task(runtime, tmp_path):
+    pids = sorted(runtime.worker_pids)
+    marker = tmp_path / "runs"
+    with pytest.raises(ValueError, match="cannot be unpickled outside process") as raised:
+        wait_on(receive_homebound(LoadsOnlyAtHome(os.getpid()), str(marker)))
+    assert any("unpickling the task's arguments" in note for note in raised.value.__notes__)
+    assert not marker.exists()  # never ran, and never retried
+    assert sorted(runtime.worker_pids) == pids
+    assert wait_on(where(1)) in pids
