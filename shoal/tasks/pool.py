@@ -131,15 +131,21 @@ def _write_quietly(handle: WorkerHandle, payload: wire.Encoded) -> None:
         wire.write(handle.connection, payload)
 
 
-def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHandler) -> WorkerHandle:
-    """Start one worker process and its sender thread."""
+def start_worker(
+    index: int, job: str, blas_threads: int, on_error: SendErrorHandler, alive: Connection
+) -> WorkerHandle:
+    """Start one worker process and its sender thread.
+
+    ``alive``: the read end of a pipe only the main process can write; the worker ends
+    when it reads end-of-file there, even in the middle of a task (the main died).
+    """
     from shoal.tasks.worker import worker_main
 
     context = _context()
     parent_end, child_end = context.Pipe(duplex=True)
     process = context.Process(
         target=worker_main,
-        args=(child_end, index, job, blas_threads),
+        args=(child_end, index, job, blas_threads, alive),
         name=f"shoal-task-worker-{index}",
         daemon=True,
     )

@@ -19,7 +19,9 @@ class Recovery(RuntimeState):
     """Starts workers, replaces dead or stopped ones, and fails tasks with their error."""
 
     def _add_worker(self) -> WorkerHandle:
-        handle = start_worker(next(self._indexes), self.job, self._blas_threads, self._send_failed)
+        handle = start_worker(
+            next(self._indexes), self.job, self._blas_threads, self._send_failed, self._alive_reader
+        )
         self._workers[handle.index] = handle
         self._generation += 1
         return handle

@@ -84,6 +84,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
         self._awaited: dict[Version, int] = {}
         self._running_timed: dict[TaskNode, WorkerHandle] = {}
         self._wake_reader, self._wake_writer = wake_pipe()
+        self._alive_reader, self._alive_writer = wake_pipe()
         for _ in range(count):
             self._add_worker()
         self._receiver = threading.Thread(target=self._receive_loop, name="shoal-receiver", daemon=True)
@@ -307,3 +308,5 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
         shm.sweep(self.job)
         self._wake_reader.close()
         self._wake_writer.close()
+        self._alive_reader.close()
+        self._alive_writer.close()

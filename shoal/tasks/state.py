@@ -40,3 +40,5 @@ class RuntimeState:
     _running_timed: dict[TaskNode, WorkerHandle]  # started tasks with a timeout, and where
     _wake_reader: Connection
     _wake_writer: Connection
+    _alive_reader: Connection  # given to every worker; it sees end-of-file when the main dies
+    _alive_writer: Connection  # never written, closed once the workers are stopped

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections import deque
@@ -60,7 +62,10 @@ class WorkerState:
             self.segments[arg.ref.name] = view
         return view
 
-    def run(self, message: wire.TaskMessage) -> wire.DoneMessage | wire.FailedMessage:
+    def run(
+        self, message: wire.TaskMessage, on_start: Callable[[int], None] | None = None
+    ) -> wire.DoneMessage | wire.FailedMessage:
+        """Run one task; ``on_start(task_id)`` is called just before its function."""
         self.drop(message.drops, message.dropped_segments)
         try:
             key = (message.module, message.qualname, message.code_id)
@@ -70,6 +75,8 @@ class WorkerState:
                 self.by_value = self.by_value or message.code_id is not None
             args = [self.materialize(arg) for arg in message.args]
             kwargs = {name: self.materialize(arg) for name, arg in message.kwargs.items()}
+            if on_start is not None:
+                on_start(message.task_id)
             started = time.perf_counter()
             result = function(*args, **kwargs)
             seconds = time.perf_counter() - started
@@ -205,7 +212,17 @@ def _encode_reply(state: WorkerState, reply: object) -> wire.Encoded:
         return wire.encode([state.failure(reply.task_id, error)], [reply.task_id], state.by_value)
 
 
-def worker_main(connection: Connection, index: int, job: str, blas_threads: int) -> None:
+def _end_with_main(alive: Connection, job: str) -> None:
+    """Wait for the main process to die (end-of-file on ``alive``), then clean up and exit
+    at once, also while a task is running."""
+    with contextlib.suppress(EOFError, OSError):
+        while True:
+            alive.recv_bytes()
+    shm.sweep(job)
+    os._exit(1)
+
+
+def worker_main(connection: Connection, index: int, job: str, blas_threads: int, alive: Connection) -> None:
     """Entry point of a worker process: serve tasks until told to stop or the main dies.
 
     Replies go back in batches: after a short task the reply waits (at most
@@ -213,10 +230,15 @@ def worker_main(connection: Connection, index: int, job: str, blas_threads: int)
     tasks costs one write each way; a long or unknown task's reply leaves at once.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with_main, args=(alive, job), name="shoal-main-watch", daemon=True).start()
     limits = _limit_blas(blas_threads)
     state = WorkerState(f"worker {index} (pid {os.getpid()})")
     inbox = _Inbox(connection)
     replies: list[object] = []
+
+    def report_start(task_id: int) -> None:
+        wire.send(connection, [wire.StartedMessage(task_id)])
+
     held_since = 0.0
     main_gone = False
     try:
@@ -237,11 +259,9 @@ def worker_main(connection: Connection, index: int, job: str, blas_threads: int)
                 assert isinstance(message, wire.TaskMessage)
                 if inbox.skip(message):
                     continue
-                if message.report_start:
-                    wire.send(connection, [wire.StartedMessage(message.task_id)])
                 if not replies:
                     held_since = time.perf_counter()
-                replies.append(state.run(message))
+                replies.append(state.run(message, report_start if message.report_start else None))
             if not replies:
                 continue
             if not (inbox.next_is_short() and time.perf_counter() - held_since < REPLY_HOLD_SECONDS):

@@ -119,10 +119,9 @@ def test_cancel_a_task_queued_behind_another_skips_it_without_stopping_the_worke
 def test_a_task_past_its_timeout_fails_and_its_worker_is_replaced(tmp_path):
     runtime = tasks.start(workers=1)
     try:
-        marker = tmp_path / "pid"
-        overdue = hang_with_timeout(str(marker))
+        (victim,) = runtime.worker_pids
+        overdue = hang_with_timeout(str(tmp_path / "pid"))
         behind = add(20, 22)  # queued on the same worker: runs on the replacement
-        victim = _started(marker)
         with pytest.raises(
             tasks.TaskTimeoutError,
             match=r"hang_with_timeout#\d+ ran longer than its timeout of 0.5 s \(stopped after \d+\.\d s\) "

@@ -1,5 +1,6 @@
 """SIGTERM, SIGINT and SIGHUP of the main program, while tasks hang, end every worker, the
-forkserver and the resource tracker, and remove every segment within seconds."""
+forkserver and the resource tracker, and remove every segment within seconds; so does
+SIGKILL, which no handler sees (the workers notice the main is gone)."""
 
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def _running(pids: list[int]) -> list[int]:
     return alive
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL], ids=lambda s: s.name
+)
 def test_signal_to_the_main_program_ends_workers_forkserver_and_segments(tmp_path, signum):
     script = tmp_path / "app.py"
     script.write_text(APP)
