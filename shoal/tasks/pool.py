@@ -105,7 +105,7 @@ def _send_batch(handle: WorkerHandle, batch: list[Outgoing], on_error: SendError
         tasks = [m for m in batch if type(m) is wire.TaskMessage]
         by_value = any(m.code_id is not None for m in tasks)
         payload = wire.encode(batch, [m.task_id for m in tasks], by_value)
-    except Exception:
+    except BaseException:
         # One argument cannot be pickled (nothing was written yet): send the rest one by one.
         for message in batch:
             try:
@@ -113,7 +113,7 @@ def _send_batch(handle: WorkerHandle, batch: list[Outgoing], on_error: SendError
                     payload = wire.encode([message], [message.task_id], message.code_id is not None)
                 else:
                     payload = wire.encode([message])
-            except Exception as error:
+            except BaseException as error:  # whatever an argument's pickling raises
                 if isinstance(message, wire.TaskMessage):
                     on_error(handle, message, error)
                 continue

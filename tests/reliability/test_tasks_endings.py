@@ -97,6 +97,16 @@ def test_result_whose_pickling_raises_is_the_task_error(runtime, tmp_path, kind,
     assert wait_on([where(i) for i in range(4)]) != []
 
 
+@pytest.mark.parametrize("error", [ValueError("no"), SystemExit("no"), KeyboardInterrupt("no")], ids=lambda e: type(e).__name__)
+def test_argument_whose_pickling_raises_fails_only_its_task(runtime, error):
+    pids = sorted(runtime.worker_pids)
+    with pytest.raises(TypeError, match=r"where#\d+: an argument could not be sent to the worker") as raised:
+        wait_on(where(Unpicklable(error)))
+    assert raised.value.__cause__ is error
+    assert sorted(runtime.worker_pids) == pids
+    assert wait_on(where(1)) in pids  # the sender thread still runs
+
+
 def _explode_elsewhere(pid):
     if os.getpid() != pid:
         raise ValueError(f"this object cannot be unpickled outside process {pid}")
