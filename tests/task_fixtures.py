@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing.forkserver
+import multiprocessing.resource_tracker
 import os
 
 import psutil
@@ -27,6 +29,26 @@ def shoal_segments() -> list[str]:
 def no_shoal_segments():
     yield
     assert shoal_segments() == []
+
+
+def _helpers_running() -> tuple[bool, bool]:
+    """Whether multiprocessing's forkserver and resource tracker processes are running."""
+    server = multiprocessing.forkserver._forkserver
+    tracker = multiprocessing.resource_tracker._resource_tracker
+    return server._forkserver_pid is not None, tracker._pid is not None
+
+
+@pytest.fixture(autouse=True, scope="module")
+def no_task_helpers_left():
+    """Stop the forkserver and resource tracker a module's task runtimes started, once the
+    module is done: later tests count this process's children (the engine's compile worker)."""
+    before = _helpers_running()
+    yield
+    server, tracker = _helpers_running()
+    if server and not before[0]:
+        multiprocessing.forkserver._forkserver._stop()
+    if tracker and not before[1]:
+        multiprocessing.resource_tracker._resource_tracker._stop()
 
 
 @pytest.fixture

@@ -122,7 +122,7 @@ def test_rro_gives_zero_copy_read_only_view(runtime):
     first = inspect_shared(data)
     names = runtime.segment_names
     assert len(names) == 1
-    assert re.fullmatch(rf"shoal-{re.escape(runtime.job)}-\d+-v0", names[0])
+    assert re.fullmatch(rf"shoal-{re.escape(runtime.job)}-\d+-v0-[0-9a-f]{{16}}", names[0])
     total, writeable, owndata = wait_on(first)
     assert (total, writeable, owndata) == (data.sum(), False, False)
     assert wait_on(inspect_shared(data)) == (data.sum(), False, False)
@@ -218,11 +218,12 @@ def test_new_version_gets_its_own_segment_and_old_one_is_released(runtime):
     c = np.zeros((8, 8))
     assert wait_on(inspect_shared(c))[0] == 0.0
     (version_zero,) = runtime.segment_names
-    assert version_zero.endswith("-v0")
+    stem, number, _ = version_zero.rsplit("-", 2)
+    assert number == "v0"
     multiply_add(np.ones((8, 8)), np.eye(8), c)  # version 1 of c
     assert wait_on(inspect_shared(c))[0] == 64.0
     (version_one,) = runtime.segment_names  # version 0 is superseded and unread: released
-    assert version_one == version_zero[: -len("v0")] + "v1"
+    assert version_one.rsplit("-", 2)[:2] == [stem, "v1"]
     assert shoal_segments() == [version_one]
     delete(c)
     assert runtime.segment_names == []

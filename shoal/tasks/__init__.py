@@ -8,7 +8,9 @@ from shoal.tasks.errors import (
     RemoteTraceback,
     RuntimeShutdownError,
     SharedMemoryFallbackWarning,
+    TaskCancelledError,
     TaskDependencyError,
+    TaskTimeoutError,
     WorkerLostError,
 )
 from shoal.tasks.future import Future
@@ -22,8 +24,10 @@ __all__ = [
     "RemoteTraceback",
     "RuntimeShutdownError",
     "SharedMemoryFallbackWarning",
+    "TaskCancelledError",
     "TaskDependencyError",
     "TaskFunction",
+    "TaskTimeoutError",
     "WorkerLostError",
     "barrier",
     "delete",

@@ -45,15 +45,19 @@ def shutdown(timeout: float = 10.0) -> None:
             _runtime = None
 
 
-def wait_on(value: object) -> object:
-    """The value of a future, of data written by tasks, or of a list/tuple of those."""
+def wait_on(value: object, timeout: float | None = None) -> object:
+    """The value of a future, of data written by tasks, or of a list/tuple of those.
+
+    With ``timeout`` (seconds), raises ``TimeoutError`` if the values are not all ready by
+    then; the tasks go on running (cancel them with ``Future.cancel()``).
+    """
     if isinstance(value, Future):
-        return value._runtime.wait_on(value)
+        return value._runtime.wait_on(value, timeout)
     if _runtime is None:
         if isinstance(value, list | tuple):
-            return type(value)(wait_on(item) for item in value)
+            return type(value)(wait_on(item, timeout) for item in value)
         return value
-    return _runtime.wait_on(value)
+    return _runtime.wait_on(value, timeout)
 
 
 def barrier() -> None:

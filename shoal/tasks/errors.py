@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+
 
 class TaskDependencyError(RuntimeError):
     """A task could not run because a task producing one of its inputs failed."""
@@ -13,6 +15,14 @@ class WorkerLostError(RuntimeError):
 
 class RuntimeShutdownError(RuntimeError):
     """The task runtime was shut down before the task finished."""
+
+
+class TaskTimeoutError(TimeoutError):
+    """A task ran longer than its ``timeout=``; the worker running it was replaced."""
+
+
+class TaskCancelledError(concurrent.futures.CancelledError):
+    """The task was cancelled with ``Future.cancel()`` before it finished."""
 
 
 class RemoteTraceback(Exception):

@@ -24,13 +24,24 @@ class Future:
         if self._orphans is not None:
             self._orphans.append(self._datum)
 
-    def result(self) -> object:
-        """Wait for the value (same as ``wait_on(future)``)."""
-        return self._runtime.wait_on(self)
+    def result(self, timeout: float | None = None) -> object:
+        """Wait for the value (same as ``wait_on(future, timeout=timeout)``)."""
+        return self._runtime.wait_on(self, timeout)
 
     def done(self) -> bool:
         """Whether the task producing this value has finished or failed."""
         return self._datum.latest.done
+
+    def cancel(self) -> bool:
+        """Cancel the task (stopping it if it runs); False if it had already finished."""
+        return self._runtime.cancel(self)
+
+    def cancelled(self) -> bool:
+        """Whether the task producing this value was cancelled."""
+        from shoal.tasks.errors import TaskCancelledError
+
+        version = self._datum.versions.get(self._datum.current)
+        return version is not None and isinstance(version.error, TaskCancelledError)
 
     def __repr__(self) -> str:
         state = "done" if self._datum.versions and self.done() else "pending"

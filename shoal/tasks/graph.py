@@ -102,6 +102,9 @@ class TaskNode:
     state: TaskState = TaskState.WAITING
     attempts: int = 0
     worker: int | None = None
+    timeout: float | None = None  # seconds the task may run before its worker is replaced
+    code: tuple[str, bytes] | None = None  # (digest, pickle) of a function sent by value
+    deadline: float | None = None  # monotonic time it becomes overdue, once it started
     _reads: list[Version] | None = field(default=None, repr=False)  # cached once bound
 
     @property

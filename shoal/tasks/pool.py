@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import queue
-import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -19,17 +19,17 @@ from multiprocessing.process import BaseProcess
 
 from shoal.tasks import wire
 from shoal.tasks.graph import TaskNode
+from shoal.tasks.interactive import main_script, unloadable_main_hidden
 
 SendErrorHandler = Callable[["WorkerHandle", wire.TaskMessage, BaseException], None]
-Outgoing = wire.TaskMessage | wire.DropMessage
+Outgoing = wire.TaskMessage | wire.DropMessage | wire.CancelMessage
 
 
 def _context() -> multiprocessing.context.BaseContext:
     """Forkserver: never forks the (threaded) main process; workers start from a clean server."""
     context = multiprocessing.get_context("forkserver")
     preload = ["shoal.tasks.worker"]
-    main = sys.modules.get("__main__")
-    if getattr(main, "__file__", None):
+    if main_script() is not None:
         preload.append("__main__")  # so tasks defined in the main script resolve in workers
     context.set_forkserver_preload(preload)
     return context
@@ -49,6 +49,7 @@ class WorkerHandle:
     pending_drops: list[wire.Key] = field(default_factory=list)
     pending_segment_drops: list[str] = field(default_factory=list)
     alive: bool = True
+    codes: set[str] = field(default_factory=set)  # functions sent by value, by digest
 
     @property
     def description(self) -> str:
@@ -101,13 +102,18 @@ def _send_loop(handle: WorkerHandle, on_error: SendErrorHandler) -> None:
 
 def _send_batch(handle: WorkerHandle, batch: list[Outgoing], on_error: SendErrorHandler) -> None:
     try:
-        payload = wire.encode(batch)
-    except Exception:
+        tasks = [m for m in batch if type(m) is wire.TaskMessage]
+        by_value = any(m.code_id is not None for m in tasks)
+        payload = wire.encode(batch, [m.task_id for m in tasks], by_value)
+    except BaseException:
         # One argument cannot be pickled (nothing was written yet): send the rest one by one.
         for message in batch:
             try:
-                payload = wire.encode([message])
-            except Exception as error:
+                if type(message) is wire.TaskMessage:
+                    payload = wire.encode([message], [message.task_id], message.code_id is not None)
+                else:
+                    payload = wire.encode([message])
+            except BaseException as error:  # whatever an argument's pickling raises
                 if isinstance(message, wire.TaskMessage):
                     on_error(handle, message, error)
                 continue
@@ -125,19 +131,26 @@ def _write_quietly(handle: WorkerHandle, payload: wire.Encoded) -> None:
         wire.write(handle.connection, payload)
 
 
-def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHandler) -> WorkerHandle:
-    """Start one worker process and its sender thread."""
+def start_worker(
+    index: int, job: str, blas_threads: int, on_error: SendErrorHandler, alive: Connection
+) -> WorkerHandle:
+    """Start one worker process and its sender thread.
+
+    ``alive``: the read end of a pipe only the main process can write; the worker ends
+    when it reads end-of-file there, even in the middle of a task (the main died).
+    """
     from shoal.tasks.worker import worker_main
 
     context = _context()
     parent_end, child_end = context.Pipe(duplex=True)
     process = context.Process(
         target=worker_main,
-        args=(child_end, index, job, blas_threads),
+        args=(child_end, index, job, blas_threads, alive),
         name=f"shoal-task-worker-{index}",
         daemon=True,
     )
-    process.start()
+    with unloadable_main_hidden():
+        process.start()
     child_end.close()
     handle = WorkerHandle(index, process, parent_end, queue.SimpleQueue())
     handle.sender = threading.Thread(
@@ -147,14 +160,24 @@ def start_worker(index: int, job: str, blas_threads: int, on_error: SendErrorHan
     return handle
 
 
-def stop_worker(handle: WorkerHandle, timeout: float) -> None:
-    """Ask a worker to finish its queued work and exit; kill it if it does not."""
-    handle.alive = False
-    handle.outbox.put(None)
-    handle.process.join(timeout)
-    if handle.process.is_alive():
-        handle.process.kill()
-        handle.process.join(timeout)
-    if handle.sender is not None:
-        handle.sender.join(timeout)
-    handle.connection.close()
+#: Seconds to wait for a killed worker to be reaped, or for its sender thread to end.
+REAP_SECONDS = 5.0
+
+
+def stop_workers(handles: list[WorkerHandle], timeout: float) -> None:
+    """Ask workers to finish their queued work and exit; kill those still running after
+    ``timeout`` seconds (one deadline for all of them)."""
+    for handle in handles:
+        handle.alive = False
+        handle.outbox.put(None)
+    deadline = time.monotonic() + timeout
+    for handle in handles:
+        handle.process.join(max(0.0, deadline - time.monotonic()))
+    for handle in handles:
+        if handle.process.is_alive():
+            handle.process.kill()
+    for handle in handles:
+        handle.process.join(REAP_SECONDS)
+        if handle.sender is not None:
+            handle.sender.join(REAP_SECONDS)
+        handle.connection.close()

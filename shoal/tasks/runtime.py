@@ -1,48 +1,54 @@
-"""The task runtime: builds the graph, schedules onto workers, moves data, handles failures."""
+"""The task runtime: the public face that builds the graph, waits, releases and shuts down.
+
+Its parts live in files of their own: ``scheduling`` (which worker runs a task),
+``placement`` (arrays in shared memory), ``receiving`` (replies from workers),
+``recovery`` (failures and lost workers) and ``release`` (data no task needs).
+"""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
 import itertools
-import selectors
+import sys
 import threading
-import warnings
+import time
 from collections import deque
-from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal.tasks import shm, wire
+from shoal.tasks import shm, signals, wire
 from shoal.tasks.arguments import check_argument, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
-from shoal.tasks.errors import (
-    RemoteTraceback,
-    RuntimeShutdownError,
-    SharedMemoryFallbackWarning,
-    TaskDependencyError,
-    WorkerLostError,
-)
+from shoal.tasks.errors import RuntimeShutdownError, TaskCancelledError, TaskDependencyError
 from shoal.tasks.future import Future
-from shoal.tasks.graph import MISSING, Binding, Datum, Graph, TaskNode, TaskState, Version
-from shoal.tasks.pool import WorkerHandle, start_worker, stop_worker
+from shoal.tasks.graph import Binding, Datum, Graph, TaskNode, TaskState, Version
+from shoal.tasks.placement import AUTO_SHARE_MIN_BYTES, Placement
+from shoal.tasks.pool import REAP_SECONDS, WorkerHandle, stop_workers
+from shoal.tasks.receiving import Receiving, wake_pipe
+from shoal.tasks.recovery import MAX_ATTEMPTS, Recovery
+from shoal.tasks.release import Release
+from shoal.tasks.scheduling import CAPACITY_UNITS, LONG_TASK_UNITS, WORKER_CAPACITY, Scheduling
 
 if TYPE_CHECKING:
     from shoal.tasks.decorator import TaskFunction
 
-#: Tasks queued on one worker at a time: one running, one waiting behind it.
-WORKER_CAPACITY = 2
-#: A task whose function ran shorter than this (moving average) counts as short.
-SHORT_TASK_SECONDS = 0.001
-#: Capacity is counted in units: a task costs LONG_TASK_UNITS, a short one 1, so a worker
-#: queues up to WORKER_CAPACITY long tasks or WORKER_CAPACITY * LONG_TASK_UNITS short ones.
-LONG_TASK_UNITS = 16
-CAPACITY_UNITS = WORKER_CAPACITY * LONG_TASK_UNITS
-#: Automatic promotion ignores arrays smaller than this: pickling them costs less than a segment.
-AUTO_SHARE_MIN_BYTES = 256 * 1024
-#: A task whose worker dies is run again once; the next death fails it.
-MAX_ATTEMPTS = 2
+__all__ = [
+    "AUTO_SHARE_MIN_BYTES",
+    "CAPACITY_UNITS",
+    "LONG_TASK_UNITS",
+    "MAX_ATTEMPTS",
+    "WORKER_CAPACITY",
+    "Runtime",
+]
+
+
+def _seconds(name: str, value: object) -> float:
+    """A number of seconds given as an argument: a non-negative real number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{name} must be a non-negative number of seconds, got {value!r}")
+    return float(value)
 
 
 def _blas_threads(workers: int) -> int:
@@ -51,7 +57,7 @@ def _blas_threads(workers: int) -> int:
     return max(1, available_cores() // workers)
 
 
-class Runtime:
+class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
     """One pool of worker processes and the graph of the tasks submitted to it."""
 
     def __init__(self, workers: int | None = None, auto_share: bool = True) -> None:
@@ -73,22 +79,18 @@ class Runtime:
         self._blas_threads = _blas_threads(count)
         self._indexes = itertools.count()
         self._workers: dict[int, WorkerHandle] = {}
-        self._generation = 0  # bumped when the set of workers changes
-        self._seconds: dict[tuple[str, str], float] = {}  # moving average run time per function
-        self._awaited: dict[Version, int] = {}  # versions that wait_on callers are blocked on
-        self._wake_reader, self._wake_writer = _wake_pipe()
+        self._generation = 0
+        self._seconds: dict[tuple[str, str], float] = {}
+        self._awaited: dict[Version, int] = {}
+        self._running_timed: dict[TaskNode, WorkerHandle] = {}
+        self._wake_reader, self._wake_writer = wake_pipe()
+        self._alive_reader, self._alive_writer = wake_pipe()
         for _ in range(count):
             self._add_worker()
         self._receiver = threading.Thread(target=self._receive_loop, name="shoal-receiver", daemon=True)
         self._receiver.start()
-        atexit.register(self.shutdown)
-
-    # workers -----------------------------------------------------------------------------------
-    def _add_worker(self) -> WorkerHandle:
-        handle = start_worker(next(self._indexes), self.job, self._blas_threads, self._send_failed)
-        self._workers[handle.index] = handle
-        self._generation += 1
-        return handle
+        atexit.register(self._shutdown_at_exit)
+        signals.watch(self)
 
     @property
     def worker_pids(self) -> list[int]:
@@ -106,6 +108,7 @@ class Runtime:
     def submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """Add one call of ``function`` to the graph; returns its future(s) at once."""
         slots = task_slots(function, args, kwargs)
+        code = function.code()
         with self._lock:
             self._check_open()
             self._drain_orphans()
@@ -113,6 +116,8 @@ class Runtime:
             for slot, spec, value, datum in resolved:
                 check_argument(function.qualname, slot, spec, value, datum)
             node = self._graph.new_task(function.module, function.qualname, function.returns)
+            node.timeout = function.timeout
+            node.code = code
             bindings = []
             for slot, spec, value, datum in resolved:
                 binding = Binding(slot, spec)
@@ -163,335 +168,20 @@ class Runtime:
             if previous is not None and self._graph.unneeded(previous):
                 self._release(previous)
 
-    # scheduling --------------------------------------------------------------------------------
-    def _schedule(self, nodes: list[TaskNode]) -> None:
-        for node in nodes:
-            handle = self._pick_worker(node)
-            if handle is None:
-                self._ready.append(node)
-            else:
-                self._dispatch(node, handle)
-
-    @staticmethod
-    def _locality(node: TaskNode, handle: WorkerHandle) -> int:
-        reads = node.read_versions()
-        if not reads:
-            return 0
-        return sum(v.nbytes for v in reads if handle.index in v.holders)
-
-    def _pick_worker(self, node: TaskNode) -> WorkerHandle | None:
-        best: WorkerHandle | None = None
-        best_key = (-1, 0)
-        for handle in self._workers.values():
-            if handle.load >= CAPACITY_UNITS:
-                continue
-            key = (self._locality(node, handle), -handle.load)
-            if key > best_key:
-                best, best_key = handle, key
-        return best
-
-    def _fill(self, handle: WorkerHandle) -> None:
-        while self._ready and handle.alive and handle.load < CAPACITY_UNITS:
-            window = list(itertools.islice(self._ready, 16))
-            scores = [self._locality(node, handle) for node in window]
-            position = scores.index(max(scores))
-            node = window[position]
-            del self._ready[position]
-            self._dispatch(node, handle)
-
-    def _dispatch(self, node: TaskNode, handle: WorkerHandle) -> None:
-        try:
-            args: list[wire.Arg] = []
-            kwargs: dict[str, wire.Arg] = {}
-            for binding in node.bindings:
-                arg = self._arg_for(node, binding, handle)
-                if isinstance(binding.slot, int):
-                    args.append(arg)
-                else:
-                    kwargs[binding.slot] = arg
-        except Exception as error:
-            self._fail([node], error)
-            return
-        drops, segments = handle.take_drops()
-        estimate = self._seconds.get((node.module, node.qualname))
-        short = estimate is not None and estimate < SHORT_TASK_SECONDS
-        message = wire.TaskMessage(
-            node.task_id,
-            node.module,
-            node.qualname,
-            args,
-            kwargs,
-            [b.slot for b in node.written_bindings()],
-            [v.key for v in node.output_versions()],
-            node.returns,
-            drops,
-            segments,
-            short,
-        )
-        node.state = TaskState.RUNNING
-        node.worker = handle.index
-        handle.add(node, 1 if short else LONG_TASK_UNITS)
-        handle.outbox.put(message)
-
-    def _arg_for(self, node: TaskNode, binding: Binding, handle: WorkerHandle) -> wire.Arg:
-        version = binding.reads
-        if version is None:
-            return wire.ValueArg(binding.value)
-        value = binding.value if version.number == 0 else version.value
-        if binding.spec.recurrent_read_only and not isinstance(value, np.ndarray):
-            raise TypeError(
-                f"task {node.name}: parameter {binding.slot!r} is marked recurrent read-only, "
-                f"which needs a NumPy array, got {type(value).__name__}"
-            )
-        if binding.spec.direction is Direction.IN and isinstance(value, np.ndarray):
-            if version.segment is None and self._should_share(binding, version, value):
-                self._place(version, value, binding.spec.recurrent_read_only)
-            if version.segment is not None:
-                version.mapped_by.add(handle.index)
-                return wire.SharedArg(version.segment)
-            if version.snapshot is None and self._should_snapshot(version, value):
-                self._take_snapshot(version, value)
-            if version.snapshot is not None:
-                return wire.SharedArg(version.snapshot, private=True)
-        if handle.index in version.holders:
-            take = binding.spec.direction is Direction.INOUT
-            if take:
-                version.holders.discard(handle.index)
-            return wire.CachedArg(version.key, take)
-        return wire.ValueArg(value)
-
-    def _should_share(self, binding: Binding, version: Version, value: np.ndarray) -> bool:
-        if value.dtype.hasobject or version.share_refused:
-            return False
-        if binding.spec.recurrent_read_only:
-            return True
-        return (
-            self.auto_share
-            and version.number == 0
-            and version.reads_seen >= 2
-            and value.nbytes >= AUTO_SHARE_MIN_BYTES
-        )
-
-    def _should_snapshot(self, version: Version, value: np.ndarray) -> bool:
-        return (
-            self.auto_share
-            and version.number == 0
-            and not version.share_refused
-            and not value.dtype.hasobject
-            and value.nbytes >= AUTO_SHARE_MIN_BYTES
-            and shm.fits(value.nbytes)
-        )
-
-    def _take_snapshot(self, version: Version, value: np.ndarray) -> None:
-        """First sight of a large caller array: send it as a copy-on-write snapshot."""
-        name = shm.segment_name(self.job, version.datum.data_id, version.number) + "-first"
-        self._segments.add(name)
-        version.snapshot = shm.create_or_attach(name, value)
-
-    def _drop_snapshot(self, version: Version) -> None:
-        if version.snapshot is not None:
-            shm.unlink(version.snapshot.name)
-            self._segments.discard(version.snapshot.name)
-            version.snapshot = None
-
-    def _place(self, version: Version, value: np.ndarray, explicit: bool) -> None:
-        snapshot = version.snapshot
-        if snapshot is not None and shm.holds(snapshot, value):
-            # The array is unchanged since its first task: that snapshot becomes the segment.
-            version.snapshot = None
-            self._publish(version, snapshot, value, explicit)
-            return
-        self._drop_snapshot(version)
-        name = shm.segment_name(self.job, version.datum.data_id, version.number)
-        if not shm.fits(value.nbytes):
-            version.share_refused = True
-            warnings.warn(
-                f"not enough free space in {shm.SHM_DIR} for a {value.nbytes}-byte array; "
-                f"sending it by value instead",
-                SharedMemoryFallbackWarning,
-                stacklevel=2,
-            )
-            return
-        self._segments.add(name)
-        self._publish(version, shm.create_or_attach(name, value), value, explicit)
-
-    @staticmethod
-    def _publish(version: Version, segment: shm.SegmentRef, value: np.ndarray, explicit: bool) -> None:
-        version.segment = segment
-        if not explicit and value.flags.writeable:
-            # The segment is a snapshot: writes through the caller's array would go unseen.
-            value.flags.writeable = False
-            version.locked_owner = True
-
-    # completion --------------------------------------------------------------------------------
-    def _receive_loop(self) -> None:
-        selector = selectors.PollSelector()
-        registered = -1
-        try:
-            while not self._closed:
-                if registered != self._generation:
-                    registered = self._register(selector)
-                for key, _ in selector.select(timeout=1.0):
-                    if key.data is None:
-                        with contextlib.suppress(OSError, EOFError):
-                            self._wake_reader.recv_bytes()
-                    else:
-                        self._drain(key.data)
-        finally:
-            selector.close()
-
-    def _register(self, selector: selectors.BaseSelector) -> int:
-        """Watch the wake pipe and every live worker's connection and sentinel."""
-        with self._lock:
-            generation = self._generation
-            handles = [h for h in self._workers.values() if h.alive]
-        for key in list(selector.get_map().values()):
-            selector.unregister(key.fileobj)
-        selector.register(self._wake_reader, selectors.EVENT_READ, None)
-        for handle in handles:
-            selector.register(handle.connection, selectors.EVENT_READ, handle)
-            selector.register(handle.process.sentinel, selectors.EVENT_READ, handle)
-        return generation
-
-    def _drain(self, handle: WorkerHandle) -> None:
-        while handle.alive:
-            try:
-                if not handle.connection.poll(0):
-                    if not handle.process.is_alive():
-                        self._worker_died(handle)
-                    return
-                replies = wire.receive(handle.connection)
-            except (EOFError, OSError):
-                self._worker_died(handle)
-                return
-            self._on_replies(handle, replies)  # type: ignore[arg-type]
-
-    def _on_replies(self, handle: WorkerHandle, replies: list[wire.DoneMessage | wire.FailedMessage]) -> None:
-        with self._lock:
-            self._drain_orphans()
-            wake = False
-            for message in replies:
-                node = handle.remove(message.task_id)
-                if node is None or node.state is not TaskState.RUNNING:
-                    continue
-                if isinstance(message, wire.DoneMessage):
-                    self._note_seconds(node, message.seconds)
-                    ready = self._graph.complete(node, message.outputs, handle.index)
-                    self._unfinished -= 1
-                    outputs = node.output_versions()
-                    wake = wake or any(v in self._awaited for v in outputs)
-                    for version in self._graph.finish_reads(node) + outputs:
-                        if self._graph.unneeded(version):
-                            self._release(version)
-                    self._schedule(ready)
-                else:
-                    self._fail([node], _remote_error(node, message))
-                    wake = True
-            self._fill(handle)
-            if wake or self._unfinished == 0:
-                self._changed.notify_all()
-
-    def _note_seconds(self, node: TaskNode, seconds: float) -> None:
-        key = (node.module, node.qualname)
-        previous = self._seconds.get(key)
-        self._seconds[key] = seconds if previous is None else 0.7 * previous + 0.3 * seconds
-
-    def _send_failed(self, handle: WorkerHandle, message: wire.TaskMessage, error: BaseException) -> None:
-        with self._lock:
-            node = handle.remove(message.task_id)
-            if node is not None:
-                failure = TypeError(f"task {node.name}: an argument could not be sent to the worker: {error}")
-                failure.__cause__ = error
-                self._fail([node], failure)
-                self._fill(handle)
-                self._changed.notify_all()
-
-    def _fail(self, nodes: list[TaskNode], error: BaseException) -> None:
-        for node in nodes:
-            for failed in self._graph.fail(node, error):
-                self._unfinished -= 1
-                with contextlib.suppress(ValueError):
-                    self._ready.remove(failed)
-                for version in self._graph.finish_reads(failed):
-                    self._release(version)
-
-    def _worker_died(self, handle: WorkerHandle) -> None:
-        with self._lock:
-            if not handle.alive:
-                return
-            handle.alive = False
-            del self._workers[handle.index]
-            self._generation += 1
-            handle.process.join(1.0)
-            code = handle.process.exitcode
-            handle.outbox.put(None)
-            orphaned_tasks = handle.remove_all()
-            if self._closed:
-                return
-            replacement = self._add_worker()
-            for node in orphaned_tasks:
-                node.attempts += 1
-                if node.attempts >= MAX_ATTEMPTS:
-                    self._fail([node], WorkerLostError(
-                        f"task {node.name} was running on {handle.description}, which died "
-                        f"(exit code {code}); it had already been retried once after a worker died"
-                    ))
-                else:
-                    node.state = TaskState.READY
-                    self._ready.appendleft(node)
-            self._fill(replacement)
-            for other in list(self._workers.values()):
-                self._fill(other)
-            self._changed.notify_all()
-        with contextlib.suppress(OSError):
-            self._wake_writer.send_bytes(b"")
-
-    # data release ------------------------------------------------------------------------------
-    def _release(self, version: Version) -> None:
-        if version.released:
-            return
-        version.released = True
-        version.value = MISSING
-        version.datum.versions.pop(version.number, None)
-        for index in version.holders:
-            handle = self._workers.get(index)
-            if handle is not None:
-                handle.pending_drops.append(version.key)
-        self._drop_snapshot(version)
-        if version.segment is not None:
-            shm.unlink(version.segment.name)
-            self._segments.discard(version.segment.name)
-            for index in version.mapped_by:
-                handle = self._workers.get(index)
-                if handle is not None:
-                    handle.pending_segment_drops.append(version.segment.name)
-        if version.locked_owner:
-            owner = version.datum.owner()
-            if isinstance(owner, np.ndarray):
-                with contextlib.suppress(ValueError):
-                    owner.flags.writeable = True
-
-    def _drain_orphans(self) -> None:
-        while self._graph.orphans:
-            self._forget(self._graph.orphans.pop())
-
-    def _forget(self, datum: Datum) -> None:
-        self._graph.forget(datum)
-        for version in list(datum.versions.values()):
-            if self._graph.unneeded(version):
-                self._release(version)
-
-    def _flush_drops(self) -> None:
-        for handle in self._workers.values():
-            if handle.pending_drops or handle.pending_segment_drops:
-                handle.outbox.put(wire.DropMessage(*handle.take_drops()))
-
     # synchronization ---------------------------------------------------------------------------
-    def wait_on(self, value: object) -> object:
-        """The value of a future or of the latest version of data passed to tasks."""
+    def wait_on(self, value: object, timeout: float | None = None) -> object:
+        """The value of a future or of the latest version of data passed to tasks.
+
+        With ``timeout`` (seconds), raises ``TimeoutError`` if the value is not ready by then;
+        the task goes on running.
+        """
+        deadline = None if timeout is None else time.monotonic() + _seconds("timeout", timeout)
+        return self._wait(value, deadline, timeout)
+
+    def _wait(self, value: object, deadline: float | None, timeout: float | None) -> object:
         with self._lock:
             if isinstance(value, list | tuple) and self._graph.lookup(value) is None:
-                return type(value)(self.wait_on(item) for item in value)
+                return type(value)(self._wait(item, deadline, timeout) for item in value)
             datum = value._datum if isinstance(value, Future) else self._graph.lookup(value)
             if isinstance(value, Future) and (value._runtime is not self or datum.orphaned):
                 raise ValueError(f"{value!r} was deleted or belongs to another task runtime")
@@ -502,7 +192,12 @@ class Runtime:
             try:
                 while not version.done:
                     self._check_open()
-                    self._changed.wait(0.5)
+                    wait = 0.5
+                    if deadline is not None:
+                        wait = min(wait, deadline - time.monotonic())
+                        if wait <= 0:
+                            raise TimeoutError(f"wait_on: {value!r} was not ready within {timeout:g} s")
+                    self._changed.wait(wait)
             finally:
                 if self._awaited[version] == 1:
                     del self._awaited[version]
@@ -511,6 +206,36 @@ class Runtime:
             if version.error is not None:
                 raise version.error
             return datum.owner() if version.number == 0 else version.value
+
+    def cancel(self, future: Future) -> bool:
+        """Cancel the task producing ``future``: False if it already finished or failed.
+
+        A task that is running is stopped by replacing its worker; the tasks queued behind
+        it on that worker run elsewhere. Its futures, and those of tasks depending on it,
+        raise :class:`~shoal.tasks.errors.TaskCancelledError`.
+        """
+        with self._lock:
+            version = future._datum.versions.get(future._datum.current)
+            node = None if version is None else version.producer
+            if future._runtime is not self or node is None or version is None or version.done:
+                return False
+            error = TaskCancelledError(f"task {node.name} was cancelled")
+            handle = None if node.worker is None else self._workers.get(node.worker)
+            if node.state is TaskState.RUNNING and handle is not None and node.task_id in handle.in_flight:
+                if next(iter(handle.in_flight)) == node.task_id:  # it may be running: stop it
+                    error.add_note(f"it was stopped on {handle.description}, which was replaced")
+                    self._stop_worker_for(handle, {node: error})
+                    self._changed.notify_all()
+                    return True
+                handle.remove(node.task_id)  # queued behind another task: the worker skips it
+                handle.outbox.put(wire.CancelMessage([node.task_id]))
+                self._fail([node], error)
+                self._fill(handle)
+                self._changed.notify_all()
+                return True
+            self._fail([node], error)
+            self._changed.notify_all()
+            return True
 
     def barrier(self) -> None:
         """Wait until every submitted task has finished or failed."""
@@ -539,6 +264,25 @@ class Runtime:
             raise RuntimeShutdownError("the task runtime has been shut down")
 
     # shutdown ----------------------------------------------------------------------------------
+    def _shutdown_at_exit(self) -> None:
+        """At exit workers may finish their task, unless Ctrl-C ended the program."""
+        interrupted = isinstance(getattr(sys, "last_value", None), KeyboardInterrupt)
+        self.shutdown(0.0 if interrupted else 10.0)
+
+    def stop_now(self) -> None:
+        """Kill every worker and unlink every segment at once (the program is ending).
+
+        Safe from a signal handler: takes no lock, and the receiver starts no replacement
+        for workers it sees die once the runtime is closed.
+        """
+        self._closed = True
+        for handle in list(self._workers.values()):
+            with contextlib.suppress(Exception):
+                handle.process.kill()
+        for name in list(self._segments):
+            shm.unlink(name)
+        shm.sweep(self.job)
+
     def shutdown(self, timeout: float = 10.0) -> None:
         """Stop the workers, fail unfinished tasks and unlink every segment of this job."""
         with self._lock:
@@ -551,12 +295,12 @@ class Runtime:
             self._ready.clear()
             self._fail(pending, RuntimeShutdownError("the task runtime was shut down before the task ran"))
             self._changed.notify_all()
-        atexit.unregister(self.shutdown)
+        atexit.unregister(self._shutdown_at_exit)
+        signals.unwatch(self)
         with contextlib.suppress(OSError):
             self._wake_writer.send_bytes(b"")
-        for handle in handles:
-            stop_worker(handle, timeout)
-        self._receiver.join(timeout)
+        stop_workers(handles, timeout)
+        self._receiver.join(max(timeout, REAP_SECONDS))
         with self._lock:
             for name in self._segments:
                 shm.unlink(name)
@@ -564,20 +308,5 @@ class Runtime:
         shm.sweep(self.job)
         self._wake_reader.close()
         self._wake_writer.close()
-
-
-def _wake_pipe() -> tuple[Connection, Connection]:
-    import multiprocessing
-
-    reader, writer = multiprocessing.Pipe(duplex=False)
-    return reader, writer
-
-
-def _remote_error(node: TaskNode, message: wire.FailedMessage) -> BaseException:
-    error = message.exception
-    if error is None:
-        error = RuntimeError(f"task {node.name} raised {message.description}, which could not be pickled")
-    error.__cause__ = RemoteTraceback(message.traceback)
-    error.add_note(f"raised by task {node.name} on {message.worker}")
-    return error
-
+        self._alive_reader.close()
+        self._alive_writer.close()

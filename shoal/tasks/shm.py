@@ -1,13 +1,18 @@
 """System-wide shared memory for recurrently read arrays (paper 001 §III-A3, §III-B).
 
 Segments live in ``/dev/shm`` (what ``shm_open`` maps to on Linux) and are named
-``shoal-<job>-<data id>-v<version>``. Files are opened directly instead of through
+``shoal-<job>-<data id>-v<version>-<random>``. Files are opened directly instead of through
 ``multiprocessing.shared_memory`` so that Python's resource tracker never registers them
 and never unlinks a segment another process still expects.
 
-Layout: a 64-byte header whose first 8 bytes hold a ready flag, then the array bytes.
-Creation is create-or-attach without locks: whoever wins ``O_EXCL`` copies the data and
-writes the flag last; everyone else maps the file and waits for the flag.
+/dev/shm is shared by every user of the machine, so nothing found there is trusted: names
+carry 64 random bits (another user who lists /dev/shm cannot guess the next one), segments
+are created only with ``O_EXCL`` (a name that exists is an error, never attached), and
+whoever maps a segment first checks with ``fstat`` that this user owns it and that no one
+else may write it.
+
+Layout: a 64-byte header whose first 8 bytes hold a ready flag, then the array bytes. The
+creator writes the flag last; a reader that finds the flag missing waits for it.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import mmap
 import os
 import re
 import secrets
+import stat
 import struct
 import time
 from dataclasses import dataclass
@@ -39,6 +45,14 @@ class SegmentNotReady(RuntimeError):
     """A segment exists but its creator never finished filling it."""
 
 
+class SegmentExistsError(FileExistsError):
+    """A segment of the name the runtime chose already exists: someone else made it."""
+
+
+class UntrustedSegmentError(PermissionError):
+    """A segment is owned by another user, or others may write it: it is never mapped."""
+
+
 @dataclass(frozen=True)
 class SegmentRef:
     """What a worker needs to map an array placed in shared memory."""
@@ -53,13 +67,13 @@ class SegmentRef:
 
 
 def new_job_name() -> str:
-    """A name unique to this process: ``<pid>.<random hex>`` (no dashes)."""
-    return f"{os.getpid()}.{secrets.token_hex(3)}"
+    """A name unique to this process: ``<pid>.<64 random bits in hex>`` (no dashes)."""
+    return f"{os.getpid()}.{secrets.token_hex(8)}"
 
 
 def segment_name(job: str, data_id: int, version: int) -> str:
-    """The segment name of one version of one datum."""
-    return f"{PREFIX}{job}-{data_id}-v{version}"
+    """A fresh, unguessable segment name for one version of one datum."""
+    return f"{PREFIX}{job}-{data_id}-v{version}-{secrets.token_hex(8)}"
 
 
 def _path(name: str) -> str:
@@ -84,17 +98,23 @@ def _view(buffer: mmap.mmap, ref: SegmentRef) -> np.ndarray:
     return np.ndarray(ref.shape, dtype=np.dtype(ref.dtype), buffer=buffer, offset=HEADER_BYTES)
 
 
-def create_or_attach(name: str, array: np.ndarray, timeout: float = 30.0) -> SegmentRef:
-    """Place ``array`` in the segment ``name`` unless someone already did; return its ref."""
+def create(name: str, array: np.ndarray) -> SegmentRef:
+    """Place ``array`` in a new segment ``name``; return its ref.
+
+    Raises :class:`SegmentExistsError` if the name exists (it is never attached) and
+    ``OSError`` when the data cannot be written (then nothing is left behind).
+    """
     if array.dtype.hasobject:
         raise TypeError(f"arrays of dtype {array.dtype} cannot be placed in shared memory")
     ref = SegmentRef(name, array.dtype.str, tuple(array.shape))
     size = HEADER_BYTES + max(ref.nbytes, 1)
     try:
-        fd = os.open(_path(name), os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(_path(name), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
-        attach(ref, timeout)  # waits until the other creator has written the ready flag
-        return ref
+        raise SegmentExistsError(
+            f"shared-memory segment {_path(name)} already exists ({_describe_owner(name)}); "
+            f"a segment this runtime did not create is never attached"
+        ) from None
     try:
         os.ftruncate(fd, size)
         # write() into tmpfs, not a copy through a fresh mapping: no page fault per 4 KiB.
@@ -102,13 +122,40 @@ def create_or_attach(name: str, array: np.ndarray, timeout: float = 30.0) -> Seg
         written = 0
         while written < len(data):
             written += os.pwrite(fd, data[written:], HEADER_BYTES + written)
-        os.pwrite(fd, _FLAG.pack(READY), 0)  # last: attachers wait for it
+        os.pwrite(fd, _FLAG.pack(READY), 0)  # last: readers wait for it
     except BaseException:
         unlink(name)
         raise
     finally:
         os.close(fd)
     return ref
+
+
+def _describe_owner(name: str) -> str:
+    try:
+        info = os.lstat(_path(name))
+    except OSError:
+        return "its owner is unknown"
+    return f"owned by uid {info.st_uid}, mode {stat.filemode(info.st_mode)}"
+
+
+def check_trusted(fd: int, name: str) -> os.stat_result:
+    """``fstat`` an open segment: a regular file of this user that only this user may write."""
+    info = os.fstat(fd)
+    uid = os.geteuid()
+    if not stat.S_ISREG(info.st_mode):
+        raise UntrustedSegmentError(f"refusing to map shared-memory segment {name}: not a regular file")
+    if info.st_uid != uid:
+        raise UntrustedSegmentError(
+            f"refusing to map shared-memory segment {name}: it is owned by uid {info.st_uid}, "
+            f"not by this user (uid {uid})"
+        )
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UntrustedSegmentError(
+            f"refusing to map shared-memory segment {name}: other users may write it "
+            f"(mode {stat.filemode(info.st_mode)})"
+        )
+    return info
 
 
 def attach(ref: SegmentRef, timeout: float = 30.0, private: bool = False) -> np.ndarray:
@@ -119,8 +166,9 @@ def attach(ref: SegmentRef, timeout: float = 30.0, private: bool = False) -> np.
     """
     size = HEADER_BYTES + max(ref.nbytes, 1)
     deadline = time.monotonic() + timeout
-    fd = os.open(_path(ref.name), os.O_RDONLY)
+    fd = os.open(_path(ref.name), os.O_RDONLY | os.O_NOFOLLOW)
     try:
+        check_trusted(fd, ref.name)
         while os.fstat(fd).st_size < size:
             if time.monotonic() > deadline:
                 raise SegmentNotReady(f"shared-memory segment {ref.name} was never sized")
@@ -183,21 +231,29 @@ def segment_owner(name: str) -> int:
     return int(name[len(PREFIX) :].split(".", 1)[0])
 
 
+def _mine(name: str) -> bool:
+    """Whether this user owns ``name`` in /dev/shm: others' files are never removed."""
+    try:
+        return os.lstat(_path(name)).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 def sweep(job: str) -> int:
-    """Unlink every segment of ``job``; returns how many were removed."""
-    names = list_segments(f"{PREFIX}{job}-")
+    """Unlink every segment of ``job`` this user owns; returns how many were removed."""
+    names = [name for name in list_segments(f"{PREFIX}{job}-") if _mine(name)]
     for name in names:
         unlink(name)
     return len(names)
 
 
 def sweep_dead_jobs() -> int:
-    """Unlink task segments whose owning process no longer exists."""
+    """Unlink this user's task segments whose owning process no longer exists."""
     removed = 0
     for name in list_segments():
         job = name[len(PREFIX) :].split("-", 1)[0]
         pid_text = job.split(".", 1)[0]
-        if "." in job and pid_text.isdigit() and not pid_alive(int(pid_text)):
+        if "." in job and pid_text.isdigit() and not pid_alive(int(pid_text)) and _mine(name):
             unlink(name)
             removed += 1
     return removed

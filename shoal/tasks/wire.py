@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import pickle
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 
@@ -77,10 +78,14 @@ class TaskMessage:
     drops: list[Key] = field(default_factory=list)
     dropped_segments: list[str] = field(default_factory=list)
     short: bool = False  # expected to finish quickly: the worker may hold its reply briefly
+    report_start: bool = False  # the task has a timeout: say when it starts running
+    code_id: str | None = None  # digest of a function sent by value (interactive __main__)
+    code: bytes | None = None  # that function's pickle, the first time this worker needs it
 
     def __reduce__(self) -> tuple[object, ...]:
         fields = (self.task_id, self.module, self.qualname, self.args, self.kwargs, self.written)
-        return (type(self), (*fields, self.output_keys, self.returns, self.drops, self.dropped_segments, self.short))
+        rest = (self.drops, self.dropped_segments, self.short, self.report_start, self.code_id, self.code)
+        return (type(self), (*fields, self.output_keys, self.returns, *rest))
 
 
 @dataclass(slots=True)
@@ -92,6 +97,26 @@ class DropMessage:
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.drops, self.dropped_segments))
+
+
+@dataclass(slots=True)
+class CancelMessage:
+    """Skip these queued tasks if they have not started (no reply is expected)."""
+
+    task_ids: list[int]
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.task_ids,))
+
+
+@dataclass(slots=True)
+class StartedMessage:
+    """A task with a timeout started running now (its clock starts)."""
+
+    task_id: int
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.task_id,))
 
 
 @dataclass(slots=True)
@@ -128,13 +153,34 @@ class Encoded:
     buffers: list[memoryview]
 
 
-def encode(message: object) -> Encoded:
-    """Pickle a message (or a batch, a list of them); raises if something cannot be pickled."""
+class UndecodableError(Exception):
+    """A message arrived whole but unpickling it raised; ``task_ids`` are the tasks it
+    concerns (as the sender listed them outside the pickle)."""
+
+    def __init__(self, task_ids: list[int], cause: BaseException) -> None:
+        super().__init__(f"a message about tasks {task_ids} could not be unpickled: {cause!r}")
+        self.task_ids = task_ids
+        self.cause = cause
+
+
+def encode(message: object, task_ids: Sequence[int] = (), by_value: bool = False) -> Encoded:
+    """Pickle a message (or a batch, a list of them); raises if something cannot be pickled.
+
+    ``task_ids`` travel outside the pickle, so that a receiver that cannot unpickle the
+    message still knows which tasks it was about. ``by_value``: pickle with cloudpickle,
+    which sends functions and classes of an interactive ``__main__`` by value.
+    """
     buffers: list[pickle.PickleBuffer] = []
-    stream = pickle.dumps(message, protocol=5, buffer_callback=buffers.append)
+    dumps = pickle.dumps
+    if by_value:
+        import cloudpickle
+
+        dumps = cloudpickle.dumps
+    stream = dumps(message, protocol=5, buffer_callback=buffers.append)
     raws = [buffer.raw() for buffer in buffers]
     sizes = struct.pack(f"<{len(raws)}Q", *(raw.nbytes for raw in raws))
-    return Encoded(_COUNT.pack(len(raws)) + sizes + stream, raws)
+    ids = struct.pack(f"<I{len(task_ids)}q", len(task_ids), *task_ids)
+    return Encoded(_COUNT.pack(len(raws)) + sizes + ids + stream, raws)
 
 
 def write(connection: Connection, encoded: Encoded) -> None:
@@ -162,7 +208,11 @@ def receive(connection: Connection) -> object:
     frame = connection.recv_bytes()
     (count,) = _COUNT.unpack_from(frame, 0)
     sizes = struct.unpack_from(f"<{count}Q", frame, _COUNT.size)
-    stream = memoryview(frame)[_COUNT.size + 8 * count :]
+    offset = _COUNT.size + 8 * count
+    (id_count,) = _COUNT.unpack_from(frame, offset)
+    offset += _COUNT.size
+    task_ids = struct.unpack_from(f"<{id_count}q", frame, offset)
+    stream = memoryview(frame)[offset + 8 * id_count :]
     buffers = []
     descriptor = connection.fileno()
     for size in sizes:
@@ -174,4 +224,7 @@ def receive(connection: Connection) -> object:
                 raise EOFError(f"the connection closed inside a buffer of {size} bytes")
             view = view[received:]
         buffers.append(buffer)
-    return pickle.loads(stream, buffers=buffers)
+    try:
+        return pickle.loads(stream, buffers=buffers)
+    except BaseException as error:
+        raise UndecodableError(list(task_ids), error) from error

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import pickle
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 
 import numpy as np
@@ -35,7 +38,10 @@ class WorkerState:
         self.name = name
         self.cache: dict[wire.Key, object] = {}
         self.segments: dict[str, np.ndarray] = {}
-        self.functions: dict[tuple[str, str], Callable[..., object]] = {}
+        self.functions: dict[tuple[str, str, str | None], Callable[..., object]] = {}
+        #: A function came by value: replies may hold classes of an interactive __main__,
+        #: which only cloudpickle can send back.
+        self.by_value = False
 
     def drop(self, keys: list[wire.Key], segment_names: list[str]) -> None:
         for key in keys:
@@ -56,34 +62,54 @@ class WorkerState:
             self.segments[arg.ref.name] = view
         return view
 
-    def run(self, message: wire.TaskMessage) -> wire.DoneMessage | wire.FailedMessage:
+    def run(
+        self, message: wire.TaskMessage, on_start: Callable[[int], None] | None = None
+    ) -> wire.DoneMessage | wire.FailedMessage:
+        """Run one task; ``on_start(task_id)`` is called just before its function."""
         self.drop(message.drops, message.dropped_segments)
         try:
-            key = (message.module, message.qualname)
+            key = (message.module, message.qualname, message.code_id)
             function = self.functions.get(key)
             if function is None:
-                function = self.functions[key] = resolve_function(*key)
+                function = self.functions[key] = self._load(message)
+                self.by_value = self.by_value or message.code_id is not None
             args = [self.materialize(arg) for arg in message.args]
             kwargs = {name: self.materialize(arg) for name, arg in message.kwargs.items()}
+            if on_start is not None:
+                on_start(message.task_id)
             started = time.perf_counter()
             result = function(*args, **kwargs)
             seconds = time.perf_counter() - started
             outputs = [args[w] if isinstance(w, int) else kwargs[w] for w in message.written]
             outputs.extend(_split_returns(result, message.returns, message.qualname))
-        except Exception as error:
-            return self._failure(message.task_id, error)
+        except BaseException as error:  # SystemExit and KeyboardInterrupt too: the task's error
+            return self.failure(message.task_id, error)
         for key, value in zip(message.output_keys, outputs):
             self.cache[key] = value
         return wire.DoneMessage(message.task_id, outputs, seconds)
 
-    def _failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
+    @staticmethod
+    def _load(message: wire.TaskMessage) -> Callable[..., object]:
+        """The task's function: unpickled when sent by value, else imported."""
+        if message.code_id is None:
+            return resolve_function(message.module, message.qualname)
+        if message.code is None:
+            raise RuntimeError(f"task function {message.qualname} was to be sent by value but never arrived")
+        return pickle.loads(message.code)  # cloudpickle's output; cloudpickle is installed here too
+
+    def failure(self, task_id: int, error: BaseException) -> wire.FailedMessage:
+        """The reply for a task that raised ``error`` (sent as text when it cannot be pickled)."""
         text = "".join(traceback.format_exception(error))
         try:
             pickle.dumps(error, protocol=5)
             exception: BaseException | None = error
-        except Exception:
+        except BaseException:
             exception = None
-        return wire.FailedMessage(task_id, exception, repr(error), text, self.name)
+        try:
+            description = repr(error)
+        except BaseException:
+            description = f"an exception of type {type(error).__qualname__}"
+        return wire.FailedMessage(task_id, exception, description, text, self.name)
 
 
 def _split_returns(result: object, returns: int, qualname: str) -> list[object]:
@@ -110,6 +136,14 @@ def _limit_blas(threads: int) -> object:
 REPLY_HOLD_SECONDS = 0.002
 
 
+@dataclass(frozen=True)
+class Undelivered:
+    """A task whose message arrived but could not be unpickled: it fails with ``error``."""
+
+    task_id: int
+    error: BaseException
+
+
 class _Inbox:
     """Messages received but not yet handled, refilled without blocking when more arrived."""
 
@@ -117,16 +151,36 @@ class _Inbox:
         self.connection = connection
         self.queue: deque[object] = deque()
         self.stopped = False
+        self.cancelled: set[int] = set()  # queued tasks not to run
 
     def refill(self, block: bool) -> None:
         """Receive one batch if one is waiting (or, with ``block``, wait for it)."""
         if self.stopped or not (block or self.connection.poll(0)):
             return
-        batch = wire.receive(self.connection)
+        try:
+            batch = wire.receive(self.connection)
+        except wire.UndecodableError as error:  # an argument that cannot be unpickled here
+            error.cause.add_note("raised in the worker while unpickling the task's arguments")
+            self.queue.extend(Undelivered(task_id, error.cause) for task_id in error.task_ids)
+            return
         if batch is None:
             self.stopped = True
-        else:
-            self.queue.extend(batch)  # type: ignore[call-overload]
+            return
+        for message in batch:  # type: ignore[attr-defined]
+            if type(message) is wire.CancelMessage:
+                self.cancelled.update(message.task_ids)
+            else:
+                self.queue.append(message)
+
+    def skip(self, message: wire.TaskMessage) -> bool:
+        """Whether the task was cancelled before it started (long tasks look for news first)."""
+        if not message.short:
+            while not self.stopped and self.connection.poll(0):
+                self.refill(block=False)
+        if message.task_id in self.cancelled:
+            self.cancelled.discard(message.task_id)
+            return True
+        return False
 
     def next_is_short(self) -> bool:
         """Whether the next queued message is quick to handle (a short task or a drop)."""
@@ -139,20 +193,36 @@ class _Inbox:
 
 
 def _send_replies(connection: Connection, state: WorkerState, replies: list[object]) -> None:
+    """Send replies as one batch; a reply that cannot be pickled becomes its task's error."""
     try:
-        wire.send(connection, replies)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        encoded = []
+        payload = wire.encode(replies, [reply.task_id for reply in replies], state.by_value)  # type: ignore[attr-defined]
+    except BaseException:  # whatever a result's pickling raises, nothing was written yet
         for reply in replies:
-            try:
-                encoded.append(wire.encode([reply]))
-            except (pickle.PicklingError, TypeError, AttributeError) as error:
-                encoded.append(wire.encode([state._failure(reply.task_id, error)]))  # type: ignore[attr-defined]
-        for payload in encoded:
-            wire.write(connection, payload)
+            wire.write(connection, _encode_reply(state, reply))
+        return
+    wire.write(connection, payload)
 
 
-def worker_main(connection: Connection, index: int, job: str, blas_threads: int) -> None:
+def _encode_reply(state: WorkerState, reply: object) -> wire.Encoded:
+    assert isinstance(reply, wire.DoneMessage | wire.FailedMessage)
+    try:
+        return wire.encode([reply], [reply.task_id], state.by_value)
+    except BaseException as error:
+        error.add_note(f"raised while pickling the result of the task to send it back from {state.name}")
+        return wire.encode([state.failure(reply.task_id, error)], [reply.task_id], state.by_value)
+
+
+def _end_with_main(alive: Connection, job: str) -> None:
+    """Wait for the main process to die (end-of-file on ``alive``), then clean up and exit
+    at once, also while a task is running."""
+    with contextlib.suppress(EOFError, OSError):
+        while True:
+            alive.recv_bytes()
+    shm.sweep(job)
+    os._exit(1)
+
+
+def worker_main(connection: Connection, index: int, job: str, blas_threads: int, alive: Connection) -> None:
     """Entry point of a worker process: serve tasks until told to stop or the main dies.
 
     Replies go back in batches: after a short task the reply waits (at most
@@ -160,10 +230,15 @@ def worker_main(connection: Connection, index: int, job: str, blas_threads: int)
     tasks costs one write each way; a long or unknown task's reply leaves at once.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_end_with_main, args=(alive, job), name="shoal-main-watch", daemon=True).start()
     limits = _limit_blas(blas_threads)
     state = WorkerState(f"worker {index} (pid {os.getpid()})")
     inbox = _Inbox(connection)
     replies: list[object] = []
+
+    def report_start(task_id: int) -> None:
+        wire.send(connection, [wire.StartedMessage(task_id)])
+
     held_since = 0.0
     main_gone = False
     try:
@@ -176,11 +251,17 @@ def worker_main(connection: Connection, index: int, job: str, blas_threads: int)
             message = inbox.queue.popleft()
             if isinstance(message, wire.DropMessage):
                 state.drop(message.drops, message.dropped_segments)
-            else:
-                assert isinstance(message, wire.TaskMessage)
+            elif isinstance(message, Undelivered):
                 if not replies:
                     held_since = time.perf_counter()
-                replies.append(state.run(message))
+                replies.append(state.failure(message.task_id, message.error))
+            else:
+                assert isinstance(message, wire.TaskMessage)
+                if inbox.skip(message):
+                    continue
+                if not replies:
+                    held_since = time.perf_counter()
+                replies.append(state.run(message, report_start if message.report_start else None))
             if not replies:
                 continue
             if not (inbox.next_is_short() and time.perf_counter() - held_since < REPLY_HOLD_SECONDS):
