@@ -17,6 +17,7 @@ from __future__ import annotations
 import collections
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -32,6 +33,7 @@ from shoal.proxy.auth import TokenError, check_token, read_token_file
 from shoal.proxy.fetched import FetchedArrays
 from shoal.proxy.protocol import (
     DEFAULT_LIMITS,
+    FRAME_HEADER,
     SERVER_KINDS,
     SESSION_ID_BYTES,
     Kind,
@@ -96,6 +98,8 @@ class ProxyClient(Component):
         self._failure: ConnectionError | None = None  # why the session is lost, once it is
         self._unsynced = False  # batches sent since the last answer
         self.round_trips = 0  # requests answered (fetch, preview, sync)
+        self.bytes_sent = 0
+        self.bytes_received = 0
         self.fetched = FetchedArrays()
         self._connect(resume=False)
 
@@ -205,6 +209,7 @@ class ProxyClient(Component):
         self.sent += 1
         parts = frame_bytes(kind, self.sent, chunks)
         size = sum(memoryview(part).nbytes for part in parts)
+        self.bytes_sent += size
         self._unacknowledged.append((self.sent, parts, size))
         self._kept_bytes += size
         while self._kept_bytes > self.settings.resume_bytes and len(self._unacknowledged) > 1:
@@ -241,6 +246,7 @@ class ProxyClient(Component):
                 except BaseException:  # Ctrl-C while waiting: stop the remote work too
                     self._cancel()
                     raise
+                self.bytes_received += len(frame.payload) + FRAME_HEADER.size
                 if frame.kind == Kind.HEARTBEAT:
                     self._acknowledge(frame.sequence)
                     continue
@@ -321,6 +327,15 @@ class ProxyClient(Component):
             finally:
                 self._closed = True
                 self._drop_socket()
+                if settings.STATS.value():
+                    print(self.statistics(), file=sys.stderr)
+
+    def statistics(self) -> str:
+        """What ``SHOAL_STATS=1`` prints at exit: round trips (the BYE included) and traffic."""
+        return (
+            f"shoal proxy: {self.round_trips} round trips, {self.bytes_sent / 2**20:.1f} MiB sent, "
+            f"{self.bytes_received / 2**20:.1f} MiB received"
+        )
 
     def live_bases(self) -> int:
         return 0
