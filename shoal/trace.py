@@ -41,19 +41,19 @@ class Tracer:
     """Collects trace events in memory; :meth:`write` saves them as Chrome trace-event JSON."""
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = path
+        self.path = None if path is None else os.path.abspath(path)  # the program may change directory
         self.origin = time.perf_counter()
         self.pid = os.getpid()
-        self.events: list[dict[str, Any]] = []
+        self.metadata: list[dict[str, Any]] = []
+        # Complete events as tuples (a third of a dict's memory): name, category, start, end,
+        # pid, tid, args.
+        self.spans: list[tuple[str, str, float, float, int, int, dict[str, Any] | None]] = []
         self._named: set[tuple[int, int]] = set()
         self._lock = threading.Lock()
         self._name_process(self.pid, "shoal main process")
 
-    def _micro(self, moment: float) -> float:
-        return round((moment - self.origin) * 1e6, 3)
-
     def _name_process(self, pid: int, name: str) -> None:
-        self.events.append({"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}})
+        self.metadata.append({"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}})
 
     def name_track(self, pid: int, tid: int, name: str, process: str | None = None) -> None:
         """Name thread ``tid`` of process ``pid`` (and the process, if ``process`` is given) once."""
@@ -63,7 +63,7 @@ class Tracer:
             self._named.add((pid, tid))
             if process is not None:
                 self._name_process(pid, process)
-            self.events.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
+            self.metadata.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
 
     def complete(
         self,
@@ -82,18 +82,7 @@ class Tracer:
                 thread = threading.current_thread()
                 self.name_track(self.pid, tid, "main" if thread is threading.main_thread() else thread.name)
             track = (self.pid, tid)
-        event: dict[str, Any] = {
-            "ph": "X",
-            "name": name,
-            "cat": category,
-            "ts": self._micro(start),
-            "dur": round(max(0.0, end - start) * 1e6, 3),
-            "pid": track[0],
-            "tid": track[1],
-        }
-        if args:
-            event["args"] = args
-        self.events.append(event)  # list.append is atomic: worker threads record without a lock
+        self.spans.append((name, category, start, end, track[0], track[1], args))  # atomic: no lock needed
 
     @contextlib.contextmanager
     def span(self, name: str, category: str, args: dict[str, Any] | None = None) -> Iterator[None]:
@@ -111,9 +100,29 @@ class Tracer:
         self.complete(name, category, start, time.perf_counter())
         return result
 
+    def events(self) -> list[dict[str, Any]]:
+        """Every event recorded so far, as trace-event dicts (``ts`` and ``dur`` in microseconds
+        since the tracer started)."""
+        events = list(self.metadata)
+        origin = self.origin
+        for name, category, start, end, pid, tid, args in list(self.spans):
+            event = {
+                "ph": "X",
+                "name": name,
+                "cat": category,
+                "ts": round((start - origin) * 1e6, 3),
+                "dur": round(max(0.0, end - start) * 1e6, 3),
+                "pid": pid,
+                "tid": tid,
+            }
+            if args:
+                event["args"] = args
+            events.append(event)
+        return events
+
     def document(self) -> dict[str, Any]:
         """The trace as Chrome's JSON object format."""
-        return {"traceEvents": list(self.events), "displayTimeUnit": "ms"}
+        return {"traceEvents": self.events(), "displayTimeUnit": "ms"}
 
     def write(self, path: str | None = None) -> None:
         """Save the trace to ``path`` (default: the tracer's), replacing it whole: a reader never

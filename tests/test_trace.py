@@ -132,7 +132,7 @@ def test_write_replaces_the_file_whole_and_leaves_nothing_else(tmp_path, tracer)
     target.write_text("old")
     tracer.write(str(target))
     assert [event["name"] for event in _complete(load(str(target)))] == ["inner", "outer"]
-    tracer.events.append({"ph": "X", "name": object()})  # cannot be written as JSON
+    tracer.complete("bad", "compute", 0.0, 1.0, {"value": object()})  # cannot be written as JSON
     with pytest.raises(TypeError):
         tracer.write(str(target))
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.json"]
