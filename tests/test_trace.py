@@ -289,3 +289,31 @@ def test_a_task_program_puts_each_task_on_its_worker_process_track(tmp_path):
     barrier = next(e for e in waits if e["name"] == "barrier")
     assert last_task_end <= barrier["ts"] + barrier["dur"] + 1e-3
     assert totals(events)["task"] > 0
+
+
+def test_the_proxy_client_records_its_requests_and_the_waits_for_their_answers(tracer):
+    from proxy_harness import client_for, live_server
+
+    with live_server() as server:
+        client = client_for(server)
+        with runtime.configure(engine=client, eager_threshold=0):
+            grid = snp.zeros((64, 64))
+            grid[0, :] = 1.0
+            for _ in range(3):
+                grid[1:-1, 1:-1] = 0.5 * (grid[:-2, 1:-1] + grid[2:, 1:-1])
+            total = float(grid.sum())
+            trips = client.round_trips
+    assert total > 0
+    main_track = (os.getpid(), threading.get_native_id())
+    mine = [e for e in _complete(tracer.events()) if (e["pid"], e["tid"]) == main_track]
+    sends = [e for e in mine if e["name"] == "send batch"]
+    requests = [e for e in mine if e["name"] == "send FETCH request"]
+    answers = [e for e in mine if e["name"] == "wait for FETCH answer"]
+    assert sends and all(e["cat"] == "communication" and e["args"]["bytes"] > 0 for e in sends)
+    assert len(requests) == len(answers) == 1 <= trips
+    (request,), (answer,) = requests, answers
+    assert answer["cat"] == "wait" and answer["ts"] >= request["ts"] + request["dur"] - 1e-3
+    assert answer["args"]["bytes"] > 0
+    (fetch,) = [e for e in mine if e["name"] == "fetch"]
+    assert _inside(request, fetch) and _inside(answer, fetch)
+    assert min(e["ts"] for e in sends) <= request["ts"]  # the batches went before the read
