@@ -4,6 +4,7 @@ python -m shoal [--fallbacks] program.py [arguments...]
 python -m shoal info
 python -m shoal bench [arguments...]
 python -m shoal serve [--bind HOST:PORT] [--token-file F] [--tls-cert C --tls-key K]
+python -m shoal trace-summary TRACE.json
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ usage: python -m shoal [--fallbacks] program.py [arguments...]
        python -m shoal info
        python -m shoal bench [arguments...]
        python -m shoal serve [--bind HOST:PORT] [--token-file F] [--tls-cert C --tls-key K]
+       python -m shoal trace-summary TRACE.json
 
 Runs program.py as `python program.py` would, with its own `import numpy` served by Shoal.
 
@@ -32,6 +34,7 @@ commands:
   info          the engine stack, kernel back end, settings, cores and libraries in use here
   bench         run Shoal's benchmarks side by side with their peers
   serve         run array work for programs that set SHOAL_REMOTE (shoal serve --help)
+  trace-summary per-category totals of a trace written with SHOAL_TRACE=TRACE.json
 """
 
 EXIT_USAGE = 2
@@ -94,6 +97,9 @@ def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) ->
         return EXIT_USAGE
     if report_fallbacks:
         atexit.register(_report_fallbacks)
+    from shoal import trace
+
+    trace.from_settings()
     run(program)
     return 0
 
@@ -129,6 +135,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from shoal.proxy.serve import main as serve
 
         return serve(rest)
+    if not report_fallbacks and first == "trace-summary":
+        from shoal.trace_summary import main as trace_summary
+
+        return trace_summary(rest)
     return _run_program(first, rest, report_fallbacks)
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import settings
+from shoal import settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
 from shoal.engine import Component, create, stack_names
@@ -78,6 +78,7 @@ class Runtime:
         self.verify: bool = settings.VERIFY.value()
         self.stats = Stats()
         self.closed = False
+        trace.from_settings()
         self._lock = threading.RLock()
         self._pending = Batch()
         self._released: collections.deque[int] = collections.deque()
@@ -172,9 +173,16 @@ class Runtime:
 
                 print(disassemble(batch), file=sys.stderr)
             engine = self.engine
-            engine.execute(batch)
-            if wait:
-                engine.flush()
+            tracer = trace.TRACER
+            if tracer is None:
+                engine.execute(batch)
+                if wait:
+                    engine.flush()
+                return
+            with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
+                engine.execute(batch)
+                if wait:
+                    engine.flush()
 
     def _check(self, batch: Batch) -> Batch:
         from shoal.bytecode import dumps, loads, verify
@@ -191,7 +199,11 @@ class Runtime:
         """Flush, then fetch the current contents of ``view`` as a new ndarray."""
         with self._lock:
             self.flush()
-            return self.engine.fetch(view)
+            tracer = trace.TRACER
+            if tracer is None:
+                return self.engine.fetch(view)
+            with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
+                return self.engine.fetch(view)
 
     def close(self) -> None:
         """Flush and shut the component down."""
@@ -264,6 +276,7 @@ def configure(
 def _close_at_exit() -> None:
     if _current is not None:
         _current.close()
+    trace.finish()  # after the last batch has run (this handler runs after the tracer's own)
 
 
 atexit.register(_close_at_exit)

@@ -157,6 +157,11 @@ VERIFY_EXECUTE = _choice(
 )
 FULL_TRACEBACK = _flag("SHOAL_FULL_TRACEBACK", "Keep Shoal's own frames in tracebacks of `python -m shoal`.")
 STATS = _flag("SHOAL_STATS", "Print the node engine's totals (batches, block operations, compiled ones) at exit.")
+TRACE = _text(
+    "SHOAL_TRACE",
+    "Write a Chrome trace-event JSON of the run to this file at exit (opens in Perfetto; `python -m shoal trace-summary FILE`).",
+    "unset: no trace",
+)
 
 # ---------------------------------------------------------------- the node engine
 NUM_THREADS = _integer("SHOAL_NUM_THREADS", None, "Cores Shoal uses (engine threads, task workers, thread budget).", minimum=1, default_text="the CPU affinity mask")

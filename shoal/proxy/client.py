@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import settings
+from shoal import settings, trace
 from shoal.bytecode import Batch, View, dumps
 from shoal.engine.component import Component, EngineError
 from shoal.proxy import compression
@@ -232,7 +232,11 @@ class ProxyClient(Component):
     def _request(self, kind: Kind, payload: bytes = b""):
         """Send a request and wait for its answer frame (heartbeats keep the wait alive)."""
         with self._lock:
+            tracer, began = trace.TRACER, time.perf_counter()
             sequence = self._send(kind, [payload] if payload else [])
+            if tracer is not None:
+                sent = time.perf_counter()
+                tracer.complete(f"send {kind.name} request", "communication", began, sent, {"bytes": len(payload)})
             while True:
                 try:
                     if self._sock is None:
@@ -255,6 +259,8 @@ class ProxyClient(Component):
                 self._acknowledge(sequence)
                 self._unsynced = False
                 self.round_trips += 1
+                if tracer is not None:
+                    tracer.complete(f"wait for {kind.name} answer", "wait", sent, time.perf_counter(), {"bytes": len(frame.payload)})
                 if frame.kind == Kind.ERROR:
                     self._raise(client_error(frame.payload, self.settings.limits))
                 return frame
@@ -284,8 +290,11 @@ class ProxyClient(Component):
         self.fetched.changed_by(batch)
         with self._lock:
             if self._failure is None and not self._closed:
+                tracer, began = trace.TRACER, time.perf_counter()
                 self._send(Kind.EXECUTE, [data])
                 self._unsynced = True
+                if tracer is not None:
+                    tracer.complete("send batch", "communication", began, time.perf_counter(), {"bytes": len(data)})
 
     def _codecs(self) -> tuple:
         return compression.available() if self.settings.compress else (compression.Codec.RAW,)

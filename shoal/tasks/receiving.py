@@ -8,6 +8,7 @@ import selectors
 import time
 from multiprocessing.connection import Connection
 
+from shoal import trace
 from shoal.tasks import wire
 from shoal.tasks.errors import RemoteTraceback
 from shoal.tasks.graph import TaskNode, TaskState
@@ -106,6 +107,9 @@ class Receiving(RuntimeState):
                     self._running_timed.pop(node, None)
                 if isinstance(message, wire.DoneMessage):
                     self._note_seconds(node, message.seconds)
+                    tracer = trace.TRACER
+                    if tracer is not None:
+                        _trace_task(tracer, handle, node, message)
                     ready = self._graph.complete(node, message.outputs, handle.index)
                     self._unfinished -= 1
                     outputs = node.output_versions()
@@ -137,6 +141,14 @@ class Receiving(RuntimeState):
                 self._fail([node], failure)
                 self._fill(handle)
                 self._changed.notify_all()
+
+
+def _trace_task(tracer: trace.Tracer, handle: WorkerHandle, node: TaskNode, message: wire.DoneMessage) -> None:
+    """Record a finished task on its worker process's track."""
+    pid = handle.process.pid or 0
+    tracer.name_track(pid, pid, f"task worker {handle.index}", process=f"shoal task worker {handle.index}")
+    end = message.started + message.seconds
+    tracer.complete(node.name, "task", message.started, end, {"task": message.task_id}, track=(pid, pid))
 
 
 def wake_pipe() -> tuple[Connection, Connection]:

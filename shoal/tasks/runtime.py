@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from shoal import trace
 from shoal.tasks import shm, signals, wire
 from shoal.tasks.arguments import check_argument, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
@@ -63,6 +64,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
     def __init__(self, workers: int | None = None, auto_share: bool = True) -> None:
         from shoal.threads import available_cores
 
+        trace.from_settings()
         count = available_cores() if workers is None else workers
         if not isinstance(count, int) or count < 1:
             raise ValueError(f"workers must be a positive integer, got {workers!r}")
@@ -107,6 +109,13 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
     # submission --------------------------------------------------------------------------------
     def submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         """Add one call of ``function`` to the graph; returns its future(s) at once."""
+        tracer = trace.TRACER
+        if tracer is None:
+            return self._submit(function, args, kwargs)
+        with tracer.span(f"submit {function.qualname}", "scheduling"):
+            return self._submit(function, args, kwargs)
+
+    def _submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
         slots = task_slots(function, args, kwargs)
         code = function.code()
         with self._lock:
@@ -176,7 +185,11 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
         the task goes on running.
         """
         deadline = None if timeout is None else time.monotonic() + _seconds("timeout", timeout)
-        return self._wait(value, deadline, timeout)
+        tracer = trace.TRACER
+        if tracer is None:
+            return self._wait(value, deadline, timeout)
+        with tracer.span("wait_on", "wait"):
+            return self._wait(value, deadline, timeout)
 
     def _wait(self, value: object, deadline: float | None, timeout: float | None) -> object:
         with self._lock:
@@ -239,7 +252,8 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
 
     def barrier(self) -> None:
         """Wait until every submitted task has finished or failed."""
-        with self._lock:
+        tracer = trace.TRACER
+        with contextlib.nullcontext() if tracer is None else tracer.span("barrier", "wait"), self._lock:
             while self._unfinished > 0:
                 self._check_open()
                 self._changed.wait(0.5)

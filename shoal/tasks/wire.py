@@ -126,9 +126,10 @@ class DoneMessage:
     task_id: int
     outputs: list[object]
     seconds: float = 0.0  # how long the function ran
+    started: float = 0.0  # when it began (``time.perf_counter``, the system-wide clock): the trace's task event
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (type(self), (self.task_id, self.outputs, self.seconds))
+        return (type(self), (self.task_id, self.outputs, self.seconds, self.started))
 
 
 @dataclass(slots=True)

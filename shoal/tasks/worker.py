@@ -86,7 +86,7 @@ class WorkerState:
             return self.failure(message.task_id, error)
         for key, value in zip(message.output_keys, outputs):
             self.cache[key] = value
-        return wire.DoneMessage(message.task_id, outputs, seconds)
+        return wire.DoneMessage(message.task_id, outputs, seconds, started)
 
     @staticmethod
     def _load(message: wire.TaskMessage) -> Callable[..., object]:

@@ -32,12 +32,14 @@ import importlib.util
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from shoal import trace
 from shoal.engine.node import compile_costs, native
 from shoal.engine.node.cache_files import read_text, verified_directory, write_text_atomically
 from shoal.engine.node.codegen import generate
@@ -320,6 +322,7 @@ class KernelCache:
         library where there is one, else from Numba's cache (writing the library for next time)."""
         name = f"shoal_kernel_{key}"
         directory = kernel_directory()
+        tracer, began = trace.TRACER, time.perf_counter()
         try:
             if directory is None:
                 kernel: Callable[..., Any] | None = getattr(load_in_memory(name, source), name)
@@ -327,11 +330,15 @@ class KernelCache:
                 kernel = self._compile_cached(directory, key, source, in_process, size)
             self._ready[key] = kernel
             self.compiled += 1
+            if tracer is not None:
+                tracer.complete(f"compile {key}", "compile", began, time.perf_counter(), {"in_process": in_process})
         except HandedOver:
             return
         except Exception as error:  # a kernel that will not compile runs on NumPy instead
             self._failed.add(key)
             self.errors.append(f"{key}: {type(error).__name__}: {error}")
+            if tracer is not None:
+                tracer.complete(f"compile {key} (failed)", "compile", began, time.perf_counter())
             sys.modules.pop(name, None)
 
     def _compile_cached(self, directory: Path, key: str, source: str, in_process: bool, size: tuple[int, bool]) -> Callable[..., Any]:

@@ -25,6 +25,7 @@ from dataclasses import asdict
 
 import numpy as np
 
+from shoal import trace
 from shoal.bytecode import Batch, View, verify
 from shoal.engine.component import Component, EngineError
 from shoal.engine.node.aliases import settle
@@ -104,6 +105,14 @@ class NodeEngine(Component):
         return self._pool, self._kernels
 
     def execute(self, batch: Batch) -> None:
+        tracer = trace.TRACER
+        if tracer is None:
+            self._execute(batch)
+            return
+        with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
+            self._execute(batch)
+
+    def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
         if self._verify is not None:
             verify(batch, self._storage.decls, limits=self._verify)
@@ -119,7 +128,12 @@ class NodeEngine(Component):
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):
             _take_donated(batch)
-            run_direct(batch, self._storage)
+            tracer = trace.TRACER
+            if tracer is None:
+                run_direct(batch, self._storage)
+            else:
+                with tracer.span("run instruction by instruction", "compute"):
+                    run_direct(batch, self._storage)
             self._storage.trim()
             self.last_stats = BatchStats(
                 instructions=len(batch.instructions),
@@ -141,6 +155,9 @@ class NodeEngine(Component):
             more = lambda: next(steps, None)  # noqa: E731
         _take_donated(batch)
         plan_seconds = time.perf_counter() - planning
+        tracer = trace.TRACER
+        if tracer is not None:
+            tracer.complete("plan (replayed)" if replayed else "plan", "scheduling", planning, planning + plan_seconds)
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
         self._active = cached.storage
         ops, source = (cached.ops, None) if building is None else ([], more)

@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shoal import trace
 from shoal.engine.node.deps import BlockOp
 
 # Operations handed to the workers at once, per thread: a worker that finishes one starts the
@@ -64,8 +65,9 @@ class WorkerPool:
             op = self._tasks.get()
             if op is None:
                 return
+            tracer = trace.TRACER
             try:
-                op.result = op.run()
+                op.result = op.run() if tracer is None else tracer.timed(op.run, op.label or "block operation", "compute")
                 self._done.put((op, None))
             except BaseException as error:  # reported to the scheduling thread, which re-raises
                 self._done.put((op, error))
@@ -111,6 +113,7 @@ class WorkerPool:
         finished = 0
         failure: BaseException | None = None
         parallel = self.threads > 1
+        tracer = trace.TRACER
         while True:
             while ready and failure is None:
                 op = ready[0][1]
@@ -127,7 +130,10 @@ class WorkerPool:
                         failure = error
                         break
                     finally:
-                        inline_seconds += time.perf_counter() - began
+                        ended = time.perf_counter()
+                        inline_seconds += ended - began
+                        if tracer is not None:
+                            tracer.complete(op.label or "block operation", "compute", began, ended)
                     finished += 1
                     _release_dependents(op, ready, sign)
                     continue
@@ -147,7 +153,10 @@ class WorkerPool:
                 except BaseException as error:
                     failure = error
                     built = []
-                building_seconds += time.perf_counter() - began
+                ended = time.perf_counter()
+                building_seconds += ended - began
+                if tracer is not None:
+                    tracer.complete("build block operations", "scheduling", began, ended)
                 if built is None:
                     more = None
                     built_all()
@@ -163,7 +172,10 @@ class WorkerPool:
                 continue
             clock = time.perf_counter()
             op, error = self._done.get()
-            waiting_seconds += time.perf_counter() - clock
+            ended = time.perf_counter()
+            waiting_seconds += ended - clock
+            if tracer is not None:
+                tracer.complete("wait for workers", "wait", clock, ended)
             inflight -= 1
             if error is not None:
                 failure = failure or error
