@@ -181,7 +181,10 @@ def arange_length(start: float, stop: float, step: float) -> int:
     if step == 0:
         raise _ShapeError("arange step is zero")
     try:
-        quotient = (stop - start) / step
+        delta = stop - start
+        quotient = delta / step
+        if quotient == 0 and delta != 0:  # the quotient underflowed: NumPy counts its sign
+            return 0 if math.copysign(1.0, quotient) < 0 else 1
         length = math.ceil(quotient)
     except (OverflowError, ValueError, ZeroDivisionError):
         raise _ShapeError(f"arange({start!r}, {stop!r}, {step!r}) has no finite length") from None
