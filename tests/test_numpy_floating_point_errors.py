@@ -73,6 +73,14 @@ def cumsum(xp: ModuleType, a: Any) -> Any:
     return xp.cumsum(a)  # signals
 
 
+def to_int(xp: ModuleType, a: Any) -> Any:
+    return a.astype(xp.int64)  # signals
+
+
+def to_float32(xp: ModuleType, a: Any) -> Any:
+    return xp.asarray(a, dtype=xp.float32)  # signals
+
+
 @dataclass(frozen=True)
 class Case:
     """One statement that makes NumPy signal ``category`` (with ``message``)."""
@@ -102,6 +110,8 @@ CASES = [
     Case("over-cumsum", "over", lambda xp: xp.full(N, 1e308), cumsum, "overflow encountered in accumulate"),
     Case("invalid", "invalid", lambda xp: xp.linspace(-2, 2, N), sqrt, "invalid value encountered in sqrt"),
     Case("invalid-where", "invalid", lambda xp: xp.linspace(-2, 2, N), masked, "invalid value encountered in sqrt"),
+    Case("invalid-cast", "invalid", lambda xp: xp.full(N, xp.nan), to_int, "invalid value encountered in cast"),
+    Case("over-cast", "over", lambda xp: xp.full(N, 1e300), to_float32, "overflow encountered in cast"),
     Case("under", "under", lambda xp: xp.full(N, -1000.0), exp, "underflow encountered in exp"),
     Case("under-multiply", "under", lambda xp: xp.full(N, 1e-300), multiply, "underflow encountered in multiply"),
 ]  # fmt: skip
