@@ -81,6 +81,22 @@ def to_float32(xp: ModuleType, a: Any) -> Any:
     return xp.asarray(a, dtype=xp.float32)  # signals
 
 
+def assign_float32(xp: ModuleType, a: Any) -> Any:
+    target = xp.zeros(N, xp.float32)
+    target[...] = a  # signals
+    return target
+
+
+def assign_int(xp: ModuleType, a: Any) -> Any:
+    target = xp.zeros(N, xp.int64)
+    target[::2] = a[::2]  # signals
+    return target
+
+
+def matmul(xp: ModuleType, a: Any) -> Any:
+    return a @ a  # signals
+
+
 @dataclass(frozen=True)
 class Case:
     """One statement that makes NumPy signal ``category`` (with ``message``)."""
@@ -112,6 +128,9 @@ CASES = [
     Case("invalid-where", "invalid", lambda xp: xp.linspace(-2, 2, N), masked, "invalid value encountered in sqrt"),
     Case("invalid-cast", "invalid", lambda xp: xp.full(N, xp.nan), to_int, "invalid value encountered in cast"),
     Case("over-cast", "over", lambda xp: xp.full(N, 1e300), to_float32, "overflow encountered in cast"),
+    Case("over-assign", "over", lambda xp: xp.full(N, 1e300), assign_float32, "overflow encountered in cast"),
+    Case("invalid-assign", "invalid", lambda xp: xp.full(N, xp.nan), assign_int, "invalid value encountered in cast"),
+    Case("over-matmul", "over", lambda xp: xp.full(N, 1e300), matmul, "overflow encountered in matmul"),
     Case("under", "under", lambda xp: xp.full(N, -1000.0), exp, "underflow encountered in exp"),
     Case("under-multiply", "under", lambda xp: xp.full(N, 1e-300), multiply, "underflow encountered in multiply"),
 ]  # fmt: skip

@@ -68,8 +68,22 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
 
 def eager_reduction(function: Callable[..., Any], array: ndarray, out: Any, **kwargs: Any) -> Any:
     """A reduction or scan computed now by NumPy under the caller's error state."""
-    value = np.asarray(function(array._value(), **kwargs))
+    return deliver_now(function(array._value(), **kwargs), out)
+
+
+def deliver_now(value: Any, out: Any) -> Any:
+    """An operation's result computed now: written into ``out`` if given, else a lazy array
+    (0-d standing for a scalar, as :func:`deliver` makes it)."""
+    value = np.asarray(value)
     if is_lazy(out):
         out[...] = value
         return out
     return deliver(_lazy_result(value, scalar=False), out)
+
+
+def cast_now(value: Any, dtype: np.dtype) -> Any:
+    """``value`` cast to ``dtype`` now when it is an array of another dtype (the cast may
+    signal); anything else unchanged."""
+    if (is_lazy(value) or isinstance(value, np.ndarray)) and value.dtype != dtype and strict():
+        return np.asarray(plain(value)).astype(dtype)
+    return value
