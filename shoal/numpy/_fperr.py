@@ -18,11 +18,29 @@ import numpy as np
 from shoal.numpy._lazy import deliver, from_numpy, is_lazy, ndarray
 
 _LAZY_MODES = frozenset(("ignore", "warn"))
+# NumPy keeps its error state in a context variable holding an immutable object per state; the
+# last one seen and its verdict are kept (the reference keeps its identity unique), so the
+# common case costs a ``get`` and a comparison. Without that variable, ``np.geterr`` decides.
+_STATE = getattr(np._core.umath, "_extobj_contextvar", None)
+_last: tuple[Any, bool] = (object(), False)
 
 
 def strict() -> bool:
     """True when a floating-point error must reach the caller now (some category neither
     ignored nor only warned about)."""
+    global _last
+    if _STATE is None:
+        return _strict_modes()
+    state = _STATE.get()
+    last = _last
+    if state is last[0]:
+        return last[1]
+    verdict = _strict_modes()
+    _last = (state, verdict)
+    return verdict
+
+
+def _strict_modes() -> bool:
     modes = np.geterr()
     return not (
         modes["divide"] in _LAZY_MODES
