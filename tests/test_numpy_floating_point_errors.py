@@ -81,6 +81,10 @@ def to_float32(xp: ModuleType, a: Any) -> Any:
     return xp.asarray(a, dtype=xp.float32)  # signals
 
 
+def divmod_(xp: ModuleType, a: Any) -> Any:
+    return xp.divmod(a, 0)[1]  # signals
+
+
 def assign_float32(xp: ModuleType, a: Any) -> Any:
     target = xp.zeros(N, xp.float32)
     target[...] = a  # signals
@@ -118,6 +122,7 @@ CASES = [
     Case("divide", "divide", lambda xp: xp.linspace(-1, 1, N), divide, "divide by zero encountered in divide"),
     Case("divide-in-place", "divide", lambda xp: xp.ones(N), in_place_divide, "divide by zero encountered in divide"),
     Case("integer-floor-divide", "divide", lambda xp: xp.arange(N), floor_divide, "divide by zero encountered in floor_divide"),
+    Case("divide-divmod", "divide", lambda xp: xp.linspace(1, 2, N), divmod_, "divide by zero encountered in divmod"),
     Case("over", "over", lambda xp: xp.full(N, 1000.0), exp, "overflow encountered in exp"),
     Case("over-out", "over", lambda xp: xp.linspace(0, 1000, N), into_out, "overflow encountered in exp"),
     Case("over-sum", "over", lambda xp: xp.full(N, 1e308), sum_, "overflow encountered in reduce"),

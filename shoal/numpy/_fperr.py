@@ -69,7 +69,9 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
     np_outs = tuple(None if o is None else (np.array(o._value()) if is_lazy(o) else o) for o in outs)
     given = any(o is not None for o in outs)
     try:
-        computed = ufunc(*values, out=np_outs if given else None, where=plain(where), **options)
+        if given:
+            options = {**options, "out": np_outs}
+        computed = ufunc(*values, where=plain(where), **options)
     finally:
         for user_out, np_out in zip(outs, np_outs):
             if is_lazy(user_out):
