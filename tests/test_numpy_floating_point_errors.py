@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import io
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FrameType, ModuleType, TracebackType
@@ -264,3 +265,32 @@ def test_mode_of_another_category_does_not_raise(snp: ModuleType) -> None:
         result = a / snp.zeros(N)
     with np.errstate(all="ignore"):
         assert_same(np.asarray(result), np.linspace(-1, 1, N) / np.zeros(N))
+
+
+def test_each_thread_has_its_own_error_state(snp: ModuleType) -> None:
+    """``np.errstate`` is a context variable: one thread's ``"raise"`` leaves another lazy."""
+    needs_runtime()
+    errors: list[str] = []
+    entered, leave = threading.Event(), threading.Event()
+
+    def raising() -> None:
+        with np.errstate(divide="raise"):
+            entered.set()
+            leave.wait(10)
+            try:
+                divide(snp, snp.ones(N))
+            except FloatingPointError as error:
+                errors.append(str(error))
+
+    thread = threading.Thread(target=raising)
+    thread.start()
+    entered.wait(10)
+    before = flush_count()
+    with np.errstate(all="ignore"):
+        lazy = divide(snp, snp.ones(N))
+    assert flush_count() == before
+    leave.set()
+    thread.join(10)
+    assert errors == ["divide by zero encountered in divide"]
+    with np.errstate(all="ignore"):
+        assert_same(np.asarray(lazy), np.ones(N) / np.zeros(N))
