@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import View
+from shoal.numpy._fperr import cast_now
 from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
 
@@ -157,7 +158,7 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
     if array._readonly:
         raise ValueError("assignment destination is read-only")
     key = _normalize(key)
-    vshape, value = _value_shape(value)
+    vshape, value = _value_shape(cast_now(value, array.dtype))
     if any(_is_advanced(item) for item in key):
         _advanced_set(array, key, vshape, value)
         return

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal.numpy._fperr import deliver_now, plain, strict
 from shoal.numpy._lazy import deliver, is_lazy, is_small, new_array, operand
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 
@@ -72,6 +73,8 @@ def _product(op: str, a: Any, b: Any, out: Any, shape: tuple[int, ...], dtype: n
             )
     if not is_lazy(a) and not is_lazy(b) and not is_lazy(out) and is_small(math.prod(shape)):
         return function(a, b) if out is None else function(a, b, out=out)
+    if strict():
+        return deliver_now(function(plain(a), plain(b)), out)
     result = out if is_lazy(out) else new_array(dtype, shape)
     result._base.runtime.record(op, (result._view,), (operand(a), operand(b)))
     return deliver(result, out)

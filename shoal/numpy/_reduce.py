@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from shoal.numpy._fperr import eager_reduction, strict
 from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array
 from shoal.numpy._probe import format_shape, quietly, value_probe
 
@@ -92,6 +93,8 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
         attr_axis = axes
         shape = _result_shape(array.shape, axes, keepdims)
     _check_out(out, shape, name)
+    if strict():
+        return eager_reduction(function, array, out, **probe_kwargs)
     result = out if is_lazy(out) else new_array(np.asarray(probe_result if out is None else out).dtype, shape)
     attrs: dict[str, Any] = {"axis": attr_axis, "keepdims": keepdims}
     if name not in _NO_DTYPE:
@@ -114,6 +117,8 @@ def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, 
     if array.size == 0 and ufunc.identity is None and any(array.shape[a] == 0 for a in axes):
         ufunc.reduce(np.zeros(array.shape, array.dtype), axis=axis)
     _check_out(out, shape, ufunc.__name__)
+    if strict():
+        return eager_reduction(ufunc.reduce, array, out, axis=axis, dtype=dtype, keepdims=keepdims)
     result = out if is_lazy(out) else new_array(np.asarray(probe_result).dtype, shape)
     attrs = {"ufunc": ufunc.__name__, "axis": axes, "keepdims": keepdims, "dtype": None if dtype is None else np.dtype(dtype)}
     array._base.runtime.record("reduce", (result._view,), (array._view,), **attrs)
@@ -134,6 +139,8 @@ def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = 
         attr_axis = normalize_axis_index(axis, array.ndim)
         shape = array.shape
     _check_out(out, shape, name)
+    if strict():
+        return eager_reduction(getattr(np, name), array, out, axis=axis, dtype=dtype)
     result = out if is_lazy(out) else new_array(probe_result.dtype, shape)
     array._base.runtime.record(name, (result._view,), (array._view,), axis=attr_axis, dtype=None if dtype is None else np.dtype(dtype))
     return deliver(result, out)

@@ -10,10 +10,12 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from shoal.numpy._fperr import strict
 from shoal.numpy._lazy import (
     as_lazy,
     contiguous_strides,
     deliver,
+    from_numpy,
     is_lazy,
     is_small,
     make_view,
@@ -36,6 +38,8 @@ def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]
 
 def copy(array: ndarray, dtype: Any = None) -> ndarray:
     """A C-contiguous copy (cast to ``dtype`` if given)."""
+    if dtype is not None and np.dtype(dtype) != array.dtype and strict():
+        return from_numpy(array._value().astype(dtype), copy=False)  # the cast may signal
     result = new_array(array.dtype if dtype is None else np.dtype(dtype), array.shape)
     array._base.runtime.record("copy", (result._view,), (array._view,))
     return result

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import ufunc_opcode
+from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
 
@@ -85,6 +86,8 @@ def apply_ufunc(
         and is_small(math.prod(shape))
     ):
         return ufunc(*inputs, out=out, where=where, **options)
+    if strict():
+        return eager_ufunc(ufunc, inputs, outs, where, options)
     return _record(ufunc, inputs, outs, shape, result_dtypes, where, dtype)
 
 
