@@ -286,7 +286,32 @@ def _take_along_axis() -> ExampleBuilder:
     return build
 
 
+def _fft() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(_sample_data(F8, 12, 3).reshape(3, 4))
+    build.add("fft", (build.output("c16", (3, 3)),), (source,), function="rfftn", n=(3, 4), axes=(0, 1), norm="ortho")
+    return build
+
+
+def _linalg_function() -> ExampleBuilder:
+    build = ExampleBuilder()
+    matrix = build.data(np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]]))
+    right = build.data(np.arange(6.0).reshape(3, 2))
+    build.add("linalg", (build.output("f8", (3, 2)),), (matrix, right), function="solve")
+    return build
+
+
+def _linalg_pair() -> ExampleBuilder:
+    build = ExampleBuilder()
+    matrix = build.data(np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]]))
+    build.add("linalg_pair", (build.output("f8", (3,)), build.output("f8", (3, 3))), (matrix,), function="eigh", uplo="U")
+    return build
+
+
 HAND_EXAMPLES: dict[str, Callable[[], ExampleBuilder]] = {
+    "fft": _fft,
+    "linalg": _linalg_function,
+    "linalg_pair": _linalg_pair,
     "sort": _ordering("sort", axis=1),
     "argsort": _ordering("argsort", axis=0, kind="stable"),
     "partition": _ordering("partition", kth=1, axis=1),
