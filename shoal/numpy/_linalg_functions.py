@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.linalg import _linalg as _numpy_linalg
 
+from shoal.engine.component import EngineError
 from shoal.numpy import _dispatch
 from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array
 
@@ -84,12 +85,26 @@ def _run(function: str, numpy_function: Any, args: list[Any], options: dict[str,
     op = "linalg" if len(outputs) == 1 else "linalg_pair"
     runtime.record(op, tuple(out._view for out in outputs), tuple(array._view for array in arrays), function=function, **attrs)
     if function in _RAISES_ON_VALUES:
-        runtime.flush(wait=True)
+        _flush_for_errors(runtime)
     results = [out[()] if not out.shape else out for out in outputs]
     if len(results) == 1:
         return results[0]
     named = _NAMED.get(function)
     return named(*results) if named is not None else tuple(results)
+
+
+def _flush_for_errors(runtime: Any) -> None:
+    """Run the batch now; a ``LinAlgError`` from the engine (under any component that wraps
+    failures in ``EngineError``) is raised as NumPy raises it."""
+    try:
+        runtime.flush(wait=True)
+    except EngineError as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, np.linalg.LinAlgError):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        raise np.linalg.LinAlgError(*cause.args) from None
 
 
 def det(a: Any) -> Any:

@@ -33,8 +33,6 @@ def _one_axis(shape: tuple[int, ...], function: str, n: Any, axis: Any) -> tuple
 
 def _many_axes(shape: tuple[int, ...], function: str, s: Any, axes: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """NumPy's ``_cook_nd_args``: the lengths and (normalized) axes of an n-dimensional transform."""
-    if axes is None and function.endswith("2"):
-        axes = (-2, -1)
     if s is None:
         axes = list(range(len(shape))) if axes is None else list(axes)
         lengths = [shape[normalize_axis_index(a, len(shape))] for a in axes]
@@ -43,6 +41,8 @@ def _many_axes(shape: tuple[int, ...], function: str, s: Any, axes: Any) -> tupl
     else:
         lengths = list(s)
         axes = list(range(-len(lengths), 0)) if axes is None else list(axes)
+        if len(lengths) != len(axes):
+            raise ValueError("Shape and axes have different lengths.")
         lengths = [shape[normalize_axis_index(a, len(shape))] if n is None else n for n, a in zip(lengths, axes)]
     if len(lengths) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
@@ -50,10 +50,8 @@ def _many_axes(shape: tuple[int, ...], function: str, s: Any, axes: Any) -> tupl
 
 
 def _call(function: str, source: Any, lengths: Any, axes: Any, norm: Any) -> Any:
-    transform = getattr(_fft, function)
-    if function in FFT_ONE_AXIS:
-        return transform(source, n=lengths[0] if lengths else None, axis=axes[0] if axes else -1, norm=norm)
-    return transform(source, s=lengths, axes=axes, norm=norm)
+    """The NumPy transform with the arguments as the user gave them."""
+    return getattr(_fft, function)(source, lengths, axes, norm)
 
 
 def _transform(function: str, a: Any, lengths: Any, axes: Any, norm: Any, out: Any) -> Any:
@@ -71,7 +69,8 @@ def _transform(function: str, a: Any, lengths: Any, axes: Any, norm: Any, out: A
     except Exception:
         _call(function, probe, lengths, axes, norm)  # NumPy's own error for these arguments
         raise
-    dtype = np.asarray(quietly(_call, function, probe, n, axis, norm)).dtype
+    one = function in FFT_ONE_AXIS
+    dtype = np.asarray(quietly(_call, function, probe, n[0] if one else n, axis[0] if one else axis, norm)).dtype
     if not axis or len(set(axis)) != len(axis):
         return _dispatch.fallback_call(f"fft.{function}", numpy_function, (a, lengths, axes, norm), {})
     shape = list(source.shape)
