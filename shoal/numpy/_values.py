@@ -31,7 +31,7 @@ def nonzero(a: Any) -> tuple[Any, ...]:
     return tuple(wrap_numpy(indices) for indices in np.nonzero(_read(a)))
 
 
-def _nonzero_method(self: ndarray) -> tuple[Any, ...]:
+def _nonzero_method(self: ndarray, /) -> tuple[Any, ...]:
     return nonzero(self)
 
 
