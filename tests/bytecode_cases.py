@@ -308,7 +308,24 @@ def _linalg_pair() -> ExampleBuilder:
     return build
 
 
+def _accumulate() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(np.array([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]]))
+    build.add("accumulate", (build.output("f8", (2, 3)),), (source,), ufunc="minimum", axis=1)
+    return build
+
+
+def _reduceat() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(np.arange(12.0).reshape(3, 4))
+    index = build.data(np.array([0, 2, 1], dtype=np.int64))
+    build.add("reduceat", (build.output("f8", (3, 3)),), (source, index), ufunc="add", axis=1)
+    return build
+
+
 HAND_EXAMPLES: dict[str, Callable[[], ExampleBuilder]] = {
+    "accumulate": _accumulate,
+    "reduceat": _reduceat,
     "fft": _fft,
     "linalg": _linalg_function,
     "linalg_pair": _linalg_pair,
@@ -339,12 +356,12 @@ def executable_examples() -> list[tuple[str, Callable[[], ExampleBuilder]]]:
             examples.append((entry.name, lambda e=entry: ufunc_example(e, weak_last=False)))
             if entry.ufunc.nin > 1:
                 examples.append((f"{entry.name}-weak", lambda e=entry: ufunc_example(e, weak_last=True)))
+        elif entry.name in HAND_EXAMPLES:
+            examples.append((entry.name, HAND_EXAMPLES[entry.name]))
         elif entry.kind is Kind.REDUCTION:
             examples.append((entry.name, lambda e=entry: reduction_example(e)))
         elif entry.kind is Kind.SCAN:
             examples.append((entry.name, lambda e=entry: scan_example(e)))
-        elif entry.name in HAND_EXAMPLES:
-            examples.append((entry.name, HAND_EXAMPLES[entry.name]))
     return examples
 
 

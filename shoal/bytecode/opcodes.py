@@ -276,6 +276,20 @@ def _linalg(outs, ins, attrs):
         np.copyto(out, result, casting="unsafe")
 
 
+def _accumulate(outs, ins, attrs):
+    """``ufunc.accumulate`` of a binary ufunc named by ``ufunc``."""
+    source, axis = ins[0], attrs.get("axis")
+    if axis is None:
+        source, axis = source.reshape(-1), 0
+    getattr(np, attrs["ufunc"]).accumulate(source, axis=axis, dtype=attrs.get("dtype"), out=outs[0])
+
+
+def _reduceat(outs, ins, attrs):
+    """``ufunc.reduceat`` over the segments that start at the indices (input 1)."""
+    result = getattr(np, attrs["ufunc"]).reduceat(ins[0], ins[1], axis=attrs["axis"], dtype=attrs.get("dtype"))
+    np.copyto(outs[0], result, casting="unsafe")
+
+
 def _release(outs, ins, attrs):
     """Handled by the engine itself; the reference has nothing to compute."""
 
@@ -327,6 +341,8 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("fft", Kind.LINALG, 1, 1, _fft, ("norm",), required=("function", "n", "axes"))
     add("linalg", Kind.LINALG, -1, 1, _linalg, ("uplo", "upper", "hermitian", "rcond"), required=("function",))
     add("linalg_pair", Kind.LINALG, 1, 2, _linalg, ("uplo",), required=("function",))
+    add("accumulate", Kind.SCAN, 1, 1, _accumulate, ("axis", "dtype"), required=("ufunc",))
+    add("reduceat", Kind.INDEXING, 2, 1, _reduceat, ("dtype",), required=("ufunc", "axis"))
     return tuple(rows)
 
 

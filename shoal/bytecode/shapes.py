@@ -101,6 +101,8 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
     elif entry.kind is Kind.REDUCTION:
         _reduction(name, _view_input(inputs, 0), out_shapes[0], attrs)
     elif entry.kind is Kind.SCAN:
+        if name == "accumulate" and attrs.get("ufunc") not in BINARY_UFUNCS:
+            raise _ShapeError(f"attribute 'ufunc' {attrs.get('ufunc')!r} is not a binary ufunc")
         _expect(out_shapes[0], _scanned(_view_input(inputs, 0), attrs), "the scan of the input")
     elif name in ("gather", "scatter"):
         _indexing(name, outputs[0], inputs, attrs)
@@ -112,6 +114,8 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
         _expect(out_shapes[0], _matmul(*in_shapes), "the matrix product of the inputs")
     elif name == "dot":
         _expect(out_shapes[0], _dot(*in_shapes), "the dot product of the inputs")
+    elif name == "reduceat":
+        _reduceat(_view_input(inputs, 0), _index_input(inputs, 1), out_shapes[0], attrs)
     elif name == "fft":
         _expect(out_shapes[0], _fft(_view_input(inputs, 0), attrs), "the transform of the input")
     elif name in ("linalg", "linalg_pair"):
@@ -400,3 +404,14 @@ def _linalg_outputs(name: str, in_shapes: list[Shape], out_shapes: list[Shape], 
         expected = ((*stack, rows, k), (*stack, k, columns))
     for position, (actual, shape) in enumerate(zip(out_shapes, expected)):
         _expect(actual, shape, f"output {position} of {function}")
+
+
+def _reduceat(source: Shape, indices: Shape, out: Shape, attrs: Mapping[str, Any]) -> None:
+    if attrs.get("ufunc") not in BINARY_UFUNCS:
+        raise _ShapeError(f"attribute 'ufunc' {attrs.get('ufunc')!r} is not a binary ufunc")
+    if len(indices) != 1:
+        raise _ShapeError(f"reduceat indices of shape {indices} are not 1-D")
+    axis = attrs.get("axis")
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(source):
+        raise _ShapeError(f"attribute 'axis' {axis!r} is not an axis of the input {source}")
+    _expect(out, (*source[:axis], indices[0], *source[axis + 1 :]), "the input with one element per segment")

@@ -441,5 +441,6 @@ from shoal.numpy import (  # noqa: E402
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
     _shape,
     _ufunc,
+    _ufunc_methods,  # noqa: F401  (accumulate, reduceat, fill_diagonal)
     _values,  # noqa: F401  (nonzero, searchsorted, ...: computed at the call)
 )
