@@ -41,17 +41,19 @@ def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: An
         options = {"axis": axis, "dtype": dtype, "out": out}
         return _dispatch.fallback_call(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, indices), options)
     source = as_lazy(array)
-    index = np.asarray(materialize(indices))
-    probe_shape = tuple(min(n, 1) for n in source.shape)
-    probe = quietly(ufunc.reduceat, np.zeros(probe_shape, source.dtype), index[:0], axis=axis, dtype=dtype)
-    axis = normalize_axis_index(axis, source.ndim)
-    index = index.astype(np.intp) if index.ndim == 1 else index
+    given = materialize(indices)
+    # NumPy converts a sequence to integers as ``np.array(..., intp)`` does, an array safely
+    index = given if isinstance(given, np.ndarray) else np.array(given, dtype=np.intp)
     if index.ndim != 1:
-        return quietly(ufunc.reduceat, np.zeros(probe_shape, source.dtype), index, axis=axis, dtype=dtype)
+        raise ValueError("object too deep for desired array" if index.ndim > 1 else "object of too small depth for desired array")
+    index = index.astype(np.intp, casting="safe")  # NumPy's TypeError for other index types
+    axis = normalize_axis_index(axis, source.ndim)
     length = source.shape[axis]
     bad = index[(index < 0) | (index >= length)]
-    if bad.size:
+    if bad.size:  # NumPy checks the indices before the types
         raise IndexError(f"index {bad[0]} out-of-bounds in {ufunc.__name__}.reduceat [0, {length})")
+    probe_shape = tuple(min(n, 1) for n in source.shape)
+    probe = quietly(ufunc.reduceat, np.zeros(probe_shape, source.dtype), index[:0], axis=axis, dtype=dtype)
     shape = (*source.shape[:axis], index.size, *source.shape[axis + 1 :])
     result = new_array(probe.dtype, shape)
     if index.size and result.size:
