@@ -165,3 +165,13 @@ def test_determinants_do_not_flush(snp: ModuleType) -> None:
     expected = np.arange(8.0).reshape(2, 2, 2) + np.eye(2)
     np.testing.assert_allclose(np.asarray(determinants), np.linalg.det(expected))
     np.testing.assert_allclose(np.asarray(eigenvalues), np.linalg.eigvalsh(expected + np.swapaxes(expected, -1, -2)))
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [((3, 3), (3, 0)), ((0, 0), (0,)), ((0, 0), (0, 2)), ((2, 0, 0), (0,))],
+)
+def test_solve_with_empty_operands(snp: ModuleType, first, second) -> None:
+    matrix = np.broadcast_to(np.eye(first[-1]), first).copy()
+    check_same(snp, lambda xp, a, b: xp.linalg.solve(a, b), matrix, np.ones(second))
+    check_same(snp, lambda xp, a: (xp.linalg.inv(a), xp.linalg.det(a), xp.linalg.eigh(a)), matrix)

@@ -73,13 +73,12 @@ def _run(function: str, numpy_function: Any, args: list[Any], options: dict[str,
     if expected is None:  # NumPy's error, from zeros of the real shapes
         numpy_function(*(np.zeros(shape, array.dtype) for shape, array in zip(shapes, arrays)), **options)
         return _dispatch.fallback_call(f"linalg.{function}", numpy_function, tuple(args), options)
+    if any(math.prod(shape) == 0 for shape in shapes):  # NumPy's empty results (rare: computed here)
+        return _dispatch._wrap_all(numpy_function(*(materialize(array) for array in arrays), **options))
     with np.errstate(all="ignore"):
         probe = numpy_function(*(_probe(array.shape, array.dtype) for array in arrays), **options)
     probes = probe if isinstance(probe, tuple) else (probe,)
     dtypes = [np.asarray(value).dtype for value in probes]
-    if any(math.prod(shape) == 0 for shape in shapes):  # nothing for LAPACK: NumPy's empty results
-        results = numpy_function(*(np.zeros(shape, array.dtype) for shape, array in zip(shapes, arrays)), **options)
-        return results
     outputs = [new_array(dtype, shape) for dtype, shape in zip(dtypes, expected)]
     runtime = arrays[0]._base.runtime
     op = "linalg" if len(outputs) == 1 else "linalg_pair"
