@@ -40,6 +40,12 @@ def test_pad_constants_cast_and_fill_corners_in_numpys_order(snp: ModuleType, va
     check_same(snp, lambda xp, v: xp.pad(v, width, constant_values=constants), value)
 
 
+@pytest.mark.parametrize("mode", ["constant", "edge", "wrap", "reflect", "symmetric"])
+def test_pad_of_an_empty_array_along_its_other_axes(snp: ModuleType, mode: str) -> None:
+    check_same(snp, lambda xp, v: xp.pad(v, ((0, 1), (0, 0)), mode=mode), np.zeros((1, 0), bool))
+    check_same(snp, lambda xp, v: xp.pad(v, ((2, 1), (0, 0), (1, 0)), mode=mode), np.zeros((3, 0, 2)))
+
+
 @pytest.mark.parametrize(
     "call",
     [

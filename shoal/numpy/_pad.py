@@ -68,8 +68,10 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> An
     for axis, ((before, after), length) in enumerate(zip(pairs, source.shape)):
         if length == 0 and (before or after):
             raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
-    if not source.size or not any(before or after for before, after in pairs):
+    if not any(before or after for before, after in pairs):
         return source.copy()
+    if not source.size:  # another axis is empty: so is the result
+        return new_array(source.dtype, tuple(int(n + before + after) for n, (before, after) in zip(source.shape, pairs)))
     key = np.ix_(*(_positions(mode, n, int(before), int(after)) for n, (before, after) in zip(source.shape, pairs)))
     return source[key]
 
