@@ -286,7 +286,49 @@ def _take_along_axis() -> ExampleBuilder:
     return build
 
 
+def _fft() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(_sample_data(F8, 12, 3).reshape(3, 4))
+    build.add("fft", (build.output("c16", (3, 3)),), (source,), function="rfftn", n=(3, 4), axes=(0, 1), norm="ortho")
+    return build
+
+
+def _linalg_function() -> ExampleBuilder:
+    build = ExampleBuilder()
+    matrix = build.data(np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]]))
+    right = build.data(np.arange(6.0).reshape(3, 2))
+    build.add("linalg", (build.output("f8", (3, 2)),), (matrix, right), function="solve")
+    return build
+
+
+def _linalg_pair() -> ExampleBuilder:
+    build = ExampleBuilder()
+    matrix = build.data(np.array([[4.0, 1.0, 0.0], [1.0, 3.0, 1.0], [0.0, 1.0, 2.0]]))
+    build.add("linalg_pair", (build.output("f8", (3,)), build.output("f8", (3, 3))), (matrix,), function="eigh", uplo="U")
+    return build
+
+
+def _accumulate() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(np.array([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]]))
+    build.add("accumulate", (build.output("f8", (2, 3)),), (source,), ufunc="minimum", axis=1)
+    return build
+
+
+def _reduceat() -> ExampleBuilder:
+    build = ExampleBuilder()
+    source = build.data(np.arange(12.0).reshape(3, 4))
+    index = build.data(np.array([0, 2, 1], dtype=np.int64))
+    build.add("reduceat", (build.output("f8", (3, 3)),), (source, index), ufunc="add", axis=1)
+    return build
+
+
 HAND_EXAMPLES: dict[str, Callable[[], ExampleBuilder]] = {
+    "accumulate": _accumulate,
+    "reduceat": _reduceat,
+    "fft": _fft,
+    "linalg": _linalg_function,
+    "linalg_pair": _linalg_pair,
     "sort": _ordering("sort", axis=1),
     "argsort": _ordering("argsort", axis=0, kind="stable"),
     "partition": _ordering("partition", kth=1, axis=1),
@@ -314,12 +356,12 @@ def executable_examples() -> list[tuple[str, Callable[[], ExampleBuilder]]]:
             examples.append((entry.name, lambda e=entry: ufunc_example(e, weak_last=False)))
             if entry.ufunc.nin > 1:
                 examples.append((f"{entry.name}-weak", lambda e=entry: ufunc_example(e, weak_last=True)))
+        elif entry.name in HAND_EXAMPLES:
+            examples.append((entry.name, HAND_EXAMPLES[entry.name]))
         elif entry.kind is Kind.REDUCTION:
             examples.append((entry.name, lambda e=entry: reduction_example(e)))
         elif entry.kind is Kind.SCAN:
             examples.append((entry.name, lambda e=entry: scan_example(e)))
-        elif entry.name in HAND_EXAMPLES:
-            examples.append((entry.name, HAND_EXAMPLES[entry.name]))
     return examples
 
 

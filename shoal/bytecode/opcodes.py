@@ -236,6 +236,60 @@ def _take_along_axis(outs, ins, attrs):
     np.copyto(outs[0], np.take_along_axis(ins[0], ins[1], axis=attrs["axis"]))
 
 
+# The transforms of ``np.fft`` that take one axis (``n``, ``axis``); the others take ``s``, ``axes``.
+FFT_ONE_AXIS = frozenset({"fft", "ifft", "rfft", "irfft", "hfft", "ihfft"})
+FFT_FUNCTIONS = FFT_ONE_AXIS | {"fftn", "ifftn", "fft2", "ifft2", "rfftn", "irfftn", "rfft2", "irfft2"}
+# ``np.linalg`` functions by how many arrays they return.
+LINALG_SINGLE = frozenset({"det", "inv", "solve", "cholesky", "eigvalsh", "svdvals", "pinv"})
+LINALG_PAIR = frozenset({"eigh", "slogdet", "qr"})
+
+
+def _fft(outs, ins, attrs):
+    """One ``np.fft`` transform (pocketfft) with explicit lengths ``n`` and ``axes``."""
+    function = attrs["function"]
+    transform = getattr(np.fft, function)
+    if function in FFT_ONE_AXIS:
+        result = transform(ins[0], n=attrs["n"][0], axis=attrs["axes"][0], norm=attrs.get("norm"))
+    else:
+        result = transform(ins[0], s=attrs["n"], axes=attrs["axes"], norm=attrs.get("norm"))
+    np.copyto(outs[0], result, casting="unsafe")
+
+
+def _linalg_call(ins, attrs):
+    function = attrs["function"]
+    options = {}
+    if function in ("eigh", "eigvalsh"):
+        options["UPLO"] = attrs.get("uplo", "L")
+    elif function == "cholesky":
+        options["upper"] = bool(attrs.get("upper", False))
+    elif function == "pinv":
+        options["hermitian"] = bool(attrs.get("hermitian", False))
+        options["rcond"] = attrs.get("rcond")
+    return getattr(np.linalg, function)(*ins, **options)
+
+
+def _linalg(outs, ins, attrs):
+    """One ``np.linalg`` function (LAPACK) over whole views; every result into its output."""
+    results = _linalg_call(ins, attrs)
+    results = (results,) if len(outs) == 1 else tuple(results)
+    for out, result in zip(outs, results):
+        np.copyto(out, result, casting="unsafe")
+
+
+def _accumulate(outs, ins, attrs):
+    """``ufunc.accumulate`` of a binary ufunc named by ``ufunc``."""
+    source, axis = ins[0], attrs.get("axis")
+    if axis is None:
+        source, axis = source.reshape(-1), 0
+    getattr(np, attrs["ufunc"]).accumulate(source, axis=axis, dtype=attrs.get("dtype"), out=outs[0])
+
+
+def _reduceat(outs, ins, attrs):
+    """``ufunc.reduceat`` over the segments that start at the indices (input 1)."""
+    result = getattr(np, attrs["ufunc"]).reduceat(ins[0], ins[1], axis=attrs["axis"], dtype=attrs.get("dtype"))
+    np.copyto(outs[0], result, casting="unsafe")
+
+
 def _release(outs, ins, attrs):
     """Handled by the engine itself; the reference has nothing to compute."""
 
@@ -284,6 +338,11 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("partition", Kind.SORTING, 1, 1, _partition, required=("kth", "axis"))
     add("argpartition", Kind.SORTING, 1, 1, _argpartition, required=("kth", "axis"))
     add("take_along_axis", Kind.INDEXING, 2, 1, _take_along_axis, required=("axis",))
+    add("fft", Kind.LINALG, 1, 1, _fft, ("norm",), required=("function", "n", "axes"))
+    add("linalg", Kind.LINALG, -1, 1, _linalg, ("uplo", "upper", "hermitian", "rcond"), required=("function",))
+    add("linalg_pair", Kind.LINALG, 1, 2, _linalg, ("uplo",), required=("function",))
+    add("accumulate", Kind.SCAN, 1, 1, _accumulate, ("axis", "dtype"), required=("ufunc",))
+    add("reduceat", Kind.INDEXING, 2, 1, _reduceat, ("dtype",), required=("ufunc", "axis"))
     return tuple(rows)
 
 

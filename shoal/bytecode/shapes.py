@@ -6,7 +6,9 @@ as with NumPy's ``out=``), copy and fill (the input broadcasts to the output; fi
 ``arange`` of exactly the elements its start, stop and step make, ``linspace`` of ``num``, 2-D
 ``eye``), reductions and scans (``axis`` in range; the output drops or keeps the reduced axes),
 ``gather``/``scatter`` (NumPy's indexing result shape, :mod:`shoal.bytecode.indexing`), sorting,
-``take_along_axis`` and ``matmul``/``dot``. So an instruction never produces, allocates or
+``take_along_axis``, ``matmul``/``dot``, ``fft`` (the transformed axes take their lengths ``n``,
+halved plus one on the last for real forward transforms) and ``linalg``/``linalg_pair`` (NumPy's
+core shapes per function over broadcast stacks). So an instruction never produces, allocates or
 iterates over more elements than its declared views hold: a lying count is rejected.
 
 :func:`work` is the number of element steps an instruction takes, from its declared shapes.
@@ -23,7 +25,15 @@ import numpy as np
 
 from shoal.bytecode.indexing import IndexKeyError, broadcast_shapes, indexed_shape
 from shoal.bytecode.ir import Const, Operand, View
-from shoal.bytecode.opcodes import UFUNC_NAMES, Kind, OpSpec
+from shoal.bytecode.opcodes import (
+    FFT_FUNCTIONS,
+    FFT_ONE_AXIS,
+    LINALG_PAIR,
+    LINALG_SINGLE,
+    UFUNC_NAMES,
+    Kind,
+    OpSpec,
+)
 
 Shape = tuple[int, ...]
 BINARY_UFUNCS = frozenset(name for name in UFUNC_NAMES if name != "clip" and getattr(np, name).nin == 2)
@@ -91,6 +101,8 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
     elif entry.kind is Kind.REDUCTION:
         _reduction(name, _view_input(inputs, 0), out_shapes[0], attrs)
     elif entry.kind is Kind.SCAN:
+        if name == "accumulate" and attrs.get("ufunc") not in BINARY_UFUNCS:
+            raise _ShapeError(f"attribute 'ufunc' {attrs.get('ufunc')!r} is not a binary ufunc")
         _expect(out_shapes[0], _scanned(_view_input(inputs, 0), attrs), "the scan of the input")
     elif name in ("gather", "scatter"):
         _indexing(name, outputs[0], inputs, attrs)
@@ -102,6 +114,12 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
         _expect(out_shapes[0], _matmul(*in_shapes), "the matrix product of the inputs")
     elif name == "dot":
         _expect(out_shapes[0], _dot(*in_shapes), "the dot product of the inputs")
+    elif name == "reduceat":
+        _reduceat(_view_input(inputs, 0), _index_input(inputs, 1), out_shapes[0], attrs)
+    elif name == "fft":
+        _expect(out_shapes[0], _fft(_view_input(inputs, 0), attrs), "the transform of the input")
+    elif name in ("linalg", "linalg_pair"):
+        _linalg_outputs(name, [_view_input(inputs, i) for i in range(len(inputs))], out_shapes, attrs)
 
 
 def _check_common_attrs(attrs: Mapping[str, Any]) -> None:
@@ -319,3 +337,84 @@ def _dot(left: Shape, right: Shape) -> Shape:
     if left[-1] != right[-2]:
         raise _ShapeError(f"dot dimensions {left} and {right} do not match")
     return left[:-1] + right[:-2] + right[-1:]
+
+
+def _fft(source: Shape, attrs: Mapping[str, Any]) -> Shape:
+    function, lengths, axes = attrs.get("function"), attrs.get("n"), attrs.get("axes")
+    if function not in FFT_FUNCTIONS:
+        raise _ShapeError(f"attribute 'function' {function!r} is not an np.fft transform")
+    if not (isinstance(lengths, tuple) and isinstance(axes, tuple) and len(lengths) == len(axes) and axes):
+        raise _ShapeError("attributes 'n' and 'axes' must be tuples of equal, non-zero length")
+    if function in FFT_ONE_AXIS and len(axes) != 1:
+        raise _ShapeError(f"{function} transforms one axis, not {len(axes)}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in lengths):
+        raise _ShapeError(f"attribute 'n' {lengths!r} must hold positive lengths")
+    if not all(isinstance(a, int) and not isinstance(a, bool) and 0 <= a < len(source) for a in axes) or len(set(axes)) != len(axes):
+        raise _ShapeError(f"attribute 'axes' {axes!r} must be distinct axes of the input {source}")
+    shape = list(source)
+    for axis, n in zip(axes, lengths):
+        shape[axis] = n
+    if function in ("rfft", "ihfft", "rfftn", "rfft2"):
+        shape[axes[-1]] = lengths[-1] // 2 + 1
+    return tuple(shape)
+
+
+def _square_stack(shape: Shape, what: str) -> tuple[Shape, int]:
+    if len(shape) < 2 or shape[-1] != shape[-2]:
+        raise _ShapeError(f"{what} {shape} is not a stack of square matrices")
+    return shape[:-2], shape[-1]
+
+
+def _linalg_outputs(name: str, in_shapes: list[Shape], out_shapes: list[Shape], attrs: Mapping[str, Any]) -> None:
+    function = attrs.get("function")
+    if function not in (LINALG_PAIR if name == "linalg_pair" else LINALG_SINGLE):
+        raise _ShapeError(f"attribute 'function' {function!r} is not an np.linalg function of {name}")
+    if len(in_shapes) != (2 if function == "solve" else 1):
+        raise _ShapeError(f"{function} takes {2 if function == 'solve' else 1} input(s), not {len(in_shapes)}")
+    source = in_shapes[0]
+    if len(source) < 2:
+        raise _ShapeError(f"input {source} is not a stack of matrices")
+    stack, rows, columns = source[:-2], source[-2], source[-1]
+    if function in ("det", "inv", "cholesky", "eigvalsh", "eigh", "slogdet", "solve"):
+        stack, rows = _square_stack(source, "input")
+        columns = rows
+    expected: tuple[Shape, ...]
+    if function == "solve":
+        other = in_shapes[1]
+        if len(other) == 1:
+            if other[0] != rows:
+                raise _ShapeError(f"solve right-hand side {other} does not match the matrices {source}")
+            expected = ((*stack, rows),)
+        else:
+            if len(other) < 2 or other[-2] != rows:
+                raise _ShapeError(f"solve right-hand side {other} does not match the matrices {source}")
+            batch = _broadcast([stack, other[:-2]], f"solve stacks {source} and {other} do not broadcast")
+            expected = ((*batch, rows, other[-1]),)
+    elif function in ("det", "slogdet"):
+        expected = (stack,) * (2 if function == "slogdet" else 1)
+    elif function in ("inv", "cholesky"):
+        expected = (source,)
+    elif function == "pinv":
+        expected = ((*stack, columns, rows),)
+    elif function == "eigvalsh":
+        expected = ((*stack, rows),)
+    elif function == "eigh":
+        expected = ((*stack, rows), source)
+    elif function == "svdvals":
+        expected = ((*stack, min(rows, columns)),)
+    else:  # qr, reduced
+        k = min(rows, columns)
+        expected = ((*stack, rows, k), (*stack, k, columns))
+    for position, (actual, shape) in enumerate(zip(out_shapes, expected)):
+        _expect(actual, shape, f"output {position} of {function}")
+
+
+def _reduceat(source: Shape, indices: Shape, out: Shape, attrs: Mapping[str, Any]) -> None:
+    if attrs.get("ufunc") not in BINARY_UFUNCS:
+        raise _ShapeError(f"attribute 'ufunc' {attrs.get('ufunc')!r} is not a binary ufunc")
+    if len(indices) != 1:
+        raise _ShapeError(f"reduceat indices of shape {indices} are not 1-D")
+    axis = attrs.get("axis")
+    if not isinstance(axis, int) or isinstance(axis, bool) or not 0 <= axis < len(source):
+        raise _ShapeError(f"attribute 'axis' {axis!r} is not an axis of the input {source}")
+    _expect(out, (*source[:axis], indices[0], *source[axis + 1 :]), "the input with one element per segment")

@@ -8,6 +8,7 @@ and lazy ``out=`` arguments (and arrays that NumPy mutates in place) get the res
 from __future__ import annotations
 
 import collections
+import importlib
 import os
 import sys
 import warnings
@@ -30,6 +31,9 @@ COMPOSABLE: set[str] = {
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
     "tril",
 }  # fmt: skip
+
+# Implementations of a NumPy submodule that loads on first use, imported with it ("fft.fft").
+_LATE_MODULES = {"fft": "shoal.numpy._spectral", "linalg": "shoal.numpy._linalg_functions"}
 
 # NumPy functions that change an argument in place (its position and keyword): the fallback
 # writes the changed copy back, or the change would be lost.
@@ -111,6 +115,10 @@ def array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) 
     if implementation is not None:
         return implementation(*args, **kwargs)
     name = _qualified_name(func)
+    late = _LATE_MODULES.get(name.partition(".")[0] if "." in name else "")
+    if late is not None and late not in sys.modules:
+        importlib.import_module(late)  # registers its implementations
+        return array_function(func, args, kwargs)
     if name in COMPOSABLE:
         return func._implementation(*args, **kwargs)
     return fallback_call(name, func, args, kwargs)

@@ -434,9 +434,13 @@ def materialize(value: Any) -> Any:
 from shoal.numpy import (  # noqa: E402
     _composed,  # noqa: F401  (functions composed from lazy operations)
     _dispatch,
+    _einsum,  # noqa: F401  (einsum as views, sums and matrix products)
     _index,
     _methods,  # noqa: F401  (attaches the remaining methods)
+    _pad,  # noqa: F401  (np.pad composed from lazy operations)
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
     _shape,
     _ufunc,
+    _ufunc_methods,  # noqa: F401  (accumulate, reduceat, fill_diagonal)
+    _values,  # noqa: F401  (nonzero, searchsorted, ...: computed at the call)
 )

@@ -186,5 +186,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
             name = "cumsum" if ufunc is np.add else "cumprod"
             kwargs.setdefault("axis", 0)
             return _reduce.scan(name, inputs[0], **kwargs)
+    if method in ("accumulate", "reduceat") and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and ufunc.nout == 1:
+        from shoal.numpy import _ufunc_methods
+
+        return getattr(_ufunc_methods, method)(ufunc, *inputs, **kwargs)
     function = getattr(ufunc, method) if method != "__call__" else ufunc
     return _dispatch.fallback_call(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__, function, inputs, kwargs)

@@ -1,0 +1,150 @@
+"""``np.einsum`` composed from lazy operations.
+
+The subscripts are parsed into one label per axis (an ellipsis becomes labels of its own).
+Labels repeated within an operand become a diagonal view; labels no one else needs are summed
+away; then operands are contracted two at a time, left to right, as one batched ``matmul`` each
+(kept labels of both sides, the shared labels the rest still needs as batch axes, the others
+summed by the product). The result is a transpose into the output order. NumPy itself runs on
+probes first, for the result dtype and every error. ``out=``, ``dtype=``, ``casting=`` and the
+sublist form go through the fallback.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from typing import Any
+
+import numpy as np
+
+from shoal.numpy import _dispatch, _reduce, _shape
+from shoal.numpy._lazy import as_lazy, is_lazy
+from shoal.numpy._linalg import matmul
+from shoal.numpy._probe import quietly, value_probe
+
+_LETTERS = set(string.ascii_letters)
+
+
+def _labels(term: str, ndim: int, ellipsis: str) -> list[str]:
+    if "..." not in term:
+        return list(term)
+    head, tail = term.split("...")
+    count = ndim - len(head) - len(tail)
+    return [*head, *ellipsis[len(ellipsis) - count :], *tail]
+
+
+def _parse(subscripts: str, ndims: list[int]) -> tuple[list[list[str]], list[str]]:
+    """Each operand's labels, one per axis, and the output's."""
+    text = subscripts.replace(" ", "")
+    inputs, arrow, output = text.partition("->")
+    terms = inputs.split(",")
+    widest = max((ndim - len(term.replace("...", "")) for term, ndim in zip(terms, ndims) if "..." in term), default=0)
+    ellipsis = "".join(chr(0x100 + i) for i in range(widest))  # labels no subscript can spell
+    labels = [_labels(term, ndim, ellipsis) for term, ndim in zip(terms, ndims)]
+    if arrow:
+        result = _labels(output, len(output.replace("...", "")) + widest, ellipsis)
+    else:
+        counts: dict[str, int] = {}
+        for term in labels:
+            for label in term:
+                counts[label] = counts.get(label, 0) + 1
+        result = [*ellipsis, *sorted(label for label, n in counts.items() if n == 1 and label in _LETTERS)]
+    return labels, result
+
+
+def _diagonals(array: Any, labels: list[str]) -> tuple[Any, list[str]]:
+    """``array`` with each repeated label reduced to one axis (a diagonal view)."""
+    while len(set(labels)) < len(labels):
+        label = next(item for item in labels if labels.count(item) > 1)
+        first = labels.index(label)
+        second = labels.index(label, first + 1)
+        array = _shape.diagonal(array, 0, first, second)
+        labels = [item for i, item in enumerate(labels) if i not in (first, second)] + [label]
+    return array, labels
+
+
+def _sum_away(array: Any, labels: list[str], keep: set[str], dtype: np.dtype) -> tuple[Any, list[str]]:
+    axes = tuple(i for i, label in enumerate(labels) if label not in keep)
+    if not axes:
+        return array, labels
+    summed = _reduce.reduction("sum", array, axis=axes, dtype=dtype)
+    return as_lazy(summed), [label for label in labels if label in keep]
+
+
+def _ordered(array: Any, labels: list[str], order: list[str]) -> Any:
+    return _shape.transpose(array, tuple(labels.index(label) for label in order))
+
+
+def _contract(left: Any, left_labels: list[str], right: Any, right_labels: list[str], keep: set[str]) -> tuple[Any, list[str]]:
+    """The product of two operands summed over their shared labels outside ``keep``."""
+    shared = [label for label in left_labels if label in right_labels]
+    batch = [label for label in shared if label in keep]
+    summed = [label for label in shared if label not in keep]
+    own_left = [label for label in left_labels if label not in shared]
+    own_right = [label for label in right_labels if label not in shared]
+    sizes = dict(zip(left_labels, left.shape)) | dict(zip(right_labels, right.shape))
+    batch_shape = tuple(sizes[label] for label in batch)
+    rows, inner, columns = (math.prod(sizes[label] for label in group) for group in (own_left, summed, own_right))
+    first = _ordered(left, left_labels, [*batch, *own_left, *summed]).reshape((*batch_shape, rows, inner))
+    second = _ordered(right, right_labels, [*batch, *summed, *own_right]).reshape((*batch_shape, inner, columns))
+    labels = [*batch, *own_left, *own_right]
+    return as_lazy(matmul(first, second)).reshape(tuple(sizes[label] for label in labels)), labels
+
+
+def _sizes(labels: list[list[str]], shapes: list[tuple[int, ...]]) -> tuple[dict[str, int], set[str]]:
+    """Each label's size (size-1 axes broadcast, as in NumPy) and the labels whose sizes conflict."""
+    seen: dict[str, set[int]] = {}
+    for term, shape in zip(labels, shapes):
+        for label, size in zip(term, shape):
+            seen.setdefault(label, set()).add(size)
+    sizes, conflicts = {}, set()
+    for label, values in seen.items():
+        other = values - {1}
+        if len(other) > 1:
+            conflicts.add(label)
+        sizes[label] = other.pop() if other else 1
+    return sizes, conflicts
+
+
+def _native(labels: list[list[str]], output: list[str], operands: list[Any], dtype: np.dtype, sizes: dict[str, int]) -> Any:
+    terms = []
+    for index, (operand, term) in enumerate(zip(operands, labels)):
+        array = as_lazy(operand).astype(dtype, copy=False)
+        array = _shape.broadcast_to(array, tuple(sizes[label] for label in term))
+        array, term = _diagonals(array, term)
+        needed = set(output).union(*(labels[other] for other in range(len(labels)) if other != index))
+        terms.append(_sum_away(array, term, needed, dtype))
+    array, term = terms[0]
+    for index, (other, other_term) in enumerate(terms[1:], start=1):
+        keep = set(output).union(*(t for _, t in terms[index + 1 :]))
+        array, term = _contract(array, term, other, other_term, keep)
+    array, term = _sum_away(array, term, set(output), dtype)
+    return _ordered(array, term, output)
+
+
+def einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any) -> Any:
+    """``np.einsum`` for subscript strings, as views, sums and matrix products."""
+    arguments = (operands, {"out": out, "optimize": optimize, **kwargs})
+    if out is not None or set(kwargs) - {"order"} or not operands or not isinstance(operands[0], str):
+        return _dispatch.fallback_call("einsum", np.einsum, *arguments)
+    subscripts, inputs = operands[0], list(operands[1:])
+    shapes, dtypes = [], []
+    for value in inputs:
+        shapes.append(value.shape if is_lazy(value) else np.shape(value))
+        dtypes.append(value.dtype if is_lazy(value) else np.asarray(value).dtype)
+    probes = [value_probe(dtype, shape) for dtype, shape in zip(dtypes, shapes)]
+    dtype = np.asarray(quietly(np.einsum, subscripts, *probes)).dtype  # NumPy's errors and dtype
+    labels, output = _parse(subscripts, [len(shape) for shape in shapes])
+    sizes, conflicts = _sizes(labels, shapes)
+    if conflicts:  # NumPy's error, on probes with the conflicting axes at their sizes
+        probes = [
+            np.zeros(tuple(n if label in conflicts else min(n, 1) for label, n in zip(term, shape)), dtype)
+            for term, shape, dtype in zip(labels, shapes, dtypes)
+        ]
+        quietly(np.einsum, subscripts, *probes)
+        return _dispatch.fallback_call("einsum", np.einsum, *arguments)
+    result = _native(labels, output, inputs, dtype, sizes)
+    return result[()] if not result.shape else result
+
+
+_dispatch.IMPLEMENTATIONS[np.einsum] = einsum

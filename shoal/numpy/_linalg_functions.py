@@ -1,0 +1,181 @@
+"""``np.linalg`` on lazy arrays: each function is one ``linalg`` (or ``linalg_pair``) instruction
+that the engine runs with LAPACK over whole views.
+
+Shapes are worked out here (the same rules as the verifier's), dtypes by running NumPy on a
+probe, and a malformed call raises NumPy's error at once (NumPy runs on zeros of the real shapes
+to produce it). ``inv``, ``solve`` and ``cholesky`` raise ``LinAlgError`` for singular or
+indefinite matrices: they run the batch at the call (the data stays on the engine), so that error
+comes from the user's line. ``det``, ``slogdet``, ``eigvalsh``, ``eigh``, ``svdvals``,
+``svd(compute_uv=False)``, ``qr`` (reduced) and ``pinv`` only fail on non-convergence, which would
+surface at the next flush, and do not flush.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.linalg import _linalg as _numpy_linalg
+
+from shoal.engine.component import EngineError
+from shoal.numpy import _dispatch
+from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array
+
+_RAISES_ON_VALUES = frozenset({"inv", "solve", "cholesky"})
+_NAMED = {"eigh": _numpy_linalg.EighResult, "slogdet": _numpy_linalg.SlogdetResult, "qr": _numpy_linalg.QRResult}
+
+
+def _out_shapes(function: str, shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]] | None:
+    """The output shapes NumPy gives, or None where NumPy raises."""
+    source = shapes[0]
+    if len(source) < 2:
+        return None
+    stack, rows, columns = source[:-2], source[-2], source[-1]
+    if function in ("det", "slogdet", "inv", "cholesky", "eigvalsh", "eigh", "solve") and rows != columns:
+        return None
+    if function == "solve":
+        other = shapes[1]
+        if len(other) == 1:
+            return [(*stack, rows)] if other[0] == rows else None
+        if other[-2] != rows:
+            return None
+        try:
+            batch = np.broadcast_shapes(stack, other[:-2])
+        except ValueError:
+            return None
+        return [(*batch, rows, other[-1])]
+    k = min(rows, columns)
+    return {
+        "det": [stack],
+        "slogdet": [stack, stack],
+        "inv": [source],
+        "cholesky": [source],
+        "pinv": [(*stack, columns, rows)],
+        "eigvalsh": [(*stack, rows)],
+        "eigh": [(*stack, rows), source],
+        "svdvals": [(*stack, k)],
+        "qr": [(*stack, rows, k), (*stack, k, columns)],
+    }[function]
+
+
+def _probe(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A small stand-in with the same core squareness: an identity-like stack of 1x1 matrices."""
+    if len(shape) < 2:
+        return np.ones(tuple(min(n, 1) for n in shape), dtype)
+    return np.ones((*(min(n, 1) for n in shape[:-2]), 1, 1), dtype)
+
+
+def _run(function: str, numpy_function: Any, args: list[Any], options: dict[str, Any], attrs: dict[str, Any]) -> Any:
+    arrays = [as_lazy(value) for value in args]
+    shapes = [array.shape for array in arrays]
+    expected = _out_shapes(function, shapes)
+    if expected is None:  # NumPy's error, from zeros of the real shapes
+        numpy_function(*(np.zeros(shape, array.dtype) for shape, array in zip(shapes, arrays)), **options)
+        return _dispatch.fallback_call(f"linalg.{function}", numpy_function, tuple(args), options)
+    if any(math.prod(shape) == 0 for shape in shapes):  # NumPy's empty results (rare: computed here)
+        return _dispatch._wrap_all(numpy_function(*(materialize(array) for array in arrays), **options))
+    with np.errstate(all="ignore"):
+        probe = numpy_function(*(_probe(array.shape, array.dtype) for array in arrays), **options)
+    probes = probe if isinstance(probe, tuple) else (probe,)
+    dtypes = [np.asarray(value).dtype for value in probes]
+    outputs = [new_array(dtype, shape) for dtype, shape in zip(dtypes, expected)]
+    runtime = arrays[0]._base.runtime
+    op = "linalg" if len(outputs) == 1 else "linalg_pair"
+    runtime.record(op, tuple(out._view for out in outputs), tuple(array._view for array in arrays), function=function, **attrs)
+    if function in _RAISES_ON_VALUES:
+        _flush_for_errors(runtime)
+    results = [out[()] if not out.shape else out for out in outputs]
+    if len(results) == 1:
+        return results[0]
+    named = _NAMED.get(function)
+    return named(*results) if named is not None else tuple(results)
+
+
+def _flush_for_errors(runtime: Any) -> None:
+    """Run the batch now; a ``LinAlgError`` from the engine (under any component that wraps
+    failures in ``EngineError``) is raised as NumPy raises it."""
+    try:
+        runtime.flush(wait=True)
+    except EngineError as error:
+        cause: BaseException | None = error
+        while cause is not None and not isinstance(cause, np.linalg.LinAlgError):
+            cause = cause.__cause__
+        if cause is None:
+            raise
+        raise np.linalg.LinAlgError(*cause.args) from None
+
+
+def det(a: Any) -> Any:
+    """``np.linalg.det``."""
+    return _run("det", np.linalg.det, [a], {}, {})
+
+
+def slogdet(a: Any) -> Any:
+    """``np.linalg.slogdet``."""
+    return _run("slogdet", np.linalg.slogdet, [a], {}, {})
+
+
+def inv(a: Any) -> Any:
+    """``np.linalg.inv``; a singular matrix raises ``LinAlgError`` here."""
+    return _run("inv", np.linalg.inv, [a], {}, {})
+
+
+def solve(a: Any, b: Any) -> Any:
+    """``np.linalg.solve``; a singular matrix raises ``LinAlgError`` here."""
+    return _run("solve", np.linalg.solve, [a, b], {}, {})
+
+
+def cholesky(a: Any, /, *, upper: bool = False) -> Any:
+    """``np.linalg.cholesky``; a matrix that is not positive definite raises ``LinAlgError`` here."""
+    return _run("cholesky", np.linalg.cholesky, [a], {"upper": upper}, {"upper": bool(upper)})
+
+
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:
+    """``np.linalg.eigvalsh``."""
+    return _run("eigvalsh", np.linalg.eigvalsh, [a], {"UPLO": UPLO}, {"uplo": UPLO})
+
+
+def eigh(a: Any, UPLO: str = "L") -> Any:
+    """``np.linalg.eigh``: ``EighResult(eigenvalues, eigenvectors)``."""
+    return _run("eigh", np.linalg.eigh, [a], {"UPLO": UPLO}, {"uplo": UPLO})
+
+
+def svdvals(x: Any, /) -> Any:
+    """``np.linalg.svdvals``."""
+    return _run("svdvals", np.linalg.svdvals, [x], {}, {})
+
+
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False) -> Any:
+    """``np.linalg.svd``: the singular values lazily (``compute_uv=False``); the factors through
+    the fallback."""
+    if compute_uv or hermitian:
+        options = {"full_matrices": full_matrices, "compute_uv": compute_uv, "hermitian": hermitian}
+        return _dispatch.fallback_call("linalg.svd", np.linalg.svd, (a,), options)
+    return _run("svdvals", np.linalg.svdvals, [a], {}, {})
+
+
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """``np.linalg.qr``: ``QRResult(Q, R)`` for the reduced mode; other modes through the fallback."""
+    if mode != "reduced":
+        return _dispatch.fallback_call("linalg.qr", np.linalg.qr, (a,), {"mode": mode})
+    return _run("qr", np.linalg.qr, [a], {}, {})
+
+
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = np._NoValue) -> Any:
+    """``np.linalg.pinv`` with the default cut-off; others through the fallback."""
+    if rcond is not None or rtol is not np._NoValue or is_lazy(rcond):
+        options = {"rcond": materialize(rcond), "hermitian": hermitian}
+        if rtol is not np._NoValue:
+            options["rtol"] = rtol
+        return _dispatch.fallback_call("linalg.pinv", np.linalg.pinv, (a,), options)
+    return _run("pinv", np.linalg.pinv, [a], {"hermitian": hermitian}, {"hermitian": bool(hermitian)})
+
+
+def _register() -> None:
+    table = _dispatch.IMPLEMENTATIONS
+    for function in (det, slogdet, inv, solve, cholesky, eigvalsh, eigh, svdvals, svd, qr, pinv):
+        table[getattr(np.linalg, function.__name__)] = function
+
+
+_register()

@@ -1,0 +1,79 @@
+"""``np.pad`` composed from lazy operations.
+
+``constant`` writes the input and the constants into a new array, axis by axis in NumPy's order
+(so a later axis's constants fill the corners). ``edge``, ``wrap``, ``reflect`` and
+``symmetric`` are one lazy gather: each padded position along an axis reads one input position,
+and NumPy's result is separable across axes, so ``np.ix_`` of the per-axis positions gives it.
+Other modes, ``reflect_type='odd'`` and unknown options go through the fallback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.lib._arraypad_impl import _as_pairs
+
+from shoal.numpy import _dispatch
+from shoal.numpy._lazy import as_lazy, materialize, new_array
+from shoal.numpy._probe import quietly, value_probe
+
+_GATHERED = ("edge", "wrap", "reflect", "symmetric")
+
+
+def _positions(mode: str, length: int, before: int, after: int) -> np.ndarray:
+    """Which input position each padded position along one axis reads."""
+    positions = np.arange(-before, length + after)
+    if mode == "edge" or length == 1:  # NumPy extends a singleton axis by its edge in every mode
+        return np.clip(positions, 0, length - 1)
+    if mode == "wrap":
+        return positions % length
+    if mode == "reflect":
+        period = 2 * (length - 1)
+        folded = positions % period
+        return np.where(folded < length, folded, period - folded)
+    period = 2 * length  # symmetric
+    folded = positions % period
+    return np.where(folded < length, folded, period - 1 - folded)
+
+
+def _constant(source: Any, pairs: np.ndarray, constant_values: Any) -> Any:
+    values = _as_pairs(materialize(constant_values), source.ndim)
+    shape = tuple(int(n + before + after) for n, (before, after) in zip(source.shape, pairs))
+    result = new_array(source.dtype, shape)
+    centre = tuple(slice(int(before), int(before) + n) for n, (before, _) in zip(source.shape, pairs))
+    result[centre] = source
+    for axis, ((before, after), (first, last)) in enumerate(zip(pairs, values)):
+        head = (slice(None),) * axis
+        if before:
+            result[(*head, slice(None, int(before)))] = first
+        if after:
+            result[(*head, slice(shape[axis] - int(after), None))] = last
+    return result
+
+
+def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    """``np.pad`` for the ``constant``, ``edge``, ``wrap``, ``reflect`` and ``symmetric`` modes."""
+    source = as_lazy(array)
+    supported = {"constant": {"constant_values"}, "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
+    width = np.asarray(materialize(pad_width))
+    if isinstance(mode, str):  # NumPy's errors for the arguments, whatever the mode
+        quietly(np.pad, value_probe(source.dtype, source.shape), width, mode=mode, **materialize(kwargs))
+    native = isinstance(mode, str) and mode in ("constant", *_GATHERED)
+    if not native or set(kwargs) - supported.get(mode, set()) or kwargs.get("reflect_type", "even") != "even":
+        return _dispatch.fallback_call("pad", np.pad, (array, pad_width), {"mode": mode, **kwargs})
+    pairs = _as_pairs(width, source.ndim, as_index=True)
+    if mode == "constant":
+        return _constant(source, pairs, kwargs.get("constant_values", 0))
+    for axis, ((before, after), length) in enumerate(zip(pairs, source.shape)):
+        if length == 0 and (before or after):
+            raise ValueError(f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'")
+    if not any(before or after for before, after in pairs):
+        return source.copy()
+    if not source.size:  # another axis is empty: so is the result
+        return new_array(source.dtype, tuple(int(n + before + after) for n, (before, after) in zip(source.shape, pairs)))
+    key = np.ix_(*(_positions(mode, n, int(before), int(after)) for n, (before, after) in zip(source.shape, pairs)))
+    return source[key]
+
+
+_dispatch.IMPLEMENTATIONS[np.pad] = pad
