@@ -279,9 +279,13 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
 
     # shutdown ----------------------------------------------------------------------------------
     def _shutdown_at_exit(self) -> None:
-        """At exit workers may finish their task, unless Ctrl-C ended the program."""
-        interrupted = isinstance(getattr(sys, "last_value", None), KeyboardInterrupt)
-        self.shutdown(0.0 if interrupted else 10.0)
+        """At exit workers may finish their task, unless Ctrl-C ended the program: then they are
+        killed without taking the runtime's lock, which the interrupt may have struck while it
+        was being taken or given back (a worker left alive would keep the exit waiting)."""
+        if isinstance(getattr(sys, "last_value", None), KeyboardInterrupt):
+            self.stop_now()
+            return
+        self.shutdown(10.0)
 
     def stop_now(self) -> None:
         """Kill every worker and unlink every segment at once (the program is ending).
