@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from shoal.bytecode import View
-from shoal.engine.node.blocks import base_blocks, collapse, partition, sub_view_blocks
-from shoal.engine.node.deps import BlockOp, DependencyLists
-from shoal.engine.node.scheduler import WorkerPool
+from shoal.engine.blocks.geometry import base_blocks, collapse, partition, sub_view_blocks
+from shoal.engine.blocks.dependencies import BlockOp, DependencyLists
+from shoal.engine.blocks.scheduler import WorkerPool
 
 F8 = np.dtype(np.float64)
 

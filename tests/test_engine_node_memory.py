@@ -15,9 +15,9 @@ from engine_node_harness import run_both
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs, spec
 from shoal.engine.node import NodeConfig, NodeEngine
-from shoal.engine.node.deps import BlockOp
+from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.node.memory_budget import MemoryBudget
-from shoal.engine.node.scheduler import WorkerPool
+from shoal.engine.blocks.scheduler import WorkerPool
 
 
 def _op(seq: int, run) -> BlockOp:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shoal import trace
-from shoal.engine.node.deps import BlockOp
+from shoal.engine.blocks.dependencies import BlockOp
 
 # Operations handed to the workers at once, per thread: a worker that finishes one starts the
 # next without waiting for the scheduling thread to wake up and hand it over (50-60 µs a block

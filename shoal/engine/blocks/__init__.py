@@ -1,0 +1,1 @@
+"""The block layer shared by the node engine and the cluster manager."""
