@@ -10,7 +10,7 @@ from engine_node_recorder import Recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.engine.node.cluster import MAX_MOVED, cluster
+from shoal.engine.node.plan.reorder import MAX_MOVED, cluster
 
 
 def ops_of(batch):

@@ -30,15 +30,16 @@ from shoal.bytecode import Batch, View, verify
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import Component, EngineError
-from shoal.engine.node.aliases import settle
-from shoal.engine.node.cluster import cluster
-from shoal.engine.node.compiler import KernelCache
+from shoal.engine.node.compile.kernel_cache import KernelCache
 from shoal.engine.node.config import NodeConfig, Schedule
-from shoal.engine.node.direct import run_direct, runs_direct
-from shoal.engine.node.memory_budget import MemoryBudget
-from shoal.engine.node.operations import Builder
-from shoal.engine.node.plan import Plan, plan_batch
-from shoal.engine.node.plan_cache import (
+from shoal.engine.node.plan.aliases import settle
+from shoal.engine.node.plan.plan import Plan, plan_batch
+from shoal.engine.node.plan.reorder import cluster
+from shoal.engine.node.run.direct import run_direct, runs_direct
+from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.schedule.builder import Builder
+from shoal.engine.node.schedule.memory_budget import MemoryBudget
+from shoal.engine.node.schedule.plan_cache import (
     BatchShape,
     BoundStorage,
     CachedPlan,
@@ -46,7 +47,6 @@ from shoal.engine.node.plan_cache import (
     batch_shape,
 )
 from shoal.engine.node.stats import BatchStats, record
-from shoal.engine.node.storage import Storage
 from shoal.threads import limit_library_threads
 
 

@@ -31,10 +31,10 @@ import types
 from pathlib import Path
 from typing import BinaryIO
 
-from shoal.engine.node import compile_costs
-from shoal.engine.node.compile_claims import Claim, claim, claim_path, remove_stale
-from shoal.engine.node.compile_process import Job
-from shoal.engine.node.native import available, build, build_prefix, library_path
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile.claims import Claim, claim, claim_path, remove_stale
+from shoal.engine.node.compile.native import available, build, build_prefix, library_path
+from shoal.engine.node.compile.process import Job
 from shoal.private_files import private_directory
 
 ORPHANED_LIMIT_SECONDS = 120.0  # the engine died while the worker compiled: finish within this

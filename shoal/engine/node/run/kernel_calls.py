@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.node.compiler import kernel_args
-from shoal.engine.node.native import NativeKernel
-from shoal.engine.node.program import CONST, KernelProgram
+from shoal.engine.node.compile.kernel_cache import kernel_args
+from shoal.engine.node.compile.native import NativeKernel
+from shoal.engine.node.lower.program import CONST, KernelProgram
 
 
 @dataclass(frozen=True, slots=True)

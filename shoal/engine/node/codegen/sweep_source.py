@@ -12,8 +12,12 @@ goes through the same operations in the same order as in one sweep: results are 
 
 from __future__ import annotations
 
-from shoal.engine.node.codegen import _ring_params, _store_function, element_wise_lines
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
+from shoal.engine.node.codegen.kernel_source import (
+    _ring_params,
+    _store_function,
+    element_wise_lines,
+)
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram
 
 
 def generate_sweeps(program: KernelProgram, name: str) -> str:
@@ -38,7 +42,7 @@ def generate_sweeps(program: KernelProgram, name: str) -> str:
     lines = [
         "import numpy as np",
         "import numba",
-        "from shoal.engine.node import vector_math as vm",
+        "from shoal.engine.node.codegen import vector_math as vm",
         "",
         "",
         *_store_function(target, 2),

@@ -15,7 +15,14 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import spec
-from shoal.engine.node.program import ARRAY, DEFERRED, TEMP, KernelProgram, KernelStep, block_offset
+from shoal.engine.node.lower.program import (
+    ARRAY,
+    DEFERRED,
+    TEMP,
+    KernelProgram,
+    KernelStep,
+    block_offset,
+)
 
 TILE_ELEMENTS = 32768
 

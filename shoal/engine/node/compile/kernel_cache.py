@@ -40,13 +40,18 @@ from typing import Any
 import numpy as np
 
 from shoal import trace
-from shoal.engine.node import compile_costs, native
-from shoal.engine.node.cache_files import read_text, verified_directory, write_text_atomically
-from shoal.engine.node.codegen import generate
-from shoal.engine.node.compile_claims import remove_stale
-from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
-from shoal.engine.node.compile_worker import load_and_warm, load_in_memory
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
+from shoal.engine.node.codegen.kernel_source import generate
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile import native
+from shoal.engine.node.compile.cache_files import (
+    read_text,
+    verified_directory,
+    write_text_atomically,
+)
+from shoal.engine.node.compile.claims import remove_stale
+from shoal.engine.node.compile.process import CompileProcess, ExitMode, Job
+from shoal.engine.node.compile.worker import load_and_warm, load_in_memory
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 from shoal.settings import CACHE_DIR, choice_setting
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
@@ -152,11 +157,12 @@ def generator_stamp() -> str:
     import hashlib  # here, not at import: OpenSSL costs 3 MiB RSS that direct-only programs never need
 
     digest = hashlib.sha256()
-    for name in ("codegen.py", "codegen_sweeps.py", "vector_math.py"):
+    codegen = Path(__file__).parent.parent / "codegen"
+    for path in sorted(codegen.glob("*.py")):
         try:
-            digest.update((Path(__file__).with_name(name)).read_bytes())
+            digest.update(path.name.encode() + path.read_bytes())
         except OSError:
-            digest.update(name.encode())
+            digest.update(path.name.encode())
     return digest.hexdigest()[:16]
 
 

@@ -18,7 +18,7 @@ The key (:func:`batch_shape`) describes everything planning reads and nothing it
 * for every base the batch uses but does not declare, its live dtype and size (or that it is not
   live);
 * the values of the small index arrays that gathers along the first axis read (planning fuses
-  such a gather row by row, see ``shoal.engine.node.row_gather``).
+  such a gather row by row, see ``shoal.engine.node.plan.row_gather``).
 
 No other data. Block operations reach memory through a :class:`BoundStorage`, which translates
 the base ids the plan was built with into the ids of the batch being run, and read constants
@@ -47,8 +47,8 @@ import numpy as np
 from shoal.bytecode import BaseDecl, Batch, Const, View
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.component import EngineError
-from shoal.engine.node.row_gather import index_values
-from shoal.engine.node.storage import Storage
+from shoal.engine.node.plan.row_gather import index_values
+from shoal.engine.node.run.storage import Storage
 
 PLAN_CACHE_ENTRIES = 8
 
@@ -237,7 +237,7 @@ class CachedPlan:
     stats: dict[str, Any]  # the BatchStats fields that planning determines
     runners: list[Any] = field(default_factory=list)
     awaiting: tuple[str, ...] = ()  # kernels it would use if compiled (sweep passes); replanned then
-    aliases: dict[int, View] = field(default_factory=dict)  # planned ids (shoal.engine.node.aliases)
+    aliases: dict[int, View] = field(default_factory=dict)  # planned ids (shoal.engine.node.plan.aliases)
 
     def leave_aliases(self) -> None:
         """Register the plan's aliases, in the ids of the batch just run, with the storage."""

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, KernelStep
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, KernelStep
 
 _INT = "iu"
 _REAL = "f"
@@ -139,7 +139,9 @@ def cast(expression: str, dtype: np.dtype, known: np.dtype | None = None) -> str
 def generate(program: KernelProgram, name: str) -> str:
     """Source of a module defining kernel function ``name`` for ``program``."""
     if program.stencil is not None:
-        from shoal.engine.node.codegen_sweeps import generate_sweeps  # it builds on this module
+        from shoal.engine.node.codegen.sweep_source import (
+            generate_sweeps,  # it builds on this module
+        )
 
         return generate_sweeps(program, name)
     part = program.partition
@@ -157,7 +159,7 @@ def generate(program: KernelProgram, name: str) -> str:
     lines = [
         "import numpy as np",
         "import numba",
-        "from shoal.engine.node import vector_math as vm",
+        "from shoal.engine.node.codegen import vector_math as vm",
         "",
     ]
     for i in ring:

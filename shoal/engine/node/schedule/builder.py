@@ -22,24 +22,31 @@ import numpy as np
 from shoal.bytecode import Const, Instruction, Kind, View, spec
 from shoal.engine.blocks.dependencies import BlockOp, DependencyLists
 from shoal.engine.blocks.geometry import base_blocks, extent, view_extent
-from shoal.engine.node.codegen import compilable
-from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
-from shoal.engine.node.copy_chain import CopyChain
-from shoal.engine.node.deferred import block_buffer, commit, store
-from shoal.engine.node.gather_slabs import gather_slabs
-from shoal.engine.node.kernel_calls import PreparedCall
-from shoal.engine.node.native import NativeKernel
-from shoal.engine.node.plan import Group, Plan, Release, WholeOp
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset, lower
-from shoal.engine.node.storage import Storage
-from shoal.engine.node.sweeps import (
+from shoal.engine.node.codegen.kernel_source import compilable
+from shoal.engine.node.compile.kernel_cache import CompileMode, KernelCache, kernel_args, kernel_key
+from shoal.engine.node.compile.native import NativeKernel
+from shoal.engine.node.lower.deferred import block_buffer, commit, store
+from shoal.engine.node.lower.program import (
+    ARRAY,
+    CONST,
+    DEFERRED,
+    KernelProgram,
+    block_offset,
+    lower,
+)
+from shoal.engine.node.lower.sweeps import (
     DEFAULT_SWEEPS_PER_PASS,
     fused,
     stencil_of,
     sweep_key,
     widened_reads,
 )
-from shoal.engine.node.tiles import finalize, run_tiles
+from shoal.engine.node.plan.copy_chain import CopyChain
+from shoal.engine.node.plan.plan import Group, Plan, Release, WholeOp
+from shoal.engine.node.run.kernel_calls import PreparedCall
+from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.run.tiles import finalize, run_tiles
+from shoal.engine.node.schedule.gather_slabs import gather_slabs
 
 MIN_VIEW_BLOCK_ELEMENTS = 16384  # below this a block operation costs more than it saves
 PANEL_ROWS_MIN = 64
@@ -216,7 +223,7 @@ class Builder:
 
     def _sweeps(self, plan: Plan, position: int) -> int:
         """Build the group at ``position``, fused with the identical in-place sweeps that follow
-        it (``shoal.engine.node.sweeps``) once their kernel is compiled; the next position."""
+        it (``shoal.engine.node.lower.sweeps``) once their kernel is compiled; the next position."""
         steps, temporaries = plan.steps, plan.temporaries
         group = steps[position]
         assert isinstance(group, Group)

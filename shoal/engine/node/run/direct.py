@@ -24,8 +24,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
-from shoal.engine.node.storage import Storage
-from shoal.engine.node.tiles import where_in_place
+from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.run.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
 
 DIRECT_WORK_ELEMENTS: int = DIRECT_WORK.default

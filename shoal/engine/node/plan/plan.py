@@ -15,13 +15,13 @@ by a count) is *postponed* until the group closes instead of closing it; so is o
 that reads an axis reduction's result (it has to wait for the group anyway), and a group with
 axis reductions has what it postponed planned again after it, where it may fuse. A group holds
 at most ``MAX_GROUP_STEPS`` instructions; a longer run is cut where the fewest bytes are live
-(``shoal.engine.node.group_cuts``), so that a loop's iterations are cut alike.
+(``shoal.engine.node.plan.group_cuts``), so that a loop's iterations are cut alike.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
 (NumPy) and is never allocated in full. One that the batch does not release may still live
 that way if the group copies all of it into another base's view, which then holds its contents
-(an *alias*, ``shoal.engine.node.aliases``).
+(an *alias*, ``shoal.engine.node.plan.aliases``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.engine.blocks.geometry import broadcast_strides, view_extent
-from shoal.engine.node.aliases import find_aliases
-from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
-from shoal.engine.node.group_cuts import cut_points
-from shoal.engine.node.row_gather import RowView, row_copy
+from shoal.engine.node.plan.aliases import find_aliases
+from shoal.engine.node.plan.copy_chain import CopyChain, scratch_bases, take_copy_chain
+from shoal.engine.node.plan.group_cuts import cut_points
+from shoal.engine.node.plan.row_gather import RowView, row_copy
 
 FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 MAX_GROUP_STEPS = 64
@@ -128,7 +128,7 @@ class Plan:
 
     steps: list[Step]
     temporaries: set[int]
-    aliases: dict[int, View] = field(default_factory=dict)  # see shoal.engine.node.aliases
+    aliases: dict[int, View] = field(default_factory=dict)  # see shoal.engine.node.plan.aliases
 
 
 def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:

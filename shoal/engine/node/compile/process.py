@@ -27,7 +27,7 @@ from shoal.settings import choice_setting
 if TYPE_CHECKING:
     import psutil
 
-WORKER_COMMAND = [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"]
+WORKER_COMMAND = [sys.executable, "-c", "from shoal.engine.node.compile.worker import main; main()"]
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ up to 32 MiB each and 64 MiB in all stay (``trim``), about what the C allocator 
 a kept buffer is resident at once, where fresh memory becomes resident as it is written, and
 keeping large ones across batches raised Jacobi's peak RSS at 4096² by a whole grid.
 
-A base may be an *alias* of a view of another base (``shoal.engine.node.aliases``): it has no
+A base may be an *alias* of a view of another base (``shoal.engine.node.plan.aliases``): it has no
 memory, and the view holds its contents. It gets memory of its own, copied from the view, when
 something needs it (``ensure``) or before the other base is released.
 """

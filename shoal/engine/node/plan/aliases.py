@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, View
-from shoal.engine.node.storage import Storage
+from shoal.engine.node.run.storage import Storage
 
 
 def find_aliases(

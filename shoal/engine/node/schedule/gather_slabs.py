@@ -17,7 +17,7 @@ from shoal.bytecode import Instruction, View
 from shoal.engine.blocks.dependencies import BlockOp
 
 if TYPE_CHECKING:
-    from shoal.engine.node.operations import Builder
+    from shoal.engine.node.schedule.builder import Builder
 
 SLAB_ELEMENTS_MIN = 16384
 SLABS_PER_THREAD = 4
