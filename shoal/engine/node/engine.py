@@ -32,11 +32,10 @@ from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import Component, EngineError
 from shoal.engine.node.compile.kernel_cache import KernelCache
 from shoal.engine.node.config import NodeConfig, Schedule
-from shoal.engine.node.plan.aliases import settle
 from shoal.engine.node.plan.plan import Plan, plan_batch
-from shoal.engine.node.plan.reorder import cluster
+from shoal.engine.node.plan.reorder import reorder_by_shape
 from shoal.engine.node.run.direct import run_direct, runs_direct
-from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.run.storage import Storage, settle_aliases
 from shoal.engine.node.schedule.builder import Builder
 from shoal.engine.node.schedule.memory_budget import MemoryBudget
 from shoal.engine.node.schedule.plan_cache import (
@@ -123,7 +122,7 @@ class NodeEngine(Component):
                 raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id), decl.id in batch.donated)
-        settle(self._storage, batch)
+        settle_aliases(self._storage, batch)
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):
@@ -205,7 +204,7 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
-        plan = plan_batch(cluster(batch), self._storage.decls)
+        plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
         cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)

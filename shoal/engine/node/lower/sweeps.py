@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from shoal.engine.blocks.geometry import base_blocks, extent
+from shoal.engine.node.keys import exact_key
 from shoal.engine.node.lower.deferred import Reach
 from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
-from shoal.engine.node.schedule.plan_cache import exact_key
 from shoal.settings import SWEEPS_PER_PASS
 
 DEFAULT_SWEEPS_PER_PASS: int = SWEEPS_PER_PASS.default

@@ -34,7 +34,7 @@ def run_shape(instruction: Instruction) -> tuple[int, ...] | None:
     return None
 
 
-def cluster(batch: Batch) -> Batch:
+def reorder_by_shape(batch: Batch) -> Batch:
     """``batch`` with its instructions reordered into longer runs of one shape (same values)."""
     order: list[Instruction] = []
     start = 0  # where the current run begins in ``order``

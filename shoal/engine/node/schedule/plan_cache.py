@@ -31,12 +31,11 @@ key that misses something fails there with a message instead of deep in a kernel
 (:func:`check_binding`): base identity (distinct planned bases are distinct bases of the
 batch), liveness (every base is live with the dtype and size it was planned with) and aliasing
 (no base the plan reads or writes, nor the region base of one, is an alias that the plan does
-not release before touching it: ``aliases.settle`` gave the others memory of their own).
+not release before touching it: ``storage.settle_aliases`` gave the others memory of their own).
 """
 
 from __future__ import annotations
 
-import struct
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ import numpy as np
 from shoal.bytecode import BaseDecl, Batch, Const, View
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.component import EngineError
+from shoal.engine.node.keys import exact_key
 from shoal.engine.node.plan.row_gather import index_values
 from shoal.engine.node.run.storage import Storage
 
@@ -140,21 +140,6 @@ def constant_kind(value: Any) -> Any:
     if kind is int and -(2**63) <= value < 2**64:
         return (int, tuple(int(info.min) <= value <= int(info.max) for info in _INTEGER_DTYPES))
     return ("value", exact_key(value))
-
-
-def exact_key(value: Any) -> Any:
-    """``value`` as a key that tells apart what ``==`` does not (1 and 1.0 and True, -0.0 and 0.0)."""
-    if isinstance(value, tuple):
-        return ("tuple", tuple(exact_key(item) for item in value))
-    if isinstance(value, np.generic):
-        return ("scalar", value.dtype.str, value.tobytes())
-    if isinstance(value, float):
-        return ("float", struct.pack("<d", value))
-    if isinstance(value, complex):
-        return ("complex", struct.pack("<dd", value.real, value.imag))
-    if isinstance(value, np.dtype):
-        return ("dtype", value, value.char)
-    return (type(value), value)
 
 
 class _BoundDecls:
