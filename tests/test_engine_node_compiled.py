@@ -10,7 +10,7 @@ from engine_node_recorder import Recorder
 from test_engine_node_differential import jacobi, sample
 
 from shoal.bytecode.opcodes import spec
-from shoal.engine.node.codegen.kernel_source import EXPRESSIONS
+from shoal.engine.node.codegen.templates import EXPRESSIONS
 from shoal.engine.node.compile import kernel_cache as compiler
 
 pytest.importorskip("numba")

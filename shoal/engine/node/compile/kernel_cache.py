@@ -33,11 +33,9 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from shoal import trace
 from shoal.engine.node.codegen.kernel_source import generate
@@ -51,7 +49,7 @@ from shoal.engine.node.compile.cache_files import (
 from shoal.engine.node.compile.claims import remove_stale
 from shoal.engine.node.compile.process import CompileProcess, ExitMode, Job
 from shoal.engine.node.compile.worker import load_and_warm, load_in_memory
-from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
+from shoal.engine.node.lower.program import KernelProgram
 from shoal.settings import CACHE_DIR, choice_setting
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
@@ -478,41 +476,3 @@ class KernelCache:
             jobs.append(Job(path, steps, ring))
             estimate += seconds
         return jobs, min(DETACHED_LIMIT_SECONDS, DETACHED_GRACE_SECONDS + DETACHED_LIMIT_FACTOR * estimate)
-
-
-def kernel_args(
-    program: KernelProgram,
-    index: int,
-    typed_of: Callable[[int, np.dtype], np.ndarray],
-    block_buffers: dict[int, np.ndarray],
-    held: dict[int, tuple[np.ndarray, int, int]] | None = None,
-    *,
-    constants: Mapping[int, Any],
-) -> list[Any]:
-    """The compiled kernel's arguments for view-block ``index``. Deferred slots write into
-    ``block_buffers`` (slot -> a C-contiguous array: the view-block's shape, or a ring of rows
-    when the kernel stores rows itself, then ``held`` gives slot -> (buffer for held rows, rows
-    held at the front, rows held at the back)); ``constants`` gives each constant slot's value."""
-    part = program.partition
-    axis = part.axis
-    args: list[Any] = list(part.block_shape(index))
-    for position, slot in enumerate(program.slots):
-        itemsize = slot.dtype.itemsize
-        if slot.kind == DEFERRED:
-            buffer = block_buffers[position]
-            args += [buffer.reshape(-1), 0, *(s // itemsize for s in buffer.strides)]
-            if program.stores_rows:
-                assert held is not None
-                rows, front, back = held[position]
-                args += [buffer.shape[0], typed_of(slot.base, slot.dtype)]
-                args.append(block_offset(part, index, slot) // itemsize)
-                args += [*(s // itemsize for s in slot.strides[axis:]), rows, front, back]
-        elif slot.kind == ARRAY:
-            args.append(typed_of(slot.base, slot.dtype))
-            args.append(block_offset(part, index, slot) // itemsize)
-            args.extend(s // itemsize for s in slot.strides[axis:])
-        elif slot.kind == CONST:
-            args.append(constants[position])
-    if program.stencil is not None:  # several sweeps per pass: where the view-block lies
-        args += [part.starts[index], part.shape[axis]]
-    return args

@@ -20,7 +20,8 @@ import numpy as np
 from shoal.bytecode import Const, Instruction, View, spec
 from shoal.engine.blocks.geometry import Partition, broadcast_strides, collapse, partition
 from shoal.engine.node.lower.deferred import Reach, reach
-from shoal.engine.node.plan.plan import Group, loop_dtype_of, reduction_order, reduction_strides
+from shoal.engine.node.plan.fusible import loop_dtype_of, reduction_order, reduction_strides
+from shoal.engine.node.plan.plan import Group
 from shoal.engine.node.plan.row_gather import RowView
 
 ARRAY, TEMP, CONST, DEFERRED = "array", "temp", "const", "deferred"

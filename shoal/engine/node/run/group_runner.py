@@ -10,11 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.node.compile.kernel_cache import KernelCache, kernel_args, kernel_key
+from shoal.engine.node.compile.kernel_cache import KernelCache, kernel_key
 from shoal.engine.node.compile.native import NativeKernel
 from shoal.engine.node.lower.deferred import block_buffer, commit, store
 from shoal.engine.node.lower.program import CONST, KernelProgram, block_offset
-from shoal.engine.node.run.kernel_calls import PreparedCall
+from shoal.engine.node.run.kernel_calls import PreparedCall, kernel_args
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import run_tiles
 
