@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from shoal.bytecode import GroupOp, spec
 from shoal.engine.node.codegen.sweep_source import generate_sweeps
 from shoal.engine.node.codegen.templates import (
+    COMBINE_OPERATORS,
     EXPRESSIONS,
     KERNEL_DECORATOR,
     MODULE_HEADER,
@@ -42,9 +44,9 @@ def compilable(program: KernelProgram) -> bool:
     for step in program.steps:
         if step.axis_reduction:
             source, out = program.slots[step.inputs[0]].dtype, program.slots[step.outputs[0]].dtype
-            if out.kind != "c" and source.kind == "c" and step.op not in ("any", "all"):
+            if out.kind != "c" and source.kind == "c" and step.op not in GroupOp.LOGICAL:
                 return False
-            if out.kind == "b" and step.op not in ("min", "max", "any", "all"):
+            if out.kind == "b" and step.op not in GroupOp.SELECTING | GroupOp.LOGICAL:
                 return False
             continue
         entry = EXPRESSIONS.get(step.op)
@@ -65,7 +67,7 @@ def compilable(program: KernelProgram) -> bool:
             return False
     for reduction in program.reductions:
         source = program.slots[reduction.source].dtype
-        if source.kind == "c" and reduction.op in ("min", "max"):
+        if source.kind == "c" and reduction.op in GroupOp.SELECTING:
             return False
     return True
 
@@ -207,20 +209,20 @@ def _cast_read(slots, slot_id: int, ndim: int, values: dict[int, tuple[str, np.d
 
 
 def _identity(op: str, acc: np.dtype) -> str:
-    if op in ("sum", "mean"):
-        return f"np.{acc.name}(0)"
-    if op == "prod":
-        return f"np.{acc.name}(1)"
-    if op == "any":
-        return "False"
-    if op == "all":
-        return "True"
+    """The value reduction ``op`` starts from (the opcode table's ``identity``); a selecting one
+    (no identity) starts from the extreme value of ``acc`` that every element replaces."""
+    entry = spec(op)
+    if isinstance(entry.identity, bool):
+        return str(entry.identity)
+    if entry.identity is not None:
+        return f"np.{acc.name}({entry.identity})"
+    smallest = entry.combine == "minimum"
     if acc.kind == "f":
-        return f"np.{acc.name}({'np.inf' if op == 'min' else '-np.inf'})"
+        return f"np.{acc.name}({'np.inf' if smallest else '-np.inf'})"
     if acc.kind == "b":
-        return "True" if op == "min" else "False"
+        return "True" if smallest else "False"
     info = np.iinfo(acc)
-    return f"np.{acc.name}({info.max if op == 'min' else info.min})"
+    return f"np.{acc.name}({info.max if smallest else info.min})"
 
 
 def _reduce_line(which: int, reduction, slots, ndim: int, values) -> str:
@@ -229,18 +231,18 @@ def _reduce_line(which: int, reduction, slots, ndim: int, values) -> str:
 
 
 def _accumulate(op: str, acc: str, value: str, real: bool = False) -> str:
-    """One element's update of accumulator ``acc``; real sums and products may be reordered
-    (``vector_math.reassoc_add``) so that the loop vectorises."""
-    if op in ("sum", "mean"):
-        return f"{acc} = vm.reassoc_add({acc}, {value})" if real else f"{acc} += {value}"
-    if op == "prod":
-        return f"{acc} = vm.reassoc_multiply({acc}, {value})" if real else f"{acc} *= {value}"
-    if op == "any":
-        return f"{acc} = {acc} | ({value} != 0)"
-    if op == "all":
-        return f"{acc} = {acc} & ({value} != 0)"
-    compare = "<" if op == "min" else ">"
-    return f"{acc} = ({value}) if (({value}) {compare} {acc} or ({value}) != ({value})) else {acc}"
+    """One element's update of accumulator ``acc`` with ``op``'s combining ufunc; real sums and
+    products may be reordered (``vector_math.reassoc_add``) so that the loop vectorises."""
+    combine = spec(op).combine
+    assert combine is not None
+    symbol = COMBINE_OPERATORS[combine]
+    if op in GroupOp.SELECTING:
+        return f"{acc} = ({value}) if (({value}) {symbol} {acc} or ({value}) != ({value})) else {acc}"
+    if op in GroupOp.LOGICAL:
+        return f"{acc} = {acc} {symbol} ({value} != 0)"
+    if real:
+        return f"{acc} = vm.reassoc_{combine}({acc}, {value})"
+    return f"{acc} {symbol}= {value}"
 
 
 def _reduced_flags(program: KernelProgram) -> list[str]:
@@ -261,14 +263,15 @@ def _axis_reduction_lines(k: int, step, slots, ndim: int, values, program: Kerne
     out = step.outputs[0]
     dtype = slots[out].dtype
     element = _element(slots[out], out, ndim - 1)
-    value = _cast_read(slots, step.inputs[0], ndim, values, np.dtype(bool) if op in ("any", "all") else dtype)
+    value = _cast_read(slots, step.inputs[0], ndim, values, np.dtype(bool) if op in GroupOp.LOGICAL else dtype)
     x, y = f"x{k}", f"v{k}"
     lines = [f"{x} = {value}"]
-    if op in ("min", "max"):
-        compare = "<" if op == "min" else ">"
-        lines += [f"if rf or {x} {compare} {element} or {x} != {x}:", f"    {element} = {x}"]
+    combine = spec(op).combine
+    assert combine is not None
+    symbol = COMBINE_OPERATORS[combine]
+    if op in GroupOp.SELECTING:
+        lines += [f"if rf or {x} {symbol} {element} or {x} != {x}:", f"    {element} = {x}"]
         return lines
-    symbol = {"sum": "+", "mean": "+", "prod": "*", "any": "|", "all": "&"}[op]
     lines.append(f"{y} = {cast(f'({_identity(op, dtype)} if rf else {element}) {symbol} {x}', dtype)}")
     if op == "mean":
         divide = np.result_type(dtype, np.intp)

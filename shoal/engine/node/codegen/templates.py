@@ -83,6 +83,18 @@ EXPRESSIONS: dict[str, tuple[str, str]] = {
     "fill": (_ALL, "{a}"),
 }
 
+# A reduction's combining ufunc (the opcode table's ``combine``) as a kernel writes it: the
+# operator that combines two values, or for a selecting ufunc the comparison that picks the new.
+COMBINE_OPERATORS: dict[str, str] = {
+    "add": "+",
+    "multiply": "*",
+    "logical_or": "|",
+    "logical_and": "&",
+    "minimum": "<",
+    "maximum": ">",
+}
+
+
 def cast(expression: str, dtype: np.dtype, known: np.dtype | None = None) -> str:
     """Convert an expression's value to ``dtype`` as NumPy's unsafe cast does.
 

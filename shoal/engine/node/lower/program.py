@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from shoal.bytecode import Const, Instruction, View, spec
+from shoal.bytecode import Const, GroupOp, Instruction, View, spec
 from shoal.engine.blocks.geometry import Partition, broadcast_strides, collapse, partition
 from shoal.engine.node.lower.deferred import Reach, reach
 from shoal.engine.node.plan.fusible import loop_dtype_of, reduction_order, reduction_strides
@@ -244,7 +244,7 @@ def _loop_dtypes(instruction: Instruction) -> tuple[tuple[np.dtype, ...] | None,
     """The dtypes NumPy computes ``instruction`` in; None where they cannot be determined."""
     op = instruction.op
     out_dtypes = tuple(view.dtype for view in instruction.outputs)
-    if op in ("copy", "fill"):
+    if op in GroupOp.COPIES:
         return (out_dtypes[0],), out_dtypes
     if op == "where":
         _condition, x, y = instruction.inputs
@@ -268,9 +268,9 @@ def _accumulator(instruction: Instruction) -> np.dtype:
     """The dtype partial results are kept in: wide floats, wrapping 64-bit integers, bools."""
     op = instruction.op
     source = instruction.inputs[0]
-    if op in ("any", "all"):
+    if op in GroupOp.LOGICAL:
         return np.dtype(bool)
-    if op in ("min", "max"):
+    if op in GroupOp.SELECTING:
         return source.dtype
     target = instruction.attr("dtype") or instruction.outputs[0].dtype
     target = np.dtype(target)

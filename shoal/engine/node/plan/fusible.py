@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.bytecode import Const, Instruction, Kind, View, spec
+from shoal.bytecode import Const, GroupOp, Instruction, View
 
-FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
+FUSIBLE_REDUCTIONS = GroupOp.FUSED_REDUCTION
 MIN_KEPT_ROW = 64  # an axis reduction fuses only if its input's last axis (kept) is this long
 _NUMERIC_KINDS = "biufc"
 
 
 def fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:
     """The iteration shape if ``instruction`` can join a group, else None."""
-    entry = spec(instruction.op)
     if any(out.dtype.kind not in _NUMERIC_KINDS for out in instruction.outputs):
         return None
     for operand in instruction.inputs:
@@ -26,12 +25,12 @@ def fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:
         source = instruction.inputs[0]
         if not isinstance(source, View) or 0 in source.shape:
             return None
-        if instruction.op in ("min", "max") and source.dtype.kind == "c":
+        if instruction.op in GroupOp.SELECTING and source.dtype.kind == "c":
             return None
         if not _full_reduction(instruction, source) and not _fusible_axis_reduction(instruction, source):
             return None
         return source.shape
-    if entry.kind is not Kind.ELEMENTWISE and instruction.op not in ("copy", "fill"):
+    if instruction.op not in GroupOp.FUSED_ELEMENTWISE:
         return None
     shapes = {out.shape for out in instruction.outputs}
     if len(shapes) != 1:
@@ -89,7 +88,7 @@ def _fusible_axis_reduction(instruction: Instruction, source: View) -> bool:
         return False
     if instruction.op == "mean" and (out.dtype.kind not in "fc" or out.dtype.char == "e"):
         return False  # NumPy's mean of float16 adds in float32; an integer mean divides in float
-    if instruction.op in ("any", "all") and out.dtype != np.bool_:
+    if instruction.op in GroupOp.LOGICAL and out.dtype != np.bool_:
         return False
     return source.shape[-1] >= MIN_KEPT_ROW
 

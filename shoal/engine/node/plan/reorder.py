@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from shoal.bytecode import Batch, Instruction, Kind, View, spec
+from shoal.bytecode import Batch, GroupOp, Instruction, Kind, View, spec
 
 MAX_MOVED = 32
 
@@ -28,7 +28,7 @@ MOVABLE_KINDS = frozenset(
 
 def run_shape(instruction: Instruction) -> tuple[int, ...] | None:
     """The iteration shape an instruction can fuse over, or None if it runs on its own."""
-    if instruction.op in ("copy", "fill") or spec(instruction.op).kind is Kind.ELEMENTWISE:
+    if instruction.op in GroupOp.FUSED_ELEMENTWISE:
         shapes = {view.shape for view in instruction.outputs}
         return shapes.pop() if len(shapes) == 1 else None
     return None
