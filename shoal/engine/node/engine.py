@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
+from functools import partial
 
 import numpy as np
 
@@ -29,7 +30,7 @@ from shoal import trace
 from shoal.bytecode import Batch, View, verify
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
-from shoal.engine.component import Component, EngineError
+from shoal.engine.component import Component, EngineError, name_instruction
 from shoal.engine.node.compile.kernel_cache import KernelCache
 from shoal.engine.node.config import NodeConfig, Schedule
 from shoal.engine.node.plan.plan import Plan, plan_batch
@@ -160,6 +161,7 @@ class NodeEngine(Component):
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
         self._active = cached.storage
         ops, source = (cached.ops, None) if building is None else ([], more)
+        named = partial(_name_failure, batch)
         try:
             if self.threads > 1:
                 budget = MemoryBudget(cached.storage, self._storage.bytes_held)
@@ -168,9 +170,9 @@ class NodeEngine(Component):
                     source = _followed(source, budget)
                 self._budget = budget
                 with limit_library_threads(1):  # the pool's threads are the parallelism
-                    run = pool.run(ops, self._prepare, source, self._holds_back)
+                    run = pool.run(ops, self._prepare, source, self._holds_back, named)
             else:
-                run = pool.run(ops, self._prepare, source)
+                run = pool.run(ops, self._prepare, source, on_failure=named)
         except BaseException:
             if shape is not None:
                 self._plans.forget(shape)
@@ -205,7 +207,8 @@ class NodeEngine(Component):
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
         plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
-        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
+        positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
         cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)
         return cached, builder, plan
@@ -248,3 +251,13 @@ class NodeEngine(Component):
     def compile_errors(self) -> list[str]:
         return [] if self._kernels is None else list(self._kernels.errors)
 
+
+def _name_failure(batch: Batch, op: BlockOp, error: BaseException) -> None:
+    """Name the instructions of ``batch`` that the failed block operation ``op`` computes, as the
+    reference engine names the instruction that raised (a fused kernel computes several)."""
+    if len(op.origin) == 1:
+        index = op.origin[0]
+        name_instruction(error, index, batch.instructions[index])
+    elif op.origin:
+        ops = ", ".join(batch.instructions[index].op for index in op.origin)
+        error.add_note(f"in instructions {', '.join(map(str, op.origin))} (fused): {ops}")

@@ -13,7 +13,7 @@ else.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import partial
 
 import numpy as np
@@ -53,6 +53,7 @@ class Builder:
         threads: int = 1,
         direct_work: int = 0,
         sweeps_per_pass: int = DEFAULT_SWEEPS_PER_PASS,
+        positions: Mapping[int, int] | None = None,
     ) -> None:
         self.storage = storage
         self.sweeps_per_pass = sweeps_per_pass
@@ -60,7 +61,7 @@ class Builder:
         self.kernels = kernels
         self.block_elements = block_elements
         self.threads = threads
-        self.context = BuildContext(storage, block_elements, threads)
+        self.context = BuildContext(storage, block_elements, threads, positions)
         self.deps = self.context.deps
         self.counts = self.context.counts
         self.runners: list[GroupRunner] = []
@@ -169,6 +170,7 @@ class Builder:
         bases = tuple({slot.base for slot in arrays})
         written = tuple({slot.base for slot in arrays if slot.written})
         access_lists = [self._slot_blocks(program, slot) for slot in arrays]
+        origin = self.context.origin(group.instructions)
         ops = []
         for index in range(len(part)):
             reads: list[tuple[int, int]] = []
@@ -177,18 +179,18 @@ class Builder:
                 (writes if slot.written else reads).extend(blocks[index])
             if program.stencil is not None:  # the halo rows its earlier sweeps recompute
                 reads.extend(widened_reads(program, index, self.context.block_bytes(program.slots[program.stencil.target].base)))
-            ops.append(BlockOp(self.context.next_seq(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.kernels}.{index}"))
+            ops.append(BlockOp(self.context.next_seq(), partial(runner.run, index), tuple(reads), tuple(writes), bases, written, label=f"kernel {self.counts.kernels}.{index}", origin=origin))
         self.deps.insert_group(ops)
         for which, reduction in enumerate(program.reductions):
             output = reduction.output
             fold = partial(self._fold, program, which, ops, output)
-            op = BlockOp(self.context.next_seq(), fold, (), tuple(self.context.view_blocks(output)), (output.base,), (output.base,), inline=True, label="fold")
+            op = BlockOp(self.context.next_seq(), fold, (), tuple(self.context.view_blocks(output)), (output.base,), (output.base,), inline=True, label="fold", origin=origin)
             self.deps.insert_group([op], after=ops)
         if program.reaches:
             self.counts.deferred_writes += len(program.reaches)
-            self.deps.insert_group(self._commits(runner))
+            self.deps.insert_group(self._commits(runner, origin))
 
-    def _commits(self, runner: GroupRunner) -> list[BlockOp]:
+    def _commits(self, runner: GroupRunner, origin: tuple[int, ...]) -> list[BlockOp]:
         """One inline operation per view-block that holds rows, writing those rows' base-blocks."""
         program = runner.program
         part = program.partition
@@ -206,7 +208,7 @@ class Builder:
                         writes += [(slot.base, k) for k in base_blocks(low, high, self.context.block_bytes(slot.base))]
             if writes:
                 bases = tuple({key[0] for key in writes})
-                commits.append(BlockOp(self.context.next_seq(), partial(runner.commit, index), (), tuple(writes), bases, bases, inline=True, label="commit"))
+                commits.append(BlockOp(self.context.next_seq(), partial(runner.commit, index), (), tuple(writes), bases, bases, inline=True, label="commit", origin=origin))
         return commits
 
     def _fold(self, program: KernelProgram, which: int, ops: list[BlockOp], output: View) -> None:
@@ -259,7 +261,7 @@ class Builder:
         bases = tuple({view.base for view in (*instruction.inputs, *instruction.outputs) if isinstance(view, View)})
         written = tuple({view.base for view in instruction.outputs})
         run = partial(run_whole, self.storage, instruction)
-        self.deps.insert(BlockOp(self.context.next_seq(), run, tuple(reads), tuple(writes), bases, written, label=instruction.op))
+        self.deps.insert(BlockOp(self.context.next_seq(), run, tuple(reads), tuple(writes), bases, written, label=instruction.op, origin=self.context.origin((instruction,))))
 
     def _chain(self, chain: CopyChain) -> None:
         """The chain's copies in order, as one block operation (see ``copy_chain``)."""
@@ -275,7 +277,7 @@ class Builder:
             for instruction in chain.instructions:
                 run_whole(self.storage, instruction)
 
-        self.deps.insert(BlockOp(self.context.next_seq(), run, tuple(reads - writes), tuple(writes), bases, written, label="copy chain"))
+        self.deps.insert(BlockOp(self.context.next_seq(), run, tuple(reads - writes), tuple(writes), bases, written, label="copy chain", origin=self.context.origin(chain.instructions)))
 
     def _release(self, base: int, temporaries: set[int]) -> None:
         self.counts.releases += 1

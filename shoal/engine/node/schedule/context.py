@@ -3,9 +3,10 @@ sequence numbers, and the base-block size of each base."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from shoal.bytecode import View
+from shoal.bytecode import Instruction, View
 from shoal.engine.blocks.dependencies import DependencyLists
 from shoal.engine.blocks.geometry import base_blocks, view_extent
 from shoal.engine.node.run.storage import Storage
@@ -32,8 +33,9 @@ class BuildCounts:
 class BuildContext:
     """The dependency lists being filled, what was built so far, and how bases are blocked."""
 
-    def __init__(self, storage: Storage, block_elements: int, threads: int) -> None:
+    def __init__(self, storage: Storage, block_elements: int, threads: int, positions: Mapping[int, int] | None = None) -> None:
         self.storage = storage
+        self._positions = positions or {}  # id of an instruction -> its position in the batch
         self.block_elements = block_elements
         self.threads = threads
         self.deps = DependencyLists()
@@ -44,6 +46,11 @@ class BuildContext:
         """The next operation's program position."""
         self._seq += 1
         return self._seq
+
+    def origin(self, instructions: Iterable[Instruction]) -> tuple[int, ...]:
+        """The batch positions of ``instructions`` (a block operation's ``origin``)."""
+        positions = self._positions
+        return tuple(sorted({positions[id(i)] for i in instructions if id(i) in positions}))
 
     def block_bytes(self, base: int) -> int:
         """The size of ``base``'s base-blocks in bytes."""

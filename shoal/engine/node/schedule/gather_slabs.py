@@ -39,6 +39,7 @@ def gather_slabs(context: BuildContext, instruction: Instruction) -> bool:
     if slab >= rows:
         return False
     index_blocks = tuple(context.view_blocks(index))
+    origin = context.origin((instruction,))
     ops = []
     for start in range(0, rows, slab):
         stop = min(start + slab, rows)
@@ -46,7 +47,7 @@ def gather_slabs(context: BuildContext, instruction: Instruction) -> bool:
         run = partial(run_whole, context.storage, Instruction("gather", (target,), (piece, index), instruction.attrs))
         reads = tuple(context.view_blocks(piece)) + index_blocks
         bases = (source.base, index.base, out.base)
-        ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(target)), bases, (out.base,), label="gather slab"))
+        ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(target)), bases, (out.base,), label="gather slab", origin=origin))
     context.deps.insert_group(ops)
     context.counts.axis_panels += len(ops)
     return True

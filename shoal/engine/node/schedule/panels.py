@@ -34,6 +34,7 @@ def row_panels(context: BuildContext, instruction: Instruction) -> bool:
         return False
     rows = max(PANEL_ROWS_MIN, -(-a.shape[0] // (4 * context.threads)))
     b_blocks = tuple(context.view_blocks(b))
+    origin = context.origin((instruction,))
     ops = []
     for start in range(0, a.shape[0], rows):
         stop = min(start + rows, a.shape[0])
@@ -41,7 +42,7 @@ def row_panels(context: BuildContext, instruction: Instruction) -> bool:
         out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, out.shape[1]), out.strides)
         run = partial(run_panel, context.storage, a_panel, b, out_panel)
         reads = tuple(context.view_blocks(a_panel)) + b_blocks
-        ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(out_panel)), (a.base, b.base, out.base), (out.base,), label="panel"))
+        ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(out_panel)), (a.base, b.base, out.base), (out.base,), label="panel", origin=origin))
     context.deps.insert_group(ops)
     context.counts.product_panels += len(ops)
     return True
@@ -75,6 +76,7 @@ def axis_panels(context: BuildContext, instruction: Instruction) -> bool:
     panel = max(1, -(-rows // (4 * context.threads)), -(-smallest // max(per_row, 1)))
     if panel >= rows:
         return False
+    origin = context.origin((instruction,))
     ops = []
     for start in range(0, rows, panel):
         stop = min(start + panel, rows)
@@ -82,7 +84,7 @@ def axis_panels(context: BuildContext, instruction: Instruction) -> bool:
         target = _slab(out, out_axis, start, stop)
         run = partial(run_whole, context.storage, Instruction(instruction.op, (target,), (piece,), instruction.attrs))
         reads, writes = tuple(context.view_blocks(piece)), tuple(context.view_blocks(target))
-        ops.append(BlockOp(context.next_seq(), run, reads, writes, (source.base, out.base), (out.base,), label="slab"))
+        ops.append(BlockOp(context.next_seq(), run, reads, writes, (source.base, out.base), (out.base,), label="slab", origin=origin))
     context.deps.insert_group(ops)
     context.counts.axis_panels += len(ops)
     return True
