@@ -10,7 +10,7 @@ Compiling costs far more than most short programs run (0.15 s to several seconds
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
 NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
 structure as compiling would take (the ski-rental rule: never worse than twice the better
-choice). What compiling costs is measured in the worker and remembered (``compile_costs.py``).
+choice). What compiling costs is measured in the worker and remembered (``costs.py``).
 A kernel with a shared library on disk loads in under a millisecond and is used from the first
 block of any batch that would spend more than that; one only in Numba's cache pays for importing
 Numba, once.
@@ -20,7 +20,7 @@ otherwise the run warns once and compiles its kernels in memory, in this process
 
 Closing does not wait for the compiler: the kernel being compiled and the queued ones (up to
 :data:`DETACHED_WORK_SECONDS` of estimated compile time) are handed to the worker, which finishes
-them after the program has exited and then exits itself (``compile_process.py``), at the latest
+them after the program has exited and then exits itself (``process.py``), at the latest
 after its time limit. ``SHOAL_COMPILE_EXIT=wait`` waits for it instead, ``kill`` drops the work.
 """
 
@@ -97,7 +97,7 @@ class HandedOver(Exception):
 
 def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
     """CPU time compiling ``program`` costs on one of the machine's cores, starting the compile
-    worker (Python and Numba) first unless it is running (``compile_costs.py``); a kernel
+    worker (Python and Numba) first unless it is running (``costs.py``); a kernel
     running several sweeps per pass has its steps once per sweep."""
     return costs.seconds(len(program.steps) * program.sweeps + len(program.reductions), program.stores_rows, worker_running)
 

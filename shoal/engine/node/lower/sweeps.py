@@ -4,7 +4,7 @@ A sweep such as ``grid[1:-1, 1:-1] = 0.2 * (grid[1:-1, 1:-1] + grid[:-2, 1:-1] +
 fusion group with one deferred write (``shoal.engine.node.lower.deferred``) that reads only its own
 base, through shifted copies of the written view. Consecutive identical sweeps merge into one
 kernel program that runs ``sweeps`` of them per view-block, as a pipeline of rings of rows
-(``codegen_sweeps``): sweep 1 of row ``r``, then sweep 2 of row ``r - ahead``, and so on, so
+(``codegen/sweep_source.py``): sweep 1 of row ``r``, then sweep 2 of row ``r - ahead``, and so on, so
 the grid is read and written once for all of them.
 
 A view-block computes the earlier sweeps also for the rows around it that its last sweep needs
