@@ -8,7 +8,7 @@ from types import ModuleType
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from numpy_fixtures import DIFFERENTIAL, NUMERIC_DTYPES, arrays, check_same, dtypes, shapes
@@ -49,6 +49,10 @@ def test_flip_views_and_writes_through(snp: ModuleType, value: np.ndarray, axis)
     mode=st.sampled_from(["raise", "wrap", "clip"]),
 )
 def test_take(snp: ModuleType, value: np.ndarray, indices, axis, mode: str) -> None:
+    if mode == "wrap" and value.size == 0:
+        # NumPy 2.4's wrap mode loops forever on an empty axis when the result is empty too
+        # (``np.take(np.empty((0, 0)), 0, axis=0, mode="wrap")``), out of reach of any timeout.
+        assume(False)
     check_same(snp, lambda xp, v: xp.take(v, indices, axis=axis, mode=mode), value)
     check_same(snp, lambda xp, v: v.take(np.asarray(indices), axis, None, mode), value)
 

@@ -20,7 +20,12 @@ import numpy as np
 from shoal.bytecode import Const, GroupOp, Instruction, View, spec
 from shoal.engine.blocks.geometry import Partition, broadcast_strides, collapse, partition
 from shoal.engine.node.lower.deferred import Reach, reach
-from shoal.engine.node.plan.fusible import loop_dtype_of, reduction_order, reduction_strides
+from shoal.engine.node.plan.fusible import (
+    loop_dtype_of,
+    reduction_dtype,
+    reduction_order,
+    reduction_strides,
+)
 from shoal.engine.node.plan.plan import Group
 from shoal.engine.node.plan.row_gather import RowView
 
@@ -272,8 +277,7 @@ def _accumulator(instruction: Instruction) -> np.dtype:
         return np.dtype(bool)
     if op in GroupOp.SELECTING:
         return source.dtype
-    target = instruction.attr("dtype") or instruction.outputs[0].dtype
-    target = np.dtype(target)
+    target = np.dtype(instruction.attr("dtype") or instruction.outputs[0].dtype) if op == "mean" else reduction_dtype(instruction)
     if op == "mean" or target.kind == "f":
         return np.dtype(np.complex128) if source.dtype.kind == "c" or target.kind == "c" else np.dtype(np.float64)
     if target.kind == "c":

@@ -90,7 +90,25 @@ def _fusible_axis_reduction(instruction: Instruction, source: View) -> bool:
         return False  # NumPy's mean of float16 adds in float32; an integer mean divides in float
     if instruction.op in GroupOp.LOGICAL and out.dtype != np.bool_:
         return False
+    if instruction.op not in GroupOp.LOGICAL | GroupOp.SELECTING and instruction.op != "mean" and out.dtype != reduction_dtype(instruction):
+        return False  # the kernel adds in the output's dtype, the reference in its own
     return source.shape[-1] >= MIN_KEPT_ROW
+
+
+def reduction_dtype(instruction: Instruction) -> np.dtype:
+    """The dtype a sum or product computes in, as its reference implementation (NumPy without
+    ``out=``) does: the ``dtype`` attribute, else the source's with small integers and bools
+    widened to the platform integer (unsigned ones to ``uint64``); the output's dtype plays no
+    part."""
+    forced = instruction.attr("dtype")
+    if forced is not None:
+        return np.dtype(forced)
+    source = instruction.inputs[0].dtype
+    if source.kind == "b" or (source.kind == "i" and source.itemsize < np.dtype(np.int_).itemsize):
+        return np.dtype(np.int_)
+    if source.kind == "u" and source.itemsize < np.dtype(np.uint).itemsize:
+        return np.dtype(np.uint)
+    return source
 
 
 def is_constant(operand: View | Const) -> bool:
