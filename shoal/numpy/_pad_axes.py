@@ -76,8 +76,8 @@ def _stats(mode: str, roi: Any, axis: int, widths: tuple[int, int], lengths: tup
 def _ramp(start: Any, edge: Any, num: int, dtype: np.dtype, axis: int) -> Any:
     """``np.linspace(start, edge.squeeze(axis), num, endpoint=False, dtype=dtype, axis=axis)``
     with ``edge`` lazy (its ``axis`` of length one)."""
-    if num == 0:
-        return start  # the pad area is empty
+    if num == 0:  # the pad area is empty
+        return np.zeros(tuple(0 if i == axis else n for i, n in enumerate(edge.shape)), dtype)
     kind = np.linspace(start, np.zeros(1, dtype), 0, endpoint=False).dtype
     delta = np.subtract(edge, start, dtype=kind)
     positions = np.arange(0, num, dtype=kind).reshape(tuple(num if i == axis else 1 for i in range(edge.ndim)))
