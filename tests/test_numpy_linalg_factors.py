@@ -215,3 +215,25 @@ def test_verifier_rejects_mismatched_functions_and_modes(op, attrs) -> None:
     source = contiguous(0, F8, (3, 3))
     outputs = tuple(contiguous(1 + i, F8, (3, 3)) for i in range(BY_NAME[op].nout))
     assert check_shapes(BY_NAME[op], outputs, (source,), attrs) is not None
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"rcond": 0.5}, {"rcond": 1e-3}, {"rcond": np.float32(0.2)}, {"rcond": 1}, {"rcond": True}, {"rtol": 0.5}, {"rtol": None}, {"hermitian": True}],
+)
+def test_pinv_cut_offs(snp: ModuleType, options) -> None:
+    value = np.arange(16.0).reshape(4, 4) ** 1.2
+    value = value + value.T if options.get("hermitian") else value[:3]
+    check_same(snp, lambda xp, v: xp.linalg.pinv(v, **options), value, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda xp, v: xp.linalg.pinv(v, rcond=0.1, rtol=0.1),
+        lambda xp, v: xp.linalg.pinv(v.astype(np.int64), rtol=None),
+        lambda xp, v: xp.linalg.pinv(v[0], rcond=0.1),
+    ],
+)
+def test_pinv_cut_off_errors_are_numpys(snp: ModuleType, call) -> None:
+    assert check_same(snp, call, np.arange(12.0).reshape(3, 4)) is not None

@@ -199,13 +199,26 @@ def _economic(a: Any) -> Any:
 
 
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False, *, rtol: Any = np._NoValue) -> Any:
-    """``np.linalg.pinv`` with the default cut-off; others through the fallback."""
-    if rcond is not None or rtol is not np._NoValue or is_lazy(rcond):
-        options = {"rcond": materialize(rcond), "hermitian": hermitian}
-        if rtol is not np._NoValue:
-            options["rtol"] = rtol
-        return _dispatch.fallback_call("linalg.pinv", np.linalg.pinv, (a,), options)
-    return _run("pinv", np.linalg.pinv, [a], {"hermitian": hermitian}, {"hermitian": bool(hermitian)})
+    """``np.linalg.pinv``; a cut-off that is one number (``rcond``, or ``rtol`` in its place) is
+    an attribute of the instruction, an array of cut-offs goes through the fallback."""
+    options = {"hermitian": hermitian, "rcond": materialize(rcond)}
+    if rtol is not np._NoValue:
+        options["rtol"] = materialize(rtol)
+    cutoff = options["rcond"]
+    if cutoff is None and rtol is not np._NoValue:
+        cutoff = options["rtol"]
+        if cutoff is None:  # NumPy's default for rtol=None (its error for an exact dtype)
+            dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
+            shape = a.shape if is_lazy(a) else np.shape(a)
+            cutoff = max(shape[-2:], default=0) * np.finfo(dtype).eps if dtype.kind in "fc" and len(shape) >= 2 else None
+    attrs: dict[str, Any] = {"hermitian": bool(hermitian)}
+    if cutoff is not None:
+        if not isinstance(cutoff, int | float | np.integer | np.floating):
+            return _dispatch.fallback_call("linalg.pinv", np.linalg.pinv, (a,), options)
+        attrs["rcond"] = float(cutoff)
+    if rcond is None and rtol is np._NoValue:
+        options.pop("rcond")
+    return _run("pinv", np.linalg.pinv, [a], options, attrs)
 
 
 def _register() -> None:
