@@ -4,8 +4,11 @@ lazy) and list the tests that NumPy passes and Shoal does not.
 The suite (data-apis/array-api-tests, pinned and unmodified) lies in ``shared/array-api-tests``
 next to the repository; it runs from a copy in a temporary folder. Both runs go side by side.
 A few of the suite's special-case tests draw their input with Hypothesis' ``.example()``, which
-no seed fixes: a test that fails under Shoal is run again on its own, and counts as a difference
-only if it fails every time.
+no seed fixes (``expm1`` of a complex zero fails under NumPy when the draw gives -0): a test that
+fails under Shoal is run on its own ``RERUNS`` times under each module, and counts as a
+difference only if Shoal fails every time and NumPy passes every time; otherwise its outcome
+depends on the draw (for a test that passes half the time under both, 1 run in 256 still sees a
+difference).
 
     python tests/array_api_compare.py [--max-examples 50] [--suite PATH] [test files...]
 """
@@ -24,7 +27,7 @@ from pathlib import Path
 
 SUITE = Path(__file__).resolve().parents[2] / "shared" / "array-api-tests"
 API_VERSION = "2024.12"
-RERUNS = 2
+RERUNS = 4
 
 
 @dataclass
@@ -44,7 +47,7 @@ class Comparison:
             f"Array API suite ({API_VERSION}): NumPy passes {self.passed(self.numpy)} of "
             f"{len(self.numpy)} tests, shoal.numpy (every array lazy) passes "
             f"{self.passed(self.shoal)} of {len(self.shoal)}; {len(self.differences)} tests pass "
-            f"under NumPy only" + (f" ({len(self.flaky)} more failed once, then passed)" if self.flaky else "")
+            f"under NumPy only" + (f" ({len(self.flaky)} more depend on the draw: they passed on their own under Shoal, or failed on their own under NumPy too)" if self.flaky else "")
         )
 
 
@@ -116,13 +119,16 @@ def compare(max_examples: int = 50, targets: list[str] | None = None, suite: Pat
         candidates = [test for test, outcome in numpy.items() if outcome == "passed" and shoal.get(test) != "passed"]
         differences, flaky = [], []
         for test in candidates:
-            again = [_rerun(copy, test, max_examples, attempt) for attempt in range(RERUNS)]
-            (flaky if any(again) else differences).append(test)
+            shoal_alone = [_rerun(copy, "shoal.numpy", test, max_examples, attempt) for attempt in range(RERUNS)]
+            numpy_alone = [] if any(shoal_alone) else [_rerun(copy, "numpy", test, max_examples, attempt) for attempt in range(RERUNS)]
+            draw_dependent = any(shoal_alone) or not all(numpy_alone)
+            (flaky if draw_dependent else differences).append(test)
     return Comparison(numpy, shoal, differences, flaky)
 
 
-def _rerun(copy: Path, test: str, max_examples: int, attempt: int) -> bool:
-    process, report = _start(copy, "shoal.numpy", f"rerun-{attempt}", max_examples, [test])
+def _rerun(copy: Path, module: str, test: str, max_examples: int, attempt: int) -> bool:
+    """True if ``test`` passes when run on its own under ``module``."""
+    process, report = _start(copy, module, f"rerun-{module}-{attempt}", max_examples, [test])
     outcomes = _finish(process, report)
     return bool(outcomes) and all(outcome == "passed" for outcome in outcomes.values())
 

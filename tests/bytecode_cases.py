@@ -308,6 +308,14 @@ def _linalg_pair() -> ExampleBuilder:
     return build
 
 
+def _linalg_triple() -> ExampleBuilder:
+    build = ExampleBuilder()
+    matrix = build.data(_sample_data(F8, 6, 4).reshape(3, 2))
+    outputs = (build.output("f8", (3, 2)), build.output("f8", (2,)), build.output("f8", (2, 2)))
+    build.add("linalg_triple", outputs, (matrix,), function="svd", full_matrices=False)
+    return build
+
+
 def _accumulate() -> ExampleBuilder:
     build = ExampleBuilder()
     source = build.data(np.array([[3.0, 1.0, 2.0], [0.5, 9.0, -1.0]]))
@@ -329,6 +337,7 @@ HAND_EXAMPLES: dict[str, Callable[[], ExampleBuilder]] = {
     "fft": _fft,
     "linalg": _linalg_function,
     "linalg_pair": _linalg_pair,
+    "linalg_triple": _linalg_triple,
     "sort": _ordering("sort", axis=1),
     "argsort": _ordering("argsort", axis=0, kind="stable"),
     "partition": _ordering("partition", kth=1, axis=1),

@@ -1,5 +1,6 @@
 """``%load_ext shoal`` in a real notebook run by an IPython kernel (nbclient): later
-``import numpy`` in the cells, and in a module next to the notebook, gives ``shoal.numpy``."""
+``import numpy`` in the cells, and in a module next to the notebook, gives ``shoal.numpy``; tasks
+defined in the notebook's cells run in the workers (their functions travel by value)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,10 @@ CELLS = [
     "import helper\nprint(helper.NAME)",
     "import pandas\nprint(type(pandas.DataFrame({'x': b[:3]})['x'].to_numpy()).__module__)",
     "%unload_ext shoal\nimport numpy as plain\nprint(plain.__name__)",
+    "import shoal.tasks as tasks\nfrom shoal.tasks import task, wait_on\n\n@task()\ndef square(x):\n"
+    "    return x * x + offset\n\noffset = 1\ntasks.start(workers=2)\nprint(wait_on([square(i) for i in range(4)]))",
+    "@task()\ndef square(x):  # a cell run again with a new definition\n    return -x\n\n"
+    "print(wait_on([square(i) for i in range(4)]))\ntasks.shutdown()",
 ]
 
 
@@ -39,3 +44,5 @@ def test_load_ext_shoal_in_a_notebook(tmp_path: Path) -> None:
     assert outputs[3] == "shoal.numpy\n"
     assert outputs[4] == "numpy\n"  # libraries still get NumPy's arrays from their own numpy
     assert outputs[5] == "numpy\n"
+    assert outputs[6] == "[1, 2, 5, 10]\n"
+    assert outputs[7] == "[0, -1, -2, -3]\n"

@@ -250,8 +250,12 @@ def _take_along_axis(outs, ins, attrs):
 FFT_ONE_AXIS = frozenset({"fft", "ifft", "rfft", "irfft", "hfft", "ihfft"})
 FFT_FUNCTIONS = FFT_ONE_AXIS | {"fftn", "ifftn", "fft2", "ifft2", "rfftn", "irfftn", "rfft2", "irfft2"}
 # ``np.linalg`` functions by how many arrays they return.
-LINALG_SINGLE = frozenset({"det", "inv", "solve", "cholesky", "eigvalsh", "svdvals", "pinv"})
+LINALG_SINGLE = frozenset({"det", "inv", "solve", "cholesky", "eigvalsh", "svdvals", "pinv", "qr"})
 LINALG_PAIR = frozenset({"eigh", "slogdet", "qr"})
+LINALG_TRIPLE = frozenset({"svd"})
+# ``qr``'s modes by how many arrays they return ("economic": the deprecated mode's one array).
+QR_SINGLE_MODES = frozenset({"r", "economic"})
+QR_PAIR_MODES = frozenset({"reduced", "complete", "raw"})
 
 
 def _fft(outs, ins, attrs):
@@ -275,6 +279,16 @@ def _linalg_call(ins, attrs):
     elif function == "pinv":
         options["hermitian"] = bool(attrs.get("hermitian", False))
         options["rcond"] = attrs.get("rcond")
+    elif function == "svdvals" and attrs.get("hermitian"):
+        return np.linalg.svd(ins[0], compute_uv=False, hermitian=True)
+    elif function == "qr":
+        mode = attrs.get("mode", "reduced")
+        if mode == "economic":  # the factored matrix as LAPACK leaves it: "raw" without the transpose
+            return np.swapaxes(np.linalg.qr(ins[0], mode="raw")[0], -1, -2)
+        options["mode"] = mode
+    elif function == "svd":
+        options["full_matrices"] = bool(attrs.get("full_matrices", True))
+        options["hermitian"] = bool(attrs.get("hermitian", False))
     return getattr(np.linalg, function)(*ins, **options)
 
 
@@ -349,10 +363,11 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("argpartition", Kind.SORTING, 1, 1, _argpartition, required=("kth", "axis"))
     add("take_along_axis", Kind.INDEXING, 2, 1, _take_along_axis, required=("axis",))
     add("fft", Kind.LINALG, 1, 1, _fft, ("norm",), required=("function", "n", "axes"))
-    add("linalg", Kind.LINALG, -1, 1, _linalg, ("uplo", "upper", "hermitian", "rcond"), required=("function",))
-    add("linalg_pair", Kind.LINALG, 1, 2, _linalg, ("uplo",), required=("function",))
+    add("linalg", Kind.LINALG, -1, 1, _linalg, ("uplo", "upper", "hermitian", "rcond", "mode"), required=("function",))
+    add("linalg_pair", Kind.LINALG, 1, 2, _linalg, ("uplo", "mode"), required=("function",))
     add("accumulate", Kind.SCAN, 1, 1, _accumulate, ("axis", "dtype"), required=("ufunc",))
     add("reduceat", Kind.INDEXING, 2, 1, _reduceat, ("dtype",), required=("ufunc", "axis"))
+    add("linalg_triple", Kind.LINALG, 1, 3, _linalg, ("full_matrices", "hermitian"), required=("function",))
     return tuple(rows)
 
 

@@ -7,7 +7,7 @@ as with NumPy's ``out=``), copy and fill (the input broadcasts to the output; fi
 ``eye``), reductions and scans (``axis`` in range; the output drops or keeps the reduced axes),
 ``gather``/``scatter`` (NumPy's indexing result shape, :mod:`shoal.bytecode.indexing`), sorting,
 ``take_along_axis``, ``matmul``/``dot``, ``fft`` (the transformed axes take their lengths ``n``,
-halved plus one on the last for real forward transforms) and ``linalg``/``linalg_pair`` (NumPy's
+halved plus one on the last for real forward transforms) and ``linalg``/``_pair``/``_triple`` (NumPy's
 core shapes per function over broadcast stacks). So an instruction never produces, allocates or
 iterates over more elements than its declared views hold: a lying count is rejected.
 
@@ -30,6 +30,9 @@ from shoal.bytecode.opcodes import (
     FFT_ONE_AXIS,
     LINALG_PAIR,
     LINALG_SINGLE,
+    LINALG_TRIPLE,
+    QR_PAIR_MODES,
+    QR_SINGLE_MODES,
     UFUNC_NAMES,
     GroupOp,
     Kind,
@@ -119,7 +122,7 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
         _reduceat(_view_input(inputs, 0), _index_input(inputs, 1), out_shapes[0], attrs)
     elif name == "fft":
         _expect(out_shapes[0], _fft(_view_input(inputs, 0), attrs), "the transform of the input")
-    elif name in ("linalg", "linalg_pair"):
+    elif name in ("linalg", "linalg_pair", "linalg_triple"):
         _linalg_outputs(name, [_view_input(inputs, i) for i in range(len(inputs))], out_shapes, attrs)
 
 
@@ -368,15 +371,19 @@ def _square_stack(shape: Shape, what: str) -> tuple[Shape, int]:
 
 def _linalg_outputs(name: str, in_shapes: list[Shape], out_shapes: list[Shape], attrs: Mapping[str, Any]) -> None:
     function = attrs.get("function")
-    if function not in (LINALG_PAIR if name == "linalg_pair" else LINALG_SINGLE):
+    if function not in {"linalg": LINALG_SINGLE, "linalg_pair": LINALG_PAIR, "linalg_triple": LINALG_TRIPLE}[name]:
         raise _ShapeError(f"attribute 'function' {function!r} is not an np.linalg function of {name}")
+    mode = attrs.get("mode", "reduced" if name == "linalg_pair" and function == "qr" else None)
+    if mode is not None and (function != "qr" or mode not in (QR_PAIR_MODES if name == "linalg_pair" else QR_SINGLE_MODES)):
+        raise _ShapeError(f"attribute 'mode' {mode!r} is not a mode of {function} in {name}")
     if len(in_shapes) != (2 if function == "solve" else 1):
         raise _ShapeError(f"{function} takes {2 if function == 'solve' else 1} input(s), not {len(in_shapes)}")
     source = in_shapes[0]
     if len(source) < 2:
         raise _ShapeError(f"input {source} is not a stack of matrices")
     stack, rows, columns = source[:-2], source[-2], source[-1]
-    if function in ("det", "inv", "cholesky", "eigvalsh", "eigh", "slogdet", "solve"):
+    hermitian = attrs.get("hermitian") and function in ("svd", "svdvals", "pinv")  # runs eigh
+    if function in ("det", "inv", "cholesky", "eigvalsh", "eigh", "slogdet", "solve") or hermitian:
         stack, rows = _square_stack(source, "input")
         columns = rows
     expected: tuple[Shape, ...]
@@ -403,11 +410,31 @@ def _linalg_outputs(name: str, in_shapes: list[Shape], out_shapes: list[Shape], 
         expected = ((*stack, rows), source)
     elif function == "svdvals":
         expected = ((*stack, min(rows, columns)),)
-    else:  # qr, reduced
+    elif function == "svd":
         k = min(rows, columns)
-        expected = ((*stack, rows, k), (*stack, k, columns))
+        full = attrs.get("full_matrices", True)
+        expected = ((*stack, rows, rows if full else k), (*stack, k), (*stack, columns if full else k, columns))
+    else:
+        expected = _qr_outputs(stack, rows, columns, mode)
     for position, (actual, shape) in enumerate(zip(out_shapes, expected)):
         _expect(actual, shape, f"output {position} of {function}")
+
+
+def _qr_outputs(stack: Shape, rows: int, columns: int, mode: str | None) -> tuple[Shape, ...]:
+    """The shapes of ``np.linalg.qr``'s results in ``mode`` (None: the one-output instruction
+    without a mode, which is not an instruction ``qr`` makes)."""
+    k = min(rows, columns)
+    if mode == "reduced":
+        return ((*stack, rows, k), (*stack, k, columns))
+    if mode == "complete":
+        return ((*stack, rows, rows), (*stack, rows, columns))
+    if mode == "raw":
+        return ((*stack, columns, rows), (*stack, k))
+    if mode == "r":
+        return ((*stack, k, columns),)
+    if mode == "economic":
+        return ((*stack, rows, columns),)
+    raise _ShapeError("qr needs attribute 'mode' ('r' or 'economic') in a one-output instruction")
 
 
 def _reduceat(source: Shape, indices: Shape, out: Shape, attrs: Mapping[str, Any]) -> None:

@@ -4,14 +4,20 @@ The subscripts are parsed into one label per axis (an ellipsis becomes labels of
 Labels repeated within an operand become a diagonal view; labels no one else needs are summed
 away; then operands are contracted two at a time, left to right, as one batched ``matmul`` each
 (kept labels of both sides, the shared labels the rest still needs as batch axes, the others
-summed by the product). The result is a transpose into the output order. NumPy itself runs on
-probes first, for the result dtype and every error. ``out=``, ``dtype=``, ``casting=`` and the
-sublist form go through the fallback.
+summed by the product). The result is a transpose into the output order.
+
+NumPy itself runs first on probes (every axis shrunk to at most one element) with the call's own
+form and keywords (the sublist form ``einsum(a, [0, 1], b, [1, 2], [0, 2])``, ``dtype=``,
+``casting=``, ``order=``, ``optimize=``, ``out=`` as a probe of its dtype): that gives the result
+dtype and every error. ``dtype=`` is the dtype the operands are cast to and summed in, as in
+NumPy; the result is then written into ``out`` (its shape checked against the real one).
+``optimize`` changes NumPy's order of contraction, not the result: it is checked, not followed.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 import string
 from typing import Any
 
@@ -122,18 +128,83 @@ def _native(labels: list[list[str]], output: list[str], operands: list[Any], dty
     return _ordered(array, term, output)
 
 
+def _sublist_subscripts(operands: tuple[Any, ...]) -> tuple[str, list[Any]] | None:
+    """The subscripts string and arrays of the sublist form, or None if a sublist has an entry
+    NumPy would reject (its probe raised already) or that this cannot spell."""
+    arrays = list(operands[0::2])
+    sublists = list(operands[1::2])
+    output = arrays.pop() if len(operands) % 2 and len(operands) > 1 else None
+
+    def spell(sublist: Any) -> str | None:
+        text = []
+        for item in sublist:
+            if item is Ellipsis:
+                text.append("...")
+                continue
+            try:
+                index = operator.index(item)
+            except TypeError:
+                return None
+            if not 0 <= index < 52:
+                return None
+            text.append(chr(ord("A") + index) if index < 26 else chr(ord("a") + index - 26))
+        return "".join(text)
+
+    terms = [spell(sublist) for sublist in sublists]
+    result = None if output is None else spell(output)
+    if any(term is None for term in terms) or (output is not None and result is None):
+        return None
+    subscripts = ",".join(term for term in terms if term is not None)
+    return (subscripts if output is None else f"{subscripts}->{result}"), arrays
+
+
+def _out_probe(out: Any, shape: tuple[int, ...]) -> Any:
+    """What stands for ``out`` in NumPy's probe: zeros of its dtype in the probe result's shape
+    (read-only if ``out`` is); anything not an array stays itself (NumPy rejects it)."""
+    if not (is_lazy(out) or isinstance(out, np.ndarray)):
+        return out
+    probe = np.zeros(shape, out.dtype)
+    probe.flags.writeable = bool(out.flags.writeable)
+    return probe
+
+
+def _real_shaped(value_shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """Zeros of the real shape and no memory (every stride 0), for NumPy's shape errors."""
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), value_shape, (0,) * len(value_shape))
+
+
 def einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any) -> Any:
-    """``np.einsum`` for subscript strings, as views, sums and matrix products."""
+    """``np.einsum`` for subscript strings and the sublist form, as views, sums and matrix
+    products; ``dtype=``, ``casting=``, ``order=``, ``optimize=`` and ``out=`` as NumPy takes them."""
     arguments = (operands, {"out": out, "optimize": optimize, **kwargs})
-    if out is not None or set(kwargs) - {"order"} or not operands or not isinstance(operands[0], str):
-        return _dispatch.fallback_call("einsum", np.einsum, *arguments)
-    subscripts, inputs = operands[0], list(operands[1:])
+    if not operands:
+        return np.einsum(*operands, out=out, optimize=optimize, **kwargs)  # NumPy's error
+    sublists = not isinstance(operands[0], str)
+    arrays_at = range(0, len(operands) - (len(operands) % 2 == 1 and len(operands) > 1), 2) if sublists else range(1, len(operands))
+    if sublists:  # a lazy array where a sublist goes: its values (NumPy must not see it lazy)
+        operands = tuple(value._value() if is_lazy(value) and i not in arrays_at else value for i, value in enumerate(operands))
+    inputs = [operands[i] for i in arrays_at]
     shapes, dtypes = [], []
     for value in inputs:
         shapes.append(value.shape if is_lazy(value) else np.shape(value))
         dtypes.append(value.dtype if is_lazy(value) else np.asarray(value).dtype)
+
+    def numpy_einsum(stand_ins: list[Any], **extra: Any) -> Any:
+        form = list(operands)
+        for position, stand_in in zip(arrays_at, stand_ins):
+            form[position] = stand_in
+        return quietly(np.einsum, *form, optimize=optimize, **kwargs, **extra)
+
     probes = [value_probe(dtype, shape) for dtype, shape in zip(dtypes, shapes)]
-    dtype = np.asarray(quietly(np.einsum, subscripts, *probes)).dtype  # NumPy's errors and dtype
+    probe = np.asarray(numpy_einsum(probes))  # NumPy's errors and the result dtype
+    dtype = probe.dtype
+    if sublists:
+        spelled = _sublist_subscripts(operands)
+        if spelled is None:
+            return _dispatch.fallback_call("einsum", np.einsum, *arguments)
+        subscripts = spelled[0]
+    else:
+        subscripts = operands[0]
     labels, output = _parse(subscripts, [len(shape) for shape in shapes])
     sizes, conflicts = _sizes(labels, shapes)
     if conflicts:  # NumPy's error, on probes with the conflicting axes at their sizes
@@ -141,10 +212,24 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any
             np.zeros(tuple(n if label in conflicts else min(n, 1) for label, n in zip(term, shape)), dtype)
             for term, shape, dtype in zip(labels, shapes, dtypes)
         ]
-        quietly(np.einsum, subscripts, *probes)
+        numpy_einsum(probes)
         return _dispatch.fallback_call("einsum", np.einsum, *arguments)
+    if out is not None:
+        shape = tuple(sizes[label] for label in output)
+        array = is_lazy(out) or isinstance(out, np.ndarray)
+        if not array or out.shape != shape:  # NumPy's error, with operands and out of the real shapes
+            real = [_real_shaped(shape, dtype) for shape, dtype in zip(shapes, dtypes)]
+            numpy_einsum(real, out=_real_shaped(out.shape, out.dtype) if array else out)
+            return _dispatch.fallback_call("einsum", np.einsum, *arguments)
+        numpy_einsum(probes, out=_out_probe(out, probe.shape))  # the casting into ``out``
     result = _native(labels, output, inputs, dtype, sizes)
-    return result[()] if not result.shape else result
+    if out is None:
+        return result[()] if not result.shape else result
+    if is_lazy(out):
+        out[...] = result
+    else:
+        np.copyto(out, result._value(), casting="unsafe")
+    return out
 
 
 _dispatch.IMPLEMENTATIONS[np.einsum] = einsum

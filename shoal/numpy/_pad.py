@@ -4,7 +4,8 @@
 (so a later axis's constants fill the corners). ``edge``, ``wrap``, ``reflect`` and
 ``symmetric`` are one lazy gather: each padded position along an axis reads one input position,
 and NumPy's result is separable across axes, so ``np.ix_`` of the per-axis positions gives it.
-Other modes, ``reflect_type='odd'`` and unknown options go through the fallback.
+The statistic modes, ``linear_ramp``, ``empty`` and ``reflect_type='odd'`` fill one axis after
+another (:mod:`shoal.numpy._pad_axes`). A function as the mode goes through the fallback.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from numpy.lib._arraypad_impl import _as_pairs
 
 from shoal.numpy import _dispatch
 from shoal.numpy._lazy import as_lazy, materialize, new_array
+from shoal.numpy._pad_axes import AXIS_MODES, pad_by_axis
 from shoal.numpy._probe import quietly, value_probe
 
 _GATHERED = ("edge", "wrap", "reflect", "symmetric")
@@ -52,15 +54,38 @@ def _constant(source: Any, pairs: np.ndarray, constant_values: Any) -> Any:
     return result
 
 
+def _widths(pad_width: Any, ndim: int) -> Any:
+    """``pad_width`` as an array; a dict (axis: width or pair) as NumPy reads it, else as given
+    (NumPy's probe then raises its error)."""
+    if not isinstance(pad_width, dict):
+        return np.asarray(materialize(pad_width))
+    pairs = [(0, 0)] * ndim
+    for axis, width in pad_width.items():
+        if isinstance(width, tuple) and len(width) == 2 and all(isinstance(n, int) for n in width):
+            pair = width
+        elif isinstance(width, int):
+            pair = (width, width)
+        else:
+            return pad_width
+        try:
+            pairs[axis] = pair
+        except (IndexError, TypeError):
+            return pad_width
+    return np.asarray(pairs)
+
+
 def pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
-    """``np.pad`` for the ``constant``, ``edge``, ``wrap``, ``reflect`` and ``symmetric`` modes."""
+    """``np.pad`` in every mode NumPy names; a function as the mode through the fallback."""
     source = as_lazy(array)
     supported = {"constant": {"constant_values"}, "reflect": {"reflect_type"}, "symmetric": {"reflect_type"}}
-    width = np.asarray(materialize(pad_width))
+    width = _widths(pad_width, source.ndim)
+    options = materialize(kwargs)
     if isinstance(mode, str):  # NumPy's errors for the arguments, whatever the mode
-        quietly(np.pad, value_probe(source.dtype, source.shape), width, mode=mode, **materialize(kwargs))
+        quietly(np.pad, value_probe(source.dtype, source.shape), width, mode=mode, **options)
+    if isinstance(mode, str) and (mode in AXIS_MODES or options.get("reflect_type", "even") != "even"):
+        return pad_by_axis(source, _as_pairs(width, source.ndim, as_index=True), mode, options)
     native = isinstance(mode, str) and mode in ("constant", *_GATHERED)
-    if not native or set(kwargs) - supported.get(mode, set()) or kwargs.get("reflect_type", "even") != "even":
+    if not native or set(kwargs) - supported.get(mode, set()):
         return _dispatch.fallback_call("pad", np.pad, (array, pad_width), {"mode": mode, **kwargs})
     pairs = _as_pairs(width, source.ndim, as_index=True)
     if mode == "constant":

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import ufunc_opcode
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
@@ -179,16 +180,37 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
             kwargs.pop("subok", None)
             return apply_ufunc(ufunc, inputs, **kwargs)
     elif method == "reduce" and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and len(inputs) == 1:
+        if not _engine_dtype(kwargs.get("dtype")):
+            from shoal.numpy._ufunc_methods import in_numpy
+
+            return in_numpy(f"{ufunc.__name__}.reduce", ufunc.reduce, inputs, kwargs)
         if not (set(kwargs) - {"axis", "dtype", "out", "keepdims"}):
             return _reduce.ufunc_reduce(ufunc, inputs[0], **kwargs)
-    elif method == "accumulate" and ufunc in (np.add, np.multiply) and len(inputs) == 1:
-        if not (set(kwargs) - {"axis", "dtype", "out"}):
-            name = "cumsum" if ufunc is np.add else "cumprod"
-            kwargs.setdefault("axis", 0)
-            return _reduce.scan(name, inputs[0], **kwargs)
-    if method in ("accumulate", "reduceat") and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and ufunc.nout == 1:
+    elif method in ("accumulate", "reduceat") and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and ufunc.nout == 1:
         from shoal.numpy import _ufunc_methods
 
         return getattr(_ufunc_methods, method)(ufunc, *inputs, **kwargs)
+    elif method == "outer" and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and len(inputs) == 2:
+        from shoal.numpy import _ufunc_methods
+
+        return _ufunc_methods.outer(ufunc, *inputs, **kwargs)
+    elif method == "at":
+        from shoal.numpy import _ufunc_methods
+
+        return _ufunc_methods.at(ufunc, *inputs, **kwargs)
     function = getattr(ufunc, method) if method != "__call__" else ufunc
-    return _dispatch.fallback_call(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__, function, inputs, kwargs)
+    result = _dispatch.fallback_call(f"{ufunc.__name__}.{method}" if method != "__call__" else ufunc.__name__, function, inputs, kwargs)
+    if method != "__call__" and isinstance(result, tuple) and len(result) == 1:
+        return result[0]  # ``out`` came as a tuple of one (as NumPy passes it here); NumPy returns the array
+    return result
+
+
+def _engine_dtype(dtype: Any) -> bool:
+    """True unless ``dtype`` names a dtype the engine cannot hold (``object``, strings: NumPy
+    then computes); an invalid one is left to NumPy's error further on."""
+    if dtype is None:
+        return True
+    try:
+        return is_supported(np.dtype(dtype))
+    except TypeError:
+        return True

@@ -1,45 +1,113 @@
-"""``ufunc.accumulate`` (beyond ``add``/``multiply``, which are ``cumsum``/``cumprod``) and
-``ufunc.reduceat`` of binary ufuncs as engine instructions, and ``np.fill_diagonal`` as a lazy
-scatter.
+"""``ufunc.accumulate`` (``add``/``multiply`` as ``cumsum``/``cumprod``, other binary ufuncs as one
+``accumulate`` instruction), ``ufunc.reduceat`` (one ``reduceat`` instruction), ``ufunc.outer``
+(the ufunc over the first operand with one new axis per axis of the second), ``ufunc.at`` (NumPy
+on the data, written back) and ``np.fill_diagonal`` as a lazy scatter.
 
-``reduceat`` reads its indices at the call, as indexing does, so out-of-range ones raise NumPy's
-``IndexError`` there; the data stays lazy. ``out=`` goes through the fallback.
+Errors are NumPy's and come in NumPy's order: ``reduceat`` reads its indices at the call, as
+indexing does (NumPy converts them first and checks their range after the axis); the axis of
+``accumulate``/``reduceat`` (one axis: ``None`` only for 1-D input, a tuple of one, never 0-d
+input) is checked by NumPy on a stand-in of the real rank; the dtype and ``out=`` (its dtype by
+a probe of the method with ``out`` as zeros of that dtype, its shape against the real one) by
+NumPy on probes. The work runs in the dtype NumPy computes in without ``out`` (``dtype=`` if
+given) and is cast into ``out``, as NumPy's reductions do.
 """
 
 from __future__ import annotations
 
-import math
+import operator
 from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _dispatch
 from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array, operand
 from shoal.numpy._probe import quietly, value_probe
 
 
-def accumulate(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
-    """``ufunc.accumulate`` as one ``accumulate`` instruction."""
-    if out is not None:
-        return _dispatch.fallback_call(f"{ufunc.__name__}.accumulate", ufunc.accumulate, (array,), {"axis": axis, "dtype": dtype, "out": out})
-    source = as_lazy(array)
-    probe = quietly(ufunc.accumulate, value_probe(source.dtype, source.shape), axis=axis, dtype=dtype)
-    if axis is None:
-        shape, attr_axis = (math.prod(source.shape),), None
+def _one_axis(method: str, array: Any, axis: Any, indices: Any = None) -> int:
+    """The one axis ``accumulate``/``reduceat`` works along; NumPy's error (on a stand-in of
+    the array's rank, with a ufunc and indices that cannot fail) for any other ``axis``."""
+    stand_in = np.zeros(tuple(min(n, 1) for n in array.shape))
+    if method == "accumulate":
+        np.add.accumulate(stand_in, axis=axis)
     else:
-        shape, attr_axis = source.shape, normalize_axis_index(axis, source.ndim)
-    result = new_array(probe.dtype, shape)
-    options = {"axis": attr_axis, "dtype": None if dtype is None else np.dtype(dtype)}
-    source._base.runtime.record("accumulate", (result._view,), (source._view,), ufunc=ufunc.__name__, **options)
+        np.add.reduceat(stand_in, np.zeros(0, np.intp) if indices is None else indices, axis=axis)
+    if axis is None:
+        return 0
+    if isinstance(axis, tuple):
+        axis = axis[0]
+    return normalize_axis_index(operator.index(axis), array.ndim)
+
+
+def _single_out(out: Any) -> Any:
+    """``out`` as NumPy's methods take it: one array, or a tuple of one."""
+    return out[0] if isinstance(out, tuple) and len(out) == 1 else out
+
+
+def _check_out(call: Any, source: Any, out: Any, shape: tuple[int, ...], probe: np.ndarray) -> bool:
+    """Raise NumPy's error for ``out``; False if NumPy takes an ``out`` this cannot (the caller
+    then falls back)."""
+    array = is_lazy(out) or isinstance(out, np.ndarray)
+    if array and tuple(out.shape) == shape:
+        stand_in = np.zeros(probe.shape, out.dtype)
+        stand_in.flags.writeable = bool(out.flags.writeable)
+        quietly(call, value_probe(source.dtype, source.shape), out=stand_in)
+        return True
+    real = np.lib.stride_tricks.as_strided(np.zeros(1, source.dtype), source.shape, (0,) * source.ndim)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, out.dtype), out.shape, (0,) * out.ndim) if array else out
+    quietly(call, real, out=stand_in)
+    return False
+
+
+def in_numpy(name: str, function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``function`` in NumPy on the data, its result returned as NumPy gives it: for results the
+    engine cannot hold (``object``, strings); counted and warned about as a fallback."""
+    result = function(*materialize(args), **materialize(kwargs))
+    _dispatch._warn_once(name)  # once it worked: NumPy's error comes without a warning
     return result
+
+
+def _deliver(result: Any, out: Any) -> Any:
+    if out is None:
+        return result
+    if is_lazy(out):
+        out[...] = result
+    else:
+        np.copyto(out, materialize(result), casting="unsafe")
+    return out
+
+
+def accumulate(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
+    """``ufunc.accumulate``: ``cumsum``/``cumprod`` for ``add``/``multiply``, else one
+    ``accumulate`` instruction."""
+    source = as_lazy(array)
+    attr_axis = _one_axis("accumulate", source, axis)
+    out = _single_out(out)
+
+    def call(value: Any, **extra: Any) -> Any:
+        return ufunc.accumulate(value, axis=axis, dtype=dtype, **extra)
+
+    probe = quietly(call, value_probe(source.dtype, source.shape))
+    options = {"axis": axis, "dtype": dtype, "out": out}
+    if not is_supported(probe.dtype):
+        return in_numpy(f"{ufunc.__name__}.accumulate", ufunc.accumulate, (array,), options)
+    if out is not None and not _check_out(call, source, out, source.shape, probe):
+        return _dispatch.fallback_call(f"{ufunc.__name__}.accumulate", ufunc.accumulate, (array,), options)
+    kind = None if dtype is None else np.dtype(dtype)
+    if ufunc in (np.add, np.multiply):
+        from shoal.numpy._reduce import scan
+
+        result = scan("cumsum" if ufunc is np.add else "cumprod", source, axis=attr_axis, dtype=kind)
+    else:
+        result = new_array(probe.dtype, source.shape)
+        source._base.runtime.record("accumulate", (result._view,), (source._view,), ufunc=ufunc.__name__, axis=attr_axis, dtype=kind)
+    return _deliver(result, out)
 
 
 def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
     """``ufunc.reduceat`` as one ``reduceat`` instruction."""
-    if out is not None:
-        options = {"axis": axis, "dtype": dtype, "out": out}
-        return _dispatch.fallback_call(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, indices), options)
     source = as_lazy(array)
     given = materialize(indices)
     # NumPy converts a sequence to integers as ``np.array(..., intp)`` does, an array safely
@@ -47,19 +115,49 @@ def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: An
     if index.ndim != 1:
         raise ValueError("object too deep for desired array" if index.ndim > 1 else "object of too small depth for desired array")
     index = index.astype(np.intp, casting="safe")  # NumPy's TypeError for other index types
-    axis = normalize_axis_index(axis, source.ndim)
-    length = source.shape[axis]
+    axis_number = _one_axis("reduceat", source, axis)
+    length = source.shape[axis_number]
     bad = index[(index < 0) | (index >= length)]
     if bad.size:  # NumPy checks the indices before the types
         raise IndexError(f"index {bad[0]} out-of-bounds in {ufunc.__name__}.reduceat [0, {length})")
-    probe_shape = tuple(min(n, 1) for n in source.shape)
-    probe = quietly(ufunc.reduceat, np.zeros(probe_shape, source.dtype), index[:0], axis=axis, dtype=dtype)
-    shape = (*source.shape[:axis], index.size, *source.shape[axis + 1 :])
+    out = _single_out(out)
+
+    def call(value: Any, **extra: Any) -> Any:
+        return ufunc.reduceat(value, index[:0] if value.shape[axis_number] <= 1 else index, axis=axis, dtype=dtype, **extra)
+
+    probe = quietly(call, value_probe(source.dtype, source.shape))
+    shape = (*source.shape[:axis_number], index.size, *source.shape[axis_number + 1 :])
+    options = {"axis": axis, "dtype": dtype, "out": out}
+    if not is_supported(probe.dtype):
+        return in_numpy(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, index), options)
+    if out is not None and not _check_out(call, source, out, shape, probe):
+        return _dispatch.fallback_call(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, indices), options)
     result = new_array(probe.dtype, shape)
     if index.size and result.size:
-        options = {"axis": axis, "dtype": None if dtype is None else np.dtype(dtype)}
+        options = {"axis": axis_number, "dtype": None if dtype is None else np.dtype(dtype)}
         source._base.runtime.record("reduceat", (result._view,), (source._view, operand(index)), ufunc=ufunc.__name__, **options)
-    return result
+    return _deliver(result, out)
+
+
+def outer(ufunc: np.ufunc, first: Any, second: Any, /, **kwargs: Any) -> Any:
+    """``ufunc.outer``: ``ufunc(first[..., newaxis * second.ndim], second)``, lazily."""
+    left = first if is_lazy(first) else np.asarray(first)
+    right = second if is_lazy(second) else np.asarray(second)
+    return ufunc(left.reshape(tuple(left.shape) + (1,) * right.ndim), right, **kwargs)
+
+
+def at(ufunc: np.ufunc, target: Any, indices: Any, *values: Any) -> None:
+    """``ufunc.at``: NumPy works on the data (unbuffered, repeated indices apply again) and a
+    lazy target gets the result back."""
+
+    def apply(data: Any, *rest: Any) -> Any:
+        data = np.array(data, copy=True) if is_lazy(target) else data
+        ufunc.at(data, *rest)
+        return data
+
+    changed = _dispatch.fallback_call(f"{ufunc.__name__}.at", apply, (target, indices, *values), {})
+    if is_lazy(target):
+        target[...] = changed
 
 
 def fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:

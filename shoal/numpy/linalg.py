@@ -1,4 +1,5 @@
-"""``numpy.linalg`` for Shoal: products are lazy; the rest run in NumPy through the fallback."""
+"""``numpy.linalg`` for Shoal: products and the LAPACK functions are lazy
+(:mod:`shoal.numpy._linalg_functions`); the rest run in NumPy through the fallback."""
 
 from __future__ import annotations
 
