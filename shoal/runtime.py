@@ -74,6 +74,7 @@ class Runtime:
             self._engine = create(engine)
         self.eager_threshold: int = settings.EAGER_THRESHOLD.value(eager_threshold)
         self.flush_threshold: int = max(1, settings.FLUSH_THRESHOLD.value(flush_threshold))
+        self.settled_threshold: int = settings.SETTLED_THRESHOLD.value()
         self.dump: bool = settings.DUMP.value()
         self.verify: bool = settings.VERIFY.value()
         self.stats = Stats()
@@ -81,6 +82,10 @@ class Runtime:
         trace.from_settings()
         self._lock = threading.RLock()
         self._pending = Batch()
+        # Bases the pending batch declares, writes and reads: the others are settled.
+        self._declared: set[int] = set()
+        self._written: set[int] = set()
+        self._read: set[int] = set()
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -113,6 +118,7 @@ class Runtime:
             base_id = self._next_id
             self._next_id += 1
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
+            self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
                 if donate:
@@ -127,6 +133,13 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
+            written = self._written
+            for view in outputs:
+                written.add(view.base)
+            read = self._read
+            for value in inputs:
+                if type(value) is View:
+                    read.add(value.base)
             self._carried.clear()
             if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
                 pending.instructions, self.flush_threshold
@@ -163,6 +176,9 @@ class Runtime:
                     self._engine.flush()
                 return
             self._pending = Batch()
+            self._declared = set()
+            self._written = set()
+            self._read = set()
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
@@ -195,9 +211,34 @@ class Runtime:
                 self._known.pop(instruction.attr("base"), None)
         return loads(dumps(batch))
 
-    def read(self, view: View) -> np.ndarray:
-        """Flush, then fetch the current contents of ``view`` as a new ndarray."""
+    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        """The component's live ndarray for ``view`` if no recorded instruction still changes its
+        base (with ``write``: none reads it either), else None. Reading it, or writing it, is then
+        what running the recorded work first and reading, or recording the write, would do."""
         with self._lock:
+            base = view.base
+            engine = self._engine
+            if base in self._written or (write and base in self._read):
+                return None
+            if base in self._declared:
+                return None if write else self._declared_memory(view)
+            return None if engine is None else engine.memory(view, write)
+
+    def _declared_memory(self, view: View) -> np.ndarray | None:
+        """``view`` of the data a base declared in the pending batch starts with, if that data is
+        what the component will hold (its own dtype, contiguous)."""
+        data = self._pending.data.get(view.base)
+        if data is None or data.dtype != view.dtype or not data.flags.c_contiguous:
+            return None
+        return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
+
+    def read(self, view: View) -> np.ndarray:
+        """The current contents of ``view`` as a new ndarray (recorded work that writes its base
+        runs first)."""
+        with self._lock:
+            settled = self.memory(view)
+            if settled is not None:
+                return settled.copy()
             self.flush()
             tracer = trace.TRACER
             if tracer is None:

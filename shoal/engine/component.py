@@ -70,6 +70,15 @@ class Component(abc.ABC):
     def fetch(self, view: View) -> np.ndarray:
         """A new ndarray holding the contents of ``view`` after every batch executed so far."""
 
+    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        """The live ndarray that ``view`` describes in this component's own memory, or None.
+
+        Only for a base that no batch executed so far still has to change: the caller reads it
+        (or, with ``write``, writes it) in place of recording an instruction. None where the
+        component cannot offer that (it runs batches elsewhere, or the base's values live in
+        another base's region)."""
+        return None
+
     def flush(self) -> None:
         """Return once every batch executed so far has run; raise an :class:`EngineError` for
         one that failed (a component that runs batches inside ``execute`` has nothing to do)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from shoal.bytecode import View
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
+from shoal.numpy._settled import readable, writable
 
 
 def _normalize(key: Any) -> tuple[Any, ...]:
@@ -57,6 +59,10 @@ def getitem(array: ndarray, key: Any) -> Any:
     key = _normalize(key)
     if any(_is_advanced(item) for item in key):
         return _advanced_get(array, key)
+    if _is_element(array, key):
+        memory = array._base.runtime.memory(array._view)
+        if memory is not None:  # a settled base: NumPy's own scalar, read in place
+            return memory[key]
     view, _ = basic_view(array, key)
     if _is_element(array, key):
         element = new_array(view.dtype, ())
@@ -116,6 +122,11 @@ def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
     shape = _advanced_shape(array, key)
     if _has_scalar_bool(key):
         return wrap_numpy(array._value()[key])
+    runtime = array._base.runtime
+    if math.prod(shape) < runtime.settled_threshold:
+        memory = runtime.memory(array._view)
+        if memory is not None:  # a small gather from a settled base: NumPy's copy, at once
+            return memory[key]
     encoded, index_arrays = _encode(key)
     result = new_array(array.dtype, shape)
     inputs = (array._view, *(operand(index) for index in index_arrays))
@@ -158,6 +169,8 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
     if array._readonly:
         raise ValueError("assignment destination is read-only")
     key = _normalize(key)
+    if _set_in_place(array, key, value):
+        return
     vshape, value = _value_shape(cast_now(value, array.dtype))
     if any(_is_advanced(item) for item in key):
         _advanced_set(array, key, vshape, value)
@@ -179,6 +192,28 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
         drop = len(source.shape) - len(stripped)
         source = View(source.base, source.dtype, source.offset, source.shape[drop:], source.strides[drop:])
     array._base.runtime.record("copy", (target,), (source,))
+
+
+def _set_in_place(array: ndarray, key: tuple[Any, ...], value: Any) -> bool:
+    """``array[key] = value`` written by NumPy straight into the component's memory, if no
+    recorded work touches ``array``'s base, the key is basic, the target small and ``value`` is
+    not a lazy array other than a small view of a settled base. False if not done."""
+    for item in key:
+        if _is_advanced(item):
+            return False
+    memory = writable(array)
+    if memory is None:
+        return False
+    target = memory[key]
+    if isinstance(target, np.ndarray) and target.size >= array._base.runtime.settled_threshold:
+        return False
+    if is_lazy(value):
+        source = readable(value)
+        if source is None:
+            return False
+        value = source[()] if value._scalar else source
+    memory[key] = value
+    return True
 
 
 def _advanced_set(array: ndarray, key: tuple[Any, ...], vshape: tuple[int, ...], value: Any) -> None:
