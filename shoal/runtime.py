@@ -86,6 +86,8 @@ class Runtime:
         self._declared: set[int] = set()
         self._written: set[int] = set()
         self._read: set[int] = set()
+        # Whole-base memory the component handed out since the last flush (a flush may move it).
+        self._settled: dict[int, np.ndarray] = {}
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -179,6 +181,7 @@ class Runtime:
             self._declared = set()
             self._written = set()
             self._read = set()
+            self._settled = {}
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
@@ -222,7 +225,17 @@ class Runtime:
                 return None
             if base in self._declared:
                 return None if write else self._declared_memory(view)
-            return None if engine is None else engine.memory(view, write)
+            whole = self._settled.get(base)
+            if whole is None or (write and not whole.flags.writeable):
+                if engine is None:
+                    return None
+                memory = engine.memory(view, write)
+                whole = None if memory is None else memory.base
+                if not (type(whole) is np.ndarray and whole.dtype == np.uint8 and whole.ndim == 1):
+                    return memory
+                self._settled[base] = whole
+                return memory
+            return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
 
     def _declared_memory(self, view: View) -> np.ndarray | None:
         """``view`` of the data a base declared in the pending batch starts with, if that data is

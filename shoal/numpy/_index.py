@@ -54,22 +54,78 @@ def _is_element(array: ndarray, key: tuple[Any, ...]) -> bool:
     return integers == array.ndim
 
 
+def simple_view(view: View, key: Any) -> tuple[View, bool] | None:
+    """The view that ``key`` selects from ``view`` and whether it is one element, for the
+    common keys (integers inside the bounds and slices, at most one per axis), computed here;
+    None for any other key (the probe in :func:`basic_view` then gives NumPy's view or error)."""
+    items = key if type(key) is tuple else (key,)
+    shape, strides = view.shape, view.strides
+    if len(items) > len(shape):
+        return None
+    offset = view.offset
+    new_shape: list[int] = []
+    new_strides: list[int] = []
+    for axis, item in enumerate(items):
+        extent, stride = shape[axis], strides[axis]
+        kind = type(item)
+        if kind is slice:
+            if not _plain_slice(item):
+                return None
+            start, stop, step = item.indices(extent)
+            length = len(range(start, stop, step))
+            new_shape.append(length)
+            if length:
+                offset += start * stride
+                new_strides.append(stride * step)
+            else:
+                new_strides.append(stride)  # NumPy keeps the stride of an empty slice
+        elif kind is int or isinstance(item, np.integer):
+            index = int(item)
+            if index < 0:
+                index += extent
+            if not 0 <= index < extent:
+                return None
+            offset += index * stride
+        else:
+            return None
+    count = len(items)
+    new_shape.extend(shape[count:])
+    new_strides.extend(strides[count:])
+    return make_view(view.base, view.dtype, offset, tuple(new_shape), tuple(new_strides)), not new_shape and count == len(shape)
+
+
+def _plain_slice(item: slice) -> bool:
+    for bound in (item.start, item.stop, item.step):
+        if bound is not None and type(bound) is not int:
+            return False
+    return item.step != 0
+
+
 def getitem(array: ndarray, key: Any) -> Any:
     """``array[key]`` with NumPy's semantics."""
+    simple = simple_view(array._view, key)
+    if simple is not None:
+        view, element = simple
+        if not element:
+            return array._derive(view)
+        memory = array._base.runtime.memory(view)
+        if memory is not None:  # a settled base: NumPy's own scalar, read in place
+            return memory[()]
+        return _element(array, view)
     key = _normalize(key)
     if any(_is_advanced(item) for item in key):
         return _advanced_get(array, key)
-    if _is_element(array, key):
-        memory = array._base.runtime.memory(array._view)
-        if memory is not None:  # a settled base: NumPy's own scalar, read in place
-            return memory[key]
     view, _ = basic_view(array, key)
     if _is_element(array, key):
-        element = new_array(view.dtype, ())
-        array._base.runtime.record("copy", (element._view,), (view,))
-        element._scalar = True
-        return element
+        return _element(array, view)
     return array._derive(view)
+
+
+def _element(array: ndarray, view: View) -> ndarray:
+    element = new_array(view.dtype, ())
+    array._base.runtime.record("copy", (element._view,), (view,))
+    element._scalar = True
+    return element
 
 
 def _encode(key: tuple[Any, ...]) -> tuple[tuple[tuple[Any, ...], ...], list[np.ndarray]]:

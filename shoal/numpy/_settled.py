@@ -93,7 +93,9 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
         options["dtype"] = dtype
     if out is not None:
         options["out"] = tuple(targets)
-    result = ufunc(*arguments[:-1], where=arguments[-1], **options)
+    if where is not True:
+        options["where"] = arguments[-1]
+    result = ufunc(*arguments[:-1], **options)
     if out is None:
         return tuple(wrap_numpy(item) for item in result) if ufunc.nout > 1 else wrap_numpy(result)
     results = result if ufunc.nout > 1 else (result,)
