@@ -62,6 +62,7 @@ class Runtime:
         engine: str | Component | None = None,
         eager_threshold: int | None = None,
         flush_threshold: int | None = None,
+        settled_threshold: int | None = None,
     ) -> None:
         # The default engine is created with the first lazy array: a program whose arrays all stay small
         # never loads it (its modules and thread pool cost start-up time and peak memory). An engine
@@ -74,7 +75,7 @@ class Runtime:
             self._engine = create(engine)
         self.eager_threshold: int = settings.EAGER_THRESHOLD.value(eager_threshold)
         self.flush_threshold: int = max(1, settings.FLUSH_THRESHOLD.value(flush_threshold))
-        self.settled_threshold: int = settings.SETTLED_THRESHOLD.value()
+        self.settled_threshold: int = settings.SETTLED_THRESHOLD.value(settled_threshold)
         self.dump: bool = settings.DUMP.value()
         self.verify: bool = settings.VERIFY.value()
         self.stats = Stats()
@@ -221,7 +222,7 @@ class Runtime:
         with self._lock:
             base = view.base
             engine = self._engine
-            if base in self._written or (write and base in self._read):
+            if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
             if base in self._declared:
                 return None if write else self._declared_memory(view)
@@ -309,6 +310,7 @@ def configure(
     engine: str | Component | None = None,
     eager_threshold: int | None = None,
     flush_threshold: int | None = None,
+    settled_threshold: int | None = None,
 ) -> Iterator[Runtime]:
     """Use a fresh runtime with these settings inside the block; the previous one comes back after.
 
@@ -318,7 +320,7 @@ def configure(
     previous = _current
     if previous is not None:
         previous.flush()
-    runtime = Runtime(engine, eager_threshold, flush_threshold)
+    runtime = Runtime(engine, eager_threshold, flush_threshold, settled_threshold)
     _current = runtime
     try:
         yield runtime
