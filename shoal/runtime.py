@@ -87,8 +87,10 @@ class Runtime:
         self._declared: set[int] = set()
         self._written: set[int] = set()
         self._read: set[int] = set()
-        # Whole-base memory the component handed out since the last flush (a flush may move it).
+        # Whole-base memory the component handed out since the last flush (a flush may move it),
+        # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
+        self._writable: dict[int, np.ndarray] = {}
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -183,6 +185,7 @@ class Runtime:
             self._written = set()
             self._read = set()
             self._settled = {}
+            self._writable = {}
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
@@ -226,15 +229,18 @@ class Runtime:
                 return None
             if base in self._declared:
                 return None if write else self._declared_memory(view)
-            whole = self._settled.get(base)
-            if whole is None or (write and not whole.flags.writeable):
+            cache = self._writable if write else self._settled
+            whole = cache.get(base)
+            if whole is None:
                 if engine is None:
                     return None
                 memory = engine.memory(view, write)
                 whole = None if memory is None else memory.base
                 if not (type(whole) is np.ndarray and whole.dtype == np.uint8 and whole.ndim == 1):
                     return memory
-                self._settled[base] = whole
+                cache[base] = whole
+                if write:  # the component may have given the base memory of its own to write
+                    self._settled[base] = whole
                 return memory
             return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
 

@@ -191,9 +191,10 @@ def test_a_write_in_place_is_refused_where_an_engine_alias_reads_the_region(monk
         work = 0.5 * (grid[:-2, 1:-1] + grid[2:, 1:-1])
         center[:] = work
         total = float(np.sum(grid))  # the batch ends after the copy: ``work`` may be an alias
+        first = grid[2, 2]  # read in place: reading the region is fine, writing it is not
         grid[2, 3] = -1.0  # a write into the region that holds ``work``'s values
         grid[4] = 0.0
-        return [work.copy(), work[1, 2], grid[2], total]
+        return [work.copy(), work[1, 2], grid[2], total, first]
 
     expected = program(numpy)
     with runtime.configure(engine="node", eager_threshold=0, settled_threshold=16) as rt:
