@@ -106,8 +106,9 @@ def test_flush_with_nothing_recorded_does_nothing(recording: ModuleType) -> None
     assert flush_count() == before
 
 
-def test_batch_size_threshold_flushes_without_a_read() -> None:
+def test_batch_size_threshold_flushes_without_a_read(monkeypatch: pytest.MonkeyPatch) -> None:
     needs_runtime()
+    monkeypatch.setenv("SHOAL_SETTLED_THRESHOLD", "0")  # else the settled array is updated in place
     with shoal_numpy(LAZY_MODES[0], flush_threshold=8) as snp:
         array = snp.arange(100.0)
         before = flush_count()

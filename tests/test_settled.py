@@ -276,3 +276,37 @@ def test_random_programs_of_small_and_large_operations(lazy, seed):
     for want, have in zip(expected, got):
         numpy.testing.assert_allclose(numpy.asarray(have), numpy.asarray(want), rtol=1e-13)
     shoal.flush()
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda grid, work: work.__iadd__(1.5),
+        lambda grid, work: grid.__imul__(3.0),
+        lambda grid, work: grid[1:-1, 1:-1].__isub__(work),
+        lambda grid, work: grid.__setitem__((slice(3, 5), slice(None)), 7.0),
+        lambda grid, work: grid.__setitem__((4, 5), work[0, 0]),
+    ],
+    ids=["work", "grid", "grid-from-work", "part-of-grid", "element-from-work"],
+)
+def test_a_change_in_place_to_either_side_of_an_engine_alias_keeps_the_other(monkeypatch, change):
+    """The heat equation's ``work`` alias (``test_engine_node_aliases``) with settled views on:
+    the grid is read in place first, then changed."""
+    from test_engine_node_aliases import plate, sweep
+
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    monkeypatch.setenv("SHOAL_DIRECT_WORK", "0")
+    monkeypatch.setenv("SHOAL_BLOCK_SIZE", "64")
+
+    def program(np):
+        grid = plate(np)
+        work, _ = sweep(np, grid)
+        reads = [grid[3, 3], work[2, 2]]
+        change(grid, work)
+        return [*reads, grid.copy(), work.copy(), grid[4, 5]]
+
+    expected = program(numpy)
+    with runtime.configure(engine="node", eager_threshold=0) as rt:
+        got = program(snp)
+        assert rt.settled_threshold > 0
+        assert_same_reads(expected, got)
