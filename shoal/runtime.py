@@ -236,13 +236,27 @@ class Runtime:
                     return None
                 memory = engine.memory(view, write)
                 whole = None if memory is None else memory.base
-                if not (type(whole) is np.ndarray and whole.dtype == np.uint8 and whole.ndim == 1):
+                if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
                     return memory
                 cache[base] = whole
                 if write:  # the component may have given the base memory of its own to write
                     self._settled[base] = whole
                 return memory
             return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
+
+    def element_memory(self, view: View) -> np.ndarray | None:
+        """Like :meth:`memory` for reading one element, but recorded work that writes the base
+        runs first (a flush) where the component offers its memory: an element loop over a
+        freshly computed array then costs one flush, not a recorded instruction per element."""
+        with self._lock:
+            memory = self.memory(view)
+            if memory is not None or not self.settled_threshold or view.base not in self._written and view.base not in self._declared:
+                return memory
+            engine = self._engine
+            if engine is None or type(engine).memory is Component.memory:
+                return None
+            self.flush()
+            return self.memory(view)
 
     def _declared_memory(self, view: View) -> np.ndarray | None:
         """``view`` of the data a base declared in the pending batch starts with, if that data is

@@ -76,7 +76,9 @@ class Component(abc.ABC):
         Only for a base that no batch executed so far still has to change: the caller reads it
         (or, with ``write``, writes it) in place of recording an instruction. None where the
         component cannot offer that (it runs batches elsewhere, or the base's values live in
-        another base's region)."""
+        another base's region). Where its ``base`` is a C-contiguous ndarray, that array is the
+        base's whole memory from its first byte: the caller may keep it to make other views of
+        the base until it executes the next batch."""
         return None
 
     def flush(self) -> None:

@@ -108,7 +108,7 @@ def getitem(array: ndarray, key: Any) -> Any:
         view, element = simple
         if not element:
             return array._derive(view)
-        memory = array._base.runtime.memory(view)
+        memory = array._base.runtime.element_memory(view)
         if memory is not None:  # a settled base: NumPy's own scalar, read in place
             return memory[()]
         return _element(array, view)
