@@ -250,7 +250,7 @@ class Runtime:
         freshly computed array then costs one flush, not a recorded instruction per element."""
         with self._lock:
             memory = self.memory(view)
-            if memory is not None or not self.settled_threshold or view.base not in self._written and view.base not in self._declared:
+            if memory is not None or not self.settled_threshold or (view.base not in self._written and view.base not in self._declared):
                 return memory
             engine = self._engine
             if engine is None or type(engine).memory is Component.memory:
