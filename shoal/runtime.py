@@ -54,6 +54,11 @@ class LazyBase:
             runtime.release(self.id)
 
 
+# A small view of a base that recorded work still changes is read (or written) in place after a
+# flush when the pending batch is at most this long: it holds little to fuse with what follows.
+SETTLING_INSTRUCTIONS = 16
+
+
 class Runtime:
     """Records bytecode and runs it on a component at flush triggers."""
 
@@ -244,19 +249,27 @@ class Runtime:
                 return memory
             return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
 
-    def element_memory(self, view: View) -> np.ndarray | None:
-        """Like :meth:`memory` for reading one element, but recorded work that writes the base
-        runs first (a flush) where the component offers its memory: an element loop over a
-        freshly computed array then costs one flush, not a recorded instruction per element."""
+    def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
+        """Like :meth:`memory`, but where recorded work stands in the way and the component offers
+        its memory, that work runs first (a flush) when it is short (at most
+        ``SETTLING_INSTRUCTIONS``) or ``element`` is true (one element is read). An element loop
+        over a freshly computed array, or a row loop filling a new one, then costs one flush, not
+        a recorded instruction per element or row; a long batch (a loop body of whole-array
+        work) is not cut for a small view."""
         with self._lock:
-            memory = self.memory(view)
-            if memory is not None or not self.settled_threshold or (view.base not in self._written and view.base not in self._declared):
+            memory = self.memory(view, write)
+            if memory is not None or not self.settled_threshold:
                 return memory
+            base = view.base
+            if base not in self._written and base not in self._declared and not (write and base in self._read):
+                return None  # the component refused it
+            if not element and len(self._pending.instructions) > SETTLING_INSTRUCTIONS:
+                return None
             engine = self._engine
             if engine is None or type(engine).memory is Component.memory:
                 return None
             self.flush()
-            return self.memory(view)
+            return self.memory(view, write)
 
     def _declared_memory(self, view: View) -> np.ndarray | None:
         """``view`` of the data a base declared in the pending batch starts with, if that data is

@@ -20,9 +20,9 @@ LARGE_BATCH = 1 << 20
 
 @pytest.fixture(params=LAZY_MODES, ids=lambda mode: mode.label)
 def recording(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    """``shoal.numpy`` with every array lazy and no size-triggered flushes."""
+    """``shoal.numpy`` with every array lazy, recorded, and no size-triggered flushes."""
     needs_runtime()
-    with shoal_numpy(request.param, flush_threshold=LARGE_BATCH) as module:
+    with shoal_numpy(request.param, flush_threshold=LARGE_BATCH, settled_threshold=0) as module:
         yield module
 
 

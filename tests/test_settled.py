@@ -310,3 +310,32 @@ def test_a_change_in_place_to_either_side_of_an_engine_alias_keeps_the_other(mon
         got = program(snp)
         assert rt.settled_threshold > 0
         assert_same_reads(expected, got)
+
+
+def test_a_row_loop_filling_a_new_array_flushes_once(lazy):
+    def program(np):
+        out = np.zeros((6, 8))
+        for i in range(6):
+            out[i] = numpy.arange(8.0) * i  # a NumPy row
+            out[i, i] += 0.5
+        return [out[3], out.sum()]
+
+    before = lazy.stats.flushes
+    expected, got = both(program)
+    assert lazy.stats.flushes <= before + 2  # the zeros once (no per-row batches), the sum
+    assert_same_reads(expected, got)
+
+
+def test_a_long_pending_batch_is_not_cut_for_a_small_view(lazy):
+    a = snp.arange(64.0).reshape(8, 8)
+    float(a[0, 0])
+    for _ in range(20):
+        a *= 1.5  # whole-array work: recorded
+    before = lazy.stats.flushes
+    a[0, :] = -1.0  # the base has pending writes and the batch is long: recorded too
+    row = a[1, :] + 1.0
+    assert lazy.stats.flushes == before
+    expected = numpy.arange(64.0).reshape(8, 8) * 1.5**20
+    expected[0, :] = -1.0
+    numpy.testing.assert_array_equal(numpy.asarray(a), expected)
+    numpy.testing.assert_array_equal(numpy.asarray(row), expected[1] + 1.0)

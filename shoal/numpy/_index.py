@@ -108,7 +108,7 @@ def getitem(array: ndarray, key: Any) -> Any:
         view, element = simple
         if not element:
             return array._derive(view)
-        memory = array._base.runtime.element_memory(view)
+        memory = array._base.runtime.settle(view, element=True)
         if memory is not None:  # a settled base: NumPy's own scalar, read in place
             return memory[()]
         return _element(array, view)
@@ -254,14 +254,21 @@ def _set_in_place(array: ndarray, key: tuple[Any, ...], value: Any) -> bool:
     """``array[key] = value`` written by NumPy straight into the component's memory, if no
     recorded work touches ``array``'s base, the key is basic, the target small and ``value`` is
     not a lazy array other than a small view of a settled base. False if not done."""
-    for item in key:
-        if _is_advanced(item):
-            return False
+    simple = simple_view(array._view, key)
+    if simple is not None:
+        target = simple[0]
+    else:
+        for item in key:
+            if _is_advanced(item):
+                return False
+        try:
+            target, _ = basic_view(array, key)
+        except IndexError:
+            return False  # raised again, in NumPy's order, where the assignment is recorded
+    if math.prod(target.shape) >= array._base.runtime.settled_threshold:
+        return False
     memory = writable(array)
     if memory is None:
-        return False
-    target = memory[key]
-    if isinstance(target, np.ndarray) and target.size >= array._base.runtime.settled_threshold:
         return False
     if is_lazy(value):
         source = readable(value)

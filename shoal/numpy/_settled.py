@@ -32,7 +32,7 @@ def readable(array: ndarray) -> np.ndarray | None:
     runtime = array._base.runtime
     if math.prod(array._view.shape) >= runtime.settled_threshold:
         return None
-    memory = runtime.memory(array._view)
+    memory = runtime.settle(array._view)
     if memory is None:
         return None
     memory.flags.writeable = False
@@ -42,7 +42,7 @@ def readable(array: ndarray) -> np.ndarray | None:
 def writable(array: ndarray) -> np.ndarray | None:
     """``array``'s live memory if no recorded work touches its base, else None (any size: the
     caller checks the size of what it writes)."""
-    return array._base.runtime.memory(array._view, write=True)
+    return array._base.runtime.settle(array._view, write=True)
 
 
 def operands(values: tuple[Any, ...] | list[Any]) -> list[Any] | None:
