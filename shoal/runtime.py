@@ -232,8 +232,8 @@ class Runtime:
             engine = self._engine
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
-            if base in self._declared:
-                return None if write else self._declared_memory(view)
+            if base in self._declared:  # the data it is declared with is its memory until the flush
+                return None if write and base not in self._pending.donated else self._declared_memory(view, write)
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
@@ -271,11 +271,12 @@ class Runtime:
             self.flush()
             return self.memory(view, write)
 
-    def _declared_memory(self, view: View) -> np.ndarray | None:
+    def _declared_memory(self, view: View, write: bool = False) -> np.ndarray | None:
         """``view`` of the data a base declared in the pending batch starts with, if that data is
-        what the component will hold (its own dtype, contiguous)."""
+        what the component will hold (its own dtype, contiguous). Data given away (donated) may
+        be written: the component receives what it holds at the flush."""
         data = self._pending.data.get(view.base)
-        if data is None or data.dtype != view.dtype or not data.flags.c_contiguous:
+        if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
             return None
         return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
 

@@ -339,3 +339,17 @@ def test_a_long_pending_batch_is_not_cut_for_a_small_view(lazy):
     expected[0, :] = -1.0
     numpy.testing.assert_array_equal(numpy.asarray(a), expected)
     numpy.testing.assert_array_equal(numpy.asarray(row), expected[1] + 1.0)
+
+
+def test_a_new_array_given_its_data_is_written_in_place_before_any_flush(lazy):
+    def program(np):
+        a = np.arange(6.0) * 2.0  # with every array lazy: a new base declared with its data
+        a[1] = 7.0
+        a[2:4] += a[4:6]
+        b = a[::-1] + 1.0
+        a[0] = -1.0  # ``b`` was computed before: it keeps the old value
+        return [a[0], a, b]
+
+    before = lazy.stats.flushes
+    assert_same_reads(*both(program))
+    assert lazy.stats.flushes <= before + 1
