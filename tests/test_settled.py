@@ -353,3 +353,44 @@ def test_a_new_array_given_its_data_is_written_in_place_before_any_flush(lazy):
     before = lazy.stats.flushes
     assert_same_reads(*both(program))
     assert lazy.stats.flushes <= before + 1
+
+
+def test_views_computed_without_a_probe_are_the_probes_views():
+    """``simple_view`` (integers and slices, computed in Python) against NumPy's own geometry,
+    negative and zero strides, empty and one-element slices and out-of-range keys included."""
+    from shoal.bytecode import View
+    from shoal.numpy._index import basic_view, simple_view
+
+    class Holder:
+        def __init__(self, view):
+            self._view = view
+
+    rng = random.Random(7)
+    compared = 0
+    for _ in range(20000):
+        ndim = rng.randint(0, 3)
+        shape = tuple(rng.randint(0, 6) for _ in range(ndim))
+        view = View(1, numpy.dtype(numpy.float64), 200, shape, tuple(rng.choice([8, -8, 16, 24, -40, 0]) for _ in range(ndim)))
+        items = []
+        for axis in range(rng.randint(0, ndim)):
+            extent = shape[axis]
+            choice = rng.random()
+            if choice < 0.3:
+                items.append(rng.randint(-extent - 1, extent))
+            elif choice < 0.4:
+                items.append(numpy.int64(rng.randint(-extent - 1, extent)))
+            else:
+                start, stop = (rng.choice([None, rng.randint(-extent - 2, extent + 2)]) for _ in range(2))
+                items.append(slice(start, stop, rng.choice([None, 1, 2, -1, -3, 7])))
+        key = tuple(items) if len(items) != 1 or rng.random() < 0.5 else items[0]
+        simple = simple_view(view, key)
+        try:
+            expected, _ = basic_view(Holder(view), key if isinstance(key, tuple) else (key,))
+        except IndexError:
+            assert simple is None
+            continue
+        if simple is not None:
+            compared += 1
+            element = len(items) == ndim and all(not isinstance(item, slice) for item in items)
+            assert simple == (expected, element), (shape, view.strides, key)
+    assert compared > 15000

@@ -56,49 +56,55 @@ def _is_element(array: ndarray, key: tuple[Any, ...]) -> bool:
 
 def simple_view(view: View, key: Any) -> tuple[View, bool] | None:
     """The view that ``key`` selects from ``view`` and whether it is one element, for the
-    common keys (integers inside the bounds and slices, at most one per axis), computed here;
-    None for any other key (the probe in :func:`basic_view` then gives NumPy's view or error)."""
+    common keys (integers inside the bounds and slices of plain integers, at most one item per
+    axis), computed here; None for any other key (the probe in :func:`basic_view` then gives
+    NumPy's view or its error)."""
     items = key if type(key) is tuple else (key,)
-    shape, strides = view.shape, view.strides
+    shape = view.shape
     if len(items) > len(shape):
         return None
+    strides = view.strides
     offset = view.offset
     new_shape: list[int] = []
     new_strides: list[int] = []
-    for axis, item in enumerate(items):
-        extent, stride = shape[axis], strides[axis]
+    axis = 0
+    for item in items:
         kind = type(item)
-        if kind is slice:
-            if not _plain_slice(item):
-                return None
-            start, stop, step = item.indices(extent)
-            length = len(range(start, stop, step))
-            new_shape.append(length)
-            if length:
-                offset += start * stride
-                new_strides.append(stride * step)
-            else:
-                new_strides.append(stride)  # NumPy keeps the stride of an empty slice
-        elif kind is int or isinstance(item, np.integer):
+        if kind is int or (kind is not bool and kind is not slice and isinstance(item, np.integer)):
             index = int(item)
+            extent = shape[axis]
             if index < 0:
                 index += extent
-            if not 0 <= index < extent:
+            if index < 0 or index >= extent:
                 return None
-            offset += index * stride
+            offset += index * strides[axis]
+        elif kind is slice:
+            step = item.step
+            if (
+                (step is not None and (type(step) is not int or step == 0))
+                or (item.start is not None and type(item.start) is not int)
+                or (item.stop is not None and type(item.stop) is not int)
+            ):
+                return None
+            first, stop, step = item.indices(shape[axis])
+            length = (stop - first + step - 1) // step if step > 0 else (first - stop - step - 1) // -step
+            stride = strides[axis]
+            if length > 0:
+                offset += first * stride
+                new_shape.append(length)
+                new_strides.append(stride * step)
+            else:
+                new_shape.append(0)
+                new_strides.append(stride)  # NumPy keeps the stride of an empty slice
         else:
             return None
-    count = len(items)
-    new_shape.extend(shape[count:])
-    new_strides.extend(strides[count:])
-    return make_view(view.base, view.dtype, offset, tuple(new_shape), tuple(new_strides)), not new_shape and count == len(shape)
-
-
-def _plain_slice(item: slice) -> bool:
-    for bound in (item.start, item.stop, item.step):
-        if bound is not None and type(bound) is not int:
-            return False
-    return item.step != 0
+        axis += 1
+    if axis < len(shape):
+        new_shape.extend(shape[axis:])
+        new_strides.extend(strides[axis:])
+    elif not new_shape:
+        return View(view.base, view.dtype, offset, (), ()), True
+    return make_view(view.base, view.dtype, offset, tuple(new_shape), tuple(new_strides)), False
 
 
 def getitem(array: ndarray, key: Any) -> Any:
