@@ -92,6 +92,7 @@ class Runtime:
         self._declared: set[int] = set()
         self._written: set[int] = set()
         self._read: set[int] = set()
+        self._work = 0  # instructions recorded since the last flush, releases not counted
         # Whole-base memory the component handed out since the last flush (a flush may move it),
         # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
@@ -143,6 +144,7 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
+            self._work += 1
             written = self._written
             for view in outputs:
                 written.add(view.base)
@@ -187,6 +189,7 @@ class Runtime:
                 return
             self._pending = Batch()
             self._declared = set()
+            self._work = 0
             self._written = set()
             self._read = set()
             self._settled = {}
@@ -252,7 +255,7 @@ class Runtime:
     def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
         its memory, that work runs first (a flush) when it is short (at most
-        ``SETTLING_INSTRUCTIONS``) or ``element`` is true (one element is read). An element loop
+        ``SETTLING_INSTRUCTIONS``, releases not counted) or ``element`` is true (one element is read). An element loop
         over a freshly computed array, or a row loop filling a new one, then costs one flush, not
         a recorded instruction per element or row; a long batch (a loop body of whole-array
         work) is not cut for a small view."""
@@ -263,7 +266,7 @@ class Runtime:
             base = view.base
             if base not in self._written and base not in self._declared and not (write and base in self._read):
                 return None  # the component refused it
-            if not element and len(self._pending.instructions) > SETTLING_INSTRUCTIONS:
+            if not element and self._work > SETTLING_INSTRUCTIONS:
                 return None
             engine = self._engine
             if engine is None or type(engine).memory is Component.memory:

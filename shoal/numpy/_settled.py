@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal import runtime as _runtime
-from shoal.numpy._lazy import from_numpy, ndarray
+from shoal.numpy._lazy import ndarray, wrap_numpy
 
 # A marker for "not applicable": the caller records the operation as before.
 NOT_SETTLED: Any = object()
@@ -98,9 +97,9 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
         options["where"] = arguments[-1]
     result = ufunc(*arguments[:-1], **options)
     if out is None:
-        return tuple(_result(item) for item in result) if ufunc.nout > 1 else _result(result)
+        return tuple(wrap_numpy(item) for item in result) if ufunc.nout > 1 else wrap_numpy(result)
     results = result if ufunc.nout > 1 else (result,)
-    handed = tuple(given if given is not None else _result(item) for given, item in zip(outs, results))
+    handed = tuple(given if given is not None else wrap_numpy(item) for given, item in zip(outs, results))
     return handed if ufunc.nout > 1 else handed[0]
 
 
@@ -114,15 +113,5 @@ def settled_call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | 
         return NOT_SETTLED
     result = function(*arguments, **(kwargs or {}))
     if isinstance(result, tuple):
-        return tuple(_result(item) for item in result)
-    return _result(result)
-
-
-def _result(value: Any) -> Any:
-    """A result NumPy computed on settled memory, handed out as a NumPy array while it is smaller
-    than the settled threshold (also when the eager threshold makes every created array lazy:
-    wrapping it would only add a base to declare and release), else as a lazy array."""
-    runtime = _runtime.current()
-    if isinstance(value, np.ndarray) and value.size >= runtime.settled_threshold and value.size >= runtime.eager_threshold:
-        return from_numpy(value, copy=False)
-    return value
+        return tuple(wrap_numpy(item) for item in result)
+    return wrap_numpy(result)
