@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -55,8 +56,10 @@ class LazyBase:
 
 
 # A small view of a base that recorded work still changes is read (or written) in place after a
-# flush when the pending batch is at most this long: it holds little to fuse with what follows.
-SETTLING_INSTRUCTIONS = 16
+# flush once this many small instructions in a row were recorded: the program is in a loop of
+# small operations, which recording makes slow; a small write amid whole-array work (a boundary
+# row of a stencil) is recorded and fuses with it.
+SETTLING_RUN = 8
 
 
 class Runtime:
@@ -92,7 +95,7 @@ class Runtime:
         self._declared: set[int] = set()
         self._written: set[int] = set()
         self._read: set[int] = set()
-        self._work = 0  # instructions recorded since the last flush, releases not counted
+        self._small_run = 0  # instructions in a row, up to the last, writing fewer than settled_threshold elements
         # Whole-base memory the component handed out since the last flush (a flush may move it),
         # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
@@ -144,7 +147,10 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
-            self._work += 1
+            if outputs and math.prod(outputs[0].shape) < self.settled_threshold:
+                self._small_run += 1
+            else:
+                self._small_run = 0
             written = self._written
             for view in outputs:
                 written.add(view.base)
@@ -189,7 +195,7 @@ class Runtime:
                 return
             self._pending = Batch()
             self._declared = set()
-            self._work = 0
+            self._small_run = 0
             self._written = set()
             self._read = set()
             self._settled = {}
@@ -254,11 +260,11 @@ class Runtime:
 
     def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
-        its memory, that work runs first (a flush) when it is short (at most
-        ``SETTLING_INSTRUCTIONS``, releases not counted) or ``element`` is true (one element is read). An element loop
-        over a freshly computed array, or a row loop filling a new one, then costs one flush, not
-        a recorded instruction per element or row; a long batch (a loop body of whole-array
-        work) is not cut for a small view."""
+        its memory, that work runs first (a flush) when ``element`` is true (one element is read)
+        or the last ``SETTLING_RUN`` recorded instructions were all small. An element loop over a
+        freshly computed array, or a row loop filling a new one, then costs one flush, not a
+        recorded instruction per element or row; a batch of whole-array work (a stencil's loop
+        body writing a boundary row) is not cut for a small view."""
         with self._lock:
             memory = self.memory(view, write)
             if memory is not None or not self.settled_threshold:
@@ -266,7 +272,7 @@ class Runtime:
             base = view.base
             if base not in self._written and base not in self._declared and not (write and base in self._read):
                 return None  # the component refused it
-            if not element and self._work > SETTLING_INSTRUCTIONS:
+            if not element and self._small_run < SETTLING_RUN:
                 return None
             engine = self._engine
             if engine is None or type(engine).memory is Component.memory:
