@@ -95,7 +95,7 @@ class Runtime:
         self._declared: set[int] = set()
         self._written: set[int] = set()
         self._read: set[int] = set()
-        self._small_run = 0  # instructions in a row, up to the last, writing fewer than settled_threshold elements
+        self._small_run = 0  # instructions in a row, up to the last, on views of fewer than settled_threshold elements
         # Whole-base memory the component handed out since the last flush (a flush may move it),
         # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
@@ -147,7 +147,7 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
-            if outputs and math.prod(outputs[0].shape) < self.settled_threshold:
+            if self._small(outputs, inputs):
                 self._small_run += 1
             else:
                 self._small_run = 0
@@ -163,6 +163,18 @@ class Runtime:
                 pending.instructions, self.flush_threshold
             ):
                 self.flush()
+
+    def _small(self, outputs: tuple[View, ...], inputs: tuple) -> bool:
+        """True if the instruction writes and reads fewer than ``settled_threshold`` elements per
+        view (a matrix-vector product with a small result is not small work)."""
+        limit = self.settled_threshold
+        for view in outputs:
+            if math.prod(view.shape) >= limit:
+                return False
+        for value in inputs:
+            if type(value) is View and math.prod(value.shape) >= limit:
+                return False
+        return bool(outputs)
 
     def carry(self, array: object) -> None:
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
