@@ -84,9 +84,10 @@ class Row:
     """The runs of one point under both tools."""
 
     point: Point
-    seconds: dict[str, list[float]] = field(default_factory=lambda: {"numpy": [], "shoal": []})
+    seconds: dict[str, list[float]] = field(default_factory=lambda: {"numpy": [], "shoal": [], "baseline": []})
     checksums: dict[str, float] = field(default_factory=dict)
     failure: str | None = None  # why Shoal stopped being run (error, timeout)
+    baseline_failure: str | None = None  # the same for the baseline (``--baseline``)
     stats: Totals | None = None  # node engine totals of the last Shoal run (whole program)
 
     def median(self, tool: str) -> float | None:
@@ -131,32 +132,41 @@ def points(kernels: tuple[str, ...], sizes: tuple[str, ...], examples: bool) -> 
     return chosen
 
 
-def measure(rows: list[Row], repeats: int, environment: dict[str, str], timeout: float) -> None:
-    """Run every row ``repeats`` times under both tools, alternating which goes first."""
+def measure(rows: list[Row], repeats: int, environment: dict[str, str], timeout: float, baseline: dict[str, str] | None = None) -> None:
+    """Run every row ``repeats`` times under both tools (and Shoal under the ``baseline``
+    environment, if given), rotating which goes first."""
+    tools = ("numpy", "shoal") if baseline is None else ("numpy", "shoal", "baseline")
     for repeat in range(repeats):
         for index, row in enumerate(rows):
-            order = ("numpy", "shoal") if (repeat + index) % 2 == 0 else ("shoal", "numpy")
-            for tool in order:
-                if tool == "shoal" and row.failure:
+            turn = (repeat + index) % len(tools)
+            for tool in tools[turn:] + tools[:turn]:
+                failure = row.baseline_failure if tool == "baseline" else row.failure
+                if tool != "numpy" and failure:
                     continue
                 point = row.point
-                argv = command(tool, point.program, point.size, point.arguments)
+                argv = command("numpy" if tool == "numpy" else "shoal", point.program, point.size, point.arguments)
                 try:
-                    sample = run(argv, ROOT, timeout, environment if tool == "shoal" else None)
+                    sample = run(argv, ROOT, timeout, None if tool == "numpy" else baseline if tool == "baseline" else environment)
                 except BenchError as error:
                     if tool == "numpy":
                         raise
                     text = str(error)
-                    row.failure = f"timeout > {timeout:.0f} s" if "timed out" in text else "error: " + _last_line(text)
-                    print(f"  {point.name} {point.label}: shoal {row.failure}", flush=True)
+                    failure = f"timeout > {timeout:.0f} s" if "timed out" in text else "error: " + _last_line(text)
+                    if tool == "baseline":
+                        row.baseline_failure = failure
+                    else:
+                        row.failure = failure
+                    print(f"  {point.name} {point.label}: {tool} {failure}", flush=True)
                     continue
                 row.seconds[tool].append(sample.seconds)
-                row.checksums[tool] = sample.checksum
+                if tool != "baseline":
+                    row.checksums[tool] = sample.checksum
                 if tool == "shoal":
                     row.stats = sample.stats
-            numpy, shoal = row.median("numpy"), row.median("shoal")
+            numpy, shoal, before = row.median("numpy"), row.median("shoal"), row.median("baseline")
             shown = f"{shoal:.4f}" if shoal is not None else "-"
-            print(f"[{repeat + 1}/{repeats}] {point.name} {point.label}: numpy {numpy:.4f} s, shoal {shown} s", flush=True)
+            extra = "" if baseline is None else f", baseline {before:.4f} s" if before is not None else ", baseline -"
+            print(f"[{repeat + 1}/{repeats}] {point.name} {point.label}: numpy {numpy:.4f} s, shoal {shown} s{extra}", flush=True)
 
 
 def _last_line(text: str) -> str:
@@ -168,11 +178,12 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
-def table(rows: list[Row]) -> list[str]:
-    """The Markdown table of ``rows``."""
+def table(rows: list[Row], baseline: bool = False) -> list[str]:
+    """The Markdown table of ``rows`` (with the baseline's median and ratio, if measured)."""
     lines = [
-        "| kernel | size | arguments | NumPy s | Shoal s | Shoal min s | ratio | batches | sched. s | flag |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
+        "| kernel | size | arguments | NumPy s | Shoal s | Shoal min s | ratio | batches | sched. s | flag |"
+        + (" baseline s | baseline ratio |" if baseline else ""),
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|" + ("---:|---:|" if baseline else ""),
     ]
     for row in rows:
         numpy, shoal = row.median("numpy"), row.median("shoal")
@@ -181,10 +192,15 @@ def table(rows: list[Row]) -> list[str]:
         point = row.point
         batches = str(row.stats.batches) if row.stats else "-"
         scheduling = f"{row.stats.scheduling_seconds:.3f}" if row.stats else "-"
-        lines.append(
+        line = (
             f"| {point.name} | {point.label} | {point.size} {' '.join(point.arguments)} | {_seconds(numpy)} "
             f"| {_seconds(shoal)} | {_seconds(fastest)} | {ratio} | {batches} | {scheduling} | {row.flag} |"
         )
+        if baseline:
+            before = row.median("baseline")
+            shown = _seconds(before) if before is not None else (row.baseline_failure or "-")
+            line += f" {shown} | {f'{before / numpy:.2f}x' if numpy and before is not None else '-'} |"
+        lines.append(line)
     return lines
 
 
@@ -238,7 +254,7 @@ def read_table(path: Path) -> list[Row]:
     rows = []
     for line in path.read_text().splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) != 10 or (cells[0] not in KERNELS and cells[0] not in {e.name for e in EXAMPLES}):
+        if len(cells) not in (10, 12) or (cells[0] not in KERNELS and cells[0] not in {e.name for e in EXAMPLES}):
             continue
         name, label, arguments, numpy, shoal = cells[:5]
         size, *rest = arguments.split()
@@ -268,6 +284,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before a run is abandoned")
     parser.add_argument("--output", type=Path, default=None, help="Markdown file (default under benchmarks/results)")
     parser.add_argument("--replot", type=Path, default=None, help="draw the plot of a written table again")
+    parser.add_argument(
+        "--baseline", default=None, metavar="NAME=VALUE[,NAME=VALUE]",
+        help="also run Shoal with these settings added (e.g. SHOAL_SETTLED_THRESHOLD=0), alternating",
+    )
     args = parser.parse_args(argv)
     if args.replot is not None:
         rows = read_table(args.replot)
@@ -284,7 +304,13 @@ def main(argv: list[str] | None = None) -> None:
     output = args.output or RESULTS / f"{stem}.md"
     rows = [Row(point) for point in points(args.kernels, args.sizes, args.examples)]
     started = time.perf_counter()
-    measure(rows, args.repeats, environment, args.timeout)
+    baseline = None
+    if args.baseline:
+        baseline = dict(environment)
+        for assignment in args.baseline.split(","):
+            name, _, value = assignment.partition("=")
+            baseline[name.strip()] = value.strip()
+    measure(rows, args.repeats, environment, args.timeout, baseline)
     elapsed = time.perf_counter() - started
 
     setting = f"SHOAL_EAGER_THRESHOLD={args.eager_threshold}" if args.eager_threshold is not None else "default settings"
@@ -297,11 +323,12 @@ def main(argv: list[str] | None = None) -> None:
         f"`slower`: Shoal's fastest run is slower than {SLOWER:.2f}x NumPy's median. "
         "Ratio: Shoal median / NumPy median (below 1 is faster). Batches and sched. s (planning and "
         "ready-queue bookkeeping): the node engine's totals over the whole last Shoal run "
-        "(`SHOAL_STATS`), set-up included.",
+        "(`SHOAL_STATS`), set-up included."
+        + (f" Baseline: Shoal with `{args.baseline}`, in the same alternation." if args.baseline else ""),
         "",
         *summary(rows, args.sizes),
         "",
-        *table(rows),
+        *table(rows, baseline is not None),
         "",
     ]
     output.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,11 @@ Small batches run instruction by instruction (``direct.py``: no planning at all)
 ``planned`` rows set the engine's direct-work threshold to 0 so that every batch is planned into
 block operations, which is what batches over large arrays get.
 
+Recording is measured with small views of settled bases recorded like any other operation
+(``SHOAL_SETTLED_THRESHOLD=0``); a second table gives the cost of each kind of operation on small
+views of a settled lazy grid at default thresholds, where they are read and written in the
+engine's memory and computed by NumPy at once (``shoal/numpy/_settled.py``), against NumPy.
+
 Run: ``python -m benchmarks.per_op_cost [--iterations 500] [--sizes 1000,100000] [--repeats 5]``
 """
 
@@ -27,6 +32,7 @@ from types import ModuleType
 
 # Before shoal.numpy creates its runtime: every array lazy, no flush inside the recording loop.
 os.environ["SHOAL_EAGER_THRESHOLD"] = "0"
+os.environ["SHOAL_SETTLED_THRESHOLD"] = "0"
 os.environ.setdefault("SHOAL_ENGINE", "node")
 RECORD_ONLY_FLUSH_THRESHOLD = 10**9
 OPS_PER_ITERATION = 6  # NumPy calls in the loop body: *, +=, sqrt, *, *, +
@@ -35,6 +41,7 @@ import numpy  # noqa: E402
 
 import shoal.numpy  # noqa: E402
 from shoal import runtime as shoal_runtime  # noqa: E402
+from shoal import settings  # noqa: E402
 
 
 def body(np: ModuleType, a, b, iterations: int):
@@ -99,12 +106,49 @@ def recorded(size: int, iterations: int, direct_work: int | None) -> tuple[float
 def end_to_end(np: ModuleType, size: int, iterations: int) -> float:
     """Seconds per operation of the loop run to a read result at default settings."""
     if np is shoal.numpy:
-        shoal_runtime.current().flush_threshold = shoal_runtime.DEFAULT_FLUSH_THRESHOLD
+        shoal_runtime.current().flush_threshold = settings.FLUSH_THRESHOLD.default
     a = np.linspace(0.0, 1.0, size)
     b = np.ones(size)
     started = time.perf_counter()
     float(body(np, a, b, iterations)[0])
     return (time.perf_counter() - started) / (iterations * OPS_PER_ITERATION)
+
+
+SETTLED_GRID = 1000  # a lazy grid at default thresholds (10^6 elements), rows of 998
+
+
+def settled_costs(repeats: int, calls: int = 20000) -> list[tuple[str, float, float]]:
+    """(operation, Shoal seconds, NumPy seconds) per call on small views of a settled grid."""
+    runtime = shoal_runtime.current()
+    saved = runtime.eager_threshold, runtime.settled_threshold
+    runtime.eager_threshold, runtime.settled_threshold = settings.EAGER_THRESHOLD.default, settings.SETTLED_THRESHOLD.default
+    try:
+        lazy = shoal.numpy.ones((SETTLED_GRID, SETTLED_GRID))
+        float(lazy[0, 0])  # settled: nothing recorded writes it
+        plain = numpy.ones((SETTLED_GRID, SETTLED_GRID))
+        vector = numpy.ones(SETTLED_GRID - 2)
+        results = []
+        for name, operation in (
+            ("element read `g[i, j]`", lambda g: g[5, 7]),
+            ("row view `g[i, 1:-1]`", lambda g: g[5, 1:-1]),
+            ("`g[i, 1:-1] + g[i + 1, 1:-1]`", lambda g: g[5, 1:-1] + g[6, 1:-1]),
+            ("`g[i, 1:-1] @ v` (v NumPy)", lambda g: g[5, 1:-1] @ vector),
+            ("row write `g[i, 1:-1] = v`", lambda g: g.__setitem__((5, slice(1, -1)), vector)),
+            ("Gauss-Seidel row (11 calls)", lambda g: g.__setitem__((5, slice(1, -1)), 0.2 * (g[4, 1:-1] + g[5, 1:-1] + g[6, 1:-1] + g[5, :-2] + g[5, 2:]))),
+        ):
+            timings = {}
+            for label, grid in (("shoal", lazy), ("numpy", plain)):
+                best = float("inf")
+                for _ in range(repeats):
+                    started = time.perf_counter()
+                    for _ in range(calls):
+                        operation(grid)
+                    best = min(best, (time.perf_counter() - started) / calls)
+                timings[label] = best
+            results.append((name, timings["shoal"], timings["numpy"]))
+        return results
+    finally:
+        runtime.eager_threshold, runtime.settled_threshold = saved
 
 
 def _us(seconds: float) -> str:
@@ -142,6 +186,13 @@ def main(argv: list[str] | None = None) -> None:
         kind = "; ".join(" / ".join(pair) for pair in sorted(kinds))
         print(f"| {size} | {kind} | {_us(m['record'])} | {per_iteration} | {_us(m['fp'])} | {_us(m['fr'])} | {_us(m['rp'])} "
               f"| {_us(m['rr'])} | {_us(m['record'] + m['rp'])} | {_us(m['shoal'])} | {_us(m['numpy'])} |")
+
+    print()
+    print(f"Small views of a settled {SETTLED_GRID} x {SETTLED_GRID} lazy grid (default thresholds), microseconds per call, best of {args.repeats}:")
+    print("| operation | Shoal | NumPy | Shoal / NumPy |")
+    print("|---|---:|---:|---:|")
+    for name, shoal_seconds, numpy_seconds in settled_costs(args.repeats):
+        print(f"| {name} | {_us(shoal_seconds)} | {_us(numpy_seconds)} | {shoal_seconds / numpy_seconds:.1f}x |")
 
 
 if __name__ == "__main__":

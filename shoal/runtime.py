@@ -9,6 +9,7 @@ from __future__ import annotations
 import atexit
 import collections
 import contextlib
+import math
 import sys
 import threading
 from collections.abc import Iterator
@@ -54,6 +55,13 @@ class LazyBase:
             runtime.release(self.id)
 
 
+# A small view of a base that recorded work still changes is read (or written) in place after a
+# flush once this many small instructions in a row were recorded: the program is in a loop of
+# small operations, which recording makes slow; a small write amid whole-array work (a boundary
+# row of a stencil) is recorded and fuses with it.
+SETTLING_RUN = 8
+
+
 class Runtime:
     """Records bytecode and runs it on a component at flush triggers."""
 
@@ -62,6 +70,7 @@ class Runtime:
         engine: str | Component | None = None,
         eager_threshold: int | None = None,
         flush_threshold: int | None = None,
+        settled_threshold: int | None = None,
     ) -> None:
         # The default engine is created with the first lazy array: a program whose arrays all stay small
         # never loads it (its modules and thread pool cost start-up time and peak memory). An engine
@@ -74,6 +83,7 @@ class Runtime:
             self._engine = create(engine)
         self.eager_threshold: int = settings.EAGER_THRESHOLD.value(eager_threshold)
         self.flush_threshold: int = max(1, settings.FLUSH_THRESHOLD.value(flush_threshold))
+        self.settled_threshold: int = settings.SETTLED_THRESHOLD.value(settled_threshold)
         self.dump: bool = settings.DUMP.value()
         self.verify: bool = settings.VERIFY.value()
         self.stats = Stats()
@@ -81,6 +91,15 @@ class Runtime:
         trace.from_settings()
         self._lock = threading.RLock()
         self._pending = Batch()
+        # Bases the pending batch declares, writes and reads: the others are settled.
+        self._declared: set[int] = set()
+        self._written: set[int] = set()
+        self._read: set[int] = set()
+        self._small_run = 0  # instructions in a row, up to the last, on views of fewer than settled_threshold elements
+        # Whole-base memory the component handed out since the last flush (a flush may move it),
+        # to read, and to write (a component may refuse writes it allows reads of).
+        self._settled: dict[int, np.ndarray] = {}
+        self._writable: dict[int, np.ndarray] = {}
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -113,6 +132,7 @@ class Runtime:
             base_id = self._next_id
             self._next_id += 1
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
+            self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
                 if donate:
@@ -127,11 +147,34 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
+            if self._small(outputs, inputs):
+                self._small_run += 1
+            else:
+                self._small_run = 0
+            written = self._written
+            for view in outputs:
+                written.add(view.base)
+            read = self._read
+            for value in inputs:
+                if type(value) is View:
+                    read.add(value.base)
             self._carried.clear()
             if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
                 pending.instructions, self.flush_threshold
             ):
                 self.flush()
+
+    def _small(self, outputs: tuple[View, ...], inputs: tuple) -> bool:
+        """True if the instruction writes and reads fewer than ``settled_threshold`` elements per
+        view (a matrix-vector product with a small result is not small work)."""
+        limit = self.settled_threshold
+        for view in outputs:
+            if math.prod(view.shape) >= limit:
+                return False
+        for value in inputs:
+            if type(value) is View and math.prod(value.shape) >= limit:
+                return False
+        return bool(outputs)
 
     def carry(self, array: object) -> None:
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
@@ -163,6 +206,12 @@ class Runtime:
                     self._engine.flush()
                 return
             self._pending = Batch()
+            self._declared = set()
+            self._small_run = 0
+            self._written = set()
+            self._read = set()
+            self._settled = {}
+            self._writable = {}
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
@@ -195,9 +244,70 @@ class Runtime:
                 self._known.pop(instruction.attr("base"), None)
         return loads(dumps(batch))
 
-    def read(self, view: View) -> np.ndarray:
-        """Flush, then fetch the current contents of ``view`` as a new ndarray."""
+    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        """The component's live ndarray for ``view`` if no recorded instruction still changes its
+        base (with ``write``: none reads it either), else None. Reading it, or writing it, is then
+        what running the recorded work first and reading, or recording the write, would do."""
         with self._lock:
+            base = view.base
+            engine = self._engine
+            if base in self._written or (write and base in self._read) or not self.settled_threshold:
+                return None
+            if base in self._declared:  # the data it is declared with is its memory until the flush
+                return None if write and base not in self._pending.donated else self._declared_memory(view, write)
+            cache = self._writable if write else self._settled
+            whole = cache.get(base)
+            if whole is None:
+                if engine is None:
+                    return None
+                memory = engine.memory(view, write)
+                whole = None if memory is None else memory.base
+                if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
+                    return memory
+                cache[base] = whole
+                if write:  # the component may have given the base memory of its own to write
+                    self._settled[base] = whole
+                return memory
+            return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
+
+    def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
+        """Like :meth:`memory`, but where recorded work stands in the way and the component offers
+        its memory, that work runs first (a flush) when ``element`` is true (one element is read)
+        or the last ``SETTLING_RUN`` recorded instructions were all small. An element loop over a
+        freshly computed array, or a row loop filling a new one, then costs one flush, not a
+        recorded instruction per element or row; a batch of whole-array work (a stencil's loop
+        body writing a boundary row) is not cut for a small view."""
+        with self._lock:
+            memory = self.memory(view, write)
+            if memory is not None or not self.settled_threshold:
+                return memory
+            base = view.base
+            if base not in self._written and base not in self._declared and not (write and base in self._read):
+                return None  # the component refused it
+            if not element and self._small_run < SETTLING_RUN:
+                return None
+            engine = self._engine
+            if engine is None or type(engine).memory is Component.memory:
+                return None
+            self.flush()
+            return self.memory(view, write)
+
+    def _declared_memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        """``view`` of the data a base declared in the pending batch starts with, if that data is
+        what the component will hold (its own dtype, contiguous). Data given away (donated) may
+        be written: the component receives what it holds at the flush."""
+        data = self._pending.data.get(view.base)
+        if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
+            return None
+        return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
+
+    def read(self, view: View) -> np.ndarray:
+        """The current contents of ``view`` as a new ndarray (recorded work that writes its base
+        runs first)."""
+        with self._lock:
+            settled = self.memory(view)
+            if settled is not None:
+                return settled.copy()
             self.flush()
             tracer = trace.TRACER
             if tracer is None:
@@ -255,6 +365,7 @@ def configure(
     engine: str | Component | None = None,
     eager_threshold: int | None = None,
     flush_threshold: int | None = None,
+    settled_threshold: int | None = None,
 ) -> Iterator[Runtime]:
     """Use a fresh runtime with these settings inside the block; the previous one comes back after.
 
@@ -264,7 +375,7 @@ def configure(
     previous = _current
     if previous is not None:
         previous.flush()
-    runtime = Runtime(engine, eager_threshold, flush_threshold)
+    runtime = Runtime(engine, eager_threshold, flush_threshold, settled_threshold)
     _current = runtime
     try:
         yield runtime

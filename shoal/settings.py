@@ -146,6 +146,13 @@ STACK = _text(
 # the node engine anyway (``direct.py``), so recording them only added overhead (1.4-2.7x NumPy's time
 # at 10^5-3*10^5 elements, ``python -m benchmarks.size_sweep``).
 EAGER_THRESHOLD = _integer("SHOAL_EAGER_THRESHOLD", 1 << 19, "Arrays with fewer elements stay plain NumPy arrays.")
+# Small views of a base that no recorded instruction still changes are read (and written) in the
+# component's memory and their results computed by NumPy at once (``shoal/numpy/_settled.py``).
+SETTLED_THRESHOLD = _integer(
+    "SHOAL_SETTLED_THRESHOLD",
+    1 << 19,
+    "Views of fewer elements of a base with no pending writes are read and written in place and computed at once by NumPy (0: never).",
+)
 FLUSH_THRESHOLD = _integer("SHOAL_FLUSH_THRESHOLD", 2048, "Instructions per batch before it is handed to the stack.", minimum=1)
 DUMP = _flag("SHOAL_DUMP", "Print every batch's disassembly to standard error.")
 VERIFY = _flag("SHOAL_VERIFY", "Verify every batch and round-trip it through the wire format before it runs.")

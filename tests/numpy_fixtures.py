@@ -89,8 +89,9 @@ ALL_MODES = [*LAZY_MODES, Mode("reference", lazy=False)]
 
 
 @contextlib.contextmanager
-def shoal_numpy(mode: Mode, flush_threshold: int = SMALL_FLUSH_THRESHOLD) -> Iterator[ModuleType]:
-    """``shoal.numpy`` running under a fresh runtime configured for ``mode``."""
+def shoal_numpy(mode: Mode, flush_threshold: int = SMALL_FLUSH_THRESHOLD, settled_threshold: int | None = None) -> Iterator[ModuleType]:
+    """``shoal.numpy`` running under a fresh runtime configured for ``mode`` (``settled_threshold``
+    0: small views of settled bases are recorded like any other, see ``shoal/numpy/_settled.py``)."""
     if AGAINST_NUMPY:
         yield np
         return
@@ -98,7 +99,7 @@ def shoal_numpy(mode: Mode, flush_threshold: int = SMALL_FLUSH_THRESHOLD) -> Ite
     module = importlib.import_module("shoal.numpy")
     eager_threshold = 0 if mode.lazy else EAGER_EVERYTHING
     with runtime.configure(
-        engine=mode.engine, eager_threshold=eager_threshold, flush_threshold=flush_threshold
+        engine=mode.engine, eager_threshold=eager_threshold, flush_threshold=flush_threshold, settled_threshold=settled_threshold
     ):
         yield module
 

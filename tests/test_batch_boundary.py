@@ -58,7 +58,7 @@ def node(monkeypatch):
     monkeypatch.setenv("SHOAL_BLOCK_SIZE", "64")
     monkeypatch.setenv("SHOAL_COMPILE", "off")
     monkeypatch.setenv("SHOAL_DIRECT_WORK", "0")
-    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=40) as rt:
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=40, settled_threshold=0) as rt:
         assert isinstance(rt.engine, NodeEngine)
         yield rt
 

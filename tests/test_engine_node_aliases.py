@@ -24,7 +24,7 @@ def node(request, monkeypatch):
     monkeypatch.setenv("SHOAL_BLOCK_SIZE", str(block))
     monkeypatch.setenv("SHOAL_COMPILE", compile)
     monkeypatch.setenv("SHOAL_DIRECT_WORK", "0")
-    with runtime.configure(engine="node", eager_threshold=0) as rt:
+    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
         assert isinstance(rt.engine, NodeEngine)
         yield rt
 

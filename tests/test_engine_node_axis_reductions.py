@@ -296,7 +296,7 @@ def test_numpy_programs_fuse_axis_reductions_and_match_numpy(dtype, monkeypatch)
         ]
 
     expected = reductions(np, data)
-    with runtime.configure(engine="node", eager_threshold=0) as current:
+    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as current:
         lazy = reductions(snp, snp.array(data))
         got = [np.asarray(lazy[0])]  # runs the one batch
         stats = current.engine.last_stats

@@ -84,7 +84,7 @@ def test_black_scholes_days_share_their_kernel_structures(flush_threshold, expec
     second one, whose results outlive the batch; a batch ending mid-day adds two more, for the
     part days at its end and at the next one's start."""
     engine = CapturingEngine()
-    with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=flush_threshold):
+    with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=flush_threshold, settled_threshold=0):
         got = black_scholes(snp, 1000, 12)
     assert got == pytest.approx(black_scholes(numpy, 1000, 12), rel=1e-12)
     groups, keys = kernel_structures(engine.batches)

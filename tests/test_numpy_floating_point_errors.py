@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 from numpy_fixtures import assert_same, flush_count, needs_runtime
 
+import shoal.runtime
+
 N = 1000
 
 
@@ -247,6 +249,7 @@ def test_log(snp: ModuleType, case: Case) -> None:
 def test_lazy_when_no_mode_needs_the_caller(snp: ModuleType) -> None:
     """Ignored and warned-about categories leave operations lazy: nothing runs at the call."""
     needs_runtime()
+    shoal.runtime.current().settled_threshold = 0  # small settled views are computed at once
     a = snp.linspace(-1, 1, N)
     before = flush_count()
     with np.errstate(all="ignore"):
@@ -270,6 +273,7 @@ def test_mode_of_another_category_does_not_raise(snp: ModuleType) -> None:
 def test_each_thread_has_its_own_error_state(snp: ModuleType) -> None:
     """``np.errstate`` is a context variable: one thread's ``"raise"`` leaves another lazy."""
     needs_runtime()
+    shoal.runtime.current().settled_threshold = 0  # small settled views are computed at once
     errors: list[str] = []
     entered, leave = threading.Event(), threading.Event()
 

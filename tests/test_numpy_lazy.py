@@ -20,9 +20,9 @@ LARGE_BATCH = 1 << 20
 
 @pytest.fixture(params=LAZY_MODES, ids=lambda mode: mode.label)
 def recording(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
-    """``shoal.numpy`` with every array lazy and no size-triggered flushes."""
+    """``shoal.numpy`` with every array lazy, recorded, and no size-triggered flushes."""
     needs_runtime()
-    with shoal_numpy(request.param, flush_threshold=LARGE_BATCH) as module:
+    with shoal_numpy(request.param, flush_threshold=LARGE_BATCH, settled_threshold=0) as module:
         yield module
 
 
@@ -106,8 +106,9 @@ def test_flush_with_nothing_recorded_does_nothing(recording: ModuleType) -> None
     assert flush_count() == before
 
 
-def test_batch_size_threshold_flushes_without_a_read() -> None:
+def test_batch_size_threshold_flushes_without_a_read(monkeypatch: pytest.MonkeyPatch) -> None:
     needs_runtime()
+    monkeypatch.setenv("SHOAL_SETTLED_THRESHOLD", "0")  # else the settled array is updated in place
     with shoal_numpy(LAZY_MODES[0], flush_threshold=8) as snp:
         array = snp.arange(100.0)
         before = flush_count()

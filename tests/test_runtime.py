@@ -26,7 +26,7 @@ def test_long_loop_keeps_live_bases_flat() -> None:
 
 
 def test_batch_flushes_at_threshold_and_not_before() -> None:
-    with runtime.configure(engine="reference", eager_threshold=0, flush_threshold=10) as rt:
+    with runtime.configure(engine="reference", eager_threshold=0, flush_threshold=10, settled_threshold=0) as rt:
         a = np.zeros(50)
         for _ in range(4):
             a += 1

@@ -77,7 +77,7 @@ def _check_well_formed(events: list[dict]) -> None:
 
 def test_a_heat_equation_run_has_its_batches_plans_and_block_operations(tracer):
     engine = NodeEngine(NodeConfig(threads=2, block_size=1024, compile="off", direct_work=0))
-    with runtime.configure(engine=engine, eager_threshold=0):
+    with runtime.configure(engine=engine, eager_threshold=0, settled_threshold=0):
         grid, delta = _heat(snp, 62, 3)
         values = np.asarray(grid)
     expected, expected_delta = _heat(np, 62, 3)

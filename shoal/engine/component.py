@@ -70,6 +70,17 @@ class Component(abc.ABC):
     def fetch(self, view: View) -> np.ndarray:
         """A new ndarray holding the contents of ``view`` after every batch executed so far."""
 
+    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        """The live ndarray that ``view`` describes in this component's own memory, or None.
+
+        Only for a base that no batch executed so far still has to change: the caller reads it
+        (or, with ``write``, writes it) in place of recording an instruction. None where the
+        component cannot offer that (it runs batches elsewhere, or the base's values live in
+        another base's region). Where its ``base`` is a C-contiguous ndarray, that array is the
+        base's whole memory from its first byte: the caller may keep it to make other views of
+        the base until it executes the next batch."""
+        return None
+
     def flush(self) -> None:
         """Return once every batch executed so far has run; raise an :class:`EngineError` for
         one that failed (a component that runs batches inside ``execute`` has nothing to do)."""

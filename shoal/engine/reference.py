@@ -92,6 +92,11 @@ class ReferenceEngine(Component):
     def fetch(self, view: View) -> np.ndarray:
         return self._array(view).copy()
 
+    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        if view.base not in self._bases and view.base not in self._declared:
+            return None
+        return self._array(view)
+
     def _release(self, base: int) -> None:
         self._bases.pop(base, None)
         self._declared.pop(base, None)

@@ -265,7 +265,14 @@ def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
 
 
 def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = None, **kwargs: Any) -> Any:
-    """``np.fromfunction``."""
+    """``np.fromfunction``: NumPy's own when one grid (the result's size) is small, though all
+    grids together may not be."""
+    try:
+        size = math.prod(operator.index(extent) for extent in shape)
+    except TypeError:
+        size = 0  # not a shape: NumPy raises its own error
+    if like is None and is_small(size):
+        return np.fromfunction(function, shape, dtype=dtype, **kwargs)
     grids = indices(shape, dtype=dtype)
     return function(*grids, **kwargs)
 

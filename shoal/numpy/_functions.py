@@ -10,6 +10,7 @@ from shoal import runtime as _runtime
 from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import from_numpy, is_lazy, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._ufunc import apply_ufunc
 
 _PY_SCALARS = (bool, int, float, complex)
@@ -76,6 +77,10 @@ def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
     dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
     if not is_lazy(a) and not is_lazy(out):
         return np.round(a, decimals, out)
+    if out is None:
+        eager = settled_call(np.round, (a, decimals))
+        if eager is not NOT_SETTLED:
+            return eager
     if dtype.kind in "biu":
         if decimals >= 0:
             return _shape.copy(a) if out is None else apply_ufunc(np.positive, (a,), out=out)

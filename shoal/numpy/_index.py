@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ from shoal.bytecode import View
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
+from shoal.numpy._settled import readable, writable
 
 
 def _normalize(key: Any) -> tuple[Any, ...]:
@@ -52,18 +54,84 @@ def _is_element(array: ndarray, key: tuple[Any, ...]) -> bool:
     return integers == array.ndim
 
 
+def simple_view(view: View, key: Any) -> tuple[View, bool] | None:
+    """The view that ``key`` selects from ``view`` and whether it is one element, for the
+    common keys (integers inside the bounds and slices of plain integers, at most one item per
+    axis), computed here; None for any other key (the probe in :func:`basic_view` then gives
+    NumPy's view or its error)."""
+    items = key if type(key) is tuple else (key,)
+    shape = view.shape
+    if len(items) > len(shape):
+        return None
+    strides = view.strides
+    offset = view.offset
+    new_shape: list[int] = []
+    new_strides: list[int] = []
+    axis = 0
+    for item in items:
+        kind = type(item)
+        if kind is int or (kind is not bool and kind is not slice and isinstance(item, np.integer)):
+            index = int(item)
+            extent = shape[axis]
+            if index < 0:
+                index += extent
+            if index < 0 or index >= extent:
+                return None
+            offset += index * strides[axis]
+        elif kind is slice:
+            step = item.step
+            if (
+                (step is not None and (type(step) is not int or step == 0))
+                or (item.start is not None and type(item.start) is not int)
+                or (item.stop is not None and type(item.stop) is not int)
+            ):
+                return None
+            first, stop, step = item.indices(shape[axis])
+            length = (stop - first + step - 1) // step if step > 0 else (first - stop - step - 1) // -step
+            stride = strides[axis]
+            if length > 0:
+                offset += first * stride
+                new_shape.append(length)
+                new_strides.append(stride * step)
+            else:
+                new_shape.append(0)
+                new_strides.append(stride)  # NumPy keeps the stride of an empty slice
+        else:
+            return None
+        axis += 1
+    if axis < len(shape):
+        new_shape.extend(shape[axis:])
+        new_strides.extend(strides[axis:])
+    elif not new_shape:
+        return View(view.base, view.dtype, offset, (), ()), True
+    return make_view(view.base, view.dtype, offset, tuple(new_shape), tuple(new_strides)), False
+
+
 def getitem(array: ndarray, key: Any) -> Any:
     """``array[key]`` with NumPy's semantics."""
+    simple = simple_view(array._view, key)
+    if simple is not None:
+        view, element = simple
+        if not element:
+            return array._derive(view)
+        memory = array._base.runtime.settle(view, element=True)
+        if memory is not None:  # a settled base: NumPy's own scalar, read in place
+            return memory[()]
+        return _element(array, view)
     key = _normalize(key)
     if any(_is_advanced(item) for item in key):
         return _advanced_get(array, key)
     view, _ = basic_view(array, key)
     if _is_element(array, key):
-        element = new_array(view.dtype, ())
-        array._base.runtime.record("copy", (element._view,), (view,))
-        element._scalar = True
-        return element
+        return _element(array, view)
     return array._derive(view)
+
+
+def _element(array: ndarray, view: View) -> ndarray:
+    element = new_array(view.dtype, ())
+    array._base.runtime.record("copy", (element._view,), (view,))
+    element._scalar = True
+    return element
 
 
 def _encode(key: tuple[Any, ...]) -> tuple[tuple[tuple[Any, ...], ...], list[np.ndarray]]:
@@ -116,6 +184,11 @@ def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
     shape = _advanced_shape(array, key)
     if _has_scalar_bool(key):
         return wrap_numpy(array._value()[key])
+    runtime = array._base.runtime
+    if math.prod(shape) < runtime.settled_threshold:
+        memory = runtime.memory(array._view)
+        if memory is not None:  # a small gather from a settled base: NumPy's copy, at once
+            return memory[key]
     encoded, index_arrays = _encode(key)
     result = new_array(array.dtype, shape)
     inputs = (array._view, *(operand(index) for index in index_arrays))
@@ -158,6 +231,8 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
     if array._readonly:
         raise ValueError("assignment destination is read-only")
     key = _normalize(key)
+    if _set_in_place(array, key, value):
+        return
     vshape, value = _value_shape(cast_now(value, array.dtype))
     if any(_is_advanced(item) for item in key):
         _advanced_set(array, key, vshape, value)
@@ -179,6 +254,35 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
         drop = len(source.shape) - len(stripped)
         source = View(source.base, source.dtype, source.offset, source.shape[drop:], source.strides[drop:])
     array._base.runtime.record("copy", (target,), (source,))
+
+
+def _set_in_place(array: ndarray, key: tuple[Any, ...], value: Any) -> bool:
+    """``array[key] = value`` written by NumPy straight into the component's memory, if no
+    recorded work touches ``array``'s base, the key is basic, the target small and ``value`` is
+    not a lazy array other than a small view of a settled base. False if not done."""
+    simple = simple_view(array._view, key)
+    if simple is not None:
+        target = simple[0]
+    else:
+        for item in key:
+            if _is_advanced(item):
+                return False
+        try:
+            target, _ = basic_view(array, key)
+        except IndexError:
+            return False  # raised again, in NumPy's order, where the assignment is recorded
+    if math.prod(target.shape) >= array._base.runtime.settled_threshold:
+        return False
+    memory = writable(array)
+    if memory is None:
+        return False
+    if is_lazy(value):
+        source = readable(value)
+        if source is None:
+            return False
+        value = source[()] if value._scalar else source
+    memory[key] = value
+    return True
 
 
 def _advanced_set(array: ndarray, key: tuple[Any, ...], vshape: tuple[int, ...], value: Any) -> None:

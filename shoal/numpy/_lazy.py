@@ -267,6 +267,12 @@ class ndarray(metaclass=_NdarrayMeta):
 
     # NumPy protocols ------------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "__call__" and len(inputs) == ufunc.nin and kwargs.keys() <= _SETTLED_KEYWORDS:
+            eager = _settled.settled_ufunc(
+                ufunc, inputs, kwargs.get("out"), kwargs.get("where", True), kwargs.get("dtype"), kwargs.get("casting", "same_kind")
+            )
+            if eager is not _settled.NOT_SETTLED:
+                return eager
         return _ufunc.array_ufunc(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
@@ -324,6 +330,9 @@ class _Flags:
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------
+_SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
+
+
 def make_view(base: int, dtype: np.dtype, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> View:
     """A view; empty views are anchored at offset 0 so they always lie inside their base."""
     if 0 in shape:
@@ -439,6 +448,7 @@ from shoal.numpy import (  # noqa: E402
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
+    _settled,
     _shape,
     _ufunc,
     _ufunc_methods,  # noqa: F401  (accumulate, reduceat, fill_diagonal)

@@ -10,6 +10,7 @@ import numpy as np
 
 from shoal.numpy import _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import ndarray
+from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._ufunc import apply_ufunc
 
 
@@ -85,8 +86,13 @@ ndarray.__abs__ = lambda self: apply_ufunc(np.absolute, (self,))
 ndarray.__invert__ = lambda self: apply_ufunc(np.invert, (self,))
 ndarray.__divmod__ = lambda self, other: apply_ufunc(np.divmod, (self, other))
 ndarray.__rdivmod__ = lambda self, other: apply_ufunc(np.divmod, (other, self))
-ndarray.__matmul__ = lambda self, other: _linalg.matmul(self, other)
-ndarray.__rmatmul__ = lambda self, other: _linalg.matmul(other, self)
+def _matmul(a: Any, b: Any) -> Any:
+    eager = settled_call(np.matmul, (a, b))
+    return _linalg.matmul(a, b) if eager is NOT_SETTLED else eager
+
+
+ndarray.__matmul__ = lambda self, other: _matmul(self, other)
+ndarray.__rmatmul__ = lambda self, other: _matmul(other, self)
 
 
 def _imatmul(self: ndarray, other: Any) -> ndarray:
@@ -237,7 +243,8 @@ def _view_parameters(dtype: Any = None, type: Any = None) -> None:
 
 
 def _dot(self: ndarray, other: Any, /, out: Any = None) -> Any:
-    return _linalg.dot(self, other, out)
+    eager = NOT_SETTLED if out is not None else settled_call(np.dot, (self, other))
+    return _linalg.dot(self, other, out) if eager is NOT_SETTLED else eager
 
 
 def _conjugate(self: ndarray, /) -> Any:

@@ -12,6 +12,7 @@ from shoal.bytecode import BY_NAME
 from shoal.numpy._fperr import eager_reduction, strict
 from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array
 from shoal.numpy._probe import format_shape, quietly, value_probe
+from shoal.numpy._settled import NOT_SETTLED, settled_call
 
 _NO_DTYPE = {"min", "max", "any", "all", "argmin", "argmax"}
 _UNSUPPORTED_OPTIONS = ("initial", "where", "mean")
@@ -52,6 +53,19 @@ def _check_out(out: Any, shape: tuple[int, ...], name: str) -> None:
         raise ValueError("output array is read-only")
 
 
+def _settled_reduction(name: str, function: Any, array: ndarray, axis: Any, dtype: Any, keepdims: Any, ddof: Any) -> Any:
+    """The reduction computed by NumPy at once on a small view of a settled base, or
+    :data:`NOT_SETTLED`."""
+    kwargs: dict[str, Any] = {"axis": axis}
+    if keepdims is not np._NoValue:
+        kwargs["keepdims"] = keepdims
+    if name not in _NO_DTYPE:
+        kwargs["dtype"] = dtype
+    if name in ("var", "std"):
+        kwargs["ddof"] = ddof
+    return settled_call(function, (array,), kwargs)
+
+
 def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, ddof: Any = 0, **options: Any) -> Any:
     """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax."""
     function = getattr(np, name)
@@ -60,6 +74,10 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
+    if type(array) is ndarray and out is None and all(value is np._NoValue for value in options.values()):
+        eager = _settled_reduction(name, function, array, axis, dtype, keepdims, ddof)
+        if eager is not NOT_SETTLED:
+            return eager
     unsupported = {k: v for k, v in options.items() if k in _UNSUPPORTED_OPTIONS and v is not np._NoValue}
     if unsupported or set(options) - set(_UNSUPPORTED_OPTIONS) or not is_lazy(array):
         from shoal.numpy._dispatch import fallback_call

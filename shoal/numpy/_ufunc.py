@@ -12,6 +12,7 @@ from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
+from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -41,6 +42,9 @@ def apply_ufunc(
     if len(inputs) != ufunc.nin:
         # Let NumPy produce its own argument-count error.
         quietly(ufunc, *[0] * len(inputs))
+    eager = settled_ufunc(ufunc, inputs, out, where, dtype, casting)
+    if eager is not NOT_SETTLED:
+        return eager
     outs = _normalize_out(ufunc, out)
     shapes, probes = [], []
     for value in inputs:

@@ -229,6 +229,19 @@ class NodeEngine(Component):
         self._storage.decl(view.base)
         return self._storage.contents(view)
 
+    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
+        storage = self._storage
+        base = view.base
+        if base not in storage.decls:
+            return None
+        aliases = storage.aliases()
+        if base in aliases or (write and any(region.base == base for region in aliases.values())):
+            return None  # its values live in another base's region, or an alias reads this one
+        if write:
+            storage.ensure(base)
+            storage.make_writable(base)
+        return storage.array(view)
+
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.close()
