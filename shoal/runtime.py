@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import settings, trace
+from shoal import fp_warnings, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
-from shoal.engine import Component, create, stack_names
+from shoal.engine import Component, create, fp_signals, stack_names
 
 
 def default_engine_name() -> str:
@@ -81,6 +81,7 @@ class Runtime:
         trace.from_settings()
         self._lock = threading.RLock()
         self._pending = Batch()
+        self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -127,6 +128,9 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
+            site = fp_warnings.site()
+            if site is not None:
+                self._sites[len(pending.instructions) - 1] = site
             self._carried.clear()
             if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
                 pending.instructions, self.flush_threshold
@@ -163,6 +167,7 @@ class Runtime:
                     self._engine.flush()
                 return
             self._pending = Batch()
+            sites, self._sites = self._sites, {}
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
@@ -173,16 +178,19 @@ class Runtime:
 
                 print(disassemble(batch), file=sys.stderr)
             engine = self.engine
+            fp_signals.watch(fp_warnings.watched(sites))
             tracer = trace.TRACER
             if tracer is None:
                 engine.execute(batch)
                 if wait:
                     engine.flush()
-                return
-            with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
-                engine.execute(batch)
-                if wait:
-                    engine.flush()
+            else:
+                with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
+                    engine.execute(batch)
+                    if wait:
+                        engine.flush()
+            if sites:
+                fp_warnings.emit(fp_signals.take(), sites)
 
     def _check(self, batch: Batch) -> Batch:
         from shoal.bytecode import dumps, loads, verify

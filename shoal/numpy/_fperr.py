@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import fp_warnings
 from shoal.numpy._lazy import deliver, from_numpy, is_lazy, ndarray
 
 _LAZY_MODES = frozenset(("ignore", "warn"))
@@ -26,18 +27,19 @@ _last: tuple[Any, bool] = (object(), False)
 
 
 def strict() -> bool:
-    """True when a floating-point error must reach the caller now (some category neither
-    ignored nor only warned about)."""
+    """True when a floating-point error must reach the caller now: some category neither
+    ignored nor only warned about, or warned about while the warnings filters may turn the
+    ``RuntimeWarning`` into an error."""
     global _last
     if _STATE is None:
-        return _strict_modes()
+        return _strict_modes() or fp_warnings.raises()
     state = _STATE.get()
     last = _last
     if state is last[0]:
-        return last[1]
+        return last[1] or fp_warnings.raises()
     verdict = _strict_modes()
     _last = (state, verdict)
-    return verdict
+    return verdict or fp_warnings.raises()
 
 
 def _strict_modes() -> bool:

@@ -27,6 +27,7 @@ import numpy as np
 
 from shoal import trace
 from shoal.bytecode import Batch, View, verify
+from shoal.engine import fp_signals
 from shoal.engine.component import Component, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
@@ -114,6 +115,7 @@ class NodeEngine(Component):
 
     def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
+        fp_signals.begin(batch)
         if self._verify is not None:
             verify(batch, self._storage.decls, limits=self._verify)
         started = time.perf_counter()
@@ -205,6 +207,7 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
+        fp_signals.planned(batch)
         plan = plan_batch(cluster(batch), self._storage.decls)
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import Const, Instruction, Kind, View, spec
+from shoal.engine import fp_signals
+from shoal.engine.node import fp_flags
 from shoal.engine.node.blocks import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
@@ -85,12 +87,11 @@ class GroupRunner:
         shape = program.partition.block_shape(index)
         kernel = None if self.kernels is None else self.kernels.ready(self.key)
         if kernel is not None and program.stores_rows:
-            return self._run_storing_rows(kernel, index, shape)
+            return fp_flags.compute_storing(self, kernel, index, shape)
         if program.sweeps > 1:
             raise RuntimeError("a kernel running several sweeps per pass has no NumPy path; it is planned only once compiled")
         buffers = {slot: block_buffer(slot, program.slots[slot].dtype, shape) for slot in program.reaches}
-        with np.errstate(all="ignore"):
-            result = self._compute(index, buffers)
+        result = fp_flags.compute(self, index, buffers)
         for slot, computed in buffers.items():
             held = store(computed, self._target(slot, index), *self.held_rows(slot, index))
             if held is not None:
@@ -351,7 +352,7 @@ class Builder:
         return commits
 
     def _fold(self, program: KernelProgram, which: int, ops: list[BlockOp], output: View) -> None:
-        with np.errstate(all="ignore"):
+        with fp_flags.noting(program.reductions[which].instruction):
             finalize(program, which, [op.result[which] for op in ops], self.storage.array(output))
 
     def _slot_blocks(self, program: KernelProgram, slot) -> list[list[tuple[int, int]]]:
@@ -439,7 +440,7 @@ class Builder:
             stop = min(start + rows, a.shape[0])
             a_panel = View(a.base, a.dtype, a.offset + start * a.strides[0], (stop - start, a.shape[1]), a.strides)
             out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, out.shape[1]), out.strides)
-            run = partial(self._run_panel, a_panel, b, out_panel)
+            run = partial(self._run_panel, a_panel, b, out_panel, instruction)
             reads = tuple(self._view_blocks(a_panel)) + b_blocks
             ops.append(BlockOp(self._next(), run, reads, tuple(self._view_blocks(out_panel)), (a.base, b.base, out.base), (out.base,), label="panel"))
         self.deps.insert_group(ops)
@@ -480,16 +481,16 @@ class Builder:
             stop = min(start + panel, rows)
             piece = _slab(source, split, start, stop)
             target = _slab(out, out_axis, start, stop)
-            run = partial(self._run_whole, Instruction(instruction.op, (target,), (piece,), instruction.attrs))
+            run = partial(self._run_whole, fp_signals.derived(Instruction(instruction.op, (target,), (piece,), instruction.attrs), instruction))
             reads, writes = tuple(self._view_blocks(piece)), tuple(self._view_blocks(target))
             ops.append(BlockOp(self._next(), run, reads, writes, (source.base, out.base), (out.base,), label="slab"))
         self.deps.insert_group(ops)
         self.counts.axis_panels += len(ops)
         return True
 
-    def _run_panel(self, a: View, b: View, out: View) -> None:
+    def _run_panel(self, a: View, b: View, out: View, instruction: Instruction | None = None) -> None:
         left, right, target = self.storage.array(a), self.storage.array(b), self.storage.array(out)
-        with np.errstate(all="ignore"):
+        with fp_flags.noting(instruction):
             if target.dtype == np.result_type(left, right):
                 np.matmul(left, right, out=target)
             else:
@@ -499,7 +500,7 @@ class Builder:
         storage = self.storage
         outs = [storage.array(view) for view in instruction.outputs]
         ins = [storage.constant(operand) if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
-        with np.errstate(all="ignore"):
+        with fp_flags.noting(instruction):
             spec(instruction.op).reference(outs, ins, instruction.attr_dict())
 
     def _release(self, base: int, temporaries: set[int]) -> None:

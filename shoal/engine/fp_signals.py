@@ -1,0 +1,112 @@
+"""Floating-point conditions an engine met, per instruction of the batch it ran.
+
+NumPy warns about a division by zero, an overflow, an invalid value or an underflow at the call
+that met it. Lazy operations run later, on other threads, so the engine notes each condition
+with the instruction that met it, as NumPy's message (``"divide by zero encountered in log"``),
+and the frontend reads the notes back with the batch and warns at the line that recorded the
+instruction (``shoal.numpy._fpwarn``).
+
+The frontend says before each batch which conditions anyone will look at (:func:`watch`);
+an engine skips its checks when none. Instructions are named by their position in the batch.
+A plan the engine replays for a later batch of the same structure holds the instructions of the
+batch it was planned for: :func:`planned` keeps their positions (the same in every batch the
+plan serves), :func:`derived` gives an instruction the engine made from another one the
+other's position.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import dataclass, field
+
+from shoal.bytecode import Batch, Instruction
+
+# NumPy's bits for the four conditions (``np.seterrcall`` handlers receive them too).
+DIVIDE, OVER, UNDER, INVALID = 1, 2, 4, 8
+CATEGORY_TEXT = {DIVIDE: "divide by zero", OVER: "overflow", UNDER: "underflow", INVALID: "invalid value"}
+_PRUNE_AT = 50_000
+
+
+@dataclass
+class _Batch:
+    """What the batch being run watches for, and the notes taken so far."""
+
+    watched: int = 0
+    batch: Batch | None = None
+    notes: list[tuple[Instruction, str]] = field(default_factory=list)
+
+
+_state = _Batch()
+_positions: dict[int, tuple[Instruction, int]] = {}  # id(instruction) -> (instruction, position)
+_lock = threading.Lock()
+
+
+def watch(conditions: int) -> None:
+    """Before a batch: the conditions (bits above) the frontend reports for it; 0 = none."""
+    global _state
+    _state = _Batch(watched=conditions)
+
+
+def watched() -> int:
+    """The conditions the batch being run is checked for (0: no checks)."""
+    return _state.watched
+
+
+def begin(batch: Batch) -> None:
+    """The engine starts running ``batch``."""
+    _state.batch = batch
+
+
+def planned(batch: Batch) -> None:
+    """``batch`` is being planned: its instructions' positions serve the plan's later replays."""
+    if not _state.watched:
+        return
+    with _lock:
+        if len(_positions) > _PRUNE_AT:
+            for key, (instruction, _position) in list(_positions.items()):
+                if sys.getrefcount(instruction) <= 3:  # only this table holds it
+                    del _positions[key]
+        for position, instruction in enumerate(batch.instructions):
+            _positions[id(instruction)] = (instruction, position)
+
+
+def derived(made: Instruction, source: Instruction) -> Instruction:
+    """``made`` (part of ``source``'s work) reports as ``source``; returns ``made``."""
+    with _lock:
+        entry = _positions.get(id(source))
+        if entry is not None and entry[0] is source:
+            _positions[id(made)] = (made, entry[1])
+    return made
+
+
+def note(instruction: Instruction, message: str) -> None:
+    """``instruction`` met a condition; ``message`` is NumPy's text for it."""
+    _state.notes.append((instruction, message))
+
+
+def take() -> list[tuple[int, str]]:
+    """The batch's notes as (position, message), in order of position, each once."""
+    state = _state
+    notes, state.notes = state.notes, []
+    if not notes:
+        return []
+    current = {} if state.batch is None else {id(i): n for n, i in enumerate(state.batch.instructions)}
+    found: dict[tuple[int, str], None] = {}
+    for instruction, message in notes:
+        position = current.get(id(instruction))
+        if position is None:
+            entry = _positions.get(id(instruction))
+            if entry is None or entry[0] is not instruction:
+                continue
+            position = entry[1]
+        found[(position, message)] = None
+    return sorted(found, key=lambda item: (item[0], _order(item[1])))
+
+
+def _order(message: str) -> int:
+    """NumPy's order of the conditions of one call: divide, overflow, underflow, invalid."""
+    for rank, text in enumerate(CATEGORY_TEXT.values()):
+        if message.startswith(text):
+            return rank
+    return len(CATEGORY_TEXT)

@@ -1,0 +1,344 @@
+"""Which instruction of a block operation met a floating-point condition, as NumPy reports it.
+
+The engine runs with NumPy's error reporting off; the frontend warns for lazy operations from
+the notes taken here (``shoal.engine.fp_signals``). Two gates, both cheap where nothing
+happens:
+
+- NumPy calls (the tile path, whole-view operations, reductions' folds, direct runs) run under
+  ``np.errstate(all="log")``: NumPy hands its own message (``"divide by zero encountered in
+  log"``) to a log object after each ufunc call that met a condition.
+- Compiled kernels (Numba, error model ``"numpy"``) leave the processor's status flags set:
+  ``feclearexcept`` before and ``fetestexcept`` after the call (0.35 µs the pair). Integer
+  division sets no flag there, so a compiled block with an integer division whose divisor may be
+  0 (or -1, where the quotient may overflow) is checked too.
+
+When a block's gate fires, :func:`attribute` recomputes the block's steps one by one with NumPy
+under ``"log"`` into scratch arrays: NumPy's own messages, per step, for exactly the steps that
+meet a condition (a fused kernel holding ``log`` and ``/`` blames the one that signalled;
+flags a compiled kernel raised where NumPy would not, such as a speculated division, blame
+none). A step whose inputs the kernel overwrote in place (``a = np.log(a)``, a deferred write
+the kernel stored itself) cannot be recomputed: a condition no recomputed step explains goes to
+the first such step that can meet it (its name in NumPy's message where the tile path gave one).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import platform
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode import Instruction, Kind, spec
+from shoal.engine import fp_signals
+from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, UNDER
+from shoal.engine.node.program import (
+    ARRAY,
+    CONST,
+    DEFERRED,
+    KernelProgram,
+    KernelStep,
+    block_offset,
+)
+from shoal.engine.node.tiles import partial_reduce
+
+# <fenv.h> bits differ by architecture; NumPy's bits are the same everywhere.
+_FE_BITS = {
+    "aarch64": ((1, INVALID), (2, DIVIDE), (4, OVER), (8, UNDER)),
+    "arm64": ((1, INVALID), (2, DIVIDE), (4, OVER), (8, UNDER)),
+}.get(platform.machine().lower(), ((1, INVALID), (4, DIVIDE), (8, OVER), (16, UNDER)))
+_FE_ALL = sum(bit for bit, _ in _FE_BITS)
+
+
+def _libm() -> Any:
+    path = ctypes.util.find_library("m")
+    try:
+        library = ctypes.CDLL(path)
+        return library.feclearexcept, library.fetestexcept
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+_FENV = _libm()
+_INT_DIVISIONS = frozenset({"floor_divide", "remainder", "divmod", "fmod"})
+# Operations NumPy never reports a condition for, whatever the values.
+_SILENT = frozenset({
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "invert", "left_shift", "right_shift", "isnan", "isinf", "isfinite",
+    "signbit", "negative", "positive", "absolute", "fabs", "conjugate", "sign", "copysign",
+    "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "trunc", "rint", "fill", "arange",
+    "gather", "scatter", "sort", "argsort", "partition", "argpartition", "take_along_axis",
+    "argmin", "argmax", "any", "all", "min", "max", "release",
+})  # fmt: skip
+
+
+class _Log:
+    """The ``call`` object of ``np.errstate(all="log")``: keeps NumPy's messages."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
+
+
+def category(message: str) -> int:
+    """The condition bit of one of NumPy's messages."""
+    for bit, text in CATEGORY_TEXT.items():
+        if message.startswith(text):
+            return bit
+    return 0
+
+
+def numpy_name(instruction: Instruction) -> str:
+    """The name NumPy's message gives the call that ``instruction`` stands for."""
+    op = instruction.op
+    kind = spec(op).kind
+    if kind is Kind.REDUCTION:
+        return "reduce"
+    if kind is Kind.SCAN:
+        return "accumulate"
+    if op in ("copy", "where"):
+        return "cast"
+    return op
+
+
+def _named(instruction: Instruction, message: str) -> str:
+    """``message`` as NumPy words it for ``instruction`` (a reduction folded with ``add`` says
+    ``reduce``, as ``np.sum`` does)."""
+    if spec(instruction.op).kind in (Kind.REDUCTION, Kind.SCAN):
+        head, _, _name = message.rpartition(" encountered in ")
+        return f"{head} encountered in {numpy_name(instruction)}"
+    return message
+
+
+def _note_messages(instruction: Instruction, messages: list[str], watched: int) -> int:
+    noted = 0
+    for message in messages:
+        bit = category(message)
+        if bit & watched:
+            fp_signals.note(instruction, _named(instruction, message))
+            noted |= bit
+    return noted
+
+
+class noting:
+    """``with noting(instruction):`` runs NumPy calls for ``instruction`` and notes the
+    conditions they meet (NumPy's errors ignored when the batch watches none)."""
+
+    __slots__ = ("_instruction", "_log", "_state", "_watched")
+
+    def __init__(self, instruction: Instruction | None) -> None:
+        self._instruction = instruction
+        self._watched = fp_signals.watched() if instruction is not None else 0
+        self._log = _Log()
+        self._state = np.errstate(all="log", call=self._log) if self._watched else np.errstate(all="ignore")
+
+    def __enter__(self) -> None:
+        self._state.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._state.__exit__(*exc)
+        if self._log.messages and self._instruction is not None:
+            _note_messages(self._instruction, self._log.messages, self._watched)
+
+
+def _hardware(watched: int) -> int:
+    """The conditions the status flags hold (NumPy's bits, only those watched); cleared."""
+    if _FENV is None:
+        return 0
+    raised = _FENV[1](_FE_ALL)
+    _FENV[0](_FE_ALL)
+    found = 0
+    for bit, condition in _FE_BITS:
+        if raised & bit:
+            found |= condition
+    return found & watched
+
+
+def compute(runner: Any, index: int, buffers: dict[int, np.ndarray]) -> Any:
+    """``runner._compute(index, buffers)`` (a view-block into its deferred buffers), noting
+    the conditions it meets per instruction."""
+    return _gated(runner, index, lambda: runner._compute(index, buffers), stored=False)
+
+
+def compute_storing(runner: Any, kernel: Any, index: int, shape: tuple[int, ...]) -> Any:
+    """``runner._run_storing_rows(kernel, index, shape)``, a compiled kernel that stores its
+    deferred rows itself, noting the conditions it meets per instruction."""
+    return _gated(runner, index, lambda: runner._run_storing_rows(kernel, index, shape), stored=True)
+
+
+def _gated(runner: Any, index: int, run: Callable[[], Any], stored: bool) -> Any:
+    watched = fp_signals.watched()
+    if not watched:
+        with np.errstate(all="ignore"):
+            return run()
+    log = _Log()
+    compiled_before = runner.compiled_blocks
+    if _FENV is not None:
+        _FENV[0](_FE_ALL)
+    with np.errstate(all="log", call=log):
+        result = run()
+    flags = _hardware(watched)
+    compiled = runner.compiled_blocks != compiled_before
+    if log.messages or flags or (compiled and _may_divide_by_zero(runner, index)):
+        attribute(runner, index, log.messages, flags, watched, stored)
+    return result
+
+
+def _may_divide_by_zero(runner: Any, index: int) -> bool:
+    """True if an integer division of the program may divide by 0 (or by -1) in this block."""
+    program: KernelProgram = runner.program
+    divisions = getattr(runner, "_fp_int_divisions", None)
+    if divisions is None:
+        divisions = runner._fp_int_divisions = [
+            step for step in program.steps
+            if step.op in _INT_DIVISIONS and step.loop_in is not None and step.loop_in[1].kind in "iu"
+        ]  # fmt: skip
+    if not divisions:
+        return False
+    constants = runner.constants()
+    for step in divisions:
+        divisor = step.inputs[1]
+        slot = program.slots[divisor]
+        if slot.kind == CONST:
+            if constants[divisor] in (0, -1):
+                return True
+        elif slot.kind == ARRAY and not slot.written:
+            values = _block_view(runner, index, divisor)
+            if not values.all() or (values.dtype.kind == "i" and (values == -1).any()):
+                return True
+        else:
+            return True
+    return False
+
+
+def _block_view(runner: Any, index: int, slot_id: int) -> np.ndarray:
+    program: KernelProgram = runner.program
+    part = program.partition
+    slot = program.slots[slot_id]
+    return np.ndarray(
+        part.block_shape(index), slot.dtype, buffer=runner.storage.raw(slot.base),
+        offset=block_offset(part, index, slot), strides=slot.strides[part.axis :],
+    )  # fmt: skip
+
+
+def _overwritten(program: KernelProgram, stored: bool) -> set[int]:
+    """Array slots whose base memory no longer holds the block's inputs after the kernel."""
+    written = {i for i, slot in enumerate(program.slots) if slot.kind == ARRAY and slot.written}
+    if stored:
+        deferred = {slot.base for slot in program.slots if slot.kind == DEFERRED}
+        written |= {i for i, slot in enumerate(program.slots) if slot.kind == ARRAY and slot.base in deferred}
+    return written
+
+
+def attribute(runner: Any, index: int, messages: list[str], flags: int, watched: int, stored: bool) -> None:
+    """Note, per instruction, the conditions view-block ``index`` met (see the module's text)."""
+    program: KernelProgram = runner.program
+    shape = program.partition.block_shape(index)
+    constants = runner._tile_constants()
+    slots = program.slots
+    values: dict[int, Any] = {}
+    bad = _overwritten(program, stored) if program.sweeps == 1 else set(range(len(slots)))
+    explained: set[str] = set()
+    unsure: list[Instruction] = []
+
+    def operand(i: int) -> Any:
+        if i in values:
+            return values[i]
+        if slots[i].kind == CONST:
+            return constants[i]
+        return _block_view(runner, index, i)
+
+    def reduce_at(position: int) -> None:
+        for r in program.reductions:
+            if r.position != position:
+                continue
+            if r.source in bad or (slots[r.source].kind not in (ARRAY, CONST) and r.source not in values):
+                unsure.append(r.instruction)
+                continue
+            log = _Log()
+            with np.errstate(all="log", call=log):
+                partial_reduce(r.op, operand(r.source), r.acc)
+            _note_all(r.instruction, log.messages, watched, explained)
+
+    for position, step in enumerate(program.steps):
+        reduce_at(position)
+        if not _recomputable(step, slots, values, bad):
+            bad.update(step.outputs)
+            unsure.append(step.instruction)
+            continue
+        outs = [np.empty(shape, slots[o].dtype) for o in step.outputs]
+        ins = [operand(i) for i in step.inputs]
+        log = _Log()
+        with np.errstate(all="log", call=log):
+            spec(step.op).reference(outs, ins, step.instruction.attr_dict())
+        for o, array in zip(step.outputs, outs):
+            values[o] = array
+            bad.discard(o)
+        _note_all(step.instruction, log.messages, watched, explained)
+    reduce_at(len(program.steps))
+    _blame_unsure(unsure, messages, flags, watched, explained)
+
+
+def _recomputable(step: KernelStep, slots: list[Any], values: dict[int, Any], bad: set[int]) -> bool:
+    if step.axis_reduction:
+        return False
+    for i in step.inputs:
+        if i in bad or (slots[i].kind not in (ARRAY, CONST) and i not in values):
+            return False
+    return True
+
+
+def _note_all(instruction: Instruction, messages: list[str], watched: int, explained: set[str]) -> None:
+    for message in messages:
+        if category(message) & watched:
+            message = _named(instruction, message)
+            fp_signals.note(instruction, message)
+            explained.add(message)
+
+
+def _blame_unsure(unsure: list[Instruction], messages: list[str], flags: int, watched: int, explained: set[str]) -> None:
+    """Conditions no recomputed step explains go to the first step that could meet them among
+    those that could not be recomputed."""
+    if not unsure:
+        return
+    wanted: dict[int, set[str] | None] = {}
+    for message in messages:
+        bit = category(message) & watched
+        if bit and message not in explained:
+            names = wanted.setdefault(bit, set())
+            if names is not None:
+                names.add(message.rpartition(" encountered in ")[2])
+    explained_bits = 0
+    for message in explained:
+        explained_bits |= category(message)
+    for condition in (DIVIDE, OVER, UNDER, INVALID):
+        if flags & condition and not explained_bits & condition and condition not in wanted:
+            wanted[condition] = None
+    for condition, names in wanted.items():
+        for instruction in unsure:
+            name = numpy_name(instruction)
+            if (names is None or name in names) and _can_signal(instruction, condition):
+                fp_signals.note(instruction, f"{CATEGORY_TEXT[condition]} encountered in {name}")
+                break
+
+
+def _can_signal(instruction: Instruction, condition: int) -> bool:
+    """Whether NumPy can report ``condition`` for ``instruction`` (by operation and dtypes)."""
+    op = instruction.op
+    if op in _SILENT:
+        return False
+    kinds = {view.dtype.kind for view in instruction.outputs}
+    kinds |= {operand.dtype.kind for operand in instruction.inputs if hasattr(operand, "dtype")}
+    if op == "copy":
+        source = instruction.inputs[0]
+        return getattr(source, "dtype", None) != instruction.outputs[0].dtype and bool(kinds & set("fc"))
+    if not kinds & set("fc"):
+        return op in _INT_DIVISIONS and condition in (DIVIDE, OVER)
+    return True

@@ -1,0 +1,144 @@
+"""NumPy's floating-point ``RuntimeWarning`` for lazy operations, at the line that recorded them.
+
+NumPy warns ``"divide by zero encountered in log"`` from the user's call, once per line under
+the default filters. A lazy operation runs later, so the runtime keeps, for each recorded
+instruction that NumPy's error state would warn about, where it was recorded (:func:`site`:
+file, line, the module's globals, the categories set to ``"warn"`` then). The engine notes the
+conditions each instruction met (``shoal.engine.fp_signals``) and :func:`emit` warns for them
+with ``warnings.warn_explicit`` and the module's ``__warningregistry__``, as
+``warnings.warn`` from that line would: same text, category, file, line and filtering.
+
+Where the warnings filters may turn the warning into an error, :func:`raises` says so and the
+operations that can signal run at the call instead (``shoal.numpy._fperr``), so that the
+exception comes from the user's line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+import numpy as np
+
+from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, UNDER
+
+_MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
+_STATE = getattr(np._core.umath, "_extobj_contextvar", None)
+_last_state: tuple[Any, int] = (object(), 0)
+_last_filters: tuple[Any, bool] = (None, False)
+_INTERNAL = (os.path.dirname(__file__), os.path.dirname(np.__file__))
+_internal_code: dict[CodeType, bool] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """Where an instruction was recorded, and the categories that warned then (bits)."""
+
+    filename: str
+    lineno: int
+    module_globals: dict[str, Any]
+    warned: int
+
+
+def warned_categories() -> int:
+    """The categories NumPy's error state sets to ``"warn"`` now (bits of ``fp_signals``)."""
+    global _last_state
+    if _STATE is None:
+        return _warned_now()
+    state = _STATE.get()
+    last = _last_state
+    if state is last[0]:
+        return last[1]
+    bits = _warned_now()
+    _last_state = (state, bits)
+    return bits
+
+
+def _warned_now() -> int:
+    modes = np.geterr()
+    return sum(bit for name, bit in _MODE_NAMES if modes[name] == "warn")
+
+
+def raises() -> bool:
+    """True if a category warns now and the warnings filters may make a ``RuntimeWarning`` an
+    error (checked against the filters list only when it changed)."""
+    if not warned_categories():
+        return False
+    global _last_filters
+    filters = warnings.filters
+    key = (id(filters), len(filters), filters[0] if filters else None, warnings.defaultaction)
+    last = _last_filters
+    if last[0] is not None and last[0][0] == key[0] and last[0][1] == key[1] and last[0][2] is key[2] and last[0][3] == key[3]:
+        return last[1]
+    verdict = _errors(filters)
+    _last_filters = (key, verdict)
+    return verdict
+
+
+def _errors(filters: list[Any]) -> bool:
+    for action, message, category, module, lineno in filters:
+        if not issubclass(RuntimeWarning, category):
+            continue
+        if action == "error":
+            return True
+        if message is None and module is None and not lineno:
+            return False
+    return warnings.defaultaction == "error"
+
+
+def site() -> Site | None:
+    """Where the operation being recorded was called from, or None if no category warns."""
+    warned = warned_categories()
+    if not warned:
+        return None
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        internal = _internal_code.get(code)
+        if internal is None:
+            internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
+        if not internal:
+            return Site(code.co_filename, frame.f_lineno, frame.f_globals, warned)
+        frame = frame.f_back
+    return None
+
+
+def watched(sites: dict[int, Site]) -> int:
+    """The categories a batch with these sites needs the engine to check for."""
+    bits = 0
+    for recorded in sites.values():
+        bits |= recorded.warned
+        if bits == DIVIDE | OVER | UNDER | INVALID:
+            break
+    return bits
+
+
+def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
+    """Warn for each (position, NumPy's message) the engine noted, as NumPy would have at the
+    line that recorded the instruction."""
+    for position, message in signals:
+        recorded = sites.get(position)
+        if recorded is None or not recorded.warned & _category(message):
+            continue
+        module_globals = recorded.module_globals
+        registry = module_globals.setdefault("__warningregistry__", {})
+        warnings.warn_explicit(
+            message,
+            RuntimeWarning,
+            recorded.filename,
+            recorded.lineno,
+            module=module_globals.get("__name__", "<string>"),
+            registry=registry,
+            module_globals=module_globals,
+        )
+
+
+def _category(message: str) -> int:
+    for bit, text in CATEGORY_TEXT.items():
+        if message.startswith(text):
+            return bit
+    return 0
