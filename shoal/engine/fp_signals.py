@@ -20,7 +20,9 @@ import sys
 import threading
 from dataclasses import dataclass, field
 
-from shoal.bytecode import Batch, Instruction
+import numpy as np
+
+from shoal.bytecode import Batch, Instruction, Kind, spec
 
 # NumPy's bits for the four conditions (``np.seterrcall`` handlers receive them too).
 DIVIDE, OVER, UNDER, INVALID = 1, 2, 4, 8
@@ -110,3 +112,76 @@ def _order(message: str) -> int:
         if message.startswith(text):
             return rank
     return len(CATEGORY_TEXT)
+
+
+class NumpyLog:
+    """The ``call`` object of ``np.errstate(all="log")``: keeps NumPy's messages."""
+
+    __slots__ = ("messages",)
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
+
+
+def category(message: str) -> int:
+    """The condition bit of one of NumPy's messages."""
+    for bit, text in CATEGORY_TEXT.items():
+        if message.startswith(text):
+            return bit
+    return 0
+
+
+def numpy_name(instruction: Instruction) -> str:
+    """The name NumPy's message gives the call that ``instruction`` stands for."""
+    op = instruction.op
+    kind = spec(op).kind
+    if kind is Kind.REDUCTION:
+        return "reduce"
+    if kind is Kind.SCAN:
+        return "accumulate"
+    if op in ("copy", "where"):
+        return "cast"
+    return op
+
+
+def named(instruction: Instruction, message: str) -> str:
+    """``message`` as NumPy words it for ``instruction`` (a reduction folded with ``add`` says
+    ``reduce``, as ``np.sum`` does)."""
+    if spec(instruction.op).kind in (Kind.REDUCTION, Kind.SCAN):
+        head, _, _name = message.rpartition(" encountered in ")
+        return f"{head} encountered in {numpy_name(instruction)}"
+    return message
+
+
+def _note_messages(instruction: Instruction, messages: list[str], watched: int) -> int:
+    noted = 0
+    for message in messages:
+        bit = category(message)
+        if bit & watched:
+            note(instruction, named(instruction, message))
+            noted |= bit
+    return noted
+
+
+class noting:
+    """``with noting(instruction):`` runs NumPy calls for ``instruction`` and notes the
+    conditions they meet (NumPy's errors ignored when the batch watches none)."""
+
+    __slots__ = ("_instruction", "_log", "_state", "_watched")
+
+    def __init__(self, instruction: Instruction | None) -> None:
+        self._instruction = instruction
+        self._watched = watched() if instruction is not None else 0
+        self._log = NumpyLog()
+        self._state = np.errstate(all="log", call=self._log) if self._watched else np.errstate(all="ignore")
+
+    def __enter__(self) -> None:
+        self._state.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._state.__exit__(*exc)
+        if self._log.messages and self._instruction is not None:
+            _note_messages(self._instruction, self._log.messages, self._watched)

@@ -14,6 +14,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
+from shoal.engine import fp_signals
 from shoal.engine.component import Component, EngineError, name_instruction
 
 
@@ -48,6 +49,7 @@ class ReferenceEngine(Component):
         return ReferenceConfig(verify=execute_limits({}, VerifyAtExecute.ON, environ))
 
     def execute(self, batch: Batch) -> None:
+        fp_signals.begin(batch)
         if self._verify is not None:
             verify(batch, self._live, limits=self._verify)
         for decl in batch.bases:
@@ -86,7 +88,7 @@ class ReferenceEngine(Component):
         entry = spec(instruction.op)
         outs = [self._array(view) for view in instruction.outputs]
         ins = [self._operand(operand) for operand in instruction.inputs]
-        with np.errstate(all="ignore"):
+        with fp_signals.noting(instruction):
             entry.reference(outs, ins, instruction.attr_dict())
 
     def fetch(self, view: View) -> np.ndarray:

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
-from shoal.engine.node import fp_flags
+from shoal.engine import fp_signals
 from shoal.engine.node.storage import Storage
 from shoal.engine.node.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
@@ -73,7 +73,7 @@ def run_direct(batch: Batch, storage: Storage) -> None:
             storage.ensure(view.base)
             storage.make_writable(view.base)
         outs = [storage.array(view) for view in instruction.outputs]
-        with fp_flags.noting(instruction):
+        with fp_signals.noting(instruction):
             if instruction.op == "where" and _selects_in_place(outs[0], ins):
                 where_in_place(outs, ins, None)
             else:

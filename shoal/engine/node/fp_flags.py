@@ -31,9 +31,19 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Instruction, Kind, spec
+from shoal.bytecode import Instruction, spec
 from shoal.engine import fp_signals
-from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, UNDER
+from shoal.engine.fp_signals import (
+    CATEGORY_TEXT,
+    DIVIDE,
+    INVALID,
+    OVER,
+    UNDER,
+    NumpyLog,
+    category,
+    named,
+    numpy_name,
+)
 from shoal.engine.node.program import (
     ARRAY,
     CONST,
@@ -75,79 +85,6 @@ _SILENT = frozenset({
 })  # fmt: skip
 
 
-class _Log:
-    """The ``call`` object of ``np.errstate(all="log")``: keeps NumPy's messages."""
-
-    __slots__ = ("messages",)
-
-    def __init__(self) -> None:
-        self.messages: list[str] = []
-
-    def write(self, text: str) -> None:
-        self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
-
-
-def category(message: str) -> int:
-    """The condition bit of one of NumPy's messages."""
-    for bit, text in CATEGORY_TEXT.items():
-        if message.startswith(text):
-            return bit
-    return 0
-
-
-def numpy_name(instruction: Instruction) -> str:
-    """The name NumPy's message gives the call that ``instruction`` stands for."""
-    op = instruction.op
-    kind = spec(op).kind
-    if kind is Kind.REDUCTION:
-        return "reduce"
-    if kind is Kind.SCAN:
-        return "accumulate"
-    if op in ("copy", "where"):
-        return "cast"
-    return op
-
-
-def _named(instruction: Instruction, message: str) -> str:
-    """``message`` as NumPy words it for ``instruction`` (a reduction folded with ``add`` says
-    ``reduce``, as ``np.sum`` does)."""
-    if spec(instruction.op).kind in (Kind.REDUCTION, Kind.SCAN):
-        head, _, _name = message.rpartition(" encountered in ")
-        return f"{head} encountered in {numpy_name(instruction)}"
-    return message
-
-
-def _note_messages(instruction: Instruction, messages: list[str], watched: int) -> int:
-    noted = 0
-    for message in messages:
-        bit = category(message)
-        if bit & watched:
-            fp_signals.note(instruction, _named(instruction, message))
-            noted |= bit
-    return noted
-
-
-class noting:
-    """``with noting(instruction):`` runs NumPy calls for ``instruction`` and notes the
-    conditions they meet (NumPy's errors ignored when the batch watches none)."""
-
-    __slots__ = ("_instruction", "_log", "_state", "_watched")
-
-    def __init__(self, instruction: Instruction | None) -> None:
-        self._instruction = instruction
-        self._watched = fp_signals.watched() if instruction is not None else 0
-        self._log = _Log()
-        self._state = np.errstate(all="log", call=self._log) if self._watched else np.errstate(all="ignore")
-
-    def __enter__(self) -> None:
-        self._state.__enter__()
-
-    def __exit__(self, *exc: object) -> None:
-        self._state.__exit__(*exc)
-        if self._log.messages and self._instruction is not None:
-            _note_messages(self._instruction, self._log.messages, self._watched)
-
-
 def _hardware(watched: int) -> int:
     """The conditions the status flags hold (NumPy's bits, only those watched); cleared."""
     if _FENV is None:
@@ -178,7 +115,7 @@ def _gated(runner: Any, index: int, run: Callable[[], Any], stored: bool) -> Any
     if not watched:
         with np.errstate(all="ignore"):
             return run()
-    log = _Log()
+    log = NumpyLog()
     compiled_before = runner.compiled_blocks
     if _FENV is not None:
         _FENV[0](_FE_ALL)
@@ -262,7 +199,7 @@ def attribute(runner: Any, index: int, messages: list[str], flags: int, watched:
             if r.source in bad or (slots[r.source].kind not in (ARRAY, CONST) and r.source not in values):
                 unsure.append(r.instruction)
                 continue
-            log = _Log()
+            log = NumpyLog()
             with np.errstate(all="log", call=log):
                 partial_reduce(r.op, operand(r.source), r.acc)
             _note_all(r.instruction, log.messages, watched, explained)
@@ -275,7 +212,7 @@ def attribute(runner: Any, index: int, messages: list[str], flags: int, watched:
             continue
         outs = [np.empty(shape, slots[o].dtype) for o in step.outputs]
         ins = [operand(i) for i in step.inputs]
-        log = _Log()
+        log = NumpyLog()
         with np.errstate(all="log", call=log):
             spec(step.op).reference(outs, ins, step.instruction.attr_dict())
         for o, array in zip(step.outputs, outs):
@@ -298,7 +235,7 @@ def _recomputable(step: KernelStep, slots: list[Any], values: dict[int, Any], ba
 def _note_all(instruction: Instruction, messages: list[str], watched: int, explained: set[str]) -> None:
     for message in messages:
         if category(message) & watched:
-            message = _named(instruction, message)
+            message = named(instruction, message)
             fp_signals.note(instruction, message)
             explained.add(message)
 

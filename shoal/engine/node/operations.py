@@ -352,7 +352,7 @@ class Builder:
         return commits
 
     def _fold(self, program: KernelProgram, which: int, ops: list[BlockOp], output: View) -> None:
-        with fp_flags.noting(program.reductions[which].instruction):
+        with fp_signals.noting(program.reductions[which].instruction):
             finalize(program, which, [op.result[which] for op in ops], self.storage.array(output))
 
     def _slot_blocks(self, program: KernelProgram, slot) -> list[list[tuple[int, int]]]:
@@ -490,7 +490,7 @@ class Builder:
 
     def _run_panel(self, a: View, b: View, out: View, instruction: Instruction | None = None) -> None:
         left, right, target = self.storage.array(a), self.storage.array(b), self.storage.array(out)
-        with fp_flags.noting(instruction):
+        with fp_signals.noting(instruction):
             if target.dtype == np.result_type(left, right):
                 np.matmul(left, right, out=target)
             else:
@@ -500,7 +500,7 @@ class Builder:
         storage = self.storage
         outs = [storage.array(view) for view in instruction.outputs]
         ins = [storage.constant(operand) if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
-        with fp_flags.noting(instruction):
+        with fp_signals.noting(instruction):
             spec(instruction.op).reference(outs, ins, instruction.attr_dict())
 
     def _release(self, base: int, temporaries: set[int]) -> None:
