@@ -24,7 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, UNDER
+from shoal.bytecode import OPCODES, Kind
+from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT, UNDER
 
 _MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
 _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
@@ -36,12 +37,16 @@ _internal_code: dict[CodeType, bool] = {}
 
 @dataclass(frozen=True, slots=True)
 class Site:
-    """Where an instruction was recorded, and the categories that warned then (bits)."""
+    """Where an instruction was recorded, and the categories that warned then (bits).
+    ``entry`` is the NumPy function or ``ndarray`` method the user called, where NumPy
+    implements it in Python (a reduction's warning then names NumPy's line, see
+    :func:`numpy_location`)."""
 
     filename: str
     lineno: int
     module_globals: dict[str, Any]
     warned: int
+    entry: Any = None
 
 
 def warned_categories() -> int:
@@ -90,21 +95,74 @@ def _errors(filters: list[Any]) -> bool:
     return warnings.defaultaction == "error"
 
 
-def site() -> Site | None:
-    """Where the operation being recorded was called from, or None if no category warns."""
+def site(op: str) -> Site | None:
+    """Where operation ``op`` being recorded was called from, or None if no category warns
+    (or ``op`` never signals)."""
+    if op in SILENT:
+        return None
     warned = warned_categories()
     if not warned:
         return None
     frame = sys._getframe(2)
+    outer = None
     while frame is not None:
         code = frame.f_code
         internal = _internal_code.get(code)
         if internal is None:
             internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
         if not internal:
-            return Site(code.co_filename, frame.f_lineno, frame.f_globals, warned)
+            entry = _entry(outer) if outer is not None and op in _FOLDS else None
+            return Site(code.co_filename, frame.f_lineno, frame.f_globals, warned, entry)
+        outer = frame
         frame = frame.f_back
     return None
+
+
+_FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))
+
+
+def _entry(frame: Any) -> Any:
+    """The NumPy callable behind Shoal's outermost frame ``frame`` (None: a ufunc method or
+    anything NumPy runs in C, whose warnings name the caller's line)."""
+    name = frame.f_code.co_name
+    if name == "__array_function__":
+        return frame.f_locals.get("func")
+    if name == "method":
+        name = frame.f_locals.get("name", "")
+    return getattr(np.ndarray, name, None)
+
+
+_PROBES = {"overflow": (1e308, 1e308), "invalid value": (np.inf, -np.inf), "underflow": (1e-300, 1e-300), "divide by zero": (0.0, 0.0)}
+_locations: dict[tuple[Any, str], tuple[str, int, dict[str, Any]] | None] = {}
+
+
+def numpy_location(entry: Any, message: str) -> tuple[str, int, dict[str, Any]] | None:
+    """Where NumPy's own ``entry`` warns ``message`` from, if in NumPy's Python code (NumPy's
+    ``ndarray.sum`` warns from ``numpy/_core/_methods.py``, ``np.cumsum`` from
+    ``fromnumeric.py``): found once by running ``entry`` on a two-element probe under
+    ``np.errstate(all="call")``, whose handler sees the Python frame NumPy would warn from (the
+    warnings machinery is not touched: its registries stay valid)."""
+    key = (entry, message)
+    if key in _locations:
+        return _locations[key]
+    found: list[tuple[str, int, dict[str, Any]]] = []
+    head = message.partition(" encountered in ")[0]
+    probe = _PROBES.get(head)
+
+    def handler(kind: str, _flag: int) -> None:
+        frame = sys._getframe(1)
+        if kind == head and not found:
+            found.append((frame.f_code.co_filename, frame.f_lineno, frame.f_globals))
+
+    if probe is not None:
+        with np.errstate(all="call", call=handler):
+            try:
+                entry(np.array(probe))
+            except Exception:  # a probe NumPy refuses names no location
+                pass
+    location = found[0] if found and found[0][0].startswith(_INTERNAL[1]) else None
+    _locations[key] = location
+    return location
 
 
 def watched(sites: dict[int, Site]) -> int:
@@ -124,13 +182,15 @@ def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
         recorded = sites.get(position)
         if recorded is None or not recorded.warned & _category(message):
             continue
-        module_globals = recorded.module_globals
+        filename, lineno, module_globals = recorded.filename, recorded.lineno, recorded.module_globals
+        if recorded.entry is not None:
+            filename, lineno, module_globals = numpy_location(recorded.entry, message) or (filename, lineno, module_globals)
         registry = module_globals.setdefault("__warningregistry__", {})
         warnings.warn_explicit(
             message,
             RuntimeWarning,
-            recorded.filename,
-            recorded.lineno,
+            filename,
+            lineno,
             module=module_globals.get("__name__", "<string>"),
             registry=registry,
             module_globals=module_globals,

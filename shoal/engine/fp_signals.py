@@ -28,6 +28,16 @@ from shoal.bytecode import Batch, Instruction, Kind, spec
 DIVIDE, OVER, UNDER, INVALID = 1, 2, 4, 8
 CATEGORY_TEXT = {DIVIDE: "divide by zero", OVER: "overflow", UNDER: "underflow", INVALID: "invalid value"}
 _PRUNE_AT = 50_000
+# Operations NumPy never reports a condition for, whatever the values.
+SILENT = frozenset({
+    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
+    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+    "bitwise_xor", "invert", "left_shift", "right_shift", "isnan", "isinf", "isfinite",
+    "signbit", "negative", "positive", "absolute", "fabs", "conjugate", "sign", "copysign",
+    "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "trunc", "rint", "fill", "arange",
+    "gather", "scatter", "sort", "argsort", "partition", "argpartition", "take_along_axis",
+    "argmin", "argmax", "any", "all", "min", "max", "release",
+})  # fmt: skip
 
 
 @dataclass

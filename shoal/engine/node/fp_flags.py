@@ -38,6 +38,7 @@ from shoal.engine.fp_signals import (
     DIVIDE,
     INVALID,
     OVER,
+    SILENT,
     UNDER,
     NumpyLog,
     category,
@@ -73,16 +74,6 @@ def _libm() -> Any:
 
 _FENV = _libm()
 _INT_DIVISIONS = frozenset({"floor_divide", "remainder", "divmod", "fmod"})
-# Operations NumPy never reports a condition for, whatever the values.
-_SILENT = frozenset({
-    "equal", "not_equal", "less", "less_equal", "greater", "greater_equal",
-    "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
-    "bitwise_xor", "invert", "left_shift", "right_shift", "isnan", "isinf", "isfinite",
-    "signbit", "negative", "positive", "absolute", "fabs", "conjugate", "sign", "copysign",
-    "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "trunc", "rint", "fill", "arange",
-    "gather", "scatter", "sort", "argsort", "partition", "argpartition", "take_along_axis",
-    "argmin", "argmax", "any", "all", "min", "max", "release",
-})  # fmt: skip
 
 
 def _hardware(watched: int) -> int:
@@ -269,7 +260,7 @@ def _blame_unsure(unsure: list[Instruction], messages: list[str], flags: int, wa
 def _can_signal(instruction: Instruction, condition: int) -> bool:
     """Whether NumPy can report ``condition`` for ``instruction`` (by operation and dtypes)."""
     op = instruction.op
-    if op in _SILENT:
+    if op in SILENT:
         return False
     kinds = {view.dtype.kind for view in instruction.outputs}
     kinds |= {operand.dtype.kind for operand in instruction.inputs if hasattr(operand, "dtype")}
