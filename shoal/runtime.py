@@ -82,6 +82,7 @@ class Runtime:
         self._lock = threading.RLock()
         self._pending = Batch()
         self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
+        self._watches: collections.deque[tuple[fp_signals.Watch, dict[int, fp_warnings.Site]]] = collections.deque()
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -165,6 +166,7 @@ class Runtime:
             if batch.is_empty():
                 if wait and self._engine is not None:
                     self._engine.flush()
+                    self._warn(settled=True)
                 return
             self._pending = Batch()
             sites, self._sites = self._sites, {}
@@ -178,7 +180,8 @@ class Runtime:
 
                 print(disassemble(batch), file=sys.stderr)
             engine = self.engine
-            fp_signals.watch(fp_warnings.watched(sites))
+            if sites:
+                self._watches.append((fp_signals.watch(batch, fp_warnings.watched(sites)), sites))
             tracer = trace.TRACER
             if tracer is None:
                 engine.execute(batch)
@@ -189,8 +192,7 @@ class Runtime:
                     engine.execute(batch)
                     if wait:
                         engine.flush()
-            if sites:
-                fp_warnings.emit(fp_signals.take(), sites)
+            self._warn(settled=wait)
 
     def _check(self, batch: Batch) -> Batch:
         from shoal.bytecode import dumps, loads, verify
@@ -209,9 +211,24 @@ class Runtime:
             self.flush()
             tracer = trace.TRACER
             if tracer is None:
-                return self.engine.fetch(view)
-            with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
-                return self.engine.fetch(view)
+                contents = self.engine.fetch(view)
+            else:
+                with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
+                    contents = self.engine.fetch(view)
+            self._warn(settled=True)
+            return contents
+
+    def _warn(self, settled: bool) -> None:
+        """Warn for the floating-point conditions of the batches that have run, in order
+        (``settled``: every batch handed over has run; one whose engine took no notes is done)."""
+        watches = self._watches
+        while watches:
+            record, sites = watches[0]
+            if not (record.done or settled):
+                return
+            watches.popleft()
+            fp_signals.forget(record)
+            fp_warnings.emit(fp_signals.take(record), sites)
 
     def close(self) -> None:
         """Flush and shut the component down."""

@@ -7,7 +7,9 @@ and the frontend reads the notes back with the batch and warns at the line that 
 instruction (``shoal.numpy._fpwarn``).
 
 The frontend says before each batch which conditions anyone will look at (:func:`watch`);
-an engine skips its checks when none. Instructions are named by their position in the batch.
+an engine runs the batch inside :class:`running` and skips its checks when none are watched;
+the frontend reads the notes once the watch is ``done`` (a component may run batches after
+``execute`` returns). Instructions are named by their position in the batch.
 A plan the engine replays for a later batch of the same structure holds the instructions of the
 batch it was planned for: :func:`planned` keeps their positions (the same in every batch the
 plan serves), :func:`derived` gives an instruction the engine made from another one the
@@ -41,38 +43,67 @@ SILENT = frozenset({
 
 
 @dataclass
-class _Batch:
-    """What the batch being run watches for, and the notes taken so far."""
+class Watch:
+    """One batch's watch: the conditions its engine checks for, and the notes taken."""
 
-    watched: int = 0
-    batch: Batch | None = None
+    batch: Batch
+    watched: int
     notes: list[tuple[Instruction, str]] = field(default_factory=list)
+    done: bool = False
 
 
-_state = _Batch()
+_IDLE = Watch(Batch(), 0)
+_running = _IDLE  # the watch of the batch an engine runs now
+_watches: dict[int, Watch] = {}  # id(batch) -> watch, from ``watch`` until the batch runs
 _positions: dict[int, tuple[Instruction, int]] = {}  # id(instruction) -> (instruction, position)
 _lock = threading.Lock()
 
 
-def watch(conditions: int) -> None:
-    """Before a batch: the conditions (bits above) the frontend reports for it; 0 = none."""
-    global _state
-    _state = _Batch(watched=conditions)
+def watch(batch: Batch, conditions: int) -> Watch:
+    """Before ``batch`` goes to a component: the conditions (bits above) the frontend reports
+    for it (0: none). The watch is ``done`` once an engine has run the batch."""
+    record = Watch(batch, conditions)
+    if conditions:
+        _watches[id(batch)] = record
+    else:
+        record.done = True
+    return record
+
+
+def forget(record: Watch) -> None:
+    """Drop ``record``'s watch if no engine ran its batch (a component that reports nothing)."""
+    _watches.pop(id(record.batch), None)
 
 
 def watched() -> int:
     """The conditions the batch being run is checked for (0: no checks)."""
-    return _state.watched
+    return _running.watched
 
 
-def begin(batch: Batch) -> None:
-    """The engine starts running ``batch``."""
-    _state.batch = batch
+class running:
+    """``with running(batch):`` around an engine's run of ``batch`` (on any thread; an engine
+    runs one batch at a time): notes taken meanwhile are the batch's."""
+
+    __slots__ = ("_record",)
+
+    def __init__(self, batch: Batch) -> None:
+        self._record = _watches.pop(id(batch), None)
+
+    def __enter__(self) -> None:
+        global _running
+        if self._record is not None:
+            _running = self._record
+
+    def __exit__(self, *exc: object) -> None:
+        global _running
+        if self._record is not None:
+            self._record.done = True
+            _running = _IDLE
 
 
 def planned(batch: Batch) -> None:
     """``batch`` is being planned: its instructions' positions serve the plan's later replays."""
-    if not _state.watched:
+    if not _running.watched:
         return
     with _lock:
         if len(_positions) > _PRUNE_AT:
@@ -94,16 +125,15 @@ def derived(made: Instruction, source: Instruction) -> Instruction:
 
 def note(instruction: Instruction, message: str) -> None:
     """``instruction`` met a condition; ``message`` is NumPy's text for it."""
-    _state.notes.append((instruction, message))
+    _running.notes.append((instruction, message))
 
 
-def take() -> list[tuple[int, str]]:
-    """The batch's notes as (position, message), in order of position, each once."""
-    state = _state
-    notes, state.notes = state.notes, []
+def take(record: Watch) -> list[tuple[int, str]]:
+    """A run batch's notes as (position, message), in order of position, each once."""
+    notes, record.notes = record.notes, []
     if not notes:
         return []
-    current = {} if state.batch is None else {id(i): n for n, i in enumerate(state.batch.instructions)}
+    current = {id(i): n for n, i in enumerate(record.batch.instructions)}
     found: dict[tuple[int, str], None] = {}
     for instruction, message in notes:
         position = current.get(id(instruction))

@@ -49,7 +49,6 @@ class ReferenceEngine(Component):
         return ReferenceConfig(verify=execute_limits({}, VerifyAtExecute.ON, environ))
 
     def execute(self, batch: Batch) -> None:
-        fp_signals.begin(batch)
         if self._verify is not None:
             verify(batch, self._live, limits=self._verify)
         for decl in batch.bases:
@@ -62,12 +61,13 @@ class ReferenceEngine(Component):
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
                 self._bases[decl.id] = storage.view(np.uint8)
-        for index, instruction in enumerate(batch.instructions):
-            try:
-                self._run(instruction)
-            except Exception as error:
-                name_instruction(error, index, instruction)
-                raise
+        with fp_signals.running(batch):
+            for index, instruction in enumerate(batch.instructions):
+                try:
+                    self._run(instruction)
+                except Exception as error:
+                    name_instruction(error, index, instruction)
+                    raise
 
     def _array(self, view: View) -> np.ndarray:
         buffer = self._bases.get(view.base)

@@ -107,15 +107,15 @@ class NodeEngine(Component):
 
     def execute(self, batch: Batch) -> None:
         tracer = trace.TRACER
-        if tracer is None:
-            self._execute(batch)
-            return
-        with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
-            self._execute(batch)
+        with fp_signals.running(batch):
+            if tracer is None:
+                self._execute(batch)
+                return
+            with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
+                self._execute(batch)
 
     def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
-        fp_signals.begin(batch)
         if self._verify is not None:
             verify(batch, self._storage.decls, limits=self._verify)
         started = time.perf_counter()
