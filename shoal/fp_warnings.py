@@ -95,6 +95,64 @@ def _errors(filters: list[Any]) -> bool:
     return warnings.defaultaction == "error"
 
 
+def user_frame(frame: Any) -> Any:
+    """The first frame from ``frame`` outwards that is neither Shoal's nor NumPy's (None: none)."""
+    while frame is not None:
+        code = frame.f_code
+        internal = _internal_code.get(code)
+        if internal is None:
+            internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
+        if not internal:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+class relayed:
+    """``with relayed():`` around a NumPy call Shoal makes for the user (an operation computed
+    at the call): the categories set to ``"warn"`` are logged instead, and on exit warned with
+    the location NumPy's own call would have had: NumPy's line where NumPy's Python code made
+    the failing call, else the user's line (not Shoal's). Left as they are while a category is
+    ``"call"`` or ``"log"`` (one handler object serves both)."""
+
+    __slots__ = ("_seen", "_state")
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[str, Any]] = []
+        self._state: Any = None
+
+    def __enter__(self) -> None:
+        if not warned_categories():
+            return
+        modes = np.geterr()
+        if "call" in modes.values() or "log" in modes.values():
+            return
+        self._state = np.errstate(**{name: "log" for name, mode in modes.items() if mode == "warn"}, call=self)
+        self._state.__enter__()
+
+    def write(self, text: str) -> None:
+        frame = sys._getframe(1)
+        if not frame.f_code.co_filename.startswith(_INTERNAL[1]):
+            frame = user_frame(frame)
+        if frame is not None:
+            self._seen.append((text.removeprefix("Warning: ").rstrip("\n"), (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._state is None:
+            return
+        self._state.__exit__(*exc)
+        for message, (filename, lineno, module_globals) in self._seen:
+            warnings.warn_explicit(
+                message,
+                RuntimeWarning,
+                filename,
+                lineno,
+                module=module_globals.get("__name__", "<string>"),
+                registry=module_globals.setdefault("__warningregistry__", {}),
+                module_globals=module_globals,
+            )
+
+
 def site(op: str) -> Site | None:
     """Where operation ``op`` being recorded was called from, or None if no category warns
     (or ``op`` never signals)."""

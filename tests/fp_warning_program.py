@@ -73,6 +73,9 @@ with recording:
     kept.append(attempt(lambda: np.log(ones) + np.exp(ones)))  # nothing
     for _ in range(3):
         kept.append(attempt(lambda: ones / zeros))  # the same line three times
+    for _ in range(3):
+        read = attempt(lambda: np.log(zeros + 0.0))  # the same line, each time read (flushed)
+        kept.append(None if read is None else read[:2] + 0.0)
 total = 0.0
 for value in kept:
     if value is not None:

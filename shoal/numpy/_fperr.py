@@ -73,7 +73,8 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
     try:
         if given:
             options = {**options, "out": np_outs}
-        computed = ufunc(*values, where=plain(where), **options)
+        with fp_warnings.relayed():
+            computed = ufunc(*values, where=plain(where), **options)
     finally:
         for user_out, np_out in zip(outs, np_outs):
             if is_lazy(user_out):
@@ -90,7 +91,9 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
 
 def eager_reduction(function: Callable[..., Any], array: ndarray, out: Any, **kwargs: Any) -> Any:
     """A reduction or scan computed now by NumPy under the caller's error state."""
-    return deliver_now(function(array._value(), **kwargs), out)
+    value = array._value()
+    with fp_warnings.relayed():
+        return deliver_now(function(value, **kwargs), out)
 
 
 def deliver_now(value: Any, out: Any) -> Any:
@@ -107,5 +110,7 @@ def cast_now(value: Any, dtype: np.dtype) -> Any:
     """``value`` cast to ``dtype`` now when it is an array of another dtype (the cast may
     signal); anything else unchanged."""
     if (is_lazy(value) or isinstance(value, np.ndarray)) and value.dtype != dtype and strict():
-        return np.asarray(plain(value)).astype(dtype)
+        value = np.asarray(plain(value))
+        with fp_warnings.relayed():
+            return value.astype(dtype)
     return value
