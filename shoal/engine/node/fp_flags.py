@@ -81,6 +81,8 @@ def _hardware(watched: int) -> int:
     if _FENV is None:
         return 0
     raised = _FENV[1](_FE_ALL)
+    if not raised:
+        return 0
     _FENV[0](_FE_ALL)
     found = 0
     for bit, condition in _FE_BITS:
