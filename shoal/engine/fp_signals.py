@@ -21,6 +21,7 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -166,6 +167,19 @@ class NumpyLog:
         self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
 
 
+_MODE_NAMES = ((DIVIDE, "divide"), (OVER, "over"), (UNDER, "under"), (INVALID, "invalid"))
+_LOGGED: dict[int, dict[str, str]] = {}
+
+
+def logging_state(watched: int, log: NumpyLog) -> Any:
+    """``np.errstate`` that hands NumPy's messages of the ``watched`` conditions to ``log`` and
+    ignores the others (an underflow nobody watches costs no message and no check)."""
+    modes = _LOGGED.get(watched)
+    if modes is None:
+        modes = _LOGGED[watched] = {name: "log" if bit & watched else "ignore" for bit, name in _MODE_NAMES}
+    return np.errstate(call=log, **modes)
+
+
 def category(message: str) -> int:
     """The condition bit of one of NumPy's messages."""
     for bit, text in CATEGORY_TEXT.items():
@@ -216,7 +230,7 @@ class noting:
         self._instruction = instruction
         self._watched = watched() if instruction is not None else 0
         self._log = NumpyLog()
-        self._state = np.errstate(all="log", call=self._log) if self._watched else np.errstate(all="ignore")
+        self._state = logging_state(self._watched, self._log) if self._watched else np.errstate(all="ignore")
 
     def __enter__(self) -> None:
         self._state.__enter__()

@@ -5,7 +5,7 @@ the notes taken here (``shoal.engine.fp_signals``). Two gates, both cheap where 
 happens:
 
 - NumPy calls (the tile path, whole-view operations, reductions' folds, direct runs) run under
-  ``np.errstate(all="log")``: NumPy hands its own message (``"divide by zero encountered in
+  ``np.errstate`` with the watched categories set to ``"log"``: NumPy hands its own message (``"divide by zero encountered in
   log"``) to a log object after each ufunc call that met a condition.
 - Compiled kernels (Numba, error model ``"numpy"``) leave the processor's status flags set:
   ``feclearexcept`` before and ``fetestexcept`` after the call (0.35 µs the pair). Integer
@@ -42,6 +42,7 @@ from shoal.engine.fp_signals import (
     UNDER,
     NumpyLog,
     category,
+    logging_state,
     named,
     numpy_name,
 )
@@ -112,7 +113,7 @@ def _gated(runner: Any, index: int, run: Callable[[], Any], stored: bool) -> Any
     compiled_before = runner.compiled_blocks
     if _FENV is not None:
         _FENV[0](_FE_ALL)
-    with np.errstate(all="log", call=log):
+    with logging_state(watched, log):
         result = run()
     flags = _hardware(watched)
     compiled = runner.compiled_blocks != compiled_before
@@ -193,7 +194,7 @@ def attribute(runner: Any, index: int, messages: list[str], flags: int, watched:
                 unsure.append(r.instruction)
                 continue
             log = NumpyLog()
-            with np.errstate(all="log", call=log):
+            with logging_state(watched, log):
                 partial_reduce(r.op, operand(r.source), r.acc)
             _note_all(r.instruction, log.messages, watched, explained)
 
@@ -206,7 +207,7 @@ def attribute(runner: Any, index: int, messages: list[str], flags: int, watched:
         outs = [np.empty(shape, slots[o].dtype) for o in step.outputs]
         ins = [operand(i) for i in step.inputs]
         log = NumpyLog()
-        with np.errstate(all="log", call=log):
+        with logging_state(watched, log):
             spec(step.op).reference(outs, ins, step.instruction.attr_dict())
         for o, array in zip(step.outputs, outs):
             values[o] = array
