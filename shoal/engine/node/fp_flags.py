@@ -5,10 +5,10 @@ the notes taken here (``shoal.engine.fp_signals``). Two gates, both cheap where 
 happens:
 
 - NumPy calls (the tile path, whole-view operations, reductions' folds, direct runs) run under
-  ``np.errstate`` with the watched categories set to ``"log"``: NumPy hands its own message (``"divide by zero encountered in
-  log"``) to a log object after each ufunc call that met a condition.
+  ``np.errstate`` with the watched categories set to ``"log"``: NumPy hands its own message
+  (``"divide by zero encountered in log"``) to a log object after each ufunc call that met one.
 - Compiled kernels (Numba, error model ``"numpy"``) leave the processor's status flags set:
-  ``feclearexcept`` before and ``fetestexcept`` after the call (0.35 µs the pair). Integer
+  ``feclearexcept`` before and ``fetestexcept`` after the call (0.73 µs the pair). Integer
   division sets no flag there, so a compiled block with an integer division whose divisor may be
   0 (or -1, where the quotient may overflow) is checked too.
 
