@@ -68,6 +68,18 @@ def _warned_now() -> int:
     return sum(bit for name, bit in _MODE_NAMES if modes[name] == "warn")
 
 
+_QUIETED: dict[int, dict[str, str]] = {}
+
+
+def quieted() -> dict[str, str]:
+    """``np.errstate`` keywords that ignore the categories set to ``"warn"`` now."""
+    bits = warned_categories()
+    keywords = _QUIETED.get(bits)
+    if keywords is None:
+        keywords = _QUIETED[bits] = {name: "ignore" for name, bit in _MODE_NAMES if bit & bits}
+    return keywords
+
+
 def raises() -> bool:
     """True if a category warns now and the warnings filters may make a ``RuntimeWarning`` an
     error (checked against the filters list only when it changed)."""
@@ -153,10 +165,10 @@ class relayed:
             )
 
 
-def site(op: str) -> Site | None:
-    """Where operation ``op`` being recorded was called from, or None if no category warns
-    (or ``op`` never signals)."""
-    if op in SILENT:
+def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -> Site | None:
+    """Where operation ``op`` (on these operands) being recorded was called from, or None if no
+    category warns or ``op`` never signals (a copy that does not cast)."""
+    if op in SILENT or (op == "copy" and getattr(inputs[0], "dtype", None) == outputs[0].dtype):
         return None
     warned = warned_categories()
     if not warned:

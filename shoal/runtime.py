@@ -129,7 +129,7 @@ class Runtime:
             self._record_releases()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
-            site = fp_warnings.site(op)
+            site = fp_warnings.site(op, outputs, inputs)
             if site is not None:
                 self._sites[len(pending.instructions) - 1] = site
             self._carried.clear()

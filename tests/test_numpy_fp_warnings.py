@@ -131,6 +131,15 @@ def casts(xp: ModuleType) -> Any:
     return values.astype(xp.float32).astype(xp.int32)  # signals
 
 
+def filled_and_assigned(xp: ModuleType) -> Any:
+    small = xp.zeros(N, xp.float32)
+    small[::2] = xp.full(N // 2, 1e300)  # signals
+    small.fill(1e300)  # signals
+    whole = xp.zeros(N, xp.int64)
+    whole[xp.arange(0, N, 2)] = xp.full(N // 2, xp.nan)  # signals
+    return small, whole
+
+
 def reductions(xp: ModuleType) -> Any:
     return xp.add.reduce(xp.full(N, 1e305)) + xp.cumsum(xp.full(N, 1e305))  # signals
 
@@ -154,14 +163,15 @@ def ignored_at_recording(xp: ModuleType) -> Any:
 
 CASES = [
     log_and_divide, divide_and_log, two_divisions_one_signals, overflow_then_invalid, in_place_log,
-    in_place_divide_then_add, stencil_in_place, underflow, integer_division, casts, reductions,
+    in_place_divide_then_add, stencil_in_place, underflow, integer_division, casts,
+    filled_and_assigned, reductions,
     quiet, false_alarms, ignored_at_recording,
 ]  # fmt: skip
 QUIET = (quiet, false_alarms, ignored_at_recording)
 
 
 # Integer division has no compiled form (NumPy tiles run it); casts run as copy chains.
-NOT_COMPILED = (integer_division, casts)
+NOT_COMPILED = (integer_division, casts, filled_and_assigned)
 
 
 def shown(case: Callable[[ModuleType], Any], xp: ModuleType, action: str = "always") -> list[tuple[Any, ...]]:
@@ -169,7 +179,8 @@ def shown(case: Callable[[ModuleType], Any], xp: ModuleType, action: str = "alwa
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter(action)
         result = case(xp)
-        np.asarray(result)
+        for array in result if isinstance(result, tuple) else (result,):
+            np.asarray(array)
     return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
 
 

@@ -37,8 +37,8 @@ SILENT = frozenset({
     "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
     "bitwise_xor", "invert", "left_shift", "right_shift", "isnan", "isinf", "isfinite",
     "signbit", "negative", "positive", "absolute", "fabs", "conjugate", "sign", "copysign",
-    "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "trunc", "rint", "fill", "arange",
-    "gather", "scatter", "sort", "argsort", "partition", "argpartition", "take_along_axis",
+    "maximum", "minimum", "fmax", "fmin", "floor", "ceil", "trunc", "rint", "arange",
+    "gather", "sort", "argsort", "partition", "argpartition", "take_along_axis",
     "argmin", "argmax", "any", "all", "min", "max", "release",
 })  # fmt: skip
 
