@@ -161,7 +161,6 @@ class relayed:
                 lineno,
                 module=module_globals.get("__name__", "<string>"),
                 registry=module_globals.setdefault("__warningregistry__", {}),
-                module_globals=module_globals,
             )
 
 
@@ -263,7 +262,6 @@ def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
             lineno,
             module=module_globals.get("__name__", "<string>"),
             registry=registry,
-            module_globals=module_globals,
         )
 
 
