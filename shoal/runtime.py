@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import settings, trace
+from shoal import fp_warnings, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
-from shoal.engine import Component, create, stack_names
+from shoal.engine import Component, create, fp_signals, stack_names
 
 
 def default_engine_name() -> str:
@@ -100,6 +100,8 @@ class Runtime:
         # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
         self._writable: dict[int, np.ndarray] = {}
+        self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
+        self._watches: collections.deque[tuple[fp_signals.Watch, dict[int, fp_warnings.Site]]] = collections.deque()
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
@@ -158,6 +160,10 @@ class Runtime:
             for value in inputs:
                 if type(value) is View:
                     read.add(value.base)
+
+            site = fp_warnings.site(op, outputs, inputs)
+            if site is not None:
+                self._sites[len(pending.instructions) - 1] = site
             self._carried.clear()
             if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
                 pending.instructions, self.flush_threshold
@@ -204,6 +210,7 @@ class Runtime:
             if batch.is_empty():
                 if wait and self._engine is not None:
                     self._engine.flush()
+                    self._warn(settled=True)
                 return
             self._pending = Batch()
             self._declared = set()
@@ -212,6 +219,8 @@ class Runtime:
             self._read = set()
             self._settled = {}
             self._writable = {}
+
+            sites, self._sites = self._sites, {}
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
@@ -222,16 +231,19 @@ class Runtime:
 
                 print(disassemble(batch), file=sys.stderr)
             engine = self.engine
+            if sites:
+                self._watches.append((fp_signals.watch(batch, fp_warnings.watched(sites)), sites))
             tracer = trace.TRACER
             if tracer is None:
                 engine.execute(batch)
                 if wait:
                     engine.flush()
-                return
-            with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
-                engine.execute(batch)
-                if wait:
-                    engine.flush()
+            else:
+                with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
+                    engine.execute(batch)
+                    if wait:
+                        engine.flush()
+            self._warn(settled=wait)
 
     def _check(self, batch: Batch) -> Batch:
         from shoal.bytecode import dumps, loads, verify
@@ -311,9 +323,24 @@ class Runtime:
             self.flush()
             tracer = trace.TRACER
             if tracer is None:
-                return self.engine.fetch(view)
-            with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
-                return self.engine.fetch(view)
+                contents = self.engine.fetch(view)
+            else:
+                with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
+                    contents = self.engine.fetch(view)
+            self._warn(settled=True)
+            return contents
+
+    def _warn(self, settled: bool) -> None:
+        """Warn for the floating-point conditions of the batches that have run, in order
+        (``settled``: every batch handed over has run; one whose engine took no notes is done)."""
+        watches = self._watches
+        while watches:
+            record, sites = watches[0]
+            if not (record.done or settled):
+                return
+            watches.popleft()
+            fp_signals.forget(record)
+            fp_warnings.emit(fp_signals.take(record), sites)
 
     def close(self) -> None:
         """Flush and shut the component down."""

@@ -1,7 +1,9 @@
 """Shared test configuration."""
 
 import os
+import warnings
 import zlib
+from collections.abc import Iterator
 
 import pytest
 
@@ -32,3 +34,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if _stacked(item) and zlib.crc32(item.nodeid.encode()) % QUICK_STACKED_SHARE:
             item.add_marker(full)
+
+
+@pytest.fixture(autouse=True)
+def _runtime_warnings_fail_at_the_end() -> Iterator[None]:
+    """A ``RuntimeWarning`` fails its test when the test ends instead of being raised at its line.
+
+    Under an ``error`` filter for it Shoal computes every operation that may warn at the call,
+    so that the exception comes from the user's line (``shoal.fp_warnings.raises``): with
+    ``filterwarnings = error`` alone the suite would test that eager path instead of the lazy one.
+    Tests of the ``error`` behaviour set the filter themselves.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.filterwarnings("always", category=RuntimeWarning)
+        yield
+    runtime = [w for w in caught if issubclass(w.category, RuntimeWarning)]
+    for w in caught:
+        if not issubclass(w.category, RuntimeWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if runtime:
+        pytest.fail("RuntimeWarning: " + "; ".join(f"{w.filename}:{w.lineno}: {w.message}" for w in runtime))

@@ -95,13 +95,14 @@ def correlation_checksum(size: tuple[int, int], tmp_path, engine: str | None) ->
     if engine is not None:
         environment["SHOAL_ENGINE"] = engine
     result = subprocess.run(
-        [sys.executable, "-W", "error", "-m", "shoal", str(program), *map(str, size)],
+        [sys.executable, "-W", "error", "-W", "always::RuntimeWarning", "-m", "shoal", str(program), *map(str, size)],
         env=environment,
         capture_output=True,
         text=True,
         timeout=110,
     )
     assert result.returncode == 0, result.stderr
+    assert "RuntimeWarning" not in result.stderr, result.stderr
     return float(result.stdout.split()[-1])
 
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, VerifyLimits, View, spec, verify
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
+from shoal.engine import fp_signals
 from shoal.engine.component import Component, EngineError, name_instruction
 
 
@@ -60,12 +61,13 @@ class ReferenceEngine(Component):
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
                 self._bases[decl.id] = storage.view(np.uint8)
-        for index, instruction in enumerate(batch.instructions):
-            try:
-                self._run(instruction)
-            except Exception as error:
-                name_instruction(error, index, instruction)
-                raise
+        with fp_signals.running(batch):
+            for index, instruction in enumerate(batch.instructions):
+                try:
+                    self._run(instruction)
+                except Exception as error:
+                    name_instruction(error, index, instruction)
+                    raise
 
     def _array(self, view: View) -> np.ndarray:
         buffer = self._bases.get(view.base)
@@ -86,7 +88,7 @@ class ReferenceEngine(Component):
         entry = spec(instruction.op)
         outs = [self._array(view) for view in instruction.outputs]
         ins = [self._operand(operand) for operand in instruction.inputs]
-        with np.errstate(all="ignore"):
+        with fp_signals.noting(instruction):
             entry.reference(outs, ins, instruction.attr_dict())
 
     def fetch(self, view: View) -> np.ndarray:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import fp_warnings
 from shoal.numpy._lazy import deliver, from_numpy, is_lazy, ndarray
 
 _LAZY_MODES = frozenset(("ignore", "warn"))
@@ -26,18 +27,19 @@ _last: tuple[Any, bool] = (object(), False)
 
 
 def strict() -> bool:
-    """True when a floating-point error must reach the caller now (some category neither
-    ignored nor only warned about)."""
+    """True when a floating-point error must reach the caller now: some category neither
+    ignored nor only warned about, or warned about while the warnings filters may turn the
+    ``RuntimeWarning`` into an error."""
     global _last
     if _STATE is None:
-        return _strict_modes()
+        return _strict_modes() or fp_warnings.raises()
     state = _STATE.get()
     last = _last
     if state is last[0]:
-        return last[1]
+        return last[1] or fp_warnings.raises()
     verdict = _strict_modes()
     _last = (state, verdict)
-    return verdict
+    return verdict or fp_warnings.raises()
 
 
 def _strict_modes() -> bool:
@@ -71,7 +73,8 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
     try:
         if given:
             options = {**options, "out": np_outs}
-        computed = ufunc(*values, where=plain(where), **options)
+        with fp_warnings.relayed():
+            computed = ufunc(*values, where=plain(where), **options)
     finally:
         for user_out, np_out in zip(outs, np_outs):
             if is_lazy(user_out):
@@ -88,7 +91,9 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
 
 def eager_reduction(function: Callable[..., Any], array: ndarray, out: Any, **kwargs: Any) -> Any:
     """A reduction or scan computed now by NumPy under the caller's error state."""
-    return deliver_now(function(array._value(), **kwargs), out)
+    value = array._value()
+    with fp_warnings.relayed():
+        return deliver_now(function(value, **kwargs), out)
 
 
 def deliver_now(value: Any, out: Any) -> Any:
@@ -105,5 +110,7 @@ def cast_now(value: Any, dtype: np.dtype) -> Any:
     """``value`` cast to ``dtype`` now when it is an array of another dtype (the cast may
     signal); anything else unchanged."""
     if (is_lazy(value) or isinstance(value, np.ndarray)) and value.dtype != dtype and strict():
-        return np.asarray(plain(value)).astype(dtype)
+        value = np.asarray(plain(value))
+        with fp_warnings.relayed():
+            return value.astype(dtype)
     return value

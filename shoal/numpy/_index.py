@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import fp_warnings
 from shoal.bytecode import View
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
@@ -207,7 +208,13 @@ def _value_shape(value: Any) -> tuple[tuple[int, ...], Any]:
 
 
 def _check_assignable(dtype: np.dtype, value: Any) -> None:
-    """Raise NumPy's error (or warning) for storing ``value`` into an array of ``dtype``."""
+    """Raise NumPy's error for storing ``value`` into an array of ``dtype`` (a floating-point
+    category set to ``"warn"`` is quiet here: the recorded cast warns for itself)."""
+    with np.errstate(**fp_warnings.quieted()):
+        _assign_probe(dtype, value)
+
+
+def _assign_probe(dtype: np.dtype, value: Any) -> None:
     if is_lazy(value):
         target = np.zeros(min(value.size, 1), dtype)
         target[...] = np.zeros(min(value.size, 1), value.dtype)

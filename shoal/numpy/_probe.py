@@ -41,11 +41,25 @@ def value_probe(dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     return np.zeros(tuple(min(n, 1) for n in shape), dtype)
 
 
+_SILENCE = ("ignore", None, Warning, None, 0)
+
+
 def quietly(function, *args: Any, **kwargs: Any) -> Any:
-    """Call ``function`` with floating-point errors and warnings silenced (probe values are fake)."""
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return function(*args, **kwargs)
+    """Call ``function`` with floating-point errors and warnings silenced (probe values are fake).
+
+    The filter goes in and out of the filters list directly: ``warnings.catch_warnings`` would
+    mark the filters changed, which empties every module's ``__warningregistry__``, so that a
+    warning the ``default`` filter shows once per line would show again after each probe."""
+    filters = warnings.filters
+    with np.errstate(all="ignore"):
+        filters.insert(0, _SILENCE)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            try:
+                filters.remove(_SILENCE)
+            except ValueError:
+                pass
 
 
 def format_shape(shape: tuple[int, ...]) -> str:

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from shoal import fp_warnings
 from shoal.numpy._fperr import strict
 from shoal.numpy._lazy import (
     as_lazy,
@@ -39,7 +40,9 @@ def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]
 def copy(array: ndarray, dtype: Any = None) -> ndarray:
     """A C-contiguous copy (cast to ``dtype`` if given)."""
     if dtype is not None and np.dtype(dtype) != array.dtype and strict():
-        return from_numpy(array._value().astype(dtype), copy=False)  # the cast may signal
+        value = array._value()
+        with fp_warnings.relayed():
+            return from_numpy(value.astype(dtype), copy=False)  # the cast may signal
     result = new_array(array.dtype if dtype is None else np.dtype(dtype), array.shape)
     array._base.runtime.record("copy", (result._view,), (array._view,))
     return result

@@ -28,6 +28,7 @@ import numpy as np
 
 from shoal import trace
 from shoal.bytecode import Batch, View, verify
+from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import Component, EngineError, name_instruction
@@ -106,11 +107,12 @@ class NodeEngine(Component):
 
     def execute(self, batch: Batch) -> None:
         tracer = trace.TRACER
-        if tracer is None:
-            self._execute(batch)
-            return
-        with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
-            self._execute(batch)
+        with fp_signals.running(batch):
+            if tracer is None:
+                self._execute(batch)
+                return
+            with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
+                self._execute(batch)
 
     def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
@@ -206,6 +208,7 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
+        fp_signals.planned(batch)
         plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
         positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions)

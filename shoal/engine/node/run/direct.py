@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
+from shoal.engine import fp_signals
 from shoal.engine.component import name_instruction
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import where_in_place
@@ -74,7 +75,7 @@ def run_direct(batch: Batch, storage: Storage) -> None:
             storage.make_writable(view.base)
         outs = [storage.array(view) for view in instruction.outputs]
         try:
-            with np.errstate(all="ignore"):
+            with fp_signals.noting(instruction):
                 if instruction.op == "where" and _selects_in_place(outs[0], ins):
                     where_in_place(outs, ins, None)
                 else:

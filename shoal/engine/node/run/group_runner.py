@@ -14,6 +14,7 @@ from shoal.engine.node.compile.kernel_cache import KernelCache, kernel_key
 from shoal.engine.node.compile.native import NativeKernel
 from shoal.engine.node.lower.deferred import block_buffer, commit, store
 from shoal.engine.node.lower.program import CONST, KernelProgram, block_offset
+from shoal.engine.node.run import fp_flags
 from shoal.engine.node.run.kernel_calls import PreparedCall, kernel_args
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import run_tiles
@@ -43,12 +44,11 @@ class GroupRunner:
         shape = program.partition.block_shape(index)
         kernel = None if self.kernels is None else self.kernels.ready(self.key)
         if kernel is not None and program.stores_rows:
-            return self._run_storing_rows(kernel, index, shape)
+            return fp_flags.compute_storing(self, kernel, index, shape)
         if program.sweeps > 1:
             raise RuntimeError("a kernel running several sweeps per pass has no NumPy path; it is planned only once compiled")
         buffers = {slot: block_buffer(slot, program.slots[slot].dtype, shape) for slot in program.reaches}
-        with np.errstate(all="ignore"):
-            result = self._compute(index, buffers)
+        result = fp_flags.compute(self, index, buffers)
         for slot, computed in buffers.items():
             held = store(computed, self._target(slot, index), *self.held_rows(slot, index))
             if held is not None:

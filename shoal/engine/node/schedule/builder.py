@@ -19,6 +19,7 @@ from functools import partial
 import numpy as np
 
 from shoal.bytecode import Instruction, View
+from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.geometry import base_blocks, extent
 from shoal.engine.node.codegen.kernel_source import compilable
@@ -212,7 +213,7 @@ class Builder:
         return commits
 
     def _fold(self, program: KernelProgram, which: int, ops: list[BlockOp], output: View) -> None:
-        with np.errstate(all="ignore"):
+        with fp_signals.noting(program.reductions[which].instruction):
             finalize(program, which, [op.result[which] for op in ops], self.storage.array(output))
 
     def _slot_blocks(self, program: KernelProgram, slot) -> list[list[tuple[int, int]]]:

@@ -11,6 +11,7 @@ import math
 from functools import partial
 
 from shoal.bytecode import Instruction, Kind, View, spec
+from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.node.run.whole import run_panel, run_whole
 from shoal.engine.node.schedule.context import MIN_VIEW_BLOCK_ELEMENTS, BuildContext
@@ -40,7 +41,7 @@ def row_panels(context: BuildContext, instruction: Instruction) -> bool:
         stop = min(start + rows, a.shape[0])
         a_panel = View(a.base, a.dtype, a.offset + start * a.strides[0], (stop - start, a.shape[1]), a.strides)
         out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, out.shape[1]), out.strides)
-        run = partial(run_panel, context.storage, a_panel, b, out_panel)
+        run = partial(run_panel, context.storage, a_panel, b, out_panel, instruction)
         reads = tuple(context.view_blocks(a_panel)) + b_blocks
         ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(out_panel)), (a.base, b.base, out.base), (out.base,), label="panel", origin=origin))
     context.deps.insert_group(ops)
@@ -82,7 +83,7 @@ def axis_panels(context: BuildContext, instruction: Instruction) -> bool:
         stop = min(start + panel, rows)
         piece = _slab(source, split, start, stop)
         target = _slab(out, out_axis, start, stop)
-        run = partial(run_whole, context.storage, Instruction(instruction.op, (target,), (piece,), instruction.attrs))
+        run = partial(run_whole, context.storage, fp_signals.derived(Instruction(instruction.op, (target,), (piece,), instruction.attrs), instruction))
         reads, writes = tuple(context.view_blocks(piece)), tuple(context.view_blocks(target))
         ops.append(BlockOp(context.next_seq(), run, reads, writes, (source.base, out.base), (out.base,), label="slab", origin=origin))
     context.deps.insert_group(ops)

@@ -1,0 +1,272 @@
+"""NumPy's floating-point ``RuntimeWarning`` for lazy operations, at the line that recorded them.
+
+NumPy warns ``"divide by zero encountered in log"`` from the user's call, once per line under
+the default filters. A lazy operation runs later, so the runtime keeps, for each recorded
+instruction that NumPy's error state would warn about, where it was recorded (:func:`site`:
+file, line, the module's globals, the categories set to ``"warn"`` then). The engine notes the
+conditions each instruction met (``shoal.engine.fp_signals``) and :func:`emit` warns for them
+with ``warnings.warn_explicit`` and the module's ``__warningregistry__``, as
+``warnings.warn`` from that line would: same text, category, file, line and filtering.
+
+Where the warnings filters may turn the warning into an error, :func:`raises` says so and the
+operations that can signal run at the call instead (``shoal.numpy._fperr``), so that the
+exception comes from the user's line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from dataclasses import dataclass
+from types import CodeType
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode import OPCODES, Kind
+from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT, UNDER
+
+_MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
+_STATE = getattr(np._core.umath, "_extobj_contextvar", None)
+_last_state: tuple[Any, int] = (object(), 0)
+_last_filters: tuple[Any, bool] = (None, False)
+_INTERNAL = (os.path.dirname(__file__), os.path.dirname(np.__file__))
+_internal_code: dict[CodeType, bool] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """Where an instruction was recorded, and the categories that warned then (bits).
+    ``entry`` is the NumPy function or ``ndarray`` method the user called, where NumPy
+    implements it in Python (a reduction's warning then names NumPy's line, see
+    :func:`numpy_location`)."""
+
+    filename: str
+    lineno: int
+    module_globals: dict[str, Any]
+    warned: int
+    entry: Any = None
+
+
+def warned_categories() -> int:
+    """The categories NumPy's error state sets to ``"warn"`` now (bits of ``fp_signals``)."""
+    global _last_state
+    if _STATE is None:
+        return _warned_now()
+    state = _STATE.get()
+    last = _last_state
+    if state is last[0]:
+        return last[1]
+    bits = _warned_now()
+    _last_state = (state, bits)
+    return bits
+
+
+def _warned_now() -> int:
+    modes = np.geterr()
+    return sum(bit for name, bit in _MODE_NAMES if modes[name] == "warn")
+
+
+_QUIETED: dict[int, dict[str, str]] = {}
+
+
+def quieted() -> dict[str, str]:
+    """``np.errstate`` keywords that ignore the categories set to ``"warn"`` now."""
+    bits = warned_categories()
+    keywords = _QUIETED.get(bits)
+    if keywords is None:
+        keywords = _QUIETED[bits] = {name: "ignore" for name, bit in _MODE_NAMES if bit & bits}
+    return keywords
+
+
+def raises() -> bool:
+    """True if a category warns now and the warnings filters may make a ``RuntimeWarning`` an
+    error (checked against the filters list only when it changed)."""
+    if not warned_categories():
+        return False
+    global _last_filters
+    filters = warnings.filters
+    key = (id(filters), len(filters), filters[0] if filters else None, warnings.defaultaction)
+    last = _last_filters
+    if last[0] is not None and last[0][0] == key[0] and last[0][1] == key[1] and last[0][2] is key[2] and last[0][3] == key[3]:
+        return last[1]
+    verdict = _errors(filters)
+    _last_filters = (key, verdict)
+    return verdict
+
+
+def _errors(filters: list[Any]) -> bool:
+    for action, message, category, module, lineno in filters:
+        if not issubclass(RuntimeWarning, category):
+            continue
+        if action == "error":
+            return True
+        if message is None and module is None and not lineno:
+            return False
+    return warnings.defaultaction == "error"
+
+
+def user_frame(frame: Any) -> Any:
+    """The first frame from ``frame`` outwards that is neither Shoal's nor NumPy's (None: none)."""
+    while frame is not None:
+        code = frame.f_code
+        internal = _internal_code.get(code)
+        if internal is None:
+            internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
+        if not internal:
+            return frame
+        frame = frame.f_back
+    return None
+
+
+class relayed:
+    """``with relayed():`` around a NumPy call Shoal makes for the user (an operation computed
+    at the call): the categories set to ``"warn"`` are logged instead, and on exit warned with
+    the location NumPy's own call would have had: NumPy's line where NumPy's Python code made
+    the failing call, else the user's line (not Shoal's). Left as they are while a category is
+    ``"call"`` or ``"log"`` (one handler object serves both)."""
+
+    __slots__ = ("_seen", "_state")
+
+    def __init__(self) -> None:
+        self._seen: list[tuple[str, Any]] = []
+        self._state: Any = None
+
+    def __enter__(self) -> None:
+        if not warned_categories():
+            return
+        modes = np.geterr()
+        if "call" in modes.values() or "log" in modes.values():
+            return
+        self._state = np.errstate(**{name: "log" for name, mode in modes.items() if mode == "warn"}, call=self)
+        self._state.__enter__()
+
+    def write(self, text: str) -> None:
+        frame = sys._getframe(1)
+        if not frame.f_code.co_filename.startswith(_INTERNAL[1]):
+            frame = user_frame(frame)
+        if frame is not None:
+            self._seen.append((text.removeprefix("Warning: ").rstrip("\n"), (frame.f_code.co_filename, frame.f_lineno, frame.f_globals)))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._state is None:
+            return
+        self._state.__exit__(*exc)
+        for message, (filename, lineno, module_globals) in self._seen:
+            warnings.warn_explicit(
+                message,
+                RuntimeWarning,
+                filename,
+                lineno,
+                module=module_globals.get("__name__", "<string>"),
+                registry=module_globals.setdefault("__warningregistry__", {}),
+            )
+
+
+def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -> Site | None:
+    """Where operation ``op`` (on these operands) being recorded was called from, or None if no
+    category warns or ``op`` never signals (a copy that does not cast)."""
+    if op in SILENT or (op == "copy" and getattr(inputs[0], "dtype", None) == outputs[0].dtype):
+        return None
+    warned = warned_categories()
+    if not warned:
+        return None
+    frame = sys._getframe(2)
+    outer = None
+    while frame is not None:
+        code = frame.f_code
+        internal = _internal_code.get(code)
+        if internal is None:
+            internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
+        if not internal:
+            entry = _entry(outer) if outer is not None and op in _FOLDS else None
+            return Site(code.co_filename, frame.f_lineno, frame.f_globals, warned, entry)
+        outer = frame
+        frame = frame.f_back
+    return None
+
+
+_FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))
+
+
+def _entry(frame: Any) -> Any:
+    """The NumPy callable behind Shoal's outermost frame ``frame`` (None: a ufunc method or
+    anything NumPy runs in C, whose warnings name the caller's line)."""
+    name = frame.f_code.co_name
+    if name == "__array_function__":
+        return frame.f_locals.get("func")
+    if name == "method":
+        name = frame.f_locals.get("name", "")
+    return getattr(np.ndarray, name, None)
+
+
+_PROBES = {"overflow": (1e308, 1e308), "invalid value": (np.inf, -np.inf), "underflow": (1e-300, 1e-300), "divide by zero": (0.0, 0.0)}
+_locations: dict[tuple[Any, str], tuple[str, int, dict[str, Any]] | None] = {}
+
+
+def numpy_location(entry: Any, message: str) -> tuple[str, int, dict[str, Any]] | None:
+    """Where NumPy's own ``entry`` warns ``message`` from, if in NumPy's Python code (NumPy's
+    ``ndarray.sum`` warns from ``numpy/_core/_methods.py``, ``np.cumsum`` from
+    ``fromnumeric.py``): found once by running ``entry`` on a two-element probe under
+    ``np.errstate(all="call")``, whose handler sees the Python frame NumPy would warn from (the
+    warnings machinery is not touched: its registries stay valid)."""
+    key = (entry, message)
+    if key in _locations:
+        return _locations[key]
+    found: list[tuple[str, int, dict[str, Any]]] = []
+    head = message.partition(" encountered in ")[0]
+    probe = _PROBES.get(head)
+
+    def handler(kind: str, _flag: int) -> None:
+        frame = sys._getframe(1)
+        if kind == head and not found:
+            found.append((frame.f_code.co_filename, frame.f_lineno, frame.f_globals))
+
+    if probe is not None:
+        with np.errstate(all="call", call=handler):
+            try:
+                entry(np.array(probe))
+            except Exception:  # a probe NumPy refuses names no location
+                pass
+    location = found[0] if found and found[0][0].startswith(_INTERNAL[1]) else None
+    _locations[key] = location
+    return location
+
+
+def watched(sites: dict[int, Site]) -> int:
+    """The categories a batch with these sites needs the engine to check for."""
+    bits = 0
+    for recorded in sites.values():
+        bits |= recorded.warned
+        if bits == DIVIDE | OVER | UNDER | INVALID:
+            break
+    return bits
+
+
+def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
+    """Warn for each (position, NumPy's message) the engine noted, as NumPy would have at the
+    line that recorded the instruction."""
+    for position, message in signals:
+        recorded = sites.get(position)
+        if recorded is None or not recorded.warned & _category(message):
+            continue
+        filename, lineno, module_globals = recorded.filename, recorded.lineno, recorded.module_globals
+        if recorded.entry is not None:
+            filename, lineno, module_globals = numpy_location(recorded.entry, message) or (filename, lineno, module_globals)
+        registry = module_globals.setdefault("__warningregistry__", {})
+        warnings.warn_explicit(
+            message,
+            RuntimeWarning,
+            filename,
+            lineno,
+            module=module_globals.get("__name__", "<string>"),
+            registry=registry,
+        )
+
+
+def _category(message: str) -> int:
+    for bit, text in CATEGORY_TEXT.items():
+        if message.startswith(text):
+            return bit
+    return 0
