@@ -95,6 +95,13 @@ def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) ->
             f"[Errno {error.errno}] {error.strerror}\n"
         )
         return EXIT_USAGE
+    cluster = _optional_module("shoal.cluster.session")
+    if cluster is not None and cluster.launched():
+        session = cluster.start()  # under mpiexec: rank 0 runs the program, the others serve it
+        if session.rank != 0:
+            from shoal.cluster.worker import serve
+
+            return serve(session)
     if report_fallbacks:
         atexit.register(_report_fallbacks)
     from shoal import trace
