@@ -226,7 +226,9 @@ class Flusher:
             self._start_sends(pending)
             pending, progressed = self._compute_ready(pending, outstanding)
             self.submit()
+            waiting = len(outstanding)
             outstanding = self._test(outstanding)
+            progressed = progressed or len(outstanding) < waiting
             if pending and not progressed:
                 if not outstanding:
                     raise RuntimeError(f"rank {self.rank}: no operation can run and no message is awaited ({len(pending)} left)")
