@@ -21,6 +21,7 @@ Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced 
 
 from __future__ import annotations
 
+import collections
 import time
 from dataclasses import dataclass
 
@@ -28,11 +29,11 @@ import numpy as np
 
 from shoal import trace
 from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
-from shoal.cluster.plan import Access, Op
+from shoal.cluster.dependencies import link
+from shoal.cluster.plan import Op
 from shoal.engine.component import Component
 
 TEST_EVERY = 4  # computations between two tests for finished receives
-MAX_INTERVALS = 16  # blocked byte ranges kept per base before they merge into one
 
 
 @dataclass
@@ -57,37 +58,6 @@ class CommStats:
             self.communication_seconds,
             self.busy_seconds,
         ]
-
-
-class _Blocked:
-    """Byte ranges, per local base, that operations skipped in this pass read and write."""
-
-    def __init__(self) -> None:
-        self.reads: dict[int, list[tuple[int, int]]] = {}
-        self.writes: dict[int, list[tuple[int, int]]] = {}
-
-    @staticmethod
-    def _hits(table: dict[int, list[tuple[int, int]]], accesses: list[Access]) -> bool:
-        for base, low, high in accesses:
-            for other_low, other_high in table.get(base, ()):
-                if low < other_high and other_low < high:
-                    return True
-        return False
-
-    def conflicts(self, op: Op) -> bool:
-        return self._hits(self.writes, op.reads) or self._hits(self.writes, op.writes) or self._hits(self.reads, op.writes)
-
-    @staticmethod
-    def _add(table: dict[int, list[tuple[int, int]]], accesses: list[Access]) -> None:
-        for base, low, high in accesses:
-            ranges = table.setdefault(base, [])
-            ranges.append((low, high))
-            if len(ranges) > MAX_INTERVALS:
-                table[base] = [(min(r[0] for r in ranges), max(r[1] for r in ranges))]
-
-    def add(self, op: Op) -> None:
-        self._add(self.reads, op.reads)
-        self._add(self.writes, op.writes)
 
 
 class Flusher:
@@ -217,79 +187,74 @@ class Flusher:
                 self._finished(op, status)
 
     def _hide_latency(self, ops: list[Op]) -> None:
-        receives = [op for op in ops if op.kind == "receive"]
-        for op in receives:
-            self._post(op)
-        pending = [op for op in ops if op.kind != "receive"]
-        outstanding = list(receives)
-        while pending:
-            self._start_sends(pending)
-            pending, progressed = self._compute_ready(pending, outstanding)
-            self.submit()
-            waiting = len(outstanding)
-            outstanding = self._test(outstanding)
-            progressed = progressed or len(outstanding) < waiting
-            if pending and not progressed:
-                if not outstanding:
-                    raise RuntimeError(f"rank {self.rank}: no operation can run and no message is awaited ({len(pending)} left)")
-                outstanding = self._wait_any(outstanding)
+        link(ops)
+        outstanding = [op for op in ops if op.kind == "receive"]
+        for op in outstanding:
+            self._post(op)  # a receive writes a new temporary base: it waits for nothing
+        sends: collections.deque[Op] = collections.deque()
+        computes: collections.deque[Op] = collections.deque()
+        for op in ops:
+            if op.kind != "receive" and op.waits_for == 0:
+                (sends if op.kind == "send" else computes).append(op)
+        left = sum(1 for op in ops if op.kind != "receive")
 
-    def _start_sends(self, pending: list[Op]) -> None:
-        """Step 1: every send whose data is ready goes out before any computation."""
-        blocked = _Blocked()
-        for op in pending:
-            if op.kind == "send" and not blocked.conflicts(op):
-                self._send(op)
-            elif not op.issued:
-                blocked.add(op)
+        def finish(op: Op) -> None:
+            for dependent in op.dependents:
+                dependent.waits_for -= 1
+                if dependent.waits_for == 0:
+                    (sends if dependent.kind == "send" else computes).append(dependent)
 
-    def _compute_ready(self, pending: list[Op], outstanding: list[Op]) -> tuple[list[Op], bool]:
-        """Step 2: run what is ready in program order, testing receives now and then."""
-        blocked = _Blocked()
-        left: list[Op] = []
-        progressed = False
-        since_test = 0
-        for op in pending:
-            if op.issued:
-                progressed = True
-                continue
-            if blocked.conflicts(op) or any(not need.done for need in op.needs):
-                blocked.add(op)
-                left.append(op)
-                continue
-            if op.kind == "send":
+        while left:
+            while sends:  # 1. start every ready send
+                op = sends.popleft()
                 self._send(op)
-            else:
-                self._compute(op)
-                since_test += 1
-                if since_test >= TEST_EVERY and outstanding:
+                finish(op)
+                left -= 1
+            if computes:  # 2. compute a few, then look for finished receives
+                for _ in range(min(TEST_EVERY, len(computes))):
+                    op = computes.popleft()
+                    self._compute(op)
+                    finish(op)
+                    left -= 1
+                if outstanding:
                     self.submit()
-                    outstanding[:] = self._test(outstanding)
-                    since_test = 0
-            progressed = True
-        return left, progressed
+                    for op in self._test(outstanding):
+                        finish(op)
+                    outstanding = [op for op in outstanding if not op.done]
+                continue
+            if not left:
+                break
+            if not outstanding:
+                raise RuntimeError(f"rank {self.rank}: no operation can run and no message is awaited ({left} left)")
+            self.submit()  # 3. nothing can run: wait for a receive
+            for op in self._wait_any(outstanding):
+                finish(op)
+            outstanding = [op for op in outstanding if not op.done]
+        for op in outstanding:  # receives nothing reads (none are planned so): still complete them
+            self._wait_for([op.request], "wait for receive")
 
     def _test(self, outstanding: list[Op]) -> list[Op]:
+        """The receives among ``outstanding`` that have finished (marked done)."""
         from mpi4py import MPI
 
-        if not outstanding:
-            return outstanding
         statuses = [MPI.Status() for _ in outstanding]
         indices = MPI.Request.Testsome([op.request for op in outstanding], statuses)
-        if not indices:
-            return outstanding
-        for position, index in enumerate(indices):  # statuses come in the order of the indices
+        finished = []
+        for position, index in enumerate(indices or ()):  # statuses come in the order of the indices
             self._finished(outstanding[index], statuses[position])
-        return [op for op in outstanding if not op.done]
+            finished.append(outstanding[index])
+        return finished
 
     def _wait_any(self, outstanding: list[Op]) -> list[Op]:
-        """Step 3: nothing can run; wait for some receives to finish."""
+        """Step 3: nothing can run; wait until some receives finish, and return them."""
         from mpi4py import MPI
 
         statuses = [MPI.Status() for _ in outstanding]
         began = time.perf_counter()
         indices = MPI.Request.Waitsome([op.request for op in outstanding], statuses)
         self._waited(began, "wait for receive")
+        finished = []
         for position, index in enumerate(indices or ()):
             self._finished(outstanding[index], statuses[position])
-        return [op for op in outstanding if not op.done]
+            finished.append(outstanding[index])
+        return finished

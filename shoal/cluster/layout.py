@@ -109,13 +109,14 @@ def split(operands: Sequence[tuple[View, Layout]], shape: tuple[int, ...], limit
     return pieces
 
 
-def _owner(view: View, layout: Layout) -> int:
+def owner(view: View, layout: Layout) -> int:
+    """The rank holding every element of ``view``, or -1 if they lie on several."""
     low, high = view.byte_extent()
     return layout.owner_of_bytes(low, high)
 
 
 def _split(operands: Sequence[tuple[View, Layout]], box: Box, axis: int, pieces: list, limit: int) -> None:
-    owners = tuple(_owner(sub_view(view, box), layout) for view, layout in operands)
+    owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
     if all(owner >= 0 for owner in owners):
         _add(pieces, box, owners, limit)
         return

@@ -32,6 +32,7 @@ from shoal.cluster.layout import (
     TooFragmented,
     block,
     broadcast_to,
+    owner,
     row_length,
     split,
     sub_view,
@@ -46,9 +47,10 @@ OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 # fetch the outputs' old contents first.
 WRITES_ALL = frozenset({Kind.CREATION, Kind.REDUCTION, Kind.LINALG, Kind.SCAN, Kind.SORTING, Kind.ELEMENTWISE})
 QUIET_GATHERED = frozenset({Kind.CREATION})
+FEW_PIECES = 16  # pieces per rank an instruction may split into before its inputs are assembled
 
 
-@dataclass
+@dataclass(eq=False)
 class Op:
     """One operation of one rank.
 
@@ -74,6 +76,8 @@ class Op:
     request: object = None
     issued: bool = False
     done: bool = False
+    waits_for: int = 0  # earlier operations not yet done (shoal.cluster.dependencies)
+    dependents: list[Op] = field(default_factory=list)
 
 
 def access(view: View) -> Access:
@@ -199,7 +203,13 @@ class Planner:
         outputs = instruction.outputs
         shape = outputs[0].shape
         views = [*outputs, *(broadcast_to(view, shape) for view in instruction.inputs if isinstance(view, View))]
-        pieces = split([(view, self.layouts[view.base]) for view in views], shape, self.config.max_pieces)
+        layouts = [self.layouts[view.base] for view in views]
+        try:  # every operand on one rank in each piece: no copies; else inputs are assembled
+            pieces = split(list(zip(views, layouts)), shape, min(self.config.max_pieces, FEW_PIECES * self.ranks))
+            assembled = False
+        except TooFragmented:
+            pieces = split(list(zip(views[: len(outputs)], layouts)), shape, self.config.max_pieces)
+            assembled = True
         if any(len(set(owners[: len(outputs)])) != 1 for _, owners in pieces):
             return False
         output_bases = {view.base for view in outputs}
@@ -207,6 +217,7 @@ class Planner:
             isinstance(view, View) and view.base in output_bases and _overlaps(view, outputs) for view in instruction.inputs
         )
         mine: list[tuple[tuple, list[tuple[bool, View | Const]], list[Op]]] = []
+        temps: list[int] = []
         for box, owners in pieces:
             runner = owners[0]
             operands: list[tuple[bool, View | Const]] = []  # (a view of a global base?, operand)
@@ -216,18 +227,24 @@ class Planner:
                 if isinstance(operand, Const):
                     operands.append((False, operand))
                     continue
-                view, owner = views[position], owners[position]
+                view = views[position]
+                owner_rank = owner(sub_view(view, box), layouts[position]) if assembled else owners[position]
                 position += 1
                 part = sub_view(view, box)
-                if owner == runner:
+                if owner_rank < 0:  # spans ranks: gather it at the runner
+                    copy = self._assemble(part, temps, True, at=runner)
+                    if self.rank == runner:
+                        operands.append((False, copy))
+                    continue
+                if owner_rank == runner:
                     operands.append((True, part))
                     continue
                 tag = self._next_tag()
-                if self.rank == owner:
+                if self.rank == owner_rank:
                     local = self.local_view(part)
                     self.ops.append(Op("send", reads=[access(local)], peer=runner, tag=tag, view=local))
                 if self.rank == runner:
-                    receive = self._receive(owner, tag, part.dtype, part.shape)
+                    receive = self._receive(owner_rank, tag, part.dtype, part.shape)
                     needs.append(receive)
                     operands.append((False, contiguous(receive.temp, part.dtype, part.shape)))
             if self.rank == runner:
@@ -257,7 +274,7 @@ class Planner:
                     needs=needs,
                 )
             )
-        for temp in releases:
+        for temp in releases + temps:
             self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[_release(temp)]))
         return True
 
@@ -350,33 +367,34 @@ class Planner:
             )
         )
 
-    def _assemble(self, view: View, temps: list[int], fetch: bool) -> View:
-        """Rank 0's temporary copy of ``view`` (its contents gathered from the owners if
-        ``fetch``); the owners plan their sends."""
+    def _assemble(self, view: View, temps: list[int], fetch: bool, at: int = 0) -> View:
+        """Rank ``at``'s temporary copy of ``view`` (its contents gathered from the owners if
+        ``fetch``); the owners plan their sends. The temporary base goes to ``temps`` (at ``at``)."""
         layout = self.layouts[view.base]
-        temp = self._new_local() if self.rank == 0 else -1
+        here = self.rank == at
+        temp = self._new_local() if here else -1
         target = contiguous(temp, view.dtype, view.shape)
-        if self.rank == 0:
+        if here:
             temps.append(temp)
             self.ops.append(
                 Op("compute", writes=[(temp, 0, 1 << 62)], declares=[BaseDecl(temp, view.dtype, math.prod(view.shape))])
             )
         if not fetch:
             return target
-        for box, (owner,) in split([(view, layout)], view.shape, 1 << 30):
+        for box, (holder,) in split([(view, layout)], view.shape, 1 << 30):
             part = sub_view(view, box)
             destination = sub_view(target, box)
-            if owner == 0:
-                if self.rank == 0:
+            if holder == at:
+                if here:
                     local = self.local_view(part)
                     self.ops.append(Op("compute", reads=[access(local)], writes=[access(destination)], instructions=[Instruction("copy", (destination,), (local,))]))
                 continue
             tag = self._next_tag()
-            if self.rank == owner:
+            if self.rank == holder:
                 local = self.local_view(part)
-                self.ops.append(Op("send", reads=[access(local)], peer=0, tag=tag, view=local))
-            if self.rank == 0:
-                receive = self._receive(owner, tag, part.dtype, part.shape)
+                self.ops.append(Op("send", reads=[access(local)], peer=at, tag=tag, view=local))
+            if here:
+                receive = self._receive(holder, tag, part.dtype, part.shape)
                 source = contiguous(receive.temp, part.dtype, part.shape)
                 self.ops.append(
                     Op(
@@ -392,9 +410,9 @@ class Planner:
     def _scatter(self, view: View, assembled: View | None) -> None:
         """Send each piece of rank 0's result for ``view`` to the rank that holds it."""
         layout = self.layouts[view.base]
-        for box, (owner,) in split([(view, layout)], view.shape, 1 << 30):
+        for box, (holder,) in split([(view, layout)], view.shape, 1 << 30):
             part = sub_view(view, box)
-            if owner == 0:
+            if holder == 0:
                 if self.rank == 0:
                     assert assembled is not None
                     source = sub_view(assembled, box)
@@ -405,8 +423,8 @@ class Planner:
             if self.rank == 0:
                 assert assembled is not None
                 source = sub_view(assembled, box)
-                self.ops.append(Op("send", reads=[access(source)], peer=owner, tag=tag, view=source))
-            if self.rank == owner:
+                self.ops.append(Op("send", reads=[access(source)], peer=holder, tag=tag, view=source))
+            if self.rank == holder:
                 receive = self._receive(0, tag, part.dtype, part.shape)
                 source = contiguous(receive.temp, part.dtype, part.shape)
                 local = self.local_view(part)
