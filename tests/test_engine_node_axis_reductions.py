@@ -8,7 +8,7 @@ from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 from test_engine_node_differential import sample
 
-from shoal.engine.node.blocks import partition
+from shoal.engine.blocks.geometry import partition
 from shoal.engine.node.plan import Group, plan_batch
 
 RNG = np.random.default_rng(11)

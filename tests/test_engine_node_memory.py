@@ -14,10 +14,10 @@ import pytest
 from engine_node_harness import run_both
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs, spec
+from shoal.engine.blocks.dependencies import BlockOp
+from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.node import NodeConfig, NodeEngine
-from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.memory_budget import MemoryBudget
-from shoal.engine.node.scheduler import WorkerPool
 
 
 def _op(seq: int, run) -> BlockOp:

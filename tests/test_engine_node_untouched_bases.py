@@ -20,7 +20,7 @@ from engine_node_recorder import Recorder
 from numpy_fixtures import AGAINST_NUMPY
 
 from shoal import runtime
-from shoal.engine.node.deps import BlockOp, DependencyLists
+from shoal.engine.blocks.dependencies import BlockOp, DependencyLists
 
 CORRELATION = """
 import sys

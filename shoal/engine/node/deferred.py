@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal.engine.node.blocks import extent
+from shoal.engine.blocks.geometry import extent
 
 
 @dataclass(frozen=True, slots=True)

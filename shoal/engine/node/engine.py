@@ -27,12 +27,13 @@ import numpy as np
 
 from shoal import trace
 from shoal.bytecode import Batch, View, verify
+from shoal.engine.blocks.dependencies import BlockOp
+from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import Component, EngineError
 from shoal.engine.node.aliases import settle
 from shoal.engine.node.cluster import cluster
 from shoal.engine.node.compiler import KernelCache
 from shoal.engine.node.config import NodeConfig, Schedule
-from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.direct import run_direct, runs_direct
 from shoal.engine.node.memory_budget import MemoryBudget
 from shoal.engine.node.operations import Builder
@@ -44,7 +45,6 @@ from shoal.engine.node.plan_cache import (
     PlanCache,
     batch_shape,
 )
-from shoal.engine.node.scheduler import WorkerPool
 from shoal.engine.node.stats import BatchStats, record
 from shoal.engine.node.storage import Storage
 from shoal.threads import limit_library_threads

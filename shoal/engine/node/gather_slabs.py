@@ -14,7 +14,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import Instruction, View
-from shoal.engine.node.deps import BlockOp
+from shoal.engine.blocks.dependencies import BlockOp
 
 if TYPE_CHECKING:
     from shoal.engine.node.operations import Builder

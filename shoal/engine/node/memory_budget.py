@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from shoal.bytecode import BaseDecl
-from shoal.engine.node.deps import BlockOp
+from shoal.engine.blocks.dependencies import BlockOp
 
 
 class BaseMemory(Protocol):

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import Const, Instruction, Kind, View, spec
-from shoal.engine.node.blocks import base_blocks, extent, view_extent
+from shoal.engine.blocks.dependencies import BlockOp, DependencyLists
+from shoal.engine.blocks.geometry import base_blocks, extent, view_extent
 from shoal.engine.node.codegen import compilable
 from shoal.engine.node.compiler import CompileMode, KernelCache, kernel_args, kernel_key
 from shoal.engine.node.copy_chain import CopyChain
 from shoal.engine.node.deferred import block_buffer, commit, store
-from shoal.engine.node.deps import BlockOp, DependencyLists
 from shoal.engine.node.gather_slabs import gather_slabs
 from shoal.engine.node.kernel_calls import PreparedCall
 from shoal.engine.node.native import NativeKernel

@@ -33,8 +33,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
+from shoal.engine.blocks.geometry import broadcast_strides, view_extent
 from shoal.engine.node.aliases import find_aliases
-from shoal.engine.node.blocks import broadcast_strides, view_extent
 from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
 from shoal.engine.node.group_cuts import cut_points
 from shoal.engine.node.row_gather import RowView, row_copy

@@ -45,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, View
+from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.component import EngineError
-from shoal.engine.node.deps import BlockOp
 from shoal.engine.node.row_gather import index_values
 from shoal.engine.node.storage import Storage
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from shoal.bytecode import Const, Instruction, View, spec
-from shoal.engine.node.blocks import Partition, broadcast_strides, collapse, partition
+from shoal.engine.blocks.geometry import Partition, broadcast_strides, collapse, partition
 from shoal.engine.node.deferred import Reach, reach
 from shoal.engine.node.plan import Group, loop_dtype_of, reduction_order, reduction_strides
 from shoal.engine.node.row_gather import RowView

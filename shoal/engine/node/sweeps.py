@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from shoal.engine.node.blocks import base_blocks, extent
+from shoal.engine.blocks.geometry import base_blocks, extent
 from shoal.engine.node.deferred import Reach
 from shoal.engine.node.plan_cache import exact_key
 from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
