@@ -1,39 +1,42 @@
-"""Running one rank's operations: the flush algorithm of paper 003 §5.7, and a blocking mode.
+"""Running one rank's operations on the shared block layer: the flush of paper 003 §5.7.
 
-With latency hiding, every receive is posted before anything else, and then the rank loops:
+Each planned operation becomes a :class:`~shoal.engine.blocks.BlockOp` in the shared
+:class:`~shoal.engine.blocks.DependencyLists` (keys: this rank's local base and a block of its
+bytes; a temporary base is one block), and :func:`~shoal.engine.blocks.run_ready` runs them:
 
-1. start every send that is ready (its data no longer waits on an earlier operation);
-2. run the computations that are ready, testing for finished receives between them;
-3. wait only when nothing can start or run: for any one receive to finish.
+- a receive is submitted as a posted ``Irecv``; it finishes when the poll source sees it done;
+- a send runs inline: it reads its data from the node engine and posts an ``Isend``;
+- a computation is submitted into the rank's next node-engine batch; the poll source hands that
+  batch to the node engine and reports its computations finished, together with the receives
+  that ``Testsome`` finds done, and waits (``Waitsome``) only when no computation is pending.
 
-An operation is ready when it touches no memory that an earlier, not yet started operation
-writes (or reads, if it writes): the per-base dependency lists of paper 003, kept here as the
-accesses of the operations skipped so far in a pass. A computation also needs the receives whose
-data it reads. Computations go to the node engine in program order among themselves whenever
-they share memory, so the node engine's own order keeps them right.
-
-In blocking mode (``SHOAL_LATENCY_HIDING=off``) each operation runs in program order and each
-send and receive is waited for where it stands. Every rank plans its sends and receives in the
-same global order (the message tags' order), so this too finishes.
+With latency hiding the operations' priorities (the loop runs the ready one with the lowest
+``seq`` first) are receives, then sends, then computations, each class in program order: all
+communication that can start starts before any computation, receives are tested between
+computation batches of at most :data:`COMPUTE_CHUNK`, and the rank waits only when nothing can
+compute. In blocking mode (``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program
+order and each send and receive is waited for where it stands; every rank plans its messages in
+the same global order, so this finishes too.
 
 Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced as ``wait``.
 """
 
 from __future__ import annotations
 
-import collections
+import functools
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from shoal import trace
 from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
-from shoal.cluster.dependencies import link
-from shoal.cluster.plan import Op
+from shoal.cluster.plan import Access, Op
+from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
 from shoal.engine.component import Component
 
-TEST_EVERY = 4  # computations between two tests for finished receives
+COMPUTE_CHUNK = 8  # computations handed to the node engine between two tests for receives
 
 
 @dataclass
@@ -46,35 +49,45 @@ class CommStats:
     bytes_received: int = 0
     wait_seconds: float = 0.0
     communication_seconds: float = 0.0
-    busy_seconds: float = 0.0  # in the flush, waiting included
-
-    def as_list(self) -> list[float]:
-        return [
-            self.messages_sent,
-            self.messages_received,
-            self.bytes_sent,
-            self.bytes_received,
-            self.wait_seconds,
-            self.communication_seconds,
-            self.busy_seconds,
-        ]
+    busy_seconds: float = 0.0  # in flushes, waiting included
 
 
 class Flusher:
-    """Runs operations on ``inner`` and moves their messages over ``comm``."""
+    """Runs operations on ``inner`` and moves their messages over ``comm``.
 
-    def __init__(self, inner: Component, comm: object, rank: int, latency_hiding: bool) -> None:
+    ``block_bytes`` maps a local base to the bytes per dependency block (bases it lacks, the
+    temporary ones, are one block)."""
+
+    def __init__(self, inner: Component, comm: object, rank: int, latency_hiding: bool, block_bytes: dict[int, int]) -> None:
         self.inner = inner
         self.comm = comm
         self.rank = rank
         self.latency_hiding = latency_hiding
+        self.block_bytes = block_bytes
         self.stats = CommStats()
+        self.failure: BaseException | None = None  # the first failed computation of this batch
         self._batch = Batch()
+        self._batched: list[BlockOp] = []
         self._sends: list[tuple[object, np.ndarray]] = []
+        self._receiving: list[BlockOp] = []
+        self._plan: dict[int, Op] = {}
 
-    # ------------------------------------------------------------------ pieces
+    # ------------------------------------------------------------------ dependency keys
 
-    def _compute(self, op: Op) -> None:
+    def _keys(self, accesses: list[Access]) -> tuple[tuple[int, int], ...]:
+        keys: list[tuple[int, int]] = []
+        for base, low, high in accesses:
+            size = self.block_bytes.get(base)
+            if size is None:
+                keys.append((base, 0))
+                continue
+            last = max(low, high - 1)
+            keys.extend((base, block) for block in range(low // size, last // size + 1))
+        return tuple(dict.fromkeys(keys))
+
+    # ------------------------------------------------------------------ operations
+
+    def _add_compute(self, op: Op) -> None:
         batch = self._batch
         batch.bases.extend(op.declares)
         for base, data in op.data.items():
@@ -89,22 +102,31 @@ class Flusher:
         for need in op.needs:
             batch.instructions.append(Instruction("release", (), (), make_attrs(base=need.temp)))
             need.buffer = None
-        op.issued = op.done = True
 
-    def submit(self) -> None:
-        """Hand the computations gathered so far to the node engine."""
+    def submit_batch(self) -> None:
+        """Hand the computations gathered so far to the node engine (after a failure, only
+        their declarations and releases, so that the node engine's bases stay consistent)."""
         batch, self._batch = self._batch, Batch()
-        if not batch.is_empty():
+        if batch.is_empty():
+            return
+        if self.failure is not None:
+            batch.instructions = [instruction for instruction in batch.instructions if instruction.op == "release"]
+        try:
             self.inner.execute(batch)
+        except Exception as error:
+            self.failure = self.failure or error
 
     def _send(self, op: Op) -> None:
         from mpi4py import MPI
 
         assert op.view is not None
-        self.submit()
         began = time.perf_counter()
-        data = np.ascontiguousarray(self.inner.fetch(op.view)).reshape(-1)
-        request = self.comm.Isend([data.view(np.uint8), MPI.BYTE], dest=op.peer, tag=op.tag)
+        try:
+            data = np.require(self.inner.fetch(op.view), requirements="C").reshape(-1)
+        except Exception as error:  # the peer still gets its message, of the planned size
+            self.failure = self.failure or error
+            data = np.zeros(op.view.size, dtype=op.view.dtype)
+        request = self.comm.Isend([data.view(np.uint8), MPI.BYTE], dest=op.peer, tag=op.tag)  # type: ignore[attr-defined]
         ended = time.perf_counter()
         self.stats.communication_seconds += ended - began
         self.stats.messages_sent += 1
@@ -112,10 +134,10 @@ class Flusher:
         tracer = trace.TRACER
         if tracer is not None:
             tracer.complete("send", "communication", began, ended, {"to": op.peer, "bytes": int(data.nbytes)})
-        self._sends.append((request, data))
-        op.issued = op.done = True
-        if not self.latency_hiding:
-            self._wait_for([request], "wait for send")
+        if self.latency_hiding:
+            self._sends.append((request, data))
+        else:
+            self.wait_for([request], "wait for send")
 
     def _post(self, op: Op) -> None:
         from mpi4py import MPI
@@ -123,22 +145,20 @@ class Flusher:
         assert op.dtype is not None
         buffer = np.empty(op.shape, dtype=op.dtype)
         op.buffer = buffer
-        op.request = self.comm.Irecv([buffer.reshape(-1).view(np.uint8), MPI.BYTE], source=op.peer, tag=op.tag)
-        op.issued = True
+        op.request = self.comm.Irecv([buffer.reshape(-1).view(np.uint8), MPI.BYTE], source=op.peer, tag=op.tag)  # type: ignore[attr-defined]
 
-    def _finished(self, op: Op, status: object) -> None:
+    def _received(self, op: Op, status: object) -> None:
         from mpi4py import MPI
 
         assert op.buffer is not None
         count = status.Get_count(MPI.BYTE)  # type: ignore[attr-defined]
         if count != op.buffer.nbytes:
             raise RuntimeError(f"rank {self.rank}: a message from rank {op.peer} (tag {op.tag}) has {count} bytes, not the {op.buffer.nbytes} planned")
-        op.done = True
         op.request = None
         self.stats.messages_received += 1
         self.stats.bytes_received += op.buffer.nbytes
 
-    def _wait_for(self, requests: list, what: str) -> None:
+    def wait_for(self, requests: list, what: str) -> None:
         from mpi4py import MPI
 
         began = time.perf_counter()
@@ -152,109 +172,119 @@ class Flusher:
         if tracer is not None:
             tracer.complete(what, "wait", began, ended)
 
+    # ------------------------------------------------------------------ the loop's hooks
+
+    def _submit(self, block: BlockOp) -> None:
+        op = self._plan[id(block)]
+        if op.kind == "receive":
+            self._post(op)
+            self._receiving.append(block)
+        else:
+            self._add_compute(op)
+            self._batched.append(block)
+
+    def poll(self, timeout: float | None) -> Sequence[Completion]:
+        """Computations handed to the node engine now, and the receives found finished; waits
+        for a receive only when ``timeout`` is None and no computation was pending."""
+        finished: list[Completion] = []
+        if self._batched:
+            self.submit_batch()
+            finished.extend((block, None) for block in self._batched)
+            self._batched = []
+            timeout = 0
+        if self._receiving:
+            finished.extend(self._test_receives(wait=timeout is None))
+        return finished
+
+    def _test_receives(self, wait: bool) -> list[Completion]:
+        from mpi4py import MPI
+
+        receiving = self._receiving
+        statuses = [MPI.Status() for _ in receiving]
+        requests = [self._plan[id(block)].request for block in receiving]
+        if wait:
+            began = time.perf_counter()
+            indices = MPI.Request.Waitsome(requests, statuses)
+            self._waited(began, "wait for receive")
+        else:
+            indices = MPI.Request.Testsome(requests, statuses)
+        finished: list[Completion] = []
+        for position, index in enumerate(indices or ()):  # statuses come in the order of the indices
+            block = receiving[index]
+            self._received(self._plan[id(block)], statuses[position])
+            finished.append((block, None))
+        if finished:
+            done = {id(block) for block, _ in finished}
+            self._receiving = [block for block in receiving if id(block) not in done]
+        return finished
+
+    def _serial_run(self, op: Op) -> None:
+        from mpi4py import MPI
+
+        if op.kind == "compute":
+            self._add_compute(op)
+        elif op.kind == "send":
+            self.submit_batch()
+            self._send(op)
+        else:
+            self._post(op)
+            status = MPI.Status()
+            began = time.perf_counter()
+            op.request.Wait(status)  # type: ignore[attr-defined]
+            self._waited(began, "wait for receive")
+            self._received(op, status)
+
     # ------------------------------------------------------------------ the flush
 
     def run(self, ops: list[Op]) -> None:
         """Run ``ops`` (this rank's operations for one batch, in program order) to the end."""
         began = time.perf_counter()
         try:
+            blocks = self._blocks(ops)
             if self.latency_hiding:
-                self._hide_latency(ops)
+                receives = sum(1 for op in ops if op.kind == "receive")
+                run_ready(blocks, self._submit, self, capacity=receives + COMPUTE_CHUNK)
             else:
-                self._in_order(ops)
-            self.submit()
+                run_ready(blocks, self._submit, self, capacity=1, serial=True)
+            self.submit_batch()
             requests = [request for request, _ in self._sends]
             self._sends = []
             if requests:
-                self._wait_for(requests, "wait for sends")
+                self.wait_for(requests, "wait for sends")
         finally:
+            self._plan = {}
+            self._receiving = []
+            self._batched = []
             self.stats.busy_seconds += time.perf_counter() - began
 
-    def _in_order(self, ops: list[Op]) -> None:
-        from mpi4py import MPI
-
-        for op in ops:
-            if op.kind == "compute":
-                self._compute(op)
+    def _blocks(self, ops: list[Op]) -> list[BlockOp]:
+        """``ops`` as block operations in the shared dependency lists, prioritised."""
+        count = len(ops)
+        lists = DependencyLists()
+        blocks = []
+        for position, op in enumerate(ops):
+            if not self.latency_hiding:
+                seq, run = position, functools.partial(self._serial_run, op)
+            elif op.kind == "receive":
+                seq, run = position - 3 * count, _never
             elif op.kind == "send":
-                self._send(op)
+                seq, run = position - 2 * count, functools.partial(self._send, op)
             else:
-                self._post(op)
-                status = MPI.Status()
-                started = time.perf_counter()
-                op.request.Wait(status)  # type: ignore[attr-defined]
-                self._waited(started, "wait for receive")
-                self._finished(op, status)
+                seq, run = position, _never
+            block = BlockOp(
+                seq,
+                run,
+                self._keys(op.reads),
+                self._keys(op.writes),
+                inline=op.kind == "send" or not self.latency_hiding,
+                label=op.kind,
+            )
+            self._plan[id(block)] = op
+            lists.insert(block)
+            blocks.append(block)
+        return blocks
 
-    def _hide_latency(self, ops: list[Op]) -> None:
-        link(ops)
-        outstanding = [op for op in ops if op.kind == "receive"]
-        for op in outstanding:
-            self._post(op)  # a receive writes a new temporary base: it waits for nothing
-        sends: collections.deque[Op] = collections.deque()
-        computes: collections.deque[Op] = collections.deque()
-        for op in ops:
-            if op.kind != "receive" and op.waits_for == 0:
-                (sends if op.kind == "send" else computes).append(op)
-        left = sum(1 for op in ops if op.kind != "receive")
 
-        def finish(op: Op) -> None:
-            for dependent in op.dependents:
-                dependent.waits_for -= 1
-                if dependent.waits_for == 0:
-                    (sends if dependent.kind == "send" else computes).append(dependent)
+def _never() -> None:
+    raise AssertionError("a submitted operation does not run on the loop's thread")
 
-        while left:
-            while sends:  # 1. start every ready send
-                op = sends.popleft()
-                self._send(op)
-                finish(op)
-                left -= 1
-            if computes:  # 2. compute a few, then look for finished receives
-                for _ in range(min(TEST_EVERY, len(computes))):
-                    op = computes.popleft()
-                    self._compute(op)
-                    finish(op)
-                    left -= 1
-                if outstanding:
-                    self.submit()
-                    for op in self._test(outstanding):
-                        finish(op)
-                    outstanding = [op for op in outstanding if not op.done]
-                continue
-            if not left:
-                break
-            if not outstanding:
-                raise RuntimeError(f"rank {self.rank}: no operation can run and no message is awaited ({left} left)")
-            self.submit()  # 3. nothing can run: wait for a receive
-            for op in self._wait_any(outstanding):
-                finish(op)
-            outstanding = [op for op in outstanding if not op.done]
-        for op in outstanding:  # receives nothing reads (none are planned so): still complete them
-            self._wait_for([op.request], "wait for receive")
-
-    def _test(self, outstanding: list[Op]) -> list[Op]:
-        """The receives among ``outstanding`` that have finished (marked done)."""
-        from mpi4py import MPI
-
-        statuses = [MPI.Status() for _ in outstanding]
-        indices = MPI.Request.Testsome([op.request for op in outstanding], statuses)
-        finished = []
-        for position, index in enumerate(indices or ()):  # statuses come in the order of the indices
-            self._finished(outstanding[index], statuses[position])
-            finished.append(outstanding[index])
-        return finished
-
-    def _wait_any(self, outstanding: list[Op]) -> list[Op]:
-        """Step 3: nothing can run; wait until some receives finish, and return them."""
-        from mpi4py import MPI
-
-        statuses = [MPI.Status() for _ in outstanding]
-        began = time.perf_counter()
-        indices = MPI.Request.Waitsome([op.request for op in outstanding], statuses)
-        self._waited(began, "wait for receive")
-        finished = []
-        for position, index in enumerate(indices or ()):
-            self._finished(outstanding[index], statuses[position])
-            finished.append(outstanding[index])
-        return finished

@@ -47,6 +47,8 @@ OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 # fetch the outputs' old contents first.
 WRITES_ALL = frozenset({Kind.CREATION, Kind.REDUCTION, Kind.LINALG, Kind.SCAN, Kind.SORTING, Kind.ELEMENTWISE})
 QUIET_GATHERED = frozenset({Kind.CREATION})
+BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
+MIN_BLOCK_BYTES = 4096
 FEW_PIECES = 16  # pieces per rank an instruction may split into before its inputs are assembled
 
 
@@ -76,8 +78,6 @@ class Op:
     request: object = None
     issued: bool = False
     done: bool = False
-    waits_for: int = 0  # earlier operations not yet done (shoal.cluster.dependencies)
-    dependents: list[Op] = field(default_factory=list)
 
 
 def access(view: View) -> Access:
@@ -114,6 +114,8 @@ class Planner:
         self.layouts: dict[int, Layout] = {}
         self.decls: dict[int, BaseDecl] = {}
         self.local: dict[int, int] = {}
+        self.block_bytes: dict[int, int] = {}  # local base -> bytes per dependency block
+        self._retired: list[int] = []
         self._next_local = 1
         self._tag = 0
         self.warned: set[str] = set()
@@ -148,6 +150,7 @@ class Planner:
                 continue
             local = self._new_local()
             self.local[decl.id] = local
+            self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // BLOCKS_PER_BASE)
             first.declares.append(BaseDecl(local, decl.dtype, count))
             first.writes.append((local, 0, count * decl.dtype.itemsize))
             data = batch.data.get(decl.id)
@@ -165,6 +168,7 @@ class Planner:
         if layout is None or local is None:
             return
         nbytes = layout.count(self.rank) * layout.itemsize
+        self._retired.append(local)
         self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[_release(local)]))
 
     def local_view(self, view: View, box: tuple | None = None) -> View:
@@ -182,6 +186,9 @@ class Planner:
     def plan(self, batch: Batch) -> list[Op]:
         """This rank's operations for ``batch``, in program order."""
         self.ops = []
+        for local in self._retired:  # released by the previous batch, which has run
+            self.block_bytes.pop(local, None)
+        self._retired = []
         self._declare(batch)
         for instruction in batch.instructions:
             if instruction.op == "release":

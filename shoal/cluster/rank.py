@@ -41,22 +41,20 @@ class RankEngine:
         self.tag_limit = int(limit) if limit else 32767  # MPI promises at least 32767
         self.fetch_tags = self.tag_limit // 2  # tags above this are the fetches', below the batches'
         self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
-        self.flusher = Flusher(inner, comm, self.rank, latency_hiding)
-        self.failure: str | None = None
+        self.flusher = Flusher(inner, comm, self.rank, latency_hiding, self.planner.block_bytes)
 
     def execute(self, batch: Batch) -> str | None:
-        """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined."""
-        ops = self.planner.plan(batch)
-        try:
-            if self.failure is None:
-                self.flusher.run(ops)
-        except Exception as error:  # a failed computation: reported at the end of the batch
-            self.failure = f"rank {self.rank}: {described(error)}"
-        return self._combine()
+        """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined.
 
-    def _combine(self) -> str | None:
-        failures = self.session.gather_text(self.failure)
-        self.failure = None
+        A failed computation is reported at the end; anything else that goes wrong here (a
+        message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
+        try:
+            ops = self.planner.plan(batch)
+            self.flusher.run(ops)
+        except Exception as error:
+            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+        failure, self.flusher.failure = self.flusher.failure, None
+        failures = self.session.gather_text(None if failure is None else f"rank {self.rank}: {described(failure)}")
         if failures is None:
             return None
         found = [text for text in failures if text]
@@ -89,7 +87,7 @@ class RankEngine:
                 kept.append((index, buffer))
                 requests.append(self.comm.Irecv([buffer.reshape(-1).view(np.uint8), MPI.BYTE], source=owner, tag=tag))  # type: ignore[attr-defined]
         if requests:
-            self.flusher._wait_for(requests, "wait for fetch")
+            self.flusher.wait_for(requests, "wait for fetch")
         if self.rank == 0:
             assert result is not None
             for item in kept:
