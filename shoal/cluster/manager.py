@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
 from shoal.cluster.session import Command, Session, current
 from shoal.engine.component import Component
+from shoal.errors import ShoalFallbackWarning
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class ClusterManager(Component):
         self._check_open()
         self.session.send(Command.EXECUTE, dumps(batch))
         raise_failure(self.engine.execute(batch))
+        given, self.engine.planner.warnings = self.engine.planner.warnings, []
+        for text in given:  # after the batch ran on every rank: a warning turned error is safe
+            warnings.warn(text, ShoalFallbackWarning, stacklevel=2)
 
     def fetch(self, view: View) -> np.ndarray:
         self._check_open()

@@ -15,13 +15,13 @@ Two schemes cover every instruction:
 - *gathered*: rank 0 assembles every operand in temporary bases, runs the instruction there, and
   sends each output piece back to its owner. Creation, reductions, matmul and every other
   instruction run this way; an operation that is neither a creation nor an operand of rank 0's
-  own small bases warns once with :class:`shoal.errors.ShoalFallbackWarning`.
+  own small bases warns once with :class:`shoal.errors.ShoalFallbackWarning` (rank 0's
+  component gives the warnings in :attr:`Planner.warnings` once the batch has run everywhere).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -38,7 +38,6 @@ from shoal.cluster.layout import (
     sub_view,
     whole_on,
 )
-from shoal.errors import ShoalFallbackWarning
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last
 
@@ -119,6 +118,7 @@ class Planner:
         self._next_local = 1
         self._tag = 0
         self.warned: set[str] = set()
+        self.warnings: list[str] = []  # fallback warnings to give once the batch has run
         self.ops: list[Op] = []
 
     # ------------------------------------------------------------------ bases
@@ -258,6 +258,7 @@ class Planner:
                 mine.append((box, operands, needs))
         snapshots: dict[tuple, View] = {}
         releases: list[int] = []
+        computes: list[Op] = []  # after every snapshot: a piece may write what a later one reads
         for box, operands, needs in mine:
             local_inputs: list[View | Const] = []
             reads: list[Access] = []
@@ -272,7 +273,7 @@ class Planner:
                 if isinstance(operand, View):
                     reads.append(access(operand))
             local_outputs = tuple(self.local_view(view, box) for view in outputs)
-            self.ops.append(
+            computes.append(
                 Op(
                     "compute",
                     reads=reads,
@@ -281,6 +282,7 @@ class Planner:
                     needs=needs,
                 )
             )
+        self.ops.extend(computes)
         for temp in releases + temps:
             self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[_release(temp)]))
         return True
@@ -324,11 +326,7 @@ class Planner:
             return
         if self.rank == 0 and kind not in QUIET_GATHERED and instruction.op not in self.warned:
             self.warned.add(instruction.op)
-            warnings.warn(
-                f"the cluster runs {instruction.op!r} on data gathered at rank 0, not distributed",
-                ShoalFallbackWarning,
-                stacklevel=2,
-            )
+            self.warnings.append(f"the cluster runs {instruction.op!r} on data gathered at rank 0, not distributed")
         assembled: dict[View, View] = {}
         temps: list[int] = []
         needs_old = kind not in WRITES_ALL

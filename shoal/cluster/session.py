@@ -54,6 +54,7 @@ class Session:
         self.host = MPI.Get_processor_name()
         local = world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_ranks: int = local.Get_size()
+        _unlink_shared_segments(local)
         local.Free()
         self.finished = False
 
@@ -117,6 +118,25 @@ class Session:
         """Rank 0 at exit: release the other ranks if the program never started the cluster."""
         if self.rank == 0 and not self.finished:
             self.send(Command.SHUTDOWN)
+
+
+def _unlink_shared_segments(local: object) -> None:
+    """Remove the names of the MPI library's shared-memory segments in /dev/shm once every rank of
+    this host has mapped them: the memory lives on while mapped, and a job that is killed leaves
+    no segment behind (MPICH unlinks them only in ``MPI_Finalize``)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            mine = sorted({line.split()[-1] for line in maps if "/dev/shm/mpich" in line})
+    except OSError:
+        mine = []
+    local.Barrier()  # type: ignore[attr-defined]
+    if local.Get_rank() == 0:  # type: ignore[attr-defined]
+        for path in mine:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    local.Barrier()  # type: ignore[attr-defined]
 
 
 _SESSION: Session | None = None
