@@ -58,9 +58,16 @@ def _optional_module(name: str) -> types.ModuleType | None:
 def _info(arguments: Sequence[str]) -> int:
     if arguments:
         return _usage_error(f"info takes no arguments, got {' '.join(arguments)!r}")
+    cluster = _optional_module("shoal.cluster.info")
+    extra = cluster.lines() if cluster is not None else []
+    session = _optional_module("shoal.cluster.session")
+    if session is not None and session.current() is not None and session.current().rank != 0:
+        return 0  # under mpiexec, rank 0 prints for every rank
     from shoal.info import report
 
     print(report())
+    for line in extra:
+        print(line)
     threads = _optional_module("shoal.threads.info")
     if threads is not None:
         print(threads.report())

@@ -178,4 +178,4 @@ def library_version() -> str:
     mpi4py.rc.finalize = False
     from mpi4py import MPI
 
-    return MPI.Get_library_version().strip().splitlines()[0].strip()
+    return " ".join(MPI.Get_library_version().splitlines()[0].split())

@@ -100,3 +100,13 @@ def test_figure_6_exchange_does_not_deadlock(mode: str) -> None:
     result = run(2, PROGRAMS / "figure6.py", env=environment(SHOAL_LATENCY_HIDING=mode, SHOAL_CLUSTER_MIN_BYTES="0"))
     assert result.returncode == 0, result.stderr
     assert result.stdout == expected
+
+
+def test_info_shows_ranks_hosts_and_the_library() -> None:
+    result = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "info"], capture_output=True, text=True, env=environment(), timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("engine stack: cluster:node") == 1  # rank 0 prints for every rank
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("cluster:")]
+    assert line.startswith("cluster: 2 ranks on 1 host(s); MPI library: MPICH")
+    alone = subprocess.run([sys.executable, "-m", "shoal", "info"], capture_output=True, text=True, env=environment(), timeout=60)
+    assert "cluster: not under mpiexec (one process); MPI library: MPICH" in alone.stdout
