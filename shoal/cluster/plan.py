@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
+from shoal.cluster.collectives import plan_matmul, plan_reduction
 from shoal.cluster.layout import (
     Layout,
     TooFragmented,
@@ -177,6 +178,21 @@ class Planner:
         layout = self.layouts[view.base]
         return View(self.local[view.base], part.dtype, part.offset - layout.starts[self.rank] * layout.itemsize, part.shape, part.strides)
 
+    def compute(
+        self,
+        instructions: list[Instruction],
+        reads: list[Access] | None = None,
+        writes: list[Access] | None = None,
+        declares: list[BaseDecl] | None = None,
+        needs: list[Op] | None = None,
+    ) -> Op:
+        """A computation of this rank."""
+        return Op("compute", reads=reads or [], writes=writes or [], instructions=instructions, declares=declares or [], needs=needs or [])
+
+    def send(self, view: View, peer: int, tag: int) -> Op:
+        """A send of local ``view`` to ``peer``."""
+        return Op("send", reads=[access(view)], peer=peer, tag=tag, view=view)
+
     def _next_tag(self) -> int:
         self._tag = (self._tag + 1) % self.tag_limit
         return self._tag
@@ -201,6 +217,10 @@ class Planner:
                         continue
                 except TooFragmented:
                     pass
+            if entry.kind is Kind.REDUCTION and plan_reduction(self, instruction):
+                continue
+            if entry.kind is Kind.LINALG and plan_matmul(self, instruction):
+                continue
             self._gathered(instruction, entry.kind)
         ops, self.ops = self.ops, []
         return ops
