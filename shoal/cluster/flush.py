@@ -4,19 +4,21 @@ Each planned operation becomes a :class:`~shoal.engine.blocks.BlockOp` in the sh
 :class:`~shoal.engine.blocks.DependencyLists` (keys: this rank's local base and a block of its
 bytes; a temporary base is one block), and :func:`~shoal.engine.blocks.run_ready` runs them:
 
-- a receive is submitted as a posted ``Irecv``; it finishes when the poll source sees it done;
-- a send runs inline: it reads its data from the node engine and posts an ``Isend``;
-- a computation is submitted into the rank's next node-engine batch; the poll source hands that
-  batch to the node engine and reports its computations finished, together with the receives
-  that ``Testsome`` finds done, and waits (``Waitsome``) only when no computation is pending.
+- a receive is submitted: an ``Irecv`` is posted; it finishes when the poll source sees it done;
+- a send runs on the loop's thread: it reads its data from the node engine and posts an
+  ``Isend``;
+- a computation runs on the loop's thread by joining the rank's next node-engine batch: the node
+  engine keeps program order, so its dependents may join the same batch at once.
 
-With latency hiding the operations' priorities (the loop runs the ready one with the lowest
-``seq`` first) are receives, then sends, then computations, each class in program order: all
-communication that can start starts before any computation, receives are tested between
-computation batches of at most :data:`COMPUTE_CHUNK`, and the rank waits only when nothing can
-compute. In blocking mode (``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program
-order and each send and receive is waited for where it stands; every rank plans its messages in
-the same global order, so this finishes too.
+With latency hiding the priorities (the loop runs the ready operation with the lowest ``seq``
+first) are receives, then sends, then computations, each class in program order: all
+communication that can start starts before any computation. When nothing more is ready, the
+loop polls: the gathered batch goes to the node engine (while the messages are in flight), the
+receives are tested, and only if no computation was pending does the rank wait (``Waitsome``).
+A send first hands the gathered batch over, since its data may come from it. In blocking mode
+(``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program order and each send and
+receive is waited for where it stands; every rank plans its messages in the same global order,
+so this finishes too.
 
 Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced as ``wait``.
 """
@@ -35,8 +37,6 @@ from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
 from shoal.cluster.plan import Access, Op
 from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
 from shoal.engine.component import Component
-
-COMPUTE_CHUNK = 8  # computations handed to the node engine between two tests for receives
 
 
 @dataclass
@@ -67,7 +67,6 @@ class Flusher:
         self.stats = CommStats()
         self.failure: BaseException | None = None  # the first failed computation of this batch
         self._batch = Batch()
-        self._batched: list[BlockOp] = []
         self._sends: list[tuple[object, np.ndarray]] = []
         self._receiving: list[BlockOp] = []
         self._plan: dict[int, Op] = {}
@@ -120,6 +119,7 @@ class Flusher:
         from mpi4py import MPI
 
         assert op.view is not None
+        self.submit_batch()  # the computations it reads from are in the batch being gathered
         began = time.perf_counter()
         try:
             data = np.require(self.inner.fetch(op.view), requirements="C").reshape(-1)
@@ -176,25 +176,20 @@ class Flusher:
 
     def _submit(self, block: BlockOp) -> None:
         op = self._plan[id(block)]
-        if op.kind == "receive":
-            self._post(op)
-            self._receiving.append(block)
-        else:
-            self._add_compute(op)
-            self._batched.append(block)
+        assert op.kind == "receive"
+        self._post(op)
+        self._receiving.append(block)
 
     def poll(self, timeout: float | None) -> Sequence[Completion]:
-        """Computations handed to the node engine now, and the receives found finished; waits
-        for a receive only when ``timeout`` is None and no computation was pending."""
-        finished: list[Completion] = []
-        if self._batched:
+        """The receives found finished. The loop calls this when nothing else can run: first the
+        computations gathered so far go to the node engine (and the receives are only tested),
+        and only if there were none does it wait for a receive (``timeout`` None)."""
+        if not self._batch.is_empty():
             self.submit_batch()
-            finished.extend((block, None) for block in self._batched)
-            self._batched = []
             timeout = 0
-        if self._receiving:
-            finished.extend(self._test_receives(wait=timeout is None))
-        return finished
+        if not self._receiving:
+            return []
+        return self._test_receives(wait=timeout is None)
 
     def _test_receives(self, wait: bool) -> list[Completion]:
         from mpi4py import MPI
@@ -224,7 +219,6 @@ class Flusher:
         if op.kind == "compute":
             self._add_compute(op)
         elif op.kind == "send":
-            self.submit_batch()
             self._send(op)
         else:
             self._post(op)
@@ -243,7 +237,7 @@ class Flusher:
             blocks = self._blocks(ops)
             if self.latency_hiding:
                 receives = sum(1 for op in ops if op.kind == "receive")
-                run_ready(blocks, self._submit, self, capacity=receives + COMPUTE_CHUNK)
+                run_ready(blocks, self._submit, self, capacity=receives + 1)
             else:
                 run_ready(blocks, self._submit, self, capacity=1, serial=True)
             self.submit_batch()
@@ -254,7 +248,6 @@ class Flusher:
         finally:
             self._plan = {}
             self._receiving = []
-            self._batched = []
             self.stats.busy_seconds += time.perf_counter() - began
 
     def _blocks(self, ops: list[Op]) -> list[BlockOp]:
@@ -270,15 +263,8 @@ class Flusher:
             elif op.kind == "send":
                 seq, run = position - 2 * count, functools.partial(self._send, op)
             else:
-                seq, run = position, _never
-            block = BlockOp(
-                seq,
-                run,
-                self._keys(op.reads),
-                self._keys(op.writes),
-                inline=op.kind == "send" or not self.latency_hiding,
-                label=op.kind,
-            )
+                seq, run = position, functools.partial(self._add_compute, op)
+            block = BlockOp(seq, run, self._keys(op.reads), self._keys(op.writes), inline=op.kind != "receive" or not self.latency_hiding, label=op.kind)
             self._plan[id(block)] = op
             lists.insert(block)
             blocks.append(block)
@@ -286,5 +272,4 @@ class Flusher:
 
 
 def _never() -> None:
-    raise AssertionError("a submitted operation does not run on the loop's thread")
-
+    raise AssertionError("a receive is submitted, never run on the loop's thread")
