@@ -132,7 +132,7 @@ def run_numpy(app: str, arguments: tuple[str, ...]) -> Result:
     return Result(app, 1, "numpy", elapsed(done.stdout))
 
 
-def run_cluster(network: Network, app: str, arguments: tuple[str, ...], ranks: int, mode: str, threads: int) -> Result:
+def run_cluster(network: Network, app: str, arguments: tuple[str, ...], ranks: int, mode: str, threads: int, small: bool = False) -> Result:
     mpiexec = str(Path(sys.executable).parent / "mpiexec")
     command = [
         mpiexec,
@@ -142,6 +142,8 @@ def run_cluster(network: Network, app: str, arguments: tuple[str, ...], ranks: i
         "-genv", "SHOAL_LATENCY_HIDING", mode,
         "-genv", "SHOAL_NUM_THREADS", str(threads),
     ]  # fmt: skip
+    if small:  # every array lazy and distributed, as in the tests
+        command += ["-genv", "SHOAL_EAGER_THRESHOLD", "0", "-genv", "SHOAL_CLUSTER_MIN_BYTES", "1024"]
     for rank in range(ranks):
         if rank:
             command.append(":")
@@ -215,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         for ranks in args.ranks:
             with Network(ranks, args.rate) as network:
                 for mode in ("on", "off"):
-                    result = run_cluster(network, app, arguments, ranks, mode, max(1, cores // ranks))
+                    result = run_cluster(network, app, arguments, ranks, mode, max(1, cores // ranks), args.small)
                     results.append(result)
                     print(f"{app} ranks={ranks} mode={mode}: {result.seconds:.3f} s, waiting {result.waiting}", flush=True)
     print(table(results))

@@ -6,15 +6,17 @@ own operations. An operation lists the local memory it reads and writes (base, b
 flush (:mod:`shoal.cluster.flush`) orders operations by those accesses, the per-base dependency
 lists of paper 003 §5.7.
 
-Two schemes cover every instruction:
+Three schemes cover every instruction:
 
 - *owner computes* (element-wise operations, ``copy``, ``fill``, ``where``): the instruction is
   cut into pieces in which every operand lies on one rank (:func:`shoal.cluster.layout.split`);
   the rank holding a piece's output runs it, after receiving each input piece that lives
   elsewhere (one message per piece: a sub-view-block);
+- *reductions and matrix products* combine partial results or replicate one operand
+  (:mod:`shoal.cluster.collectives`);
 - *gathered*: rank 0 assembles every operand in temporary bases, runs the instruction there, and
-  sends each output piece back to its owner. Creation, reductions, matmul and every other
-  instruction run this way; an operation that is neither a creation nor an operand of rank 0's
+  sends each output piece back to its owner. Creation and every other instruction run this
+  way; an operation that is neither a creation nor an operand of rank 0's
   own small bases warns once with :class:`shoal.errors.ShoalFallbackWarning` (rank 0's
   component gives the warnings in :attr:`Planner.warnings` once the batch has run everywhere).
 """

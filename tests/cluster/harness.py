@@ -56,6 +56,11 @@ def run_numpy(program: Path | str, *arguments: str, timeout: float = RUN_TIMEOUT
     return _run([sys.executable, "-W", "error", str(program), *arguments], timeout, None)
 
 
+def run_command(command: list[str], timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None) -> Run:
+    """``command`` (an ``mpiexec`` line) in a session of its own, killed whole past ``timeout``."""
+    return _run(command, timeout, env if env is not None else environment())
+
+
 def _run(command: list[str], timeout: float, env: dict[str, str] | None) -> Run:
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:

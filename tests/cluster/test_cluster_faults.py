@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from cluster.harness import PROGRAMS, environment, lines, mpiexec, run
+from cluster.harness import PROGRAMS, environment, lines, mpiexec, run, run_command
 
 pytestmark = pytest.mark.full
 
@@ -71,7 +71,7 @@ def test_a_failing_rank_is_named_and_the_job_ends(how: str) -> None:
         mpiexec(), "-n", "2", sys.executable, "-m", "shoal", program,
         ":", "-n", "1", sys.executable, str(PROGRAMS / "failing_rank.py"), how, program,
     ]  # fmt: skip
-    result = subprocess.run(command, capture_output=True, text=True, env=environment(), timeout=60, start_new_session=True)
+    result = run_command(command, timeout=60)
     assert result.returncode != 0
     assert "last:" not in result.stdout
     if how == "raise":
@@ -103,7 +103,7 @@ def test_figure_6_exchange_does_not_deadlock(mode: str) -> None:
 
 
 def test_info_shows_ranks_hosts_and_the_library() -> None:
-    result = subprocess.run([mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "info"], capture_output=True, text=True, env=environment(), timeout=60)
+    result = run_command([mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "info"], timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("engine stack: cluster:node") == 1  # rank 0 prints for every rank
     (line,) = [line for line in result.stdout.splitlines() if line.startswith("cluster:")]
