@@ -34,7 +34,7 @@ SUBNET = "10.77.0"
 
 APPS: dict[str, tuple[str, ...]] = {
     "jacobi_stencil.py": ("2000", "--iterations", "50"),
-    "heat_equation.py": ("500", "--max-iterations", "100", "--epsilon", "0"),
+    "heat_equation.py": ("1000", "--max-iterations", "100", "--epsilon", "0"),
     "shallow_water.py": ("1000", "--steps", "30"),
     "lattice_boltzmann.py": ("400", "--steps", "30"),
     "nbody.py": ("1000", "--steps", "10"),
