@@ -51,8 +51,9 @@ class RankEngine:
         try:
             ops = self.planner.plan(batch)
             self.flusher.run(ops)
-        except Exception as error:
+        except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+            raise
         failure, self.flusher.failure = self.flusher.failure, None
         failures = self.session.gather_text(None if failure is None else f"rank {self.rank}: {described(failure)}")
         if failures is None:
@@ -62,6 +63,13 @@ class RankEngine:
 
     def fetch(self, view: View) -> np.ndarray | None:
         """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""
+        try:
+            return self._fetch(view)
+        except BaseException as error:  # as in execute: a rank out of step ends the job
+            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+            raise
+
+    def _fetch(self, view: View) -> np.ndarray | None:
         from mpi4py import MPI
 
         planner = self.planner
