@@ -22,6 +22,7 @@ def lines() -> list[str]:
 
     session = sessions.start()
     hosts = session.gather_text(session.host) or []
+    session.finished = True  # no rank serves batches after `info`: nothing to shut down at exit
     by_host: dict[str, list[int]] = {}
     for rank, host in enumerate(hosts):
         by_host.setdefault(host or "?", []).append(rank)

@@ -12,8 +12,6 @@ end of the batch, when all ranks combine their status; rank 0 then raises it as 
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from shoal.bytecode import Batch, View
@@ -31,8 +29,7 @@ class RankEngine:
         from mpi4py import MPI
 
         self.session = session
-        comm.Barrier()  # type: ignore[attr-defined]
-        self.origin = time.perf_counter()  # the ranks' common time origin (their traces align on it)
+        self.origin = session.origin
         self.inner = inner
         self.comm = comm
         self.rank: int = comm.Get_rank()  # type: ignore[attr-defined]

@@ -16,6 +16,7 @@ import atexit
 import enum
 import os
 import sys
+import time
 from collections.abc import Mapping
 
 import numpy as np
@@ -56,6 +57,8 @@ class Session:
         self.local_ranks: int = local.Get_size()
         _unlink_shared_segments(local)
         local.Free()
+        world.Barrier()
+        self.origin = time.perf_counter()  # the ranks' common time origin: their traces align on it
         self.finished = False
 
     # ------------------------------------------------------------------ commands
@@ -115,9 +118,11 @@ class Session:
         self.world.Abort(code)
 
     def finish(self) -> None:
-        """Rank 0 at exit: release the other ranks if the program never started the cluster."""
+        """Rank 0 at exit: release the other ranks if the program never started the cluster
+        (they answer a shutdown with their reports, unused here)."""
         if self.rank == 0 and not self.finished:
             self.send(Command.SHUTDOWN)
+            self.gather_text(None)
 
 
 def _unlink_shared_segments(local: object) -> None:

@@ -110,3 +110,11 @@ def test_info_shows_ranks_hosts_and_the_library() -> None:
     assert line.startswith("cluster: 2 ranks on 1 host(s); MPI library: MPICH")
     alone = subprocess.run([sys.executable, "-m", "shoal", "info"], capture_output=True, text=True, env=environment(), timeout=60)
     assert "cluster: not under mpiexec (one process); MPI library: MPICH" in alone.stdout
+
+
+def test_a_program_that_never_uses_the_cluster_ends_every_rank(tmp_path: Path) -> None:
+    program = tmp_path / "hello.py"
+    program.write_text("import numpy as np\nprint('sum:', np.arange(5).sum())\n")
+    result = run(3, program, env=environment(SHOAL_EAGER_THRESHOLD="1000000"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "sum: 10\n"
