@@ -31,7 +31,7 @@ EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 MEASURE = r"""
 import ctypes, hashlib, json, statistics, sys, time
 from pathlib import Path
-from shoal.engine.node import native
+from shoal.engine.node.compile import native
 variant, libraries = sys.argv[1], [Path(p) for p in sys.argv[2:]]
 times = []
 for library in libraries:

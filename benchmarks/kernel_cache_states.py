@@ -27,7 +27,7 @@ from pathlib import Path
 
 import psutil
 
-from shoal.engine.node.compile_process import workers_for
+from shoal.engine.node.compile.process import workers_for
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 STATES = ("numpy", "shoal-empty-cache", "shoal-warm-cache")

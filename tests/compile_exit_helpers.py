@@ -8,8 +8,8 @@ from pathlib import Path
 
 import psutil
 
-from shoal.engine.node.compile_claims import CLAIM_SUFFIX, Claim, claim_path, try_claim
-from shoal.engine.node.compile_process import workers_for
+from shoal.engine.node.compile.claims import CLAIM_SUFFIX, Claim, claim_path, try_claim
+from shoal.engine.node.compile.process import workers_for
 
 PATIENCE_SECONDS = 60.0  # how long a test waits for something that must happen (not a timing)
 

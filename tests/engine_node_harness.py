@@ -10,7 +10,7 @@ from engine_node_recorder import Recorder
 from shoal.bytecode import View
 from shoal.engine import Component, ReferenceEngine
 from shoal.engine.node import NodeConfig, NodeEngine
-from shoal.engine.node.plan_cache import PlanCache
+from shoal.engine.node.schedule.plan_cache import PlanCache
 from shoal.engine.node.stats import BatchStats
 from shoal.engine.passthrough import PassConfig, PassThrough
 

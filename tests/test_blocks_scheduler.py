@@ -141,9 +141,11 @@ def test_a_remote_failure_is_raised_after_what_is_in_flight_has_finished_and_sto
     after_bad = local(deps, 2, log, "after_bad", reads=[(1, 0)])
     fake = FakeRemote(deps.ops, fail={0})
     fake.log = log
-    with pytest.raises(RuntimeError, match="bad failed remotely"):
-        run_ready([bad, good, after_bad], fake.submit, fake, capacity=4)
+    named: list[tuple[BlockOp, BaseException]] = []
+    with pytest.raises(RuntimeError, match="bad failed remotely") as caught:
+        run_ready([bad, good, after_bad], fake.submit, fake, capacity=4, on_failure=lambda op, error: named.append((op, error)))
     assert "arrive good" in log and "run after_bad" not in log and not fake.pending
+    assert named == [(bad, caught.value)]  # the caller learns which operation failed
 
 
 def test_an_exclusive_operation_runs_alone_on_the_loops_thread():

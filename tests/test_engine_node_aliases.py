@@ -1,4 +1,4 @@
-"""Results left in another base's view instead of written out (``shoal.engine.node.aliases``):
+"""Results left in another base's view instead of written out (``shoal.engine.node.plan.aliases``):
 programs against NumPy itself, and which copies the planner makes aliases of."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from engine_node_recorder import Recorder
 import shoal.numpy as snp
 from shoal import runtime
 from shoal.engine.node import NodeEngine
-from shoal.engine.node.plan import plan_batch
+from shoal.engine.node.plan.plan import plan_batch
 
 SIZE = 24
 

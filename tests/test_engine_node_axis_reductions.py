@@ -9,7 +9,7 @@ from engine_node_recorder import Recorder
 from test_engine_node_differential import sample
 
 from shoal.engine.blocks.geometry import partition
-from shoal.engine.node.plan import Group, plan_batch
+from shoal.engine.node.plan.plan import Group, plan_batch
 
 RNG = np.random.default_rng(11)
 OPS = ["sum", "mean", "prod", "min", "max", "any", "all"]

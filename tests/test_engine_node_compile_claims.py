@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from shoal.engine.node.compile_claims import claim, claim_path, remove_stale, try_claim
+from shoal.engine.node.compile.claims import claim, claim_path, remove_stale, try_claim
 
 
 def test_a_claim_is_exclusive_and_leaves_no_file_once_released(tmp_path):
@@ -59,7 +59,7 @@ def _descriptors() -> list[int]:
 def test_the_claim_of_a_killed_holder_is_stale_and_removed(tmp_path):
     path = claim_path(tmp_path / "shoal_kernel_abc.py")
     code = (
-        "import sys, time\nfrom pathlib import Path\nfrom shoal.engine.node.compile_claims import try_claim\n"
+        "import sys, time\nfrom pathlib import Path\nfrom shoal.engine.node.compile.claims import try_claim\n"
         f"held = try_claim(Path({str(path)!r}))\nprint(held is not None, flush=True)\ntime.sleep(600)\n"
     )
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

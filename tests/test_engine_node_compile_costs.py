@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from shoal.engine.node import compile_costs
-from shoal.engine.node.compile_costs import CompileCosts
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile.costs import CompileCosts
 
 
 def test_the_worker_start_up_is_charged_only_while_no_worker_runs():
@@ -74,7 +74,7 @@ def test_a_missing_file_gives_the_defaults(tmp_path):
 
 
 def test_a_cache_file_is_replaced_whole_and_a_failed_write_leaves_nothing(tmp_path):
-    from shoal.engine.node.cache_files import write_text_atomically
+    from shoal.engine.node.compile.cache_files import write_text_atomically
 
     target = tmp_path / "costs.json"
     write_text_atomically(target, "old\n")

@@ -22,7 +22,9 @@ from engine_node_harness import node_engine
 from engine_node_recorder import Recorder
 from test_engine_node_compiled import square_roots
 
-from shoal.engine.node import NodeConfig, NodeEngine, compile_costs, compiler
+from shoal.engine.node import NodeConfig, NodeEngine
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile import kernel_cache as compiler
 
 pytest.importorskip("numba")
 pytestmark = pytest.mark.full

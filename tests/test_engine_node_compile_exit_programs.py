@@ -25,7 +25,7 @@ from compile_exit_helpers import (
     wait_gone,
 )
 
-from shoal.engine.node import compile_costs
+from shoal.engine.node.compile import costs as compile_costs
 
 pytest.importorskip("numba")
 pytestmark = [pytest.mark.full, pytest.mark.timeout(240)]

@@ -10,8 +10,8 @@ from engine_node_recorder import Recorder
 from test_engine_node_differential import jacobi, sample
 
 from shoal.bytecode.opcodes import spec
-from shoal.engine.node import compiler
-from shoal.engine.node.codegen import EXPRESSIONS
+from shoal.engine.node.codegen.templates import EXPRESSIONS
+from shoal.engine.node.compile import kernel_cache as compiler
 
 pytest.importorskip("numba")
 pytestmark = pytest.mark.full
@@ -250,7 +250,7 @@ def test_loading_a_cached_kernel_waits_for_numpy_time_of_every_stalled_thread(mo
 
 
 def test_compile_costs_measured_in_the_worker_are_remembered_and_used(monkeypatch, tmp_path):
-    from shoal.engine.node import compile_costs
+    from shoal.engine.node.compile import costs as compile_costs
 
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
     directory = tmp_path / "kernels"

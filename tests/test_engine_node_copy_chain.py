@@ -10,10 +10,10 @@ import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 
-import shoal.engine.node.copy_chain as copy_chain
+import shoal.engine.node.plan.copy_chain as copy_chain
 from shoal.bytecode import View
-from shoal.engine.node.copy_chain import CopyChain
-from shoal.engine.node.plan import Group, plan_batch
+from shoal.engine.node.plan.copy_chain import CopyChain
+from shoal.engine.node.plan.plan import Group, plan_batch
 
 RNG = np.random.default_rng(3)
 SHIFTS = [(0, 0), (0, 1), (1, 0), (0, -1), (-1, 0), (1, 1), (-1, 1), (-1, -1), (1, -1)]

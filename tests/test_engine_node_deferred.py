@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_engine_node_differential import five_point_sweep
 
-from shoal.engine.node.deferred import Reach, reach
-from shoal.engine.node.plan import Group, WholeOp, plan_batch
+from shoal.engine.node.lower.deferred import Reach, reach
+from shoal.engine.node.plan.plan import Group, WholeOp, plan_batch
 
 RNG = np.random.default_rng(11)
 

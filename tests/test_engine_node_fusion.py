@@ -7,7 +7,7 @@ from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 from test_engine_node_differential import jacobi
 
-from shoal.engine.node.plan import WholeOp, plan_batch
+from shoal.engine.node.plan.plan import WholeOp, plan_batch
 
 
 def test_a_jacobi_sweep_is_one_kernel_and_its_five_temporaries_are_never_allocated():

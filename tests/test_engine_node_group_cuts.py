@@ -11,10 +11,10 @@ import shoal.numpy as snp
 from shoal import runtime
 from shoal.bytecode import BaseDecl, Batch
 from shoal.engine import ReferenceEngine
-from shoal.engine.node.compiler import kernel_key
-from shoal.engine.node.group_cuts import cut_costs, cut_points
-from shoal.engine.node.plan import MAX_GROUP_STEPS, Group, plan_batch
-from shoal.engine.node.program import lower
+from shoal.engine.node.compile.kernel_cache import kernel_key
+from shoal.engine.node.lower.program import lower
+from shoal.engine.node.plan.group_cuts import cut_costs, cut_points
+from shoal.engine.node.plan.plan import MAX_GROUP_STEPS, Group, plan_batch
 
 
 class CapturingEngine(ReferenceEngine):

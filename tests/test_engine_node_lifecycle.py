@@ -103,7 +103,7 @@ def test_small_batches_run_directly_and_match_the_reference():
 
 def test_released_memory_is_reused_but_borrowed_data_never_is():
     from shoal.bytecode import BaseDecl
-    from shoal.engine.node.storage import Storage
+    from shoal.engine.node.run.storage import Storage
 
     storage = Storage()
     data = np.arange(100.0)
@@ -140,7 +140,7 @@ def test_batches_of_many_mid_sized_instructions_run_directly(elements, direct):
 
 
 def test_a_kernel_counts_as_cached_only_with_its_machine_code(tmp_path, monkeypatch):
-    from shoal.engine.node import compiler
+    from shoal.engine.node.compile import kernel_cache as compiler
 
     monkeypatch.setenv("SHOAL_CACHE_DIR", str(tmp_path))
     name = "shoal_kernel_abc"
@@ -153,7 +153,7 @@ def test_a_kernel_counts_as_cached_only_with_its_machine_code(tmp_path, monkeypa
 
 def test_spare_memory_is_freed_before_a_fresh_allocation():
     from shoal.bytecode import BaseDecl
-    from shoal.engine.node.storage import Storage
+    from shoal.engine.node.run.storage import Storage
 
     storage = Storage()
     for base in (1, 2):
@@ -181,7 +181,7 @@ def test_where_run_directly_matches_the_reference_also_into_its_own_operand():
 
 def test_spare_memory_stays_while_held_plus_spare_is_below_the_high_water_mark():
     from shoal.bytecode import BaseDecl
-    from shoal.engine.node.storage import Storage
+    from shoal.engine.node.run.storage import Storage
 
     storage = Storage()
     borrowed = np.arange(200.0)

@@ -17,7 +17,7 @@ from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs, spec
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.node import NodeConfig, NodeEngine
-from shoal.engine.node.memory_budget import MemoryBudget
+from shoal.engine.node.schedule.memory_budget import MemoryBudget
 
 
 def _op(seq: int, run) -> BlockOp:

@@ -18,7 +18,8 @@ from test_engine_node_deferred import heat_sweep, in_place_jacobi, shifted_updat
 from test_engine_node_differential import sample
 
 from shoal.bytecode import View
-from shoal.engine.node import compiler, native
+from shoal.engine.node.compile import kernel_cache as compiler
+from shoal.engine.node.compile import native
 
 
 @pytest.fixture

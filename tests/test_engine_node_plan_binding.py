@@ -14,8 +14,8 @@ import pytest
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.engine.component import EngineError
-from shoal.engine.node.plan_cache import batch_shape, check_binding
-from shoal.engine.node.storage import Storage
+from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.schedule.plan_cache import batch_shape, check_binding
 
 F8 = np.dtype("float64")
 

@@ -10,7 +10,7 @@ from engine_node_harness import CachedAndFresh, assert_same
 from engine_node_recorder import Recorder
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
-from shoal.engine.node.plan_cache import PlanCache, batch_shape
+from shoal.engine.node.schedule.plan_cache import PlanCache, batch_shape
 
 RNG = np.random.default_rng(7)
 

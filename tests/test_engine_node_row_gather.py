@@ -8,10 +8,10 @@ import pytest
 from engine_node_harness import run_both
 from engine_node_recorder import Recorder
 
-import shoal.engine.node.row_gather as row_gather
+import shoal.engine.node.plan.row_gather as row_gather
 from shoal.bytecode import View
-from shoal.engine.node.plan import Group, WholeOp, plan_batch
-from shoal.engine.node.row_gather import RowView
+from shoal.engine.node.plan.plan import Group, WholeOp, plan_batch
+from shoal.engine.node.plan.row_gather import RowView
 
 RNG = np.random.default_rng(5)
 OPPOSITE = np.array([0, 3, 4, 1, 2, 7, 8, 5, 6])

@@ -12,9 +12,9 @@ from test_engine_node_deferred import UPDATES, heat_sweep, in_place_jacobi
 
 from shoal.engine import ReferenceEngine
 from shoal.engine.node import NodeConfig, NodeEngine
-from shoal.engine.node.plan import Group, plan_batch
-from shoal.engine.node.program import lower
-from shoal.engine.node.sweeps import fused, stencil_of, sweep_key, widened_reads
+from shoal.engine.node.lower.program import lower
+from shoal.engine.node.lower.sweeps import fused, stencil_of, sweep_key, widened_reads
+from shoal.engine.node.plan.plan import Group, plan_batch
 
 RNG = np.random.default_rng(23)
 

@@ -12,11 +12,11 @@ pytestmark = pytest.mark.full
 
 import numba  # noqa: E402
 
-from shoal.engine.node import vector_math as vm  # noqa: E402
-from shoal.engine.node.codegen import generate  # noqa: E402
-from shoal.engine.node.compile_worker import load_and_warm  # noqa: E402
-from shoal.engine.node.plan import Group, plan_batch  # noqa: E402
-from shoal.engine.node.program import lower  # noqa: E402
+from shoal.engine.node.codegen import vector_math as vm  # noqa: E402
+from shoal.engine.node.codegen.kernel_source import generate  # noqa: E402
+from shoal.engine.node.compile.worker import load_and_warm  # noqa: E402
+from shoal.engine.node.lower.program import lower  # noqa: E402
+from shoal.engine.node.plan.plan import Group, plan_batch  # noqa: E402
 
 SPECIAL = np.array([
     np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -1.0, 5e-324, -5e-324, 2.2250738585072014e-308,

@@ -12,7 +12,7 @@ import pytest
 
 from shoal import info, settings
 from shoal.engine.node import NodeConfig, NodeEngine
-from shoal.engine.node.compiler import CompileMode
+from shoal.engine.node.compile.kernel_cache import CompileMode
 from shoal.engine.node.config import Schedule
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,16 @@ from shoal.bytecode.ir import (
     View,
     make_attrs,
 )
-from shoal.bytecode.opcodes import BY_CODE, BY_NAME, OPCODES, Kind, OpSpec, spec, ufunc_opcode
+from shoal.bytecode.opcodes import (
+    BY_CODE,
+    BY_NAME,
+    OPCODES,
+    GroupOp,
+    Kind,
+    OpSpec,
+    spec,
+    ufunc_opcode,
+)
 from shoal.bytecode.verify import VerifyLimits, verify
 from shoal.bytecode.wire import dumps, loads
 
@@ -25,6 +34,7 @@ __all__ = [
     "Batch",
     "BytecodeError",
     "Const",
+    "GroupOp",
     "Instruction",
     "Kind",
     "OpSpec",

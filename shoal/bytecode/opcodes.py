@@ -1,9 +1,12 @@
 """The opcode table: the one place an operation is defined.
 
 Each entry gives the name, the stable wire code, the kind, the number of inputs and outputs,
-the attributes it accepts and a NumPy reference implementation. Dispatch, the wire format, the
-verifier, the disassembler and the engines all read this table. Codes are append-only: never
-renumber an existing entry.
+the attributes it accepts, a NumPy reference implementation, whether it joins a fused kernel,
+and for reductions and scans the ufunc that combines two partial results and the value an
+accumulation starts from. Dispatch, the wire format, the verifier, the disassembler, the engines
+and the frontend all read this table; :class:`GroupOp` holds the sets of names derived from it,
+and ``docs/opcodes.md`` is generated from it (``python -m shoal.bytecode.opcode_docs --write``).
+Codes are append-only: never renumber an existing entry.
 
 A reference implementation has the signature ``ref(outs, ins, attrs)``: ``outs`` are writable
 ndarrays, ``ins`` are ndarrays or scalars, ``attrs`` a dict; it writes its result into ``outs``.
@@ -40,6 +43,10 @@ class OpSpec:
     """One row of the opcode table. ``arity`` -1 means a variable number of inputs.
 
     ``attrs`` are the attributes the operation accepts; ``required`` those it cannot run without.
+    ``fuses``: the operation may join a fused kernel, computed element by element (or, for a
+    reduction, accumulated element by element). ``combine`` (reductions and scans): the binary
+    ufunc that combines two partial results, as NumPy reduces with it; ``identity``: the value an
+    accumulation starts from (None: there is none, the first element starts it).
     """
 
     name: str
@@ -51,6 +58,9 @@ class OpSpec:
     attrs: frozenset[str] = frozenset()
     ufunc: np.ufunc | None = None
     required: frozenset[str] = frozenset()
+    fuses: bool = False
+    combine: str | None = None
+    identity: bool | int | None = None
 
 
 # Element-wise NumPy ufuncs, by canonical name. Order fixes the wire codes: append only.
@@ -300,39 +310,39 @@ _REDUCE_ATTRS = frozenset({"axis", "keepdims", "dtype"})
 def _build_table() -> tuple[OpSpec, ...]:
     rows: list[OpSpec] = []
 
-    def add(name, kind, arity, nout, reference, attrs=(), ufunc=None, required=()):
+    def add(name, kind, arity, nout, reference, attrs=(), ufunc=None, required=(), fuses=False, combine=None, identity=None):
         accepted = frozenset(attrs) | frozenset(required)
-        entry = OpSpec(name, len(rows) + 1, kind, arity, nout, reference, accepted, ufunc, frozenset(required))
-        rows.append(entry)
+        code = len(rows) + 1
+        rows.append(OpSpec(name, code, kind, arity, nout, reference, accepted, ufunc, frozenset(required), fuses, combine, identity))
 
     add("release", Kind.SYSTEM, 0, 0, _release, required=("base",))
-    add("copy", Kind.MOVEMENT, 1, 1, _copy)
-    add("fill", Kind.CREATION, 1, 1, _fill)
+    add("copy", Kind.MOVEMENT, 1, 1, _copy, fuses=True)
+    add("fill", Kind.CREATION, 1, 1, _fill, fuses=True)
     add("arange", Kind.CREATION, 0, 1, _arange, required=("start", "stop", "step"))
     add("linspace", Kind.CREATION, 0, 1, _linspace, required=("start", "stop", "num", "endpoint"))
     add("eye", Kind.CREATION, 0, 1, _eye, required=("k",))
-    add("where", Kind.ELEMENTWISE, 3, 1, _where)
-    add("sum", Kind.REDUCTION, 1, 1, _reduction(np.sum), _REDUCE_ATTRS)
-    add("prod", Kind.REDUCTION, 1, 1, _reduction(np.prod), _REDUCE_ATTRS)
-    add("min", Kind.REDUCTION, 1, 1, _reduction(np.min), _REDUCE_ATTRS - {"dtype"})
-    add("max", Kind.REDUCTION, 1, 1, _reduction(np.max), _REDUCE_ATTRS - {"dtype"})
-    add("any", Kind.REDUCTION, 1, 1, _reduction(np.any), _REDUCE_ATTRS - {"dtype"})
-    add("all", Kind.REDUCTION, 1, 1, _reduction(np.all), _REDUCE_ATTRS - {"dtype"})
-    add("mean", Kind.REDUCTION, 1, 1, _reduction(np.mean), _REDUCE_ATTRS)
-    add("var", Kind.REDUCTION, 1, 1, _reduction(np.var, "ddof"), _REDUCE_ATTRS | {"ddof"})
-    add("std", Kind.REDUCTION, 1, 1, _reduction(np.std, "ddof"), _REDUCE_ATTRS | {"ddof"})
+    add("where", Kind.ELEMENTWISE, 3, 1, _where, fuses=True)
+    add("sum", Kind.REDUCTION, 1, 1, _reduction(np.sum), _REDUCE_ATTRS, fuses=True, combine="add", identity=0)
+    add("prod", Kind.REDUCTION, 1, 1, _reduction(np.prod), _REDUCE_ATTRS, fuses=True, combine="multiply", identity=1)
+    add("min", Kind.REDUCTION, 1, 1, _reduction(np.min), _REDUCE_ATTRS - {"dtype"}, fuses=True, combine="minimum")
+    add("max", Kind.REDUCTION, 1, 1, _reduction(np.max), _REDUCE_ATTRS - {"dtype"}, fuses=True, combine="maximum")
+    add("any", Kind.REDUCTION, 1, 1, _reduction(np.any), _REDUCE_ATTRS - {"dtype"}, fuses=True, combine="logical_or", identity=False)
+    add("all", Kind.REDUCTION, 1, 1, _reduction(np.all), _REDUCE_ATTRS - {"dtype"}, fuses=True, combine="logical_and", identity=True)
+    add("mean", Kind.REDUCTION, 1, 1, _reduction(np.mean), _REDUCE_ATTRS, fuses=True, combine="add", identity=0)
+    add("var", Kind.REDUCTION, 1, 1, _reduction(np.var, "ddof"), _REDUCE_ATTRS | {"ddof"}, combine="add")
+    add("std", Kind.REDUCTION, 1, 1, _reduction(np.std, "ddof"), _REDUCE_ATTRS | {"ddof"}, combine="add")
     add("argmin", Kind.REDUCTION, 1, 1, _arg_reduction(np.argmin), ("axis", "keepdims"))
     add("argmax", Kind.REDUCTION, 1, 1, _arg_reduction(np.argmax), ("axis", "keepdims"))
     add("reduce", Kind.REDUCTION, 1, 1, _ufunc_reduce, _REDUCE_ATTRS, required=("ufunc",))
-    add("cumsum", Kind.SCAN, 1, 1, _scan(np.cumsum), ("axis", "dtype"))
-    add("cumprod", Kind.SCAN, 1, 1, _scan(np.cumprod), ("axis", "dtype"))
+    add("cumsum", Kind.SCAN, 1, 1, _scan(np.cumsum), ("axis", "dtype"), combine="add", identity=0)
+    add("cumprod", Kind.SCAN, 1, 1, _scan(np.cumprod), ("axis", "dtype"), combine="multiply", identity=1)
     add("gather", Kind.INDEXING, -1, 1, _gather, required=("key",))
     add("scatter", Kind.INDEXING, -1, 1, _scatter, required=("key",))
     add("matmul", Kind.LINALG, 2, 1, _matmul)
     add("dot", Kind.LINALG, 2, 1, _dot)
     for name in UFUNC_NAMES:
         ufunc = _ufunc(name)
-        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), ("dtype",), ufunc)
+        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), ("dtype",), ufunc, fuses=True)
     add("sort", Kind.SORTING, 1, 1, _sort, ("kind",), required=("axis",))
     add("argsort", Kind.SORTING, 1, 1, _argsort, ("kind",), required=("axis",))
     add("partition", Kind.SORTING, 1, 1, _partition, required=("kth", "axis"))
@@ -349,6 +359,28 @@ def _build_table() -> tuple[OpSpec, ...]:
 OPCODES: tuple[OpSpec, ...] = _build_table()
 BY_NAME: dict[str, OpSpec] = {spec.name: spec for spec in OPCODES}
 BY_CODE: dict[int, OpSpec] = {spec.code: spec for spec in OPCODES}
+
+
+def _names(keep: Callable[[OpSpec], bool]) -> frozenset[str]:
+    return frozenset(entry.name for entry in OPCODES if keep(entry))
+
+
+class GroupOp:
+    """Sets of opcode names, all derived from the table's columns (in the style of tinygrad's
+    ``GroupOp``); code that asks "is this a ..." asks one of these, never a list of its own."""
+
+    ELEMENTWISE = _names(lambda e: e.kind is Kind.ELEMENTWISE)
+    REDUCTION = _names(lambda e: e.kind is Kind.REDUCTION)
+    SCAN = _names(lambda e: e.kind is Kind.SCAN)
+    # what joins a fused kernel: computed per element, or a reduction accumulated per element
+    FUSED_ELEMENTWISE = _names(lambda e: e.fuses and e.kind is not Kind.REDUCTION)
+    FUSED_REDUCTION = _names(lambda e: e.fuses and e.kind is Kind.REDUCTION)
+    # element-wise without a ufunc of their own: the one input, cast to the output (copy, fill)
+    COPIES = _names(lambda e: e.fuses and e.ufunc is None and e.arity == 1 and e.kind is not Kind.REDUCTION)
+    # reductions whose combining ufunc selects one operand: no identity, the first value starts
+    SELECTING = _names(lambda e: e.combine in ("minimum", "maximum"))
+    # reductions whose combining ufunc is logical: they accumulate truth values
+    LOGICAL = _names(lambda e: e.combine in ("logical_or", "logical_and"))
 
 
 def spec(name: str) -> OpSpec:

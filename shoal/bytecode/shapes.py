@@ -31,6 +31,7 @@ from shoal.bytecode.opcodes import (
     LINALG_PAIR,
     LINALG_SINGLE,
     UFUNC_NAMES,
+    GroupOp,
     Kind,
     OpSpec,
 )
@@ -86,7 +87,7 @@ def _check(entry: OpSpec, outputs: Sequence[View], inputs: Sequence[Operand], at
         for position, shape in enumerate(out_shapes):
             if shape != expected:  # as NumPy's ``out=``: the inputs broadcast to every output
                 raise _ShapeError(f"output {position} shape {shape} is not {expected}, the broadcast of the inputs and outputs")
-    elif name in ("copy", "fill"):
+    elif name in GroupOp.COPIES:
         if name == "fill" and in_shapes[0] != ():
             raise _ShapeError(f"fill takes a scalar, not an input of shape {in_shapes[0]}")
         _broadcasts_to(in_shapes[0], out_shapes[0], "input")

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from shoal.bytecode import spec
 from shoal.numpy import _dispatch, _reduce, _shape
 from shoal.numpy._lazy import as_lazy, is_lazy, materialize, ndarray, new_array
 from shoal.numpy._probe import quietly, value_probe
@@ -148,8 +149,9 @@ def linalg_outer(x1: Any, x2: Any, /) -> Any:
     return apply_ufunc(np.multiply, (first[:, None], second[None, :]))
 
 
-def _cumulative(name: str, identity: int) -> Any:
+def _cumulative(name: str) -> Any:
     numpy_function = getattr(np, f"cumulative_{name}")
+    identity = spec(f"cum{name}").identity
 
     def cumulative(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None, include_initial: bool = False) -> Any:
         source = as_lazy(x)
@@ -171,8 +173,8 @@ def _cumulative(name: str, identity: int) -> Any:
     return cumulative
 
 
-cumulative_sum = _cumulative("sum", 0)
-cumulative_prod = _cumulative("prod", 1)
+cumulative_sum = _cumulative("sum")
+cumulative_prod = _cumulative("prod")
 
 
 def _rebound(numpy_function: Any, **names: Any) -> Any:

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from shoal.bytecode import BY_NAME
 from shoal.numpy._fperr import eager_reduction, strict
 from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array
 from shoal.numpy._probe import format_shape, quietly, value_probe
@@ -22,10 +23,10 @@ def _result_shape(shape: tuple[int, ...], axes: tuple[int, ...], keepdims: bool)
     return tuple(n for i, n in enumerate(shape) if i not in axes)
 
 
-_REDUCING_UFUNC = {
-    "sum": "add", "prod": "multiply", "min": "minimum", "max": "maximum", "any": "logical_or",
-    "all": "logical_and", "mean": "add", "var": "add", "std": "add",
-}  # fmt: skip
+def _reducing_ufunc(name: str) -> str:
+    """The ufunc NumPy names in errors of reduction ``name`` (the opcode table's ``combine``)."""
+    entry = BY_NAME.get(name)
+    return entry.combine if entry is not None and entry.combine is not None else name
 
 
 def _check_out(out: Any, shape: tuple[int, ...], name: str) -> None:
@@ -39,7 +40,7 @@ def _check_out(out: Any, shape: tuple[int, ...], name: str) -> None:
         raise ValueError(f"output array does not match result of np.{name}.")
     elif out.ndim != len(shape):
         raise ValueError(
-            f"output parameter for reduction operation {_REDUCING_UFUNC.get(name, name)} has the "
+            f"output parameter for reduction operation {_reducing_ufunc(name)} has the "
             f"wrong number of dimensions: Found {out.ndim} but expected {len(shape)}"
         )
     else:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.engine.node import native
+from shoal.engine.node.compile import native
 
 OTHER_UID = 65534  # nobody
 MARKER_VARIABLE = "SHOAL_TEST_PLANTED_MARKER"

@@ -24,9 +24,11 @@ from reliability.local_files_helpers import (
     plant,
     record,
 )
-from shoal.engine.node import compile_costs, compiler, native
-from shoal.engine.node.compile_claims import claim_path, try_claim
-from shoal.engine.node.compile_worker import trusted_directory
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile import kernel_cache as compiler
+from shoal.engine.node.compile import native
+from shoal.engine.node.compile.claims import claim_path, try_claim
+from shoal.engine.node.compile.worker import trusted_directory
 from shoal.errors import ShoalUnsafeFileWarning
 
 KEY = "0123456789abcdef01234567"  # a kernel key: 24 hex digits

@@ -21,7 +21,7 @@ from reliability.local_files_helpers import (
     plant,
     record,
 )
-from shoal.engine.node import compiler
+from shoal.engine.node.compile import kernel_cache as compiler
 from shoal.errors import ShoalUnsafeFileWarning
 
 pytestmark = pytest.mark.full

@@ -32,7 +32,8 @@ class BlockOp:
     ``reads`` and ``writes`` are ``(base, base_block)`` pairs; ``bases`` the bases it needs
     allocated before it runs, ``written`` those of them it writes; ``frees`` the base a release
     frees; ``inline`` (cheap) operations run on the scheduling thread as soon
-    as they are ready; ``exclusive`` ones run there too, but alone.
+    as they are ready; ``exclusive`` ones run there too, but alone. ``origin`` says what the
+    operation computes as positions of instructions in its batch, so that a failure can name them.
     """
 
     seq: int
@@ -45,6 +46,7 @@ class BlockOp:
     exclusive: bool = False
     frees: int | None = None  # the base a release operation frees
     label: str = ""
+    origin: tuple[int, ...] = ()
     refcount: int = 0  # unfinished predecessors
     waits: int = 0  # all predecessors: the reference count a replay of the plan starts from
     done: bool = False

@@ -67,6 +67,7 @@ def run_ready(
     holds_back: Callable[[BlockOp], bool] | None = None,
     reverse: bool = False,
     serial: bool = False,
+    on_failure: Callable[[BlockOp, BaseException], None] | None = None,
 ) -> RunStats:
     """Run ``ops`` (and those ``more`` builds) respecting their reference counts.
 
@@ -78,8 +79,9 @@ def run_ready(
     waits for them (it would take memory that their completion may free). ``serial`` runs every
     operation on the loop's thread (``submit`` and ``poll`` are then never used).
 
-    The first failure is re-raised once nothing is in flight any more; an operation that never
-    becomes ready (a cycle) raises :class:`RuntimeError`.
+    The first failure is re-raised once nothing is in flight any more, after ``on_failure`` was
+    called with the operation that raised it (to name what failed in the caller's terms); an
+    operation that never becomes ready (a cycle) raises :class:`RuntimeError`.
     """
     stats = RunStats(operations=len(ops))
     start = time.perf_counter()
@@ -90,6 +92,7 @@ def run_ready(
     inflight = 0
     finished = 0
     failure: BaseException | None = None
+    failed: BlockOp | None = None
     tracer = trace.TRACER
     while True:
         while ready and failure is None:
@@ -105,6 +108,7 @@ def run_ready(
                     op.result = op.run()
                 except BaseException as error:
                     failure = error
+                    failed = op
                     break
                 finally:
                     ended = time.perf_counter()
@@ -128,7 +132,8 @@ def run_ready(
                     for op, error in completions:
                         inflight -= 1
                         if error is not None:
-                            failure = failure or error
+                            if failure is None:
+                                failure, failed = error, op
                         elif failure is None:
                             finished += 1
                             release_dependents(op, ready, sign)
@@ -164,7 +169,8 @@ def run_ready(
         for op, error in completions:
             inflight -= 1
             if error is not None:
-                failure = failure or error
+                if failure is None:
+                    failure, failed = error, op
             elif failure is None:
                 finished += 1
                 release_dependents(op, ready, sign)
@@ -172,6 +178,8 @@ def run_ready(
     stats.building_seconds = building_seconds
     stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds - building_seconds)
     if failure is not None:
+        if failed is not None and on_failure is not None:
+            on_failure(failed, failure)
         raise failure
     if finished != stats.operations:
         raise RuntimeError(f"dependency cycle: {stats.operations - finished} block operations never became ready")

@@ -78,11 +78,12 @@ class WorkerPool:
         prepare: Callable[[BlockOp], None],
         more: Callable[[], list[BlockOp] | None] | None = None,
         holds_back: Callable[[BlockOp], bool] | None = None,
+        on_failure: Callable[[BlockOp, BaseException], None] | None = None,
     ) -> RunStats:
         """Run ``ops`` (and what ``more`` builds) on the workers with the one scheduler loop.
 
-        See :func:`~shoal.engine.blocks.scheduler.run_ready` for ``prepare``, ``more`` and
-        ``holds_back``. With one thread every operation runs on the calling thread.
+        See :func:`~shoal.engine.blocks.scheduler.run_ready` for ``prepare``, ``more``,
+        ``holds_back`` and ``on_failure``. With one thread every operation runs on the calling thread.
         """
         switch = sys.getswitchinterval()
         if more is not None and self.threads > 1:
@@ -99,6 +100,7 @@ class WorkerPool:
                 holds_back=holds_back,
                 reverse=self.reverse,
                 serial=self.threads == 1,
+                on_failure=on_failure,
             )
         finally:
             sys.setswitchinterval(switch)

@@ -14,8 +14,8 @@ from typing import Any
 from shoal import settings
 from shoal.bytecode import VerifyLimits
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits
-from shoal.engine.node.compile_process import ExitMode
-from shoal.engine.node.compiler import CompileMode
+from shoal.engine.node.compile.kernel_cache import CompileMode
+from shoal.engine.node.compile.process import ExitMode
 
 
 class Schedule(enum.Enum):

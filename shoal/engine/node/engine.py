@@ -22,6 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
+from functools import partial
 
 import numpy as np
 
@@ -29,16 +30,16 @@ from shoal import trace
 from shoal.bytecode import Batch, View, verify
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
-from shoal.engine.component import Component, EngineError
-from shoal.engine.node.aliases import settle
-from shoal.engine.node.cluster import cluster
-from shoal.engine.node.compiler import KernelCache
+from shoal.engine.component import Component, EngineError, name_instruction
+from shoal.engine.node.compile.kernel_cache import KernelCache
 from shoal.engine.node.config import NodeConfig, Schedule
-from shoal.engine.node.direct import run_direct, runs_direct
-from shoal.engine.node.memory_budget import MemoryBudget
-from shoal.engine.node.operations import Builder
-from shoal.engine.node.plan import Plan, plan_batch
-from shoal.engine.node.plan_cache import (
+from shoal.engine.node.plan.plan import Plan, plan_batch
+from shoal.engine.node.plan.reorder import reorder_by_shape
+from shoal.engine.node.run.direct import run_direct, runs_direct
+from shoal.engine.node.run.storage import Storage, settle_aliases
+from shoal.engine.node.schedule.builder import Builder
+from shoal.engine.node.schedule.memory_budget import MemoryBudget
+from shoal.engine.node.schedule.plan_cache import (
     BatchShape,
     BoundStorage,
     CachedPlan,
@@ -46,7 +47,6 @@ from shoal.engine.node.plan_cache import (
     batch_shape,
 )
 from shoal.engine.node.stats import BatchStats, record
-from shoal.engine.node.storage import Storage
 from shoal.threads import limit_library_threads
 
 
@@ -123,7 +123,7 @@ class NodeEngine(Component):
                 raise EngineError(f"batch carries data for undeclared base {base}")
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id), decl.id in batch.donated)
-        settle(self._storage, batch)
+        settle_aliases(self._storage, batch)
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         if runs_direct(batch, self.direct_work):
@@ -161,6 +161,7 @@ class NodeEngine(Component):
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
         self._active = cached.storage
         ops, source = (cached.ops, None) if building is None else ([], more)
+        named = partial(_name_failure, batch)
         try:
             if self.threads > 1:
                 budget = MemoryBudget(cached.storage, self._storage.bytes_held)
@@ -169,9 +170,9 @@ class NodeEngine(Component):
                     source = _followed(source, budget)
                 self._budget = budget
                 with limit_library_threads(1):  # the pool's threads are the parallelism
-                    run = pool.run(ops, self._prepare, source, self._holds_back)
+                    run = pool.run(ops, self._prepare, source, self._holds_back, named)
             else:
-                run = pool.run(ops, self._prepare, source)
+                run = pool.run(ops, self._prepare, source, on_failure=named)
         except BaseException:
             if shape is not None:
                 self._plans.forget(shape)
@@ -205,8 +206,9 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
-        plan = plan_batch(cluster(batch), self._storage.decls)
-        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass)
+        plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
+        positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
         cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)
         return cached, builder, plan
@@ -249,3 +251,13 @@ class NodeEngine(Component):
     def compile_errors(self) -> list[str]:
         return [] if self._kernels is None else list(self._kernels.errors)
 
+
+def _name_failure(batch: Batch, op: BlockOp, error: BaseException) -> None:
+    """Name the instructions of ``batch`` that the failed block operation ``op`` computes, as the
+    reference engine names the instruction that raised (a fused kernel computes several)."""
+    if len(op.origin) == 1:
+        index = op.origin[0]
+        name_instruction(error, index, batch.instructions[index])
+    elif op.origin:
+        ops = ", ".join(batch.instructions[index].op for index in op.origin)
+        error.add_note(f"in instructions {', '.join(map(str, op.origin))} (fused): {ops}")

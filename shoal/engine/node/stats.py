@@ -39,7 +39,7 @@ class BatchStats:
     copy_chains: int = 0  # copies through a small scratch array run as one block operation
     releases: int = 0
     temporaries: int = 0  # bases that were never allocated
-    aliases: int = 0  # of those, results left in another base's view (shoal.engine.node.aliases)
+    aliases: int = 0  # of those, results left in another base's view (shoal.engine.node.plan.aliases)
     deferred_writes: int = 0  # in-place writes fused with their reads through block buffers
     sweep_passes: int = 0  # kernels running several identical in-place sweeps per pass
     peak_bytes: int = 0  # most base memory held at once during the batch

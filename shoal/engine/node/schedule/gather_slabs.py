@@ -11,21 +11,19 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import TYPE_CHECKING
 
 from shoal.bytecode import Instruction, View
 from shoal.engine.blocks.dependencies import BlockOp
-
-if TYPE_CHECKING:
-    from shoal.engine.node.operations import Builder
+from shoal.engine.node.run.whole import run_whole
+from shoal.engine.node.schedule.context import BuildContext
 
 SLAB_ELEMENTS_MIN = 16384
 SLABS_PER_THREAD = 4
 
 
-def gather_slabs(builder: Builder, instruction: Instruction) -> bool:
+def gather_slabs(context: BuildContext, instruction: Instruction) -> bool:
     """Add ``instruction`` as slabs if it gathers whole rows along axis 0; False otherwise."""
-    if instruction.op != "gather" or builder.threads <= 1 or instruction.attr("key") != (("array", 0),):
+    if instruction.op != "gather" or context.threads <= 1 or instruction.attr("key") != (("array", 0),):
         return False
     if len(instruction.inputs) != 2:
         return False
@@ -37,20 +35,21 @@ def gather_slabs(builder: Builder, instruction: Instruction) -> bool:
         return False
     rows = source.shape[1]
     per_row = math.prod(source.shape) // max(rows, 1)
-    slab = max(1, -(-rows // (SLABS_PER_THREAD * builder.threads)), -(-SLAB_ELEMENTS_MIN // max(per_row, 1)))
+    slab = max(1, -(-rows // (SLABS_PER_THREAD * context.threads)), -(-SLAB_ELEMENTS_MIN // max(per_row, 1)))
     if slab >= rows:
         return False
-    index_blocks = tuple(builder._view_blocks(index))
+    index_blocks = tuple(context.view_blocks(index))
+    origin = context.origin((instruction,))
     ops = []
     for start in range(0, rows, slab):
         stop = min(start + slab, rows)
         piece, target = _rows(source, start, stop), _rows(out, start, stop)
-        run = partial(builder._run_whole, Instruction("gather", (target,), (piece, index), instruction.attrs))
-        reads = tuple(builder._view_blocks(piece)) + index_blocks
+        run = partial(run_whole, context.storage, Instruction("gather", (target,), (piece, index), instruction.attrs))
+        reads = tuple(context.view_blocks(piece)) + index_blocks
         bases = (source.base, index.base, out.base)
-        ops.append(BlockOp(builder._next(), run, reads, tuple(builder._view_blocks(target)), bases, (out.base,), label="gather slab"))
-    builder.deps.insert_group(ops)
-    builder.counts.axis_panels += len(ops)
+        ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(target)), bases, (out.base,), label="gather slab", origin=origin))
+    context.deps.insert_group(ops)
+    context.counts.axis_panels += len(ops)
     return True
 
 

@@ -1,6 +1,6 @@
 """Python source for a kernel that runs several sweeps of a stencil per view-block (see ``sweeps``).
 
-The kernel takes the single sweep's arguments (``codegen.generate``) and then the view-block's
+The kernel takes the single sweep's arguments (``kernel_source.generate``) and then the view-block's
 first row and the view's row count. Sweep ``s`` computes row ``i`` into ring ``s`` once sweep
 ``s - 1`` has computed row ``i + ahead``: one loop over ``t`` runs sweep 1 on row ``lo + t``,
 sweep 2 on row ``lo + t - ahead`` and so on. Rings of sweeps before the last hold whole rows
@@ -12,8 +12,14 @@ goes through the same operations in the same order as in one sweep: results are 
 
 from __future__ import annotations
 
-from shoal.engine.node.codegen import _ring_params, _store_function, element_wise_lines
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram
+from shoal.engine.node.codegen.templates import (
+    KERNEL_DECORATOR,
+    MODULE_HEADER,
+    element_wise_lines,
+    ring_params,
+    store_function,
+)
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram
 
 
 def generate_sweeps(program: KernelProgram, name: str) -> str:
@@ -31,19 +37,17 @@ def generate_sweeps(program: KernelProgram, name: str) -> str:
         elif slot.kind == CONST:
             params.append(f"c{i}")
         if i == target:
-            params += _ring_params(i, 2)
+            params += ring_params(i, 2)
     params += ["first", "total"]
     ring, base, base_offset, base_row = f"a{target}", f"bb{target}", f"bo{target}", f"bs{target}_0"
     store = f"_store{target}(stored, n0, n1, final, width, 1, {behind + 1}, {base}, {base_offset}, {base_row}, bs{target}_1, hh{target}, hf{target}, hb{target})"
     lines = [
-        "import numpy as np",
-        "import numba",
-        "from shoal.engine.node import vector_math as vm",
+        *MODULE_HEADER,
         "",
         "",
-        *_store_function(target, 2),
+        *store_function(target, 2),
         "",
-        '@numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)',
+        KERNEL_DECORATOR,
         f"def {name}({', '.join(params)}):",
         "    if n0 <= 0:",
         "        return 0",

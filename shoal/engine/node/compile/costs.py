@@ -22,7 +22,7 @@ import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from shoal.engine.node.cache_files import read_text, write_text_atomically
+from shoal.engine.node.compile.cache_files import read_text, write_text_atomically
 from shoal.private_files import private_directory
 
 COSTS_FILE = "compile_costs.json"

@@ -6,7 +6,7 @@ The worker is started in a session of its own (no terminal signals reach it) wit
 nothing of the program's terminal or of a pipe that someone reads the program's output from.
 Handing over (:meth:`CompileProcess.detach`) sends the modules still to compile and ``detach
 <seconds>``, closes the pipes and returns at once; the worker compiles them, writes the cache
-and exits by itself (``compile_worker.py``). A thread waits for it so that a process that goes
+and exits by itself (``worker.py``). A thread waits for it so that a process that goes
 on running leaves no zombie behind.
 """
 
@@ -27,13 +27,13 @@ from shoal.settings import choice_setting
 if TYPE_CHECKING:
     import psutil
 
-WORKER_COMMAND = [sys.executable, "-c", "from shoal.engine.node.compile_worker import main; main()"]
+WORKER_COMMAND = [sys.executable, "-c", "from shoal.engine.node.compile.worker import main; main()"]
 
 
 @dataclass(frozen=True)
 class Job:
     """A kernel module to compile, with what its compile-cost estimate needs: how many steps the
-    kernel runs and whether it stores rows through a ring (``compile_costs.py``)."""
+    kernel runs and whether it stores rows through a ring (``costs.py``)."""
 
     path: Path
     steps: int

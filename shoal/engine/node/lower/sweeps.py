@@ -1,10 +1,10 @@
 """Several in-place stencil sweeps per pass over memory (temporal blocking).
 
 A sweep such as ``grid[1:-1, 1:-1] = 0.2 * (grid[1:-1, 1:-1] + grid[:-2, 1:-1] + ...)`` is a
-fusion group with one deferred write (``shoal.engine.node.deferred``) that reads only its own
+fusion group with one deferred write (``shoal.engine.node.lower.deferred``) that reads only its own
 base, through shifted copies of the written view. Consecutive identical sweeps merge into one
 kernel program that runs ``sweeps`` of them per view-block, as a pipeline of rings of rows
-(``codegen_sweeps``): sweep 1 of row ``r``, then sweep 2 of row ``r - ahead``, and so on, so
+(``codegen/sweep_source.py``): sweep 1 of row ``r``, then sweep 2 of row ``r - ahead``, and so on, so
 the grid is read and written once for all of them.
 
 A view-block computes the earlier sweeps also for the rows around it that its last sweep needs
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from shoal.engine.blocks.geometry import base_blocks, extent
-from shoal.engine.node.deferred import Reach
-from shoal.engine.node.plan_cache import exact_key
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
+from shoal.engine.node.keys import exact_key
+from shoal.engine.node.lower.deferred import Reach
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
 from shoal.settings import SWEEPS_PER_PASS
 
 DEFAULT_SWEEPS_PER_PASS: int = SWEEPS_PER_PASS.default

@@ -24,8 +24,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
-from shoal.engine.node.storage import Storage
-from shoal.engine.node.tiles import where_in_place
+from shoal.engine.component import name_instruction
+from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.run.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
 
 DIRECT_WORK_ELEMENTS: int = DIRECT_WORK.default
@@ -72,11 +73,15 @@ def run_direct(batch: Batch, storage: Storage) -> None:
             storage.ensure(view.base)
             storage.make_writable(view.base)
         outs = [storage.array(view) for view in instruction.outputs]
-        with np.errstate(all="ignore"):
-            if instruction.op == "where" and _selects_in_place(outs[0], ins):
-                where_in_place(outs, ins, None)
-            else:
-                spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+        try:
+            with np.errstate(all="ignore"):
+                if instruction.op == "where" and _selects_in_place(outs[0], ins):
+                    where_in_place(outs, ins, None)
+                else:
+                    spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+        except Exception as error:
+            name_instruction(error, index, instruction)
+            raise
 
 
 def _selects_in_place(out: np.ndarray, ins: list) -> bool:

@@ -14,8 +14,15 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import spec
-from shoal.engine.node.program import ARRAY, DEFERRED, TEMP, KernelProgram, KernelStep, block_offset
+from shoal.bytecode import GroupOp, spec
+from shoal.engine.node.lower.program import (
+    ARRAY,
+    DEFERRED,
+    TEMP,
+    KernelProgram,
+    KernelStep,
+    block_offset,
+)
 
 TILE_ELEMENTS = 32768
 
@@ -125,15 +132,11 @@ def _reduced_in_tile(reduced: list[int], shape: tuple[int, ...], outer: tuple[in
     return TileAxes(tuple(axes), first, last, math.prod(shape[p] for p in reduced))
 
 
-_ACCUMULATORS = {"sum": np.add, "mean": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum,
-                 "any": np.logical_or, "all": np.logical_and}  # fmt: skip
-_IDENTITIES = {"sum": 0, "mean": 0, "prod": 1, "any": False, "all": True}
-
-
 def accumulate(op: str, out: np.ndarray, values: np.ndarray, where: TileAxes) -> None:
     """Add a tile of an axis reduction's input into its output (strides 0 along the reduced
     axes), one index of the reduced axes at a time, as NumPy's reduction does."""
-    ufunc = _ACCUMULATORS[op]
+    entry = spec(op)
+    ufunc = _combining(op)
     key: list[Any] = [slice(None)] * values.ndim
     for index in np.ndindex(*(values.shape[axis] for axis, _, _ in where.axes)):
         first, last = where.first, where.last
@@ -142,10 +145,10 @@ def accumulate(op: str, out: np.ndarray, values: np.ndarray, where: TileAxes) ->
             first &= offset + i == 0
             last &= offset + i == length - 1
         target, value = out[tuple(key)], values[tuple(key)]
-        if first and op in ("min", "max"):
+        if first and entry.identity is None:
             np.copyto(target, value, casting="unsafe")
         else:
-            ufunc(_IDENTITIES[op] if first else target, value, out=target, dtype=target.dtype, casting="unsafe")
+            ufunc(entry.identity if first else target, value, out=target, dtype=target.dtype, casting="unsafe")
         if last and op == "mean":
             np.true_divide(target, np.intp(where.count), out=target, casting="unsafe")
 
@@ -158,35 +161,25 @@ def where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -
     np.copyto(outs[0], x, casting="unsafe", where=condition)
 
 
+def _combining(op: str) -> np.ufunc:
+    """Reduction ``op``'s combining ufunc (the opcode table's ``combine``)."""
+    combine = spec(op).combine
+    assert combine is not None, f"{op} is no reduction"
+    return getattr(np, combine)
+
+
 def partial_reduce(op: str, values: np.ndarray, acc: np.dtype) -> Any:
     """One tile's contribution to a full reduction, in the accumulator dtype."""
-    if op in ("sum", "mean"):
-        return np.add.reduce(values, axis=None, dtype=acc)
-    if op == "prod":
-        return np.multiply.reduce(values, axis=None, dtype=acc)
-    if op == "min":
-        return np.minimum.reduce(values, axis=None)
-    if op == "max":
-        return np.maximum.reduce(values, axis=None)
-    if op == "any":
-        return np.any(values)
-    return np.all(values)
+    if op in GroupOp.SELECTING:
+        return _combining(op).reduce(values, axis=None)
+    if op in GroupOp.LOGICAL and values.dtype.kind != "b":
+        values = values != 0
+    return _combining(op).reduce(values, axis=None, dtype=acc)
 
 
 def combine(op: str, partials: Sequence[Any]) -> Any:
     """Fold partial results of the same reduction."""
-    values = np.asarray(partials)
-    if op in ("sum", "mean"):
-        return np.add.reduce(values)
-    if op == "prod":
-        return np.multiply.reduce(values)
-    if op == "min":
-        return np.minimum.reduce(values)
-    if op == "max":
-        return np.maximum.reduce(values)
-    if op == "any":
-        return bool(np.any(values))
-    return bool(np.all(values))
+    return _combining(op).reduce(np.asarray(partials))
 
 
 def finalize(program: KernelProgram, which: int, partials: Sequence[Any], out: np.ndarray) -> None:

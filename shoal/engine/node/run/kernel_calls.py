@@ -11,15 +11,14 @@ the rest once and fills in just the pointers, each distinct array once per call.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from shoal.engine.node.compiler import kernel_args
-from shoal.engine.node.native import NativeKernel
-from shoal.engine.node.program import CONST, KernelProgram
+from shoal.engine.node.compile.native import NativeKernel
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,3 +118,41 @@ class PreparedCall:
         for position, which in self.positions:
             flat[position], flat[position + 1] = pointers[which]
         return self.kernel.call_flat(flat)
+
+
+def kernel_args(
+    program: KernelProgram,
+    index: int,
+    typed_of: Callable[[int, np.dtype], np.ndarray],
+    block_buffers: dict[int, np.ndarray],
+    held: dict[int, tuple[np.ndarray, int, int]] | None = None,
+    *,
+    constants: Mapping[int, Any],
+) -> list[Any]:
+    """The compiled kernel's arguments for view-block ``index``. Deferred slots write into
+    ``block_buffers`` (slot -> a C-contiguous array: the view-block's shape, or a ring of rows
+    when the kernel stores rows itself, then ``held`` gives slot -> (buffer for held rows, rows
+    held at the front, rows held at the back)); ``constants`` gives each constant slot's value."""
+    part = program.partition
+    axis = part.axis
+    args: list[Any] = list(part.block_shape(index))
+    for position, slot in enumerate(program.slots):
+        itemsize = slot.dtype.itemsize
+        if slot.kind == DEFERRED:
+            buffer = block_buffers[position]
+            args += [buffer.reshape(-1), 0, *(s // itemsize for s in buffer.strides)]
+            if program.stores_rows:
+                assert held is not None
+                rows, front, back = held[position]
+                args += [buffer.shape[0], typed_of(slot.base, slot.dtype)]
+                args.append(block_offset(part, index, slot) // itemsize)
+                args += [*(s // itemsize for s in slot.strides[axis:]), rows, front, back]
+        elif slot.kind == ARRAY:
+            args.append(typed_of(slot.base, slot.dtype))
+            args.append(block_offset(part, index, slot) // itemsize)
+            args.extend(s // itemsize for s in slot.strides[axis:])
+        elif slot.kind == CONST:
+            args.append(constants[position])
+    if program.stencil is not None:  # several sweeps per pass: where the view-block lies
+        args += [part.starts[index], part.shape[axis]]
+    return args

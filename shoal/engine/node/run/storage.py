@@ -16,7 +16,7 @@ up to 32 MiB each and 64 MiB in all stay (``trim``), about what the C allocator 
 a kept buffer is resident at once, where fresh memory becomes resident as it is written, and
 keeping large ones across batches raised Jacobi's peak RSS at 4096² by a whole grid.
 
-A base may be an *alias* of a view of another base (``shoal.engine.node.aliases``): it has no
+A base may be an *alias* of a view of another base (``shoal.engine.node.plan.aliases``): it has no
 memory, and the view holds its contents. It gets memory of its own, copied from the view, when
 something needs it (``ensure``) or before the other base is released.
 """
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Const, View
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
 from shoal.engine.component import EngineError
 
 KEEP_SPARE_BYTES = 64 << 20
@@ -232,3 +232,29 @@ class Storage:
         self._spare_bytes = 0
         self.bytes_held = 0
         self.high_water = 0
+
+
+def settle_aliases(storage: Storage, batch: Batch) -> None:
+    """Give every alias that ``batch`` touches, or whose region's base it writes or releases,
+    before releasing the alias, memory of its own holding its contents."""
+    for base, region in storage.aliases().items():
+        if not _released_first(batch.instructions, base, region.base):
+            storage.materialize(base)
+
+
+def _released_first(instructions: list[Instruction], base: int, region_base: int) -> bool:
+    """True if ``instructions`` release ``base`` before they touch it or change ``region_base``
+    (or do neither)."""
+    for instruction in instructions:
+        if instruction.op == "release":
+            released = instruction.attr("base")
+            if released == base:
+                return True
+            if released == region_base:
+                return False
+            continue
+        if any(out.base in (base, region_base) for out in instruction.outputs):
+            return False
+        if any(isinstance(operand, View) and operand.base == base for operand in instruction.inputs):
+            return False
+    return True

@@ -15,13 +15,13 @@ by a count) is *postponed* until the group closes instead of closing it; so is o
 that reads an axis reduction's result (it has to wait for the group anyway), and a group with
 axis reductions has what it postponed planned again after it, where it may fuse. A group holds
 at most ``MAX_GROUP_STEPS`` instructions; a longer run is cut where the fewest bytes are live
-(``shoal.engine.node.group_cuts``), so that a loop's iterations are cut alike.
+(``shoal.engine.node.plan.group_cuts``), so that a loop's iterations are cut alike.
 
 A base that the batch declares, writes and reads only inside one group (always through the
 same mapping) and releases is a *temporary*: it lives per element (compiled) or per tile
 (NumPy) and is never allocated in full. One that the batch does not release may still live
 that way if the group copies all of it into another base's view, which then holds its contents
-(an *alias*, ``shoal.engine.node.aliases``).
+(an *alias*, ``shoal.engine.node.plan.aliases``).
 """
 
 from __future__ import annotations
@@ -30,20 +30,20 @@ import math
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-import numpy as np
-
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
+from shoal.bytecode import BaseDecl, Batch, Instruction, View
 from shoal.engine.blocks.geometry import broadcast_strides, view_extent
-from shoal.engine.node.aliases import find_aliases
-from shoal.engine.node.copy_chain import CopyChain, scratch_bases, take_copy_chain
-from shoal.engine.node.group_cuts import cut_points
-from shoal.engine.node.row_gather import RowView, row_copy
+from shoal.engine.node.plan.aliases import find_aliases
+from shoal.engine.node.plan.copy_chain import CopyChain, scratch_bases, take_copy_chain
+from shoal.engine.node.plan.fusible import (
+    FUSIBLE_REDUCTIONS,
+    fusible_shape,
+    reduced_axes,
+)
+from shoal.engine.node.plan.group_cuts import cut_points
+from shoal.engine.node.plan.row_gather import RowView, row_copy
 
-FUSIBLE_REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 MAX_GROUP_STEPS = 64
-MIN_KEPT_ROW = 64  # an axis reduction fuses only if its input's last axis (kept) is this long
 POSTPONE_ELEMENTS = 4096  # instructions this small (and 1/16 of the group) may wait for it to close
-_NUMERIC_KINDS = "biufc"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +128,7 @@ class Plan:
 
     steps: list[Step]
     temporaries: set[int]
-    aliases: dict[int, View] = field(default_factory=dict)  # see shoal.engine.node.aliases
+    aliases: dict[int, View] = field(default_factory=dict)  # see shoal.engine.node.plan.aliases
 
 
 def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
@@ -203,7 +203,7 @@ def _grouped(batch: Batch, limit: int | None, cuts: set[int]) -> list[Step]:
         original = instruction  # what runs if it does not fuse (a gather stays a gather)
         if instruction.op == "gather":
             instruction = row_copy(batch, instruction, written) or instruction
-        shape = _fusible_shape(instruction)
+        shape = fusible_shape(instruction)
         accesses = None if shape is None else _accesses(instruction, shape)
         joined = None
         if accesses is not None and current is not None and current.shape == shape and _same_axes(current, instruction):
@@ -264,86 +264,6 @@ def _changes(step: Step) -> set[int]:
     if isinstance(step, Release):
         return {step.base}
     return {out.base for instruction in _instructions(step) for out in instruction.outputs}
-
-
-def _fusible_shape(instruction: Instruction) -> tuple[int, ...] | None:
-    """The iteration shape if ``instruction`` can join a group, else None."""
-    entry = spec(instruction.op)
-    if any(out.dtype.kind not in _NUMERIC_KINDS for out in instruction.outputs):
-        return None
-    for operand in instruction.inputs:
-        if isinstance(operand, View) and operand.dtype.kind not in _NUMERIC_KINDS:
-            return None
-    if instruction.op in FUSIBLE_REDUCTIONS:
-        source = instruction.inputs[0]
-        if not isinstance(source, View) or 0 in source.shape:
-            return None
-        if instruction.op in ("min", "max") and source.dtype.kind == "c":
-            return None
-        if not _full_reduction(instruction, source) and not _fusible_axis_reduction(instruction, source):
-            return None
-        return source.shape
-    if entry.kind is not Kind.ELEMENTWISE and instruction.op not in ("copy", "fill"):
-        return None
-    shapes = {out.shape for out in instruction.outputs}
-    if len(shapes) != 1:
-        return None
-    return shapes.pop()
-
-
-def _full_reduction(instruction: Instruction, source: View) -> bool:
-    axis = instruction.attr("axis")
-    if axis is None:
-        return True
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    return sorted(a % source.ndim for a in axes) == list(range(source.ndim)) if source.ndim else False
-
-
-def reduced_axes(instruction: Instruction) -> tuple[int, ...] | None:
-    """The sorted, non-negative axes a reduction along some (not all) axes reduces, else None."""
-    if instruction.op not in FUSIBLE_REDUCTIONS or not instruction.inputs or not isinstance(instruction.inputs[0], View):
-        return None
-    source = instruction.inputs[0]
-    axis = instruction.attr("axis")
-    if axis is None or _full_reduction(instruction, source):
-        return None
-    return tuple(sorted({a % source.ndim for a in (axis if isinstance(axis, tuple) else (axis,))}))
-
-
-def reduction_order(ndim: int, reduced: tuple[int, ...]) -> tuple[int, ...]:
-    """The order a group with axis reductions iterates its axes in: the kept axes but the last,
-    the reduced axes, the last axis (kept). View-blocks split only the leading kept axes, so one
-    view-block computes whole output elements, adding their inputs in NumPy's order (NumPy adds
-    along a reduced axis that is not the innermost one element after element from zero)."""
-    kept = [a for a in range(ndim) if a not in reduced]
-    return (*kept[:-1], *reduced, kept[-1])
-
-
-def reduction_strides(instruction: Instruction, shape: tuple[int, ...]) -> tuple[int, ...]:
-    """The axis reduction's output strides over its input's shape: 0 along the reduced axes."""
-    out = instruction.outputs[0]
-    reduced = reduced_axes(instruction) or ()
-    if out.ndim == len(shape):  # keepdims
-        return tuple(0 if a in reduced else stride for a, stride in enumerate(out.strides))
-    strides = iter(out.strides)
-    return tuple(0 if a in reduced else next(strides) for a in range(len(shape)))
-
-
-def _fusible_axis_reduction(instruction: Instruction, source: View) -> bool:
-    """True if a reduction along some axes may join a group (see ``reduction_order``)."""
-    reduced = reduced_axes(instruction)
-    if reduced is None or source.ndim - 1 in reduced or source.ndim - len(reduced) < 2:
-        return False
-    out = instruction.outputs[0]
-    if out.base == source.base or any(s == 0 for n, s in zip(out.shape, out.strides) if n > 1):
-        return False
-    if out.ndim not in (source.ndim, source.ndim - len(reduced)):
-        return False
-    if instruction.op == "mean" and (out.dtype.kind not in "fc" or out.dtype.char == "e"):
-        return False  # NumPy's mean of float16 adds in float32; an integer mean divides in float
-    if instruction.op in ("any", "all") and out.dtype != np.bool_:
-        return False
-    return source.shape[-1] >= MIN_KEPT_ROW
 
 
 def _same_axes(group: Group, instruction: Instruction) -> bool:
@@ -493,19 +413,3 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
         if full and dtype == known[base].dtype and math.prod(group.shape) > 0:
             temporaries.add(base)
     return temporaries
-
-
-def is_constant(operand: View | Const) -> bool:
-    return isinstance(operand, Const)
-
-
-def loop_dtype_of(operand: View | Const) -> np.dtype | type:
-    """What ``resolve_dtypes`` needs for an operand: a dtype, or a Python type if weak."""
-    if isinstance(operand, View):
-        return operand.dtype
-    value = operand.value
-    if isinstance(value, np.generic):
-        return value.dtype
-    if isinstance(value, bool):
-        return np.dtype(bool)
-    return type(value)

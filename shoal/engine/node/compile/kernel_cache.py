@@ -10,7 +10,7 @@ Compiling costs far more than most short programs run (0.15 s to several seconds
 while holding the interpreter lock), so in background mode a kernel is compiled only once the
 NumPy path has spent, or the batches built so far will spend, about as much CPU time on its
 structure as compiling would take (the ski-rental rule: never worse than twice the better
-choice). What compiling costs is measured in the worker and remembered (``compile_costs.py``).
+choice). What compiling costs is measured in the worker and remembered (``costs.py``).
 A kernel with a shared library on disk loads in under a millisecond and is used from the first
 block of any batch that would spend more than that; one only in Numba's cache pays for importing
 Numba, once.
@@ -20,7 +20,7 @@ otherwise the run warns once and compiles its kernels in memory, in this process
 
 Closing does not wait for the compiler: the kernel being compiled and the queued ones (up to
 :data:`DETACHED_WORK_SECONDS` of estimated compile time) are handed to the worker, which finishes
-them after the program has exited and then exits itself (``compile_process.py``), at the latest
+them after the program has exited and then exits itself (``process.py``), at the latest
 after its time limit. ``SHOAL_COMPILE_EXIT=wait`` waits for it instead, ``kill`` drops the work.
 """
 
@@ -33,20 +33,23 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from shoal import trace
-from shoal.engine.node import compile_costs, native
-from shoal.engine.node.cache_files import read_text, verified_directory, write_text_atomically
-from shoal.engine.node.codegen import generate
-from shoal.engine.node.compile_claims import remove_stale
-from shoal.engine.node.compile_process import CompileProcess, ExitMode, Job
-from shoal.engine.node.compile_worker import load_and_warm, load_in_memory
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, KernelProgram, block_offset
+from shoal.engine.node.codegen.kernel_source import generate
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile import native
+from shoal.engine.node.compile.cache_files import (
+    read_text,
+    verified_directory,
+    write_text_atomically,
+)
+from shoal.engine.node.compile.claims import remove_stale
+from shoal.engine.node.compile.process import CompileProcess, ExitMode, Job
+from shoal.engine.node.compile.worker import load_and_warm, load_in_memory
+from shoal.engine.node.lower.program import KernelProgram
 from shoal.settings import CACHE_DIR, choice_setting
 
 # Numba is optional: without it every kernel runs on the NumPy tile path. It is imported only
@@ -94,7 +97,7 @@ class HandedOver(Exception):
 
 def estimated_compile_seconds(program: KernelProgram, costs: compile_costs.CompileCosts, worker_running: bool) -> float:
     """CPU time compiling ``program`` costs on one of the machine's cores, starting the compile
-    worker (Python and Numba) first unless it is running (``compile_costs.py``); a kernel
+    worker (Python and Numba) first unless it is running (``costs.py``); a kernel
     running several sweeps per pass has its steps once per sweep."""
     return costs.seconds(len(program.steps) * program.sweeps + len(program.reductions), program.stores_rows, worker_running)
 
@@ -152,11 +155,12 @@ def generator_stamp() -> str:
     import hashlib  # here, not at import: OpenSSL costs 3 MiB RSS that direct-only programs never need
 
     digest = hashlib.sha256()
-    for name in ("codegen.py", "codegen_sweeps.py", "vector_math.py"):
+    codegen = Path(__file__).parent.parent / "codegen"
+    for path in sorted(codegen.glob("*.py")):
         try:
-            digest.update((Path(__file__).with_name(name)).read_bytes())
+            digest.update(path.name.encode() + path.read_bytes())
         except OSError:
-            digest.update(name.encode())
+            digest.update(path.name.encode())
     return digest.hexdigest()[:16]
 
 
@@ -472,41 +476,3 @@ class KernelCache:
             jobs.append(Job(path, steps, ring))
             estimate += seconds
         return jobs, min(DETACHED_LIMIT_SECONDS, DETACHED_GRACE_SECONDS + DETACHED_LIMIT_FACTOR * estimate)
-
-
-def kernel_args(
-    program: KernelProgram,
-    index: int,
-    typed_of: Callable[[int, np.dtype], np.ndarray],
-    block_buffers: dict[int, np.ndarray],
-    held: dict[int, tuple[np.ndarray, int, int]] | None = None,
-    *,
-    constants: Mapping[int, Any],
-) -> list[Any]:
-    """The compiled kernel's arguments for view-block ``index``. Deferred slots write into
-    ``block_buffers`` (slot -> a C-contiguous array: the view-block's shape, or a ring of rows
-    when the kernel stores rows itself, then ``held`` gives slot -> (buffer for held rows, rows
-    held at the front, rows held at the back)); ``constants`` gives each constant slot's value."""
-    part = program.partition
-    axis = part.axis
-    args: list[Any] = list(part.block_shape(index))
-    for position, slot in enumerate(program.slots):
-        itemsize = slot.dtype.itemsize
-        if slot.kind == DEFERRED:
-            buffer = block_buffers[position]
-            args += [buffer.reshape(-1), 0, *(s // itemsize for s in buffer.strides)]
-            if program.stores_rows:
-                assert held is not None
-                rows, front, back = held[position]
-                args += [buffer.shape[0], typed_of(slot.base, slot.dtype)]
-                args.append(block_offset(part, index, slot) // itemsize)
-                args += [*(s // itemsize for s in slot.strides[axis:]), rows, front, back]
-        elif slot.kind == ARRAY:
-            args.append(typed_of(slot.base, slot.dtype))
-            args.append(block_offset(part, index, slot) // itemsize)
-            args.extend(s // itemsize for s in slot.strides[axis:])
-        elif slot.kind == CONST:
-            args.append(constants[position])
-    if program.stencil is not None:  # several sweeps per pass: where the view-block lies
-        args += [part.starts[index], part.shape[axis]]
-    return args

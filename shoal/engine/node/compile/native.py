@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.engine.node.cache_files import read_text, write_text_atomically
+from shoal.engine.node.compile.cache_files import read_text, write_text_atomically
 from shoal.private_files import open_owned
 
 _CTYPES: dict[str, Any] = {

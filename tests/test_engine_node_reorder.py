@@ -10,7 +10,7 @@ from engine_node_recorder import Recorder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shoal.engine.node.cluster import MAX_MOVED, cluster
+from shoal.engine.node.plan.reorder import MAX_MOVED, reorder_by_shape
 
 
 def ops_of(batch):
@@ -25,7 +25,7 @@ def test_an_independent_instruction_of_another_shape_moves_ahead_of_the_run():
     s = rec.ufunc("square", small)  # independent of the run: moves
     b = rec.ufunc("add", a, s)  # same shape as the run, reads the moved result
     batch = rec.new_batch()
-    order = cluster(batch).instructions
+    order = reorder_by_shape(batch).instructions
     assert [i.op for i in order] == ["square", "multiply", "add"]
     assert [i.outputs[0].base for i in order] == [s.base, a.base, b.base]
 
@@ -50,9 +50,9 @@ def test_only_independent_work_no_larger_than_the_run_moves(case, moves):
     if case != "larger than the run":
         rec.ufunc("add", a, 1.0)  # the run goes on
     batch = rec.new_batch()
-    assert (cluster(batch) is not batch) == moves
+    assert (reorder_by_shape(batch) is not batch) == moves
     if moves:
-        assert [i.op for i in cluster(batch).instructions] == ["square", "multiply", "add"]
+        assert [i.op for i in reorder_by_shape(batch).instructions] == ["square", "multiply", "add"]
 
 
 def test_at_most_a_few_instructions_move_ahead_of_one_run():
@@ -62,7 +62,7 @@ def test_at_most_a_few_instructions_move_ahead_of_one_run():
     for _ in range(MAX_MOVED + 5):
         small = rec.ufunc("add", small, 1.0)
     rec.ufunc("add", a, 1.0)
-    order = [i.outputs[0].shape for i in cluster(rec.new_batch()).instructions]
+    order = [i.outputs[0].shape for i in reorder_by_shape(rec.new_batch()).instructions]
     assert order[: MAX_MOVED + 1] == [(8,)] * MAX_MOVED + [(6, 8)]
 
 
@@ -74,7 +74,7 @@ def test_an_instruction_does_not_move_past_a_release_of_its_base():
     t = rec.ufunc("add", small, 1.0)  # moves
     rec.release(t)
     rec.ufunc("add", a, 1.0)
-    order = [i.op for i in cluster(rec.new_batch()).instructions]
+    order = [i.op for i in reorder_by_shape(rec.new_batch()).instructions]
     assert order == ["add", "multiply", "release", "add"]
 
 

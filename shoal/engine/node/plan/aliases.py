@@ -8,7 +8,8 @@ the kernel keeps it per element like a temporary, and afterwards the region hold
 (``Storage.alias``).
 
 A later batch that touches ``work``, or writes or releases the region's base, before it releases
-``work`` gives ``work`` memory of its own first (:func:`settle`): at the start of that batch the
+``work`` gives ``work`` memory of its own first
+(:func:`shoal.engine.node.run.storage.settle_aliases`): at the start of that batch the
 region still holds its values. A loop that binds ``work`` anew every iteration releases the old
 one before it writes the grid again, so no copy is ever made.
 """
@@ -17,8 +18,7 @@ from __future__ import annotations
 
 import math
 
-from shoal.bytecode import BaseDecl, Batch, Instruction, View
-from shoal.engine.node.storage import Storage
+from shoal.bytecode import BaseDecl, Instruction, View
 
 
 def find_aliases(
@@ -70,30 +70,4 @@ def _whole(view: View, decl: BaseDecl) -> bool:
         if extent > 1 and stride != step:
             return False
         step *= extent
-    return True
-
-
-def settle(storage: Storage, batch: Batch) -> None:
-    """Give every alias that ``batch`` touches, or whose region's base it writes or releases,
-    before releasing the alias, memory of its own holding its contents."""
-    for base, region in storage.aliases().items():
-        if not _released_first(batch.instructions, base, region.base):
-            storage.materialize(base)
-
-
-def _released_first(instructions: list[Instruction], base: int, region_base: int) -> bool:
-    """True if ``instructions`` release ``base`` before they touch it or change ``region_base``
-    (or do neither)."""
-    for instruction in instructions:
-        if instruction.op == "release":
-            released = instruction.attr("base")
-            if released == base:
-                return True
-            if released == region_base:
-                return False
-            continue
-        if any(out.base in (base, region_base) for out in instruction.outputs):
-            return False
-        if any(isinstance(operand, View) and operand.base == base for operand in instruction.inputs):
-            return False
     return True

@@ -2,9 +2,9 @@
 
 Slots are the kernel's operands: arrays in base memory (one per distinct element mapping),
 temporaries (per element or per tile, never in base memory), deferred outputs (a block buffer
-stored into base memory after the kernel, see ``shoal.engine.node.deferred``) and constants
+stored into base memory after the kernel, see ``shoal.engine.node.lower.deferred``) and constants
 (whose values block operations read through the storage at run time: a replayed plan runs
-with the new batch's constants, see ``shoal.engine.node.plan_cache``). Steps name slots by
+with the new batch's constants, see ``shoal.engine.node.schedule.plan_cache``). Steps name slots by
 index and carry the loop dtypes NumPy would use, so a compiled kernel computes exactly what the
 reference does. :meth:`KernelProgram.structure` is a hashable value that keys the compile cache:
 it holds dtypes, mappings' inner-stride classes and steps, never addresses or constant values.
@@ -17,11 +17,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from shoal.bytecode import Const, Instruction, View, spec
+from shoal.bytecode import Const, GroupOp, Instruction, View, spec
 from shoal.engine.blocks.geometry import Partition, broadcast_strides, collapse, partition
-from shoal.engine.node.deferred import Reach, reach
-from shoal.engine.node.plan import Group, loop_dtype_of, reduction_order, reduction_strides
-from shoal.engine.node.row_gather import RowView
+from shoal.engine.node.lower.deferred import Reach, reach
+from shoal.engine.node.plan.fusible import loop_dtype_of, reduction_order, reduction_strides
+from shoal.engine.node.plan.plan import Group
+from shoal.engine.node.plan.row_gather import RowView
 
 ARRAY, TEMP, CONST, DEFERRED = "array", "temp", "const", "deferred"
 
@@ -109,7 +110,7 @@ class KernelProgram:
     elements: int
     reaches: dict[int, Reach] = field(default_factory=dict)  # deferred slot -> rows other blocks read
     reduced: tuple[int, ...] = ()  # axes of ``shape`` that axis reductions reduce (whole in every view-block)
-    sweeps: int = 1  # times the program runs per view-block (``shoal.engine.node.sweeps``)
+    sweeps: int = 1  # times the program runs per view-block (``shoal.engine.node.lower.sweeps``)
     stencil: Stencil | None = None  # the shifts of its reads, where ``sweeps`` > 1
 
     @property
@@ -243,7 +244,7 @@ def _loop_dtypes(instruction: Instruction) -> tuple[tuple[np.dtype, ...] | None,
     """The dtypes NumPy computes ``instruction`` in; None where they cannot be determined."""
     op = instruction.op
     out_dtypes = tuple(view.dtype for view in instruction.outputs)
-    if op in ("copy", "fill"):
+    if op in GroupOp.COPIES:
         return (out_dtypes[0],), out_dtypes
     if op == "where":
         _condition, x, y = instruction.inputs
@@ -267,9 +268,9 @@ def _accumulator(instruction: Instruction) -> np.dtype:
     """The dtype partial results are kept in: wide floats, wrapping 64-bit integers, bools."""
     op = instruction.op
     source = instruction.inputs[0]
-    if op in ("any", "all"):
+    if op in GroupOp.LOGICAL:
         return np.dtype(bool)
-    if op in ("min", "max"):
+    if op in GroupOp.SELECTING:
         return source.dtype
     target = instruction.attr("dtype") or instruction.outputs[0].dtype
     target = np.dtype(target)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from shoal.bytecode import Batch, Instruction, Kind, View, spec
+from shoal.bytecode import Batch, GroupOp, Instruction, Kind, View, spec
 
 MAX_MOVED = 32
 
@@ -28,13 +28,13 @@ MOVABLE_KINDS = frozenset(
 
 def run_shape(instruction: Instruction) -> tuple[int, ...] | None:
     """The iteration shape an instruction can fuse over, or None if it runs on its own."""
-    if instruction.op in ("copy", "fill") or spec(instruction.op).kind is Kind.ELEMENTWISE:
+    if instruction.op in GroupOp.FUSED_ELEMENTWISE:
         shapes = {view.shape for view in instruction.outputs}
         return shapes.pop() if len(shapes) == 1 else None
     return None
 
 
-def cluster(batch: Batch) -> Batch:
+def reorder_by_shape(batch: Batch) -> Batch:
     """``batch`` with its instructions reordered into longer runs of one shape (same values)."""
     order: list[Instruction] = []
     start = 0  # where the current run begins in ``order``

@@ -1,6 +1,6 @@
 """A separate process that compiles kernel modules so compiling never holds the engine's GIL.
 
-It reads one command per line on stdin. A job (``compile_process.Job``: a module path, the
+It reads one command per line on stdin. A job (``process.Job``: a module path, the
 kernel's steps and whether it has a ring): import the module and call its
 ``_warmup()`` (which compiles the kernel and stores the machine code in Numba's disk cache),
 write the kernel as a shared library next to it where it can (``native.py``), and answer one
@@ -8,11 +8,11 @@ line: ``ok <seconds>``, the CPU time it has used so far (its own and its linker'
 included), ``ok <seconds> cached`` if another compiler had meanwhile put the kernel on disk, or
 ``error <message>``. ``detach <seconds>``: the engine is exiting and reads no more answers;
 compile what it sent, then exit, and exit at the latest after ``<seconds>`` however far it got;
-the compile costs it measures from then on it remembers itself (``compile_costs.py``).
+the compile costs it measures from then on it remembers itself (``costs.py``).
 The end of stdin without ``detach`` (the engine died) is a detach with
 :data:`ORPHANED_LIMIT_SECONDS`.
 
-Each kernel is compiled under its claim (``compile_claims.py``): a kernel that another compiler
+Each kernel is compiled under its claim (``claims.py``): a kernel that another compiler
 is compiling is waited for, and then found on disk instead of compiled again. The engine starts
 the worker in a session of its own with stderr to ``/dev/null``, so once detached it holds no
 terminal and no pipe of the program that started it.
@@ -31,10 +31,10 @@ import types
 from pathlib import Path
 from typing import BinaryIO
 
-from shoal.engine.node import compile_costs
-from shoal.engine.node.compile_claims import Claim, claim, claim_path, remove_stale
-from shoal.engine.node.compile_process import Job
-from shoal.engine.node.native import available, build, build_prefix, library_path
+from shoal.engine.node.compile import costs as compile_costs
+from shoal.engine.node.compile.claims import Claim, claim, claim_path, remove_stale
+from shoal.engine.node.compile.native import available, build, build_prefix, library_path
+from shoal.engine.node.compile.process import Job
 from shoal.private_files import private_directory
 
 ORPHANED_LIMIT_SECONDS = 120.0  # the engine died while the worker compiled: finish within this

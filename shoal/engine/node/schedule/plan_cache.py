@@ -18,7 +18,7 @@ The key (:func:`batch_shape`) describes everything planning reads and nothing it
 * for every base the batch uses but does not declare, its live dtype and size (or that it is not
   live);
 * the values of the small index arrays that gathers along the first axis read (planning fuses
-  such a gather row by row, see ``shoal.engine.node.row_gather``).
+  such a gather row by row, see ``shoal.engine.node.plan.row_gather``).
 
 No other data. Block operations reach memory through a :class:`BoundStorage`, which translates
 the base ids the plan was built with into the ids of the batch being run, and read constants
@@ -31,12 +31,11 @@ key that misses something fails there with a message instead of deep in a kernel
 (:func:`check_binding`): base identity (distinct planned bases are distinct bases of the
 batch), liveness (every base is live with the dtype and size it was planned with) and aliasing
 (no base the plan reads or writes, nor the region base of one, is an alias that the plan does
-not release before touching it: ``aliases.settle`` gave the others memory of their own).
+not release before touching it: ``storage.settle_aliases`` gave the others memory of their own).
 """
 
 from __future__ import annotations
 
-import struct
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,8 +46,9 @@ import numpy as np
 from shoal.bytecode import BaseDecl, Batch, Const, View
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.component import EngineError
-from shoal.engine.node.row_gather import index_values
-from shoal.engine.node.storage import Storage
+from shoal.engine.node.keys import exact_key
+from shoal.engine.node.plan.row_gather import index_values
+from shoal.engine.node.run.storage import Storage
 
 PLAN_CACHE_ENTRIES = 8
 
@@ -142,21 +142,6 @@ def constant_kind(value: Any) -> Any:
     return ("value", exact_key(value))
 
 
-def exact_key(value: Any) -> Any:
-    """``value`` as a key that tells apart what ``==`` does not (1 and 1.0 and True, -0.0 and 0.0)."""
-    if isinstance(value, tuple):
-        return ("tuple", tuple(exact_key(item) for item in value))
-    if isinstance(value, np.generic):
-        return ("scalar", value.dtype.str, value.tobytes())
-    if isinstance(value, float):
-        return ("float", struct.pack("<d", value))
-    if isinstance(value, complex):
-        return ("complex", struct.pack("<dd", value.real, value.imag))
-    if isinstance(value, np.dtype):
-        return ("dtype", value, value.char)
-    return (type(value), value)
-
-
 class _BoundDecls:
     """``Storage.decls`` seen through a binding; remembers the bases that planning dropped."""
 
@@ -237,7 +222,7 @@ class CachedPlan:
     stats: dict[str, Any]  # the BatchStats fields that planning determines
     runners: list[Any] = field(default_factory=list)
     awaiting: tuple[str, ...] = ()  # kernels it would use if compiled (sweep passes); replanned then
-    aliases: dict[int, View] = field(default_factory=dict)  # planned ids (shoal.engine.node.aliases)
+    aliases: dict[int, View] = field(default_factory=dict)  # planned ids (shoal.engine.node.plan.aliases)
 
     def leave_aliases(self) -> None:
         """Register the plan's aliases, in the ids of the batch just run, with the storage."""

@@ -3,80 +3,29 @@
 The generated function takes the block's extents, then per array slot its base buffer (typed
 1-D), element offset and element strides, then the constants. Each step casts its inputs to the
 loop dtype NumPy would use, computes, and casts to each output's dtype, so integer results wrap
-exactly as NumPy's do. Only operations listed in ``EXPRESSIONS`` for a loop dtype compile; a
-program with anything else stays on the NumPy tile path.
+exactly as NumPy's do. Only operations listed in ``templates.EXPRESSIONS`` for a loop dtype
+compile; a program with anything else stays on the NumPy tile path. A stencil program fused over
+several sweeps is written by ``sweep_source``; what both write is in ``templates``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from shoal.engine.node.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, KernelStep
-
-_INT = "iu"
-_REAL = "f"
-_NUM = "iuf"
-_ALL = "biufc"
-
-# op -> (loop dtype kinds the expression is exact for, template over inputs a, b, c)
-EXPRESSIONS: dict[str, tuple[str, str]] = {
-    "add": (_ALL, "{a} + {b}"),
-    "subtract": ("iufc", "{a} - {b}"),
-    "multiply": (_ALL, "{a} * {b}"),
-    "divide": ("fc", "{a} / {b}"),
-    "negative": ("iufc", "-{a}"),
-    "positive": ("iufc", "{a}"),
-    "absolute": ("iuf", "abs({a})"),
-    "fabs": (_REAL, "abs({a})"),
-    "square": ("iufc", "{a} * {a}"),
-    "sqrt": (_REAL, "np.sqrt({a})"),
-    "exp": (_REAL, "vm.exp({a})"),
-    "expm1": (_REAL, "np.expm1({a})"),
-    "log": (_REAL, "vm.log({a})"),
-    "log2": (_REAL, "np.log2({a})"),
-    "log10": (_REAL, "np.log10({a})"),
-    "log1p": (_REAL, "np.log1p({a})"),
-    "sin": (_REAL, "np.sin({a})"),
-    "cos": (_REAL, "np.cos({a})"),
-    "tan": (_REAL, "np.tan({a})"),
-    "arcsin": (_REAL, "np.arcsin({a})"),
-    "arccos": (_REAL, "np.arccos({a})"),
-    "arctan": (_REAL, "np.arctan({a})"),
-    "sinh": (_REAL, "np.sinh({a})"),
-    "cosh": (_REAL, "np.cosh({a})"),
-    "tanh": (_REAL, "np.tanh({a})"),
-    "arctan2": (_REAL, "np.arctan2({a}, {b})"),
-    "hypot": (_REAL, "np.hypot({a}, {b})"),
-    "floor": (_REAL, "np.floor({a})"),
-    "ceil": (_REAL, "np.ceil({a})"),
-    "trunc": (_REAL, "np.trunc({a})"),
-    "power": (_REAL, "{a} ** {b}"),
-    "maximum": ("biuf", "({a} if ({a} >= {b} or {a} != {a}) else {b})"),
-    "minimum": ("biuf", "({a} if ({a} <= {b} or {a} != {a}) else {b})"),
-    "fmax": ("biuf", "({a} if ({a} >= {b} or {b} != {b}) else {b})"),
-    "fmin": ("biuf", "({a} if ({a} <= {b} or {b} != {b}) else {b})"),
-    "equal": (_ALL, "{a} == {b}"),
-    "not_equal": (_ALL, "{a} != {b}"),
-    "less": ("biuf", "{a} < {b}"),
-    "less_equal": ("biuf", "{a} <= {b}"),
-    "greater": ("biuf", "{a} > {b}"),
-    "greater_equal": ("biuf", "{a} >= {b}"),
-    "logical_and": (_ALL, "(({a} != 0) & ({b} != 0))"),
-    "logical_or": (_ALL, "(({a} != 0) | ({b} != 0))"),
-    "logical_xor": (_ALL, "(({a} != 0) ^ ({b} != 0))"),
-    "logical_not": (_ALL, "({a} == 0)"),
-    "bitwise_and": ("biu", "{a} & {b}"),
-    "bitwise_or": ("biu", "{a} | {b}"),
-    "bitwise_xor": ("biu", "{a} ^ {b}"),
-    "isnan": ("biuf", "({a} != {a})"),
-    "isinf": (_REAL, "np.isinf({a})"),
-    "isfinite": (_REAL, "np.isfinite({a})"),
-    "where": (_ALL, "({b} if {a} else {c})"),
-    "copy": (_ALL, "{a}"),
-    "fill": (_ALL, "{a}"),
-}
+from shoal.bytecode import GroupOp, spec
+from shoal.engine.node.codegen.sweep_source import generate_sweeps
+from shoal.engine.node.codegen.templates import (
+    COMBINE_OPERATORS,
+    EXPRESSIONS,
+    KERNEL_DECORATOR,
+    MODULE_HEADER,
+    cast,
+    element_wise_lines,
+    ring_params,
+    store_call,
+    store_function,
+)
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram
 
 _SUPPORTED_DTYPES = frozenset("?bhilqBHILQfdFD")
 _BOOL_SAFE = frozenset({"add", "multiply", "maximum", "minimum", "fmax", "fmin", "equal", "not_equal",
@@ -95,9 +44,9 @@ def compilable(program: KernelProgram) -> bool:
     for step in program.steps:
         if step.axis_reduction:
             source, out = program.slots[step.inputs[0]].dtype, program.slots[step.outputs[0]].dtype
-            if out.kind != "c" and source.kind == "c" and step.op not in ("any", "all"):
+            if out.kind != "c" and source.kind == "c" and step.op not in GroupOp.LOGICAL:
                 return False
-            if out.kind == "b" and step.op not in ("min", "max", "any", "all"):
+            if out.kind == "b" and step.op not in GroupOp.SELECTING | GroupOp.LOGICAL:
                 return False
             continue
         entry = EXPRESSIONS.get(step.op)
@@ -118,29 +67,14 @@ def compilable(program: KernelProgram) -> bool:
             return False
     for reduction in program.reductions:
         source = program.slots[reduction.source].dtype
-        if source.kind == "c" and reduction.op in ("min", "max"):
+        if source.kind == "c" and reduction.op in GroupOp.SELECTING:
             return False
     return True
-
-
-def cast(expression: str, dtype: np.dtype, known: np.dtype | None = None) -> str:
-    """Convert an expression's value to ``dtype`` as NumPy's unsafe cast does.
-
-    ``known`` is the expression's dtype when the code generator knows it; no cast is emitted
-    then if it already matches (fewer conversions compile noticeably faster).
-    """
-    if known is not None and known == dtype:
-        return expression
-    if dtype.kind == "b":
-        return f"(({expression}) != 0)"
-    return f"np.{dtype.name}({expression})"
 
 
 def generate(program: KernelProgram, name: str) -> str:
     """Source of a module defining kernel function ``name`` for ``program``."""
     if program.stencil is not None:
-        from shoal.engine.node.codegen_sweeps import generate_sweeps  # it builds on this module
-
         return generate_sweeps(program, name)
     part = program.partition
     ndim = len(part.shape) - part.axis
@@ -153,18 +87,16 @@ def generate(program: KernelProgram, name: str) -> str:
         elif slot.kind == CONST:
             params.append(f"c{i}")
         if i in ring:
-            params += _ring_params(i, ndim)
+            params += ring_params(i, ndim)
     lines = [
-        "import numpy as np",
-        "import numba",
-        "from shoal.engine.node import vector_math as vm",
+        *MODULE_HEADER,
         "",
     ]
     for i in ring:
-        lines += ["", *_store_function(i, ndim)]
+        lines += ["", *store_function(i, ndim)]
     lines += [
         "",
-        '@numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)',
+        KERNEL_DECORATOR,
         f"def {name}({', '.join(params)}):",
     ]
     reductions = program.reductions
@@ -209,10 +141,10 @@ def generate(program: KernelProgram, name: str) -> str:
     for which in range(pending, len(reductions)):
         lines.append(body_indent + _reduce_line(which, reductions[which], slots, ndim, values))
     for i in ring:  # a row is stored once every row that reads its old values is computed
-        call = _store_call(i, ndim, f"i0 - m{i} + 1")
+        call = store_call(i, ndim, f"i0 - m{i} + 1")
         lines += [f"        if i0 >= m{i} - 1:", f"            {call}"]
     for i in ring:
-        lines += [f"    for j{i} in range(max(n0 - m{i} + 1, 0), n0):", f"        {_store_call(i, ndim, f'j{i}')}"]
+        lines += [f"    for j{i} in range(max(n0 - m{i} + 1, 0), n0):", f"        {store_call(i, ndim, f'j{i}')}"]
     if reductions:
         lines.append(f"    return ({''.join(f'acc{which}, ' for which in range(len(reductions)))})")
     else:
@@ -233,62 +165,6 @@ def _dummy_arguments(program: KernelProgram, ndim: int) -> list[str]:
         if slot.kind == DEFERRED and program.stores_rows:
             args += ["1", zeros, "0"] + ["0"] * ndim + [zeros, "0", "0"]
     return args
-
-
-def _ring_params(i: int, ndim: int) -> list[str]:
-    """A ring slot's extra parameters: ring rows, the base (buffer, offset, strides), the held
-    rows' buffer and how many rows at the front and back of the view-block are held."""
-    return [f"m{i}", f"bb{i}", f"bo{i}", *(f"bs{i}_{d}" for d in range(ndim)), f"hh{i}", f"hf{i}", f"hb{i}"]
-
-
-def _store_call(i: int, ndim: int, row: str) -> str:
-    sizes = ", ".join(f"n{d}" for d in range(ndim))
-    ring = ", ".join([f"a{i}", *(f"s{i}_{d}" for d in range(ndim))])
-    return f"_store{i}({row}, {sizes}, {ring}, {', '.join(_ring_params(i, ndim))})"
-
-
-def _store_function(i: int, ndim: int) -> list[str]:
-    """Source of ``_store{i}``: copy ring row ``j % r`` to view-block row ``j`` of the base, or to
-    the held buffer if ``j`` is among the first ``f`` or last ``g`` rows (others still read them)."""
-    sizes = [f"n{d}" for d in range(ndim)]
-    ring = [f"s{d}" for d in range(ndim)]
-    base = [f"t{d}" for d in range(ndim)]
-    lines = [
-        "@numba.njit(nogil=True, inline=\"always\", boundscheck=False)",
-        f"def _store{i}(j, {', '.join(sizes)}, a, {', '.join(ring)}, r, d, e, {', '.join(base)}, h, f, g):",
-        "    tail = max(f, n0 - g)",
-        "    src0 = (j % r) * s0",
-        "    if j < f or j >= tail:",
-        "        out = h",
-        f"        dst0 = (j if j < f else f + j - tail) * ({' * '.join(sizes[1:])})",
-    ]
-    for d in range(1, ndim):
-        lines.append(f"        w{d} = {' * '.join(sizes[d + 1:]) or '1'}")
-    lines += ["    else:", "        out = d", "        dst0 = e + j * t0"]
-    for d in range(1, ndim):
-        lines.append(f"        w{d} = t{d}")
-    last = ndim - 1
-    for d in range(1, last):
-        indent = "    " * d
-        lines.append(f"{indent}for i{d} in range(n{d}):")
-        lines.append(f"{indent}    src{d} = src{d - 1} + i{d} * s{d}")
-        lines.append(f"{indent}    dst{d} = dst{d - 1} + i{d} * w{d}")
-    indent = "    " * last
-    src, dst = f"src{last - 1}", f"dst{last - 1}"
-    # Contiguous rows: a unit-stride loop over two row slices, which LLVM vectorises. A slice
-    # assignment compiles to a scalar loop that clamps every index (broadcasting), and an
-    # element loop over the flat buffers with run-time strides does not vectorise either.
-    lines += [
-        f"{indent}if w{last} == 1 and s{last} == 1:",
-        f"{indent}    target = out[{dst}:{dst} + n{last}]",
-        f"{indent}    source = a[{src}:{src} + n{last}]",
-        f"{indent}    for k in range(n{last}):",
-        f"{indent}        target[k] = source[k]",
-        f"{indent}else:",
-        f"{indent}    for i{last} in range(n{last}):",
-        f"{indent}        out[{dst} + i{last} * w{last}] = a[{src} + i{last} * s{last}]",
-    ]
-    return lines
 
 
 def _row_setup(slots, arrays: list[int], last: int) -> list[str]:
@@ -321,34 +197,6 @@ def _element(slot, slot_id: int, last: int) -> str:
     return f"a{slot_id}[q{slot_id}_{last} + i{last} * s{slot_id}_{last}]"
 
 
-def element_wise_lines(
-    k: int,
-    step: KernelStep,
-    program: KernelProgram,
-    values: dict[int, tuple[str, np.dtype]],
-    read: Callable[[int], tuple[str, np.dtype]],
-    target: Callable[[int], str],
-) -> list[str]:
-    """Lines computing element-wise step ``k`` as ``v{k}``: a temporary result becomes ``t{slot}``
-    (and is entered in ``values``), any other is stored to ``target(slot)``."""
-    slots = program.slots
-    inputs = []
-    for position, slot_id in enumerate(step.inputs):
-        expression, dtype = read(slot_id)
-        inputs.append(cast(expression, step.loop_in[position], dtype))
-    template = EXPRESSIONS[step.op][1]
-    result = f"v{k}"
-    lines = [f"{result} = {cast(template.format(**dict(zip('abc', inputs))), step.loop_out[0])}"]
-    out = step.outputs[0]
-    stored = cast(result, slots[out].dtype, step.loop_out[0])
-    if slots[out].kind == TEMP:
-        lines.append(f"t{out} = {stored}")
-        values[out] = (f"t{out}", slots[out].dtype)
-    else:
-        lines.append(f"{target(out)} = {stored}")
-    return lines
-
-
 def _read(slots, slot_id: int, ndim: int, values: dict[int, tuple[str, np.dtype]]) -> tuple[str, np.dtype]:
     if slot_id in values:
         return values[slot_id]
@@ -361,20 +209,20 @@ def _cast_read(slots, slot_id: int, ndim: int, values: dict[int, tuple[str, np.d
 
 
 def _identity(op: str, acc: np.dtype) -> str:
-    if op in ("sum", "mean"):
-        return f"np.{acc.name}(0)"
-    if op == "prod":
-        return f"np.{acc.name}(1)"
-    if op == "any":
-        return "False"
-    if op == "all":
-        return "True"
+    """The value reduction ``op`` starts from (the opcode table's ``identity``); a selecting one
+    (no identity) starts from the extreme value of ``acc`` that every element replaces."""
+    entry = spec(op)
+    if isinstance(entry.identity, bool):
+        return str(entry.identity)
+    if entry.identity is not None:
+        return f"np.{acc.name}({entry.identity})"
+    smallest = entry.combine == "minimum"
     if acc.kind == "f":
-        return f"np.{acc.name}({'np.inf' if op == 'min' else '-np.inf'})"
+        return f"np.{acc.name}({'np.inf' if smallest else '-np.inf'})"
     if acc.kind == "b":
-        return "True" if op == "min" else "False"
+        return "True" if smallest else "False"
     info = np.iinfo(acc)
-    return f"np.{acc.name}({info.max if op == 'min' else info.min})"
+    return f"np.{acc.name}({info.max if smallest else info.min})"
 
 
 def _reduce_line(which: int, reduction, slots, ndim: int, values) -> str:
@@ -383,18 +231,18 @@ def _reduce_line(which: int, reduction, slots, ndim: int, values) -> str:
 
 
 def _accumulate(op: str, acc: str, value: str, real: bool = False) -> str:
-    """One element's update of accumulator ``acc``; real sums and products may be reordered
-    (``vector_math.reassoc_add``) so that the loop vectorises."""
-    if op in ("sum", "mean"):
-        return f"{acc} = vm.reassoc_add({acc}, {value})" if real else f"{acc} += {value}"
-    if op == "prod":
-        return f"{acc} = vm.reassoc_multiply({acc}, {value})" if real else f"{acc} *= {value}"
-    if op == "any":
-        return f"{acc} = {acc} | ({value} != 0)"
-    if op == "all":
-        return f"{acc} = {acc} & ({value} != 0)"
-    compare = "<" if op == "min" else ">"
-    return f"{acc} = ({value}) if (({value}) {compare} {acc} or ({value}) != ({value})) else {acc}"
+    """One element's update of accumulator ``acc`` with ``op``'s combining ufunc; real sums and
+    products may be reordered (``vector_math.reassoc_add``) so that the loop vectorises."""
+    combine = spec(op).combine
+    assert combine is not None
+    symbol = COMBINE_OPERATORS[combine]
+    if op in GroupOp.SELECTING:
+        return f"{acc} = ({value}) if (({value}) {symbol} {acc} or ({value}) != ({value})) else {acc}"
+    if op in GroupOp.LOGICAL:
+        return f"{acc} = {acc} {symbol} ({value} != 0)"
+    if real:
+        return f"{acc} = vm.reassoc_{combine}({acc}, {value})"
+    return f"{acc} {symbol}= {value}"
 
 
 def _reduced_flags(program: KernelProgram) -> list[str]:
@@ -415,14 +263,15 @@ def _axis_reduction_lines(k: int, step, slots, ndim: int, values, program: Kerne
     out = step.outputs[0]
     dtype = slots[out].dtype
     element = _element(slots[out], out, ndim - 1)
-    value = _cast_read(slots, step.inputs[0], ndim, values, np.dtype(bool) if op in ("any", "all") else dtype)
+    value = _cast_read(slots, step.inputs[0], ndim, values, np.dtype(bool) if op in GroupOp.LOGICAL else dtype)
     x, y = f"x{k}", f"v{k}"
     lines = [f"{x} = {value}"]
-    if op in ("min", "max"):
-        compare = "<" if op == "min" else ">"
-        lines += [f"if rf or {x} {compare} {element} or {x} != {x}:", f"    {element} = {x}"]
+    combine = spec(op).combine
+    assert combine is not None
+    symbol = COMBINE_OPERATORS[combine]
+    if op in GroupOp.SELECTING:
+        lines += [f"if rf or {x} {symbol} {element} or {x} != {x}:", f"    {element} = {x}"]
         return lines
-    symbol = {"sum": "+", "mean": "+", "prod": "*", "any": "|", "all": "&"}[op]
     lines.append(f"{y} = {cast(f'({_identity(op, dtype)} if rf else {element}) {symbol} {x}', dtype)}")
     if op == "mean":
         divide = np.result_type(dtype, np.intp)

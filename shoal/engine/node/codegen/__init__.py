@@ -1,0 +1,1 @@
+"""Stage 3, code generation: the Python source of a compiled kernel for a kernel program."""
