@@ -58,9 +58,16 @@ def _optional_module(name: str) -> types.ModuleType | None:
 def _info(arguments: Sequence[str]) -> int:
     if arguments:
         return _usage_error(f"info takes no arguments, got {' '.join(arguments)!r}")
+    cluster = _optional_module("shoal.cluster.info")
+    extra = cluster.lines() if cluster is not None else []
+    session = _optional_module("shoal.cluster.session")
+    if session is not None and session.current() is not None and session.current().rank != 0:
+        return 0  # under mpiexec, rank 0 prints for every rank
     from shoal.info import report
 
     print(report())
+    for line in extra:
+        print(line)
     threads = _optional_module("shoal.threads.info")
     if threads is not None:
         print(threads.report())
@@ -95,6 +102,13 @@ def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) ->
             f"[Errno {error.errno}] {error.strerror}\n"
         )
         return EXIT_USAGE
+    cluster = _optional_module("shoal.cluster.session")
+    if cluster is not None and cluster.launched():
+        session = cluster.start()  # under mpiexec: rank 0 runs the program, the others serve it
+        if session.rank != 0:
+            from shoal.cluster.worker import serve
+
+            return serve(session)
     if report_fallbacks:
         atexit.register(_report_fallbacks)
     from shoal import trace

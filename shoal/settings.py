@@ -200,6 +200,12 @@ TOKEN = Setting("SHOAL_TOKEN", Kind.TEXT, None, "The server's token itself, inst
 TLS_CA = _text("SHOAL_TLS_CA", "Certificate to trust when the server uses TLS.", "the system's authorities")
 PROXY_COMPRESSION = _choice("SHOAL_PROXY_COMPRESSION", ("on", "off"), "Accept zstd-compressed arrays from the server where compressing pays.")
 
+# ---------------------------------------------------------------- the cluster (docs/cluster.md)
+CLUSTER = _choice("SHOAL_CLUSTER", ("auto", "off"), "Under `mpiexec`, run the program across the ranks (`auto`) or as separate copies (`off`).")
+CLUSTER_MIN_BYTES = _integer("SHOAL_CLUSTER_MIN_BYTES", 1 << 16, "Bases of at least this many bytes are split over the ranks; smaller ones stay on rank 0.")
+CLUSTER_MAX_PIECES = _integer("SHOAL_CLUSTER_MAX_PIECES", 4096, "Pieces one instruction may split into on the cluster before it runs on gathered data.", minimum=1)
+LATENCY_HIDING = _choice("SHOAL_LATENCY_HIDING", ("on", "off"), "Start communication first and wait last (paper 003 §5.7), or wait for each message where it stands.")
+
 # ---------------------------------------------------------------- threads
 COMPOSABILITY = _choice(
     "SHOAL_COMPOSABILITY",

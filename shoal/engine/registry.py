@@ -21,6 +21,7 @@ _TARGETS: dict[str, str] = {
     "node": "shoal.engine.node:NodeEngine",
     "pass": "shoal.engine.passthrough:PassThrough",
     "proxy": "shoal.proxy.client:ProxyClient",
+    "cluster": "shoal.cluster.manager:ClusterManager",
 }
 _LOADED: dict[str, type[Component]] = {}
 

@@ -1,0 +1,275 @@
+"""Running one rank's operations on the shared block layer: the flush of paper 003 §5.7.
+
+Each planned operation becomes a :class:`~shoal.engine.blocks.BlockOp` in the shared
+:class:`~shoal.engine.blocks.DependencyLists` (keys: this rank's local base and a block of its
+bytes; a temporary base is one block), and :func:`~shoal.engine.blocks.run_ready` runs them:
+
+- a receive is submitted: an ``Irecv`` is posted; it finishes when the poll source sees it done;
+- a send runs on the loop's thread: it reads its data from the node engine and posts an
+  ``Isend``;
+- a computation runs on the loop's thread by joining the rank's next node-engine batch: the node
+  engine keeps program order, so its dependents may join the same batch at once.
+
+With latency hiding the priorities (the loop runs the ready operation with the lowest ``seq``
+first) are receives, then sends, then computations, each class in program order: all
+communication that can start starts before any computation. When nothing more is ready, the
+loop polls: the gathered batch goes to the node engine (while the messages are in flight), the
+receives are tested, and only if no computation was pending does the rank wait (``Waitsome``).
+A send first hands the gathered batch over, since its data may come from it. In blocking mode
+(``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program order and each send and
+receive is waited for where it stands; every rank plans its messages in the same global order,
+so this finishes too.
+
+Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced as ``wait``.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal import trace
+from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
+from shoal.cluster.plan import Access, Op
+from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
+from shoal.engine.component import Component
+
+
+@dataclass
+class CommStats:
+    """One rank's communication totals."""
+
+    messages_sent: int = 0
+    messages_received: int = 0
+    bytes_sent: int = 0
+    bytes_received: int = 0
+    wait_seconds: float = 0.0
+    communication_seconds: float = 0.0
+    busy_seconds: float = 0.0  # in flushes, waiting included
+
+
+class Flusher:
+    """Runs operations on ``inner`` and moves their messages over ``comm``.
+
+    ``block_bytes`` maps a local base to the bytes per dependency block (bases it lacks, the
+    temporary ones, are one block)."""
+
+    def __init__(self, inner: Component, comm: object, rank: int, latency_hiding: bool, block_bytes: dict[int, int]) -> None:
+        self.inner = inner
+        self.comm = comm
+        self.rank = rank
+        self.latency_hiding = latency_hiding
+        self.block_bytes = block_bytes
+        self.stats = CommStats()
+        self.failure: BaseException | None = None  # the first failed computation of this batch
+        self._batch = Batch()
+        self._sends: list[tuple[object, np.ndarray]] = []
+        self._receiving: list[BlockOp] = []
+        self._plan: dict[int, Op] = {}
+
+    # ------------------------------------------------------------------ dependency keys
+
+    def _keys(self, accesses: list[Access]) -> tuple[tuple[int, int], ...]:
+        keys: list[tuple[int, int]] = []
+        for base, low, high in accesses:
+            size = self.block_bytes.get(base)
+            if size is None:
+                keys.append((base, 0))
+                continue
+            last = max(low, high - 1)
+            keys.extend((base, block) for block in range(low // size, last // size + 1))
+        return tuple(dict.fromkeys(keys))
+
+    # ------------------------------------------------------------------ operations
+
+    def _add_compute(self, op: Op) -> None:
+        batch = self._batch
+        batch.bases.extend(op.declares)
+        for base, data in op.data.items():
+            batch.data[base] = data
+            batch.donated.add(base)
+        for need in op.needs:
+            assert need.buffer is not None and need.dtype is not None
+            batch.bases.append(BaseDecl(need.temp, need.dtype, need.buffer.size))
+            batch.data[need.temp] = need.buffer.reshape(-1)
+            batch.donated.add(need.temp)
+        batch.instructions.extend(op.instructions)
+        for need in op.needs:
+            batch.instructions.append(Instruction("release", (), (), make_attrs(base=need.temp)))
+            need.buffer = None
+
+    def submit_batch(self) -> None:
+        """Hand the computations gathered so far to the node engine (after a failure, only
+        their declarations and releases, so that the node engine's bases stay consistent)."""
+        batch, self._batch = self._batch, Batch()
+        if batch.is_empty():
+            return
+        if self.failure is not None:
+            batch.instructions = [instruction for instruction in batch.instructions if instruction.op == "release"]
+        try:
+            self.inner.execute(batch)
+        except Exception as error:
+            self.failure = self.failure or error
+
+    def _send(self, op: Op) -> None:
+        from mpi4py import MPI
+
+        assert op.view is not None
+        self.submit_batch()  # the computations it reads from are in the batch being gathered
+        began = time.perf_counter()
+        try:
+            data = np.require(self.inner.fetch(op.view), requirements="C").reshape(-1)
+        except Exception as error:  # the peer still gets its message, of the planned size
+            self.failure = self.failure or error
+            data = np.zeros(op.view.size, dtype=op.view.dtype)
+        request = self.comm.Isend([data.view(np.uint8), MPI.BYTE], dest=op.peer, tag=op.tag)  # type: ignore[attr-defined]
+        ended = time.perf_counter()
+        self.stats.communication_seconds += ended - began
+        self.stats.messages_sent += 1
+        self.stats.bytes_sent += data.nbytes
+        tracer = trace.TRACER
+        if tracer is not None:
+            tracer.complete("send", "communication", began, ended, {"to": op.peer, "bytes": int(data.nbytes)})
+        if self.latency_hiding:
+            self._sends.append((request, data))
+        else:
+            self.wait_for([request], "wait for send")
+
+    def _post(self, op: Op) -> None:
+        from mpi4py import MPI
+
+        assert op.dtype is not None
+        buffer = np.empty(op.shape, dtype=op.dtype)
+        op.buffer = buffer
+        op.request = self.comm.Irecv([buffer.reshape(-1).view(np.uint8), MPI.BYTE], source=op.peer, tag=op.tag)  # type: ignore[attr-defined]
+
+    def _received(self, op: Op, status: object) -> None:
+        from mpi4py import MPI
+
+        assert op.buffer is not None
+        count = status.Get_count(MPI.BYTE)  # type: ignore[attr-defined]
+        if count != op.buffer.nbytes:
+            raise RuntimeError(f"rank {self.rank}: a message from rank {op.peer} (tag {op.tag}) has {count} bytes, not the {op.buffer.nbytes} planned")
+        op.request = None
+        self.stats.messages_received += 1
+        self.stats.bytes_received += op.buffer.nbytes
+
+    def wait_for(self, requests: list, what: str) -> None:
+        from mpi4py import MPI
+
+        began = time.perf_counter()
+        MPI.Request.Waitall(requests)
+        self._waited(began, what)
+
+    def _waited(self, began: float, what: str) -> None:
+        ended = time.perf_counter()
+        self.stats.wait_seconds += ended - began
+        tracer = trace.TRACER
+        if tracer is not None:
+            tracer.complete(what, "wait", began, ended)
+
+    # ------------------------------------------------------------------ the loop's hooks
+
+    def _submit(self, block: BlockOp) -> None:
+        op = self._plan[id(block)]
+        assert op.kind == "receive"
+        self._post(op)
+        self._receiving.append(block)
+
+    def poll(self, timeout: float | None) -> Sequence[Completion]:
+        """The receives found finished. The loop calls this when nothing else can run: first the
+        computations gathered so far go to the node engine (and the receives are only tested),
+        and only if there were none does it wait for a receive (``timeout`` None)."""
+        if not self._batch.is_empty():
+            self.submit_batch()
+            timeout = 0
+        if not self._receiving:
+            return []
+        return self._test_receives(wait=timeout is None)
+
+    def _test_receives(self, wait: bool) -> list[Completion]:
+        from mpi4py import MPI
+
+        receiving = self._receiving
+        statuses = [MPI.Status() for _ in receiving]
+        requests = [self._plan[id(block)].request for block in receiving]
+        if wait:
+            began = time.perf_counter()
+            indices = MPI.Request.Waitsome(requests, statuses)
+            self._waited(began, "wait for receive")
+        else:
+            indices = MPI.Request.Testsome(requests, statuses)
+        finished: list[Completion] = []
+        for position, index in enumerate(indices or ()):  # statuses come in the order of the indices
+            block = receiving[index]
+            self._received(self._plan[id(block)], statuses[position])
+            finished.append((block, None))
+        if finished:
+            done = {id(block) for block, _ in finished}
+            self._receiving = [block for block in receiving if id(block) not in done]
+        return finished
+
+    def _serial_run(self, op: Op) -> None:
+        from mpi4py import MPI
+
+        if op.kind == "compute":
+            self._add_compute(op)
+        elif op.kind == "send":
+            self._send(op)
+        else:
+            self._post(op)
+            status = MPI.Status()
+            began = time.perf_counter()
+            op.request.Wait(status)  # type: ignore[attr-defined]
+            self._waited(began, "wait for receive")
+            self._received(op, status)
+
+    # ------------------------------------------------------------------ the flush
+
+    def run(self, ops: list[Op]) -> None:
+        """Run ``ops`` (this rank's operations for one batch, in program order) to the end."""
+        began = time.perf_counter()
+        try:
+            blocks = self._blocks(ops)
+            if self.latency_hiding:
+                receives = sum(1 for op in ops if op.kind == "receive")
+                run_ready(blocks, self._submit, self, capacity=receives + 1)
+            else:
+                run_ready(blocks, self._submit, self, capacity=1, serial=True)
+            self.submit_batch()
+            requests = [request for request, _ in self._sends]
+            self._sends = []
+            if requests:
+                self.wait_for(requests, "wait for sends")
+        finally:
+            self._plan = {}
+            self._receiving = []
+            self.stats.busy_seconds += time.perf_counter() - began
+
+    def _blocks(self, ops: list[Op]) -> list[BlockOp]:
+        """``ops`` as block operations in the shared dependency lists, prioritised."""
+        count = len(ops)
+        lists = DependencyLists()
+        blocks = []
+        for position, op in enumerate(ops):
+            if not self.latency_hiding:
+                seq, run = position, functools.partial(self._serial_run, op)
+            elif op.kind == "receive":
+                seq, run = position - 3 * count, _never
+            elif op.kind == "send":
+                seq, run = position - 2 * count, functools.partial(self._send, op)
+            else:
+                seq, run = position, functools.partial(self._add_compute, op)
+            block = BlockOp(seq, run, self._keys(op.reads), self._keys(op.writes), inline=op.kind != "receive" or not self.latency_hiding, label=op.kind)
+            self._plan[id(block)] = op
+            lists.insert(block)
+            blocks.append(block)
+        return blocks
+
+
+def _never() -> None:
+    raise AssertionError("a receive is submitted, never run on the loop's thread")

@@ -1,0 +1,157 @@
+"""Where the elements of a base live, and how a view splits into pieces that each live on one rank.
+
+A base at or above the distribution threshold is split into one contiguous range of elements per
+rank (a block distribution of its flat element range, so of its leading axis: the ranges are
+whole rows of the first multi-dimensional C-ordered view that covers the base, which keeps the
+halo of a stencil along that axis to one row per neighbour). A smaller base lives whole on rank 0.
+Each rank keeps its range as one base of its own node engine.
+
+An instruction runs piece by piece: :func:`split` cuts the iteration box of an instruction into
+sub-boxes in which every operand (a view, broadcast to the box's shape) touches the elements of
+a single rank, so a piece either reads local memory or needs one message from one other rank.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal.bytecode import View
+
+Box = tuple[tuple[int, int], ...]
+
+
+class TooFragmented(Exception):
+    """Splitting would need more pieces than allowed (a view that crosses every range, say a
+    transpose): the instruction runs on gathered data instead."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The ranges of a base: rank ``r`` holds elements ``[starts[r], starts[r + 1])``."""
+
+    itemsize: int
+    starts: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        return self.starts[-1]
+
+    def count(self, rank: int) -> int:
+        return self.starts[rank + 1] - self.starts[rank]
+
+    def byte_starts(self) -> np.ndarray:
+        return np.asarray(self.starts, dtype=np.int64) * self.itemsize
+
+    def owner_of_bytes(self, low: int, high: int) -> int:
+        """The rank holding bytes ``[low, high)`` of the base, or -1 when they span two ranks."""
+        starts = self.starts
+        item = self.itemsize
+        for rank in range(len(starts) - 1):
+            if starts[rank] * item <= low and high <= starts[rank + 1] * item:
+                return rank
+        return -1
+
+    @property
+    def distributed(self) -> bool:
+        return sum(1 for rank in range(len(self.starts) - 1) if self.count(rank)) > 1
+
+
+def whole_on(rank: int, ranks: int, size: int, itemsize: int) -> Layout:
+    """A layout keeping all ``size`` elements on ``rank``."""
+    starts = [0] * (rank + 1) + [size] * (ranks - rank)
+    return Layout(itemsize, tuple(starts))
+
+
+def block(ranks: int, size: int, itemsize: int, row: int = 1) -> Layout:
+    """Elements split into ``ranks`` contiguous ranges of whole rows of ``row`` elements, as even
+    as rows allow (the first ranges get no fewer rows than the last)."""
+    row = row if row > 0 and size % row == 0 else 1
+    rows = size // row
+    starts = (*tuple(row * ((rows * rank + ranks - 1) // ranks) for rank in range(ranks)), size)
+    return Layout(itemsize, starts)
+
+
+def row_length(view: View, size: int) -> int:
+    """Elements in one row of ``view`` if it is a C-ordered view of the whole base with two or
+    more axes (so its leading axis is the one to split), else 1."""
+    if view.ndim < 2 or view.offset != 0 or view.size != size or not view.is_contiguous():
+        return 1
+    return view.size // max(1, view.shape[0])
+
+
+def sub_view(view: View, box: Box) -> View:
+    """The part of ``view`` inside ``box``."""
+    offset = view.offset + sum(low * stride for (low, _), stride in zip(box, view.strides))
+    return View(view.base, view.dtype, offset, tuple(high - low for low, high in box), view.strides)
+
+
+def broadcast_to(view: View, shape: tuple[int, ...]) -> View:
+    """``view`` broadcast to ``shape`` (strides 0 on the axes it repeats)."""
+    extra = len(shape) - view.ndim
+    strides = [0] * extra + [stride if n != 1 or target == 1 else 0 for n, stride, target in zip(view.shape, view.strides, shape[extra:])]
+    return View(view.base, view.dtype, view.offset, tuple(shape), tuple(strides))
+
+
+def split(operands: Sequence[tuple[View, Layout]], shape: tuple[int, ...], limit: int) -> list[tuple[Box, tuple[int, ...]]]:
+    """Cut ``shape``'s index box into pieces in which each operand (already broadcast to
+    ``shape``) lies on one rank; each piece comes with its operands' ranks. An empty shape has
+    no pieces.
+
+    Raises :class:`TooFragmented` past ``limit`` pieces."""
+    pieces: list[tuple[Box, tuple[int, ...]]] = []
+    if any(n == 0 for n in shape):
+        return pieces
+    _split(operands, tuple((0, n) for n in shape), 0, pieces, limit)
+    return pieces
+
+
+def owner(view: View, layout: Layout) -> int:
+    """The rank holding every element of ``view``, or -1 if they lie on several."""
+    low, high = view.byte_extent()
+    return layout.owner_of_bytes(low, high)
+
+
+def _split(operands: Sequence[tuple[View, Layout]], box: Box, axis: int, pieces: list, limit: int) -> None:
+    owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
+    if all(owner >= 0 for owner in owners):
+        _add(pieces, box, owners, limit)
+        return
+    while axis < len(box) and box[axis][1] - box[axis][0] == 1:
+        axis += 1
+    if axis == len(box):
+        raise TooFragmented("an element spans two ranks")
+    low, high = box[axis]
+    offsets = np.arange(high - low, dtype=np.int64)
+    table = np.empty((len(operands), high - low), dtype=np.int64)
+    for row, (view, layout) in enumerate(operands):
+        start, stop = sub_view(view, (*box[:axis], (low, low + 1), *box[axis + 1:])).byte_extent()
+        step = offsets * view.strides[axis]
+        table[row] = _owners(start + step, stop + step, layout)
+    changes = np.flatnonzero((table[:, 1:] != table[:, :-1]).any(axis=0)) + 1
+    bounds = [0, *changes.tolist(), high - low]
+    for begin, end in itertools.pairwise(bounds):
+        column = table[:, begin]
+        if (column >= 0).all():
+            _add(pieces, (*box[:axis], (low + begin, low + end), *box[axis + 1:]), tuple(int(x) for x in column), limit)
+        else:
+            for index in range(begin, end):
+                _split(operands, (*box[:axis], (low + index, low + index + 1), *box[axis + 1:]), axis + 1, pieces, limit)
+
+
+def _add(pieces: list, box: Box, owners: tuple[int, ...], limit: int) -> None:
+    pieces.append((box, owners))
+    if len(pieces) > limit:
+        raise TooFragmented(f"more than {limit} pieces")
+
+
+def _owners(lows: np.ndarray, highs: np.ndarray, layout: Layout) -> np.ndarray:
+    """The rank holding each byte range ``[lows[i], highs[i])``, or -1 where it spans two."""
+    starts = layout.byte_starts()
+    ranks = np.searchsorted(starts, lows, side="right") - 1
+    ranks = np.clip(ranks, 0, len(starts) - 2)
+    fits = (lows >= starts[ranks]) & (highs <= starts[ranks + 1])
+    return np.where(fits, ranks, -1)

@@ -1,0 +1,190 @@
+"""The cluster manager: the component at the top of the stack on rank 0 under ``mpiexec``.
+
+Rank 0 runs the program. Each batch its runtime hands here is broadcast in the bytecode wire
+format to the other ranks, which run the same plan (:mod:`shoal.cluster.plan`) on their own node
+engines; rank 0 runs its share in :meth:`ClusterManager.execute` too, so a batch has run on every
+rank when ``execute`` returns. :meth:`ClusterManager.fetch` assembles a view at rank 0 from its
+owners. The component below (``inner``) is this rank's node engine.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from shoal import settings, trace
+from shoal.bytecode import Batch, Instruction, View, dumps
+from shoal.cluster.plan import PlanConfig
+from shoal.cluster.rank import RankEngine, raise_failure
+from shoal.cluster.session import Command, Session, current
+from shoal.engine.component import Component
+from shoal.errors import ShoalFallbackWarning
+
+
+@dataclass(frozen=True)
+class ClusterConfig:
+    """``min_bytes``: bases this large are distributed; ``max_pieces``: pieces per instruction
+    before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages."""
+
+    min_bytes: int = 1 << 16
+    max_pieces: int = 4096
+    latency_hiding: bool = True
+
+    @classmethod
+    def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
+        return cls(
+            settings.CLUSTER_MIN_BYTES.value(environ=environ),
+            settings.CLUSTER_MAX_PIECES.value(environ=environ),
+            settings.LATENCY_HIDING.value(environ=environ) == "on",
+        )
+
+    def plan(self) -> PlanConfig:
+        return PlanConfig(self.min_bytes, self.max_pieces)
+
+
+def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:
+    """This rank's engine over the session's data communicator."""
+    return RankEngine(inner, session.data, config.plan(), config.latency_hiding, session)
+
+
+class ClusterManager(Component):
+    """Runs batches across the ranks of an MPI job (paper 003); created on rank 0."""
+
+    name = "cluster"
+    layered = True
+
+    def __init__(self, config: ClusterConfig | None, inner: Component) -> None:
+        session = current()
+        if session is None:
+            raise RuntimeError("the cluster component runs under mpiexec: `mpiexec -n N python -m shoal app.py`")
+        if session.rank != 0:
+            raise RuntimeError("the cluster component is created on rank 0 only")
+        self.config = config or ClusterConfig()
+        self.inner = inner
+        self.session = session
+        self.engine = rank_engine(session, inner, self.config)
+        self._closed = False
+
+    @classmethod
+    def configure(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
+        return ClusterConfig.from_settings(environ)
+
+    def execute(self, batch: Batch) -> None:
+        self._check_open()
+        self.session.send(Command.EXECUTE, dumps(batch))
+        raise_failure(self.engine.execute(batch))
+        given, self.engine.planner.warnings = self.engine.planner.warnings, []
+        for text in given:  # after the batch ran on every rank: a warning turned error is safe
+            warnings.warn(text, ShoalFallbackWarning, stacklevel=2)
+
+    def fetch(self, view: View) -> np.ndarray:
+        self._check_open()
+        self.session.send(Command.FETCH, dumps(Batch(instructions=[Instruction("copy", (view,), (view,))])))
+        result = self.engine.fetch(view)
+        assert result is not None
+        return result
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the cluster component was shut down")
+
+    def shutdown(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.session.send(Command.SHUTDOWN)
+            reports = collect_reports(self.session, self.engine)
+            if settings.STATS.value() and reports:
+                print(format_reports(reports), file=sys.stderr)
+        finally:
+            self.engine.shutdown()
+
+    def live_bases(self) -> int:
+        return len(self.engine.planner.local)
+
+    def statistics(self) -> list[dict]:
+        """Each rank's communication totals so far (rank 0's only, before shutdown)."""
+        return [report(self.engine)]
+
+
+def report(engine: RankEngine) -> dict:
+    """This rank's totals and trace events, for rank 0's statistics and trace."""
+    stats = engine.flusher.stats
+    tracer = trace.TRACER
+    events = []
+    if tracer is not None:
+        origin = engine.origin
+        events = [
+            [name, category, start - origin, end - origin, tid]
+            for name, category, start, end, _, tid, _ in list(tracer.spans)
+            if category in ("communication", "wait", "compute", "scheduling")
+        ]
+    return {
+        "rank": engine.rank,
+        "host": engine.session.host if engine.session else "",
+        "messages_sent": stats.messages_sent,
+        "messages_received": stats.messages_received,
+        "bytes_sent": stats.bytes_sent,
+        "bytes_received": stats.bytes_received,
+        "wait_seconds": stats.wait_seconds,
+        "communication_seconds": stats.communication_seconds,
+        "busy_seconds": stats.busy_seconds,
+        "events": events,
+    }
+
+
+def collect_reports(session: Session, engine: RankEngine) -> list[dict] | None:
+    """Every rank's :func:`report` at rank 0 (None elsewhere); the other ranks' trace events join
+    rank 0's trace, one process track per rank."""
+    texts = session.gather_text(json.dumps(report(engine)))
+    if texts is None:
+        return None
+    reports = []
+    for rank, text in enumerate(texts):
+        try:
+            value = json.loads(text or "{}")
+        except ValueError:
+            continue
+        if isinstance(value, dict) and value.get("rank") == rank:
+            reports.append(value)
+    tracer = trace.TRACER
+    if tracer is not None:
+        for value in reports:
+            _merge_events(tracer, value, engine.origin)
+    return reports
+
+
+def _merge_events(tracer: trace.Tracer, value: dict, origin: float) -> None:
+    rank = value["rank"]
+    events = value.get("events")
+    if rank == 0 or not isinstance(events, list):
+        return
+    pid = 1_000_000 + rank
+    for event in events:
+        if not (isinstance(event, list) and len(event) == 5):
+            continue
+        name, category, start, end, tid = event
+        if not (isinstance(name, str) and category in trace.CATEGORIES and isinstance(start, float) and isinstance(end, float) and isinstance(tid, int)):
+            continue
+        tracer.name_track(pid, tid, f"rank {rank} thread {tid}", process=f"shoal rank {rank}")
+        tracer.complete(name, category, origin + start, origin + end, {"rank": rank}, track=(pid, tid))
+
+
+def format_reports(reports: list[dict]) -> str:
+    """What ``SHOAL_STATS=1`` prints at exit: messages, bytes and waiting per rank."""
+    lines = ["shoal cluster: rank  host  messages sent/received  MiB sent/received  waiting"]
+    for value in reports:
+        busy = max(value["busy_seconds"], 1e-9)
+        lines.append(
+            f"  rank {value['rank']}  {value['host']}  {value['messages_sent']}/{value['messages_received']}  "
+            f"{value['bytes_sent'] / 2**20:.1f}/{value['bytes_received'] / 2**20:.1f}  "
+            f"{value['wait_seconds']:.3f} s ({100 * value['wait_seconds'] / busy:.0f}% of {value['busy_seconds']:.3f} s in flushes)"
+        )
+    return "\n".join(lines)
+

@@ -1,0 +1,481 @@
+"""Turning a batch into each rank's operations: computations, sends and receives (paper 003 §5).
+
+Every rank plans the whole batch with the same code and the same layouts, so all ranks agree on
+every message (its sender, receiver, tag and shape) without exchanging any; each keeps only its
+own operations. An operation lists the local memory it reads and writes (base, byte range); the
+flush (:mod:`shoal.cluster.flush`) orders operations by those accesses, the per-base dependency
+lists of paper 003 §5.7.
+
+Three schemes cover every instruction:
+
+- *owner computes* (element-wise operations, ``copy``, ``fill``, ``where``): the instruction is
+  cut into pieces in which every operand lies on one rank (:func:`shoal.cluster.layout.split`);
+  the rank holding a piece's output runs it, after receiving each input piece that lives
+  elsewhere (one message per piece: a sub-view-block);
+- *reductions and matrix products* combine partial results or replicate one operand
+  (:mod:`shoal.cluster.collectives`);
+- *gathered*: rank 0 assembles every operand in temporary bases, runs the instruction there, and
+  sends each output piece back to its owner. Creation and every other instruction run this
+  way; an operation that is neither a creation nor an operand of rank 0's
+  own small bases warns once with :class:`shoal.errors.ShoalFallbackWarning` (rank 0's
+  component gives the warnings in :attr:`Planner.warnings` once the batch has run everywhere).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
+from shoal.cluster.collectives import plan_matmul, plan_reduction
+from shoal.cluster.layout import (
+    Layout,
+    TooFragmented,
+    block,
+    broadcast_to,
+    owner,
+    row_length,
+    split,
+    sub_view,
+    whole_on,
+)
+
+Access = tuple[int, int, int]  # local base, first byte, byte after the last
+
+OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
+# Kinds whose instructions write every element of their outputs: the gathered scheme need not
+# fetch the outputs' old contents first.
+WRITES_ALL = frozenset({Kind.CREATION, Kind.REDUCTION, Kind.LINALG, Kind.SCAN, Kind.SORTING, Kind.ELEMENTWISE})
+QUIET_GATHERED = frozenset({Kind.CREATION})
+BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
+MIN_BLOCK_BYTES = 4096
+FEW_PIECES = 16  # pieces per rank an instruction may split into before its inputs are assembled
+
+
+@dataclass(eq=False)
+class Op:
+    """One operation of one rank.
+
+    ``kind``: ``"compute"`` (``instructions`` run on the rank's node engine), ``"send"`` (the
+    contents of ``view``, a local view, go to ``peer``) or ``"receive"`` (``shape`` elements of
+    ``dtype`` arrive from ``peer`` into a new temporary base ``temp``). ``needs``: receives whose
+    temporary bases the computation declares (with their data) before it runs."""
+
+    kind: str
+    reads: list[Access] = field(default_factory=list)
+    writes: list[Access] = field(default_factory=list)
+    instructions: list[Instruction] = field(default_factory=list)
+    needs: list[Op] = field(default_factory=list)
+    declares: list[BaseDecl] = field(default_factory=list)
+    peer: int = -1
+    tag: int = 0
+    view: View | None = None
+    temp: int = -1
+    dtype: np.dtype | None = None
+    shape: tuple[int, ...] = ()
+    buffer: np.ndarray | None = None
+    data: dict[int, np.ndarray] = field(default_factory=dict)
+    request: object = None
+    issued: bool = False
+    done: bool = False
+
+
+def access(view: View) -> Access:
+    low, high = view.byte_extent()
+    return (view.base, low, high)
+
+
+def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
+    strides = []
+    step = dtype.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(1, n)
+    return View(base, dtype, 0, tuple(shape), tuple(reversed(strides)))
+
+
+@dataclass
+class PlanConfig:
+    """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
+    pieces than this for one instruction and it runs gathered instead."""
+
+    min_bytes: int = 1 << 16
+    max_pieces: int = 4096
+
+
+class Planner:
+    """One rank's view of the global bases: their layouts and its local bases."""
+
+    def __init__(self, rank: int, ranks: int, config: PlanConfig, tag_limit: int) -> None:
+        self.rank = rank
+        self.ranks = ranks
+        self.config = config
+        self.tag_limit = tag_limit
+        self.layouts: dict[int, Layout] = {}
+        self.decls: dict[int, BaseDecl] = {}
+        self.local: dict[int, int] = {}
+        self.block_bytes: dict[int, int] = {}  # local base -> bytes per dependency block
+        self._retired: list[int] = []
+        self._next_local = 1
+        self._tag = 0
+        self.warned: set[str] = set()
+        self.warnings: list[str] = []  # fallback warnings to give once the batch has run
+        self.ops: list[Op] = []
+
+    # ------------------------------------------------------------------ bases
+
+    def _new_local(self) -> int:
+        number = self._next_local
+        self._next_local += 1
+        return number
+
+    def _declare(self, batch: Batch) -> None:
+        rows: dict[int, int] = {}
+        decl_sizes = {decl.id: decl.size for decl in batch.bases}
+        for instruction in batch.instructions:
+            for view in (*instruction.outputs, *instruction.inputs):
+                if isinstance(view, View) and view.base not in rows:
+                    rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
+        first = Op("compute")
+        for decl in batch.bases:
+            if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
+                layout = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1))
+            else:
+                layout = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
+            self.layouts[decl.id] = layout
+            self.decls[decl.id] = decl
+            count = layout.count(self.rank)
+            if count == 0 and layout.size != 0:
+                continue
+            if layout.size == 0 and self.rank != 0:
+                continue
+            local = self._new_local()
+            self.local[decl.id] = local
+            self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // BLOCKS_PER_BASE)
+            first.declares.append(BaseDecl(local, decl.dtype, count))
+            first.writes.append((local, 0, count * decl.dtype.itemsize))
+            data = batch.data.get(decl.id)
+            if data is not None:
+                begin = layout.starts[self.rank]
+                piece = np.ascontiguousarray(data[begin : begin + count])
+                first.data[local] = piece
+        if first.declares:
+            self.ops.append(first)
+
+    def _release(self, base: int) -> None:
+        layout = self.layouts.pop(base, None)
+        self.decls.pop(base, None)
+        local = self.local.pop(base, None)
+        if layout is None or local is None:
+            return
+        nbytes = layout.count(self.rank) * layout.itemsize
+        self._retired.append(local)
+        self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[_release(local)]))
+
+    def local_view(self, view: View, box: tuple | None = None) -> View:
+        """``view`` (or its part in ``box``) as a view of this rank's local base."""
+        part = view if box is None else sub_view(view, box)
+        layout = self.layouts[view.base]
+        return View(self.local[view.base], part.dtype, part.offset - layout.starts[self.rank] * layout.itemsize, part.shape, part.strides)
+
+    def compute(
+        self,
+        instructions: list[Instruction],
+        reads: list[Access] | None = None,
+        writes: list[Access] | None = None,
+        declares: list[BaseDecl] | None = None,
+        needs: list[Op] | None = None,
+    ) -> Op:
+        """A computation of this rank."""
+        return Op("compute", reads=reads or [], writes=writes or [], instructions=instructions, declares=declares or [], needs=needs or [])
+
+    def send(self, view: View, peer: int, tag: int) -> Op:
+        """A send of local ``view`` to ``peer``."""
+        return Op("send", reads=[access(view)], peer=peer, tag=tag, view=view)
+
+    def _next_tag(self) -> int:
+        self._tag = (self._tag + 1) % self.tag_limit
+        return self._tag
+
+    # ------------------------------------------------------------------ planning
+
+    def plan(self, batch: Batch) -> list[Op]:
+        """This rank's operations for ``batch``, in program order."""
+        self.ops = []
+        for local in self._retired:  # released by the previous batch, which has run
+            self.block_bytes.pop(local, None)
+        self._retired = []
+        self._declare(batch)
+        for instruction in batch.instructions:
+            if instruction.op == "release":
+                self._release(int(instruction.attr("base")))
+                continue
+            entry = spec(instruction.op)
+            if entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES:
+                try:
+                    if self._owner_computes(instruction):
+                        continue
+                except TooFragmented:
+                    pass
+            if entry.kind is Kind.REDUCTION and plan_reduction(self, instruction):
+                continue
+            if entry.kind is Kind.LINALG and plan_matmul(self, instruction):
+                continue
+            self._gathered(instruction, entry.kind)
+        ops, self.ops = self.ops, []
+        return ops
+
+    def _owner_computes(self, instruction: Instruction) -> bool:
+        """Plan ``instruction`` piece by piece where its output lives; False if it cannot be."""
+        outputs = instruction.outputs
+        shape = outputs[0].shape
+        views = [*outputs, *(broadcast_to(view, shape) for view in instruction.inputs if isinstance(view, View))]
+        layouts = [self.layouts[view.base] for view in views]
+        try:  # every operand on one rank in each piece: no copies; else inputs are assembled
+            pieces = split(list(zip(views, layouts)), shape, min(self.config.max_pieces, FEW_PIECES * self.ranks))
+            assembled = False
+        except TooFragmented:
+            pieces = split(list(zip(views[: len(outputs)], layouts)), shape, self.config.max_pieces)
+            assembled = True
+        if any(len(set(owners[: len(outputs)])) != 1 for _, owners in pieces):
+            return False
+        output_bases = {view.base for view in outputs}
+        overlapping = any(
+            isinstance(view, View) and view.base in output_bases and _overlaps(view, outputs) for view in instruction.inputs
+        )
+        mine: list[tuple[tuple, list[tuple[bool, View | Const]], list[Op]]] = []
+        temps: list[int] = []
+        for box, owners in pieces:
+            runner = owners[0]
+            operands: list[tuple[bool, View | Const]] = []  # (a view of a global base?, operand)
+            needs: list[Op] = []
+            position = len(outputs)
+            for operand in instruction.inputs:
+                if isinstance(operand, Const):
+                    operands.append((False, operand))
+                    continue
+                view = views[position]
+                owner_rank = owner(sub_view(view, box), layouts[position]) if assembled else owners[position]
+                position += 1
+                part = sub_view(view, box)
+                if owner_rank < 0:  # spans ranks: gather it at the runner
+                    copy = self._assemble(part, temps, True, at=runner)
+                    if self.rank == runner:
+                        operands.append((False, copy))
+                    continue
+                if owner_rank == runner:
+                    operands.append((True, part))
+                    continue
+                tag = self._next_tag()
+                if self.rank == owner_rank:
+                    local = self.local_view(part)
+                    self.ops.append(Op("send", reads=[access(local)], peer=runner, tag=tag, view=local))
+                if self.rank == runner:
+                    receive = self._receive(owner_rank, tag, part.dtype, part.shape)
+                    needs.append(receive)
+                    operands.append((False, contiguous(receive.temp, part.dtype, part.shape)))
+            if self.rank == runner:
+                mine.append((box, operands, needs))
+        snapshots: dict[tuple, View] = {}
+        releases: list[int] = []
+        computes: list[Op] = []  # after every snapshot: a piece may write what a later one reads
+        for box, operands, needs in mine:
+            local_inputs: list[View | Const] = []
+            reads: list[Access] = []
+            for is_global, operand in operands:
+                if is_global:
+                    assert isinstance(operand, View)
+                    local = self.local_view(operand)
+                    if overlapping and operand.base in output_bases:
+                        local = self._snapshot(local, snapshots, releases)
+                    operand = local
+                local_inputs.append(operand)
+                if isinstance(operand, View):
+                    reads.append(access(operand))
+            local_outputs = tuple(self.local_view(view, box) for view in outputs)
+            computes.append(
+                Op(
+                    "compute",
+                    reads=reads,
+                    writes=[access(view) for view in local_outputs],
+                    instructions=[Instruction(instruction.op, local_outputs, tuple(local_inputs), instruction.attrs)],
+                    needs=needs,
+                )
+            )
+        self.ops.extend(computes)
+        for temp in releases + temps:
+            self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[_release(temp)]))
+        return True
+
+    def _snapshot(self, local: View, snapshots: dict[tuple, View], releases: list[int]) -> View:
+        """A copy of ``local`` taken before the instruction writes any piece (NumPy reads every
+        input before writing an overlapping output)."""
+        key = (local.base, local.offset, local.shape, local.strides, local.dtype.str)
+        known = snapshots.get(key)
+        if known is not None:
+            return known
+        temp = self._new_local()
+        copy = contiguous(temp, local.dtype, local.shape)
+        releases.append(temp)
+        self.ops.append(
+            Op(
+                "compute",
+                reads=[access(local)],
+                writes=[(temp, 0, 1 << 62)],
+                declares=[BaseDecl(temp, local.dtype, math.prod(local.shape))],
+                instructions=[Instruction("copy", (copy,), (local,))],
+            )
+        )
+        snapshots[key] = copy
+        return copy
+
+    def _receive(self, peer: int, tag: int, dtype: np.dtype, shape: tuple[int, ...]) -> Op:
+        temp = self._new_local()
+        receive = Op("receive", writes=[(temp, 0, 1 << 62)], peer=peer, tag=tag, temp=temp, dtype=dtype, shape=tuple(shape))
+        self.ops.append(receive)
+        return receive
+
+    # ------------------------------------------------------------------ gathered
+
+    def _gathered(self, instruction: Instruction, kind: Kind) -> None:
+        """Run ``instruction`` at rank 0 on assembled copies of its distributed operands."""
+        remote = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View) and self.layouts[view.base].distributed]
+        if not remote:
+            if self.rank == 0:
+                self._run_at_root(instruction)
+            return
+        if self.rank == 0 and kind not in QUIET_GATHERED and instruction.op not in self.warned:
+            self.warned.add(instruction.op)
+            self.warnings.append(f"the cluster runs {instruction.op!r} on data gathered at rank 0, not distributed")
+        assembled: dict[View, View] = {}
+        temps: list[int] = []
+        needs_old = kind not in WRITES_ALL
+        for position, view in enumerate((*instruction.outputs, *instruction.inputs)):
+            if not isinstance(view, View) or view in assembled:
+                continue
+            if not self.layouts[view.base].distributed:
+                continue
+            is_output = position < len(instruction.outputs)
+            assembled[view] = self._assemble(view, temps, fetch=not is_output or needs_old)
+        if self.rank == 0:
+            outputs = tuple(assembled.get(view) or self._root_view(view) for view in instruction.outputs)
+            inputs = tuple(
+                operand if isinstance(operand, Const) else (assembled.get(operand) or self._root_view(operand)) for operand in instruction.inputs
+            )
+            self.ops.append(
+                Op(
+                    "compute",
+                    reads=[access(view) for view in inputs if isinstance(view, View)],
+                    writes=[access(view) for view in outputs],
+                    instructions=[Instruction(instruction.op, outputs, inputs, instruction.attrs)],
+                )
+            )
+        for view in instruction.outputs:
+            if view in assembled:
+                self._scatter(view, assembled[view] if self.rank == 0 else None)
+        if self.rank == 0:
+            for temp in temps:
+                self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[_release(temp)]))
+
+    def _root_view(self, view: View) -> View:
+        return self.local_view(view)
+
+    def _run_at_root(self, instruction: Instruction) -> None:
+        outputs = tuple(self.local_view(view) for view in instruction.outputs)
+        inputs = tuple(operand if isinstance(operand, Const) else self.local_view(operand) for operand in instruction.inputs)
+        self.ops.append(
+            Op(
+                "compute",
+                reads=[access(view) for view in inputs if isinstance(view, View)],
+                writes=[access(view) for view in outputs],
+                instructions=[Instruction(instruction.op, outputs, inputs, instruction.attrs)],
+            )
+        )
+
+    def _assemble(self, view: View, temps: list[int], fetch: bool, at: int = 0) -> View:
+        """Rank ``at``'s temporary copy of ``view`` (its contents gathered from the owners if
+        ``fetch``); the owners plan their sends. The temporary base goes to ``temps`` (at ``at``)."""
+        layout = self.layouts[view.base]
+        here = self.rank == at
+        temp = self._new_local() if here else -1
+        target = contiguous(temp, view.dtype, view.shape)
+        if here:
+            temps.append(temp)
+            self.ops.append(
+                Op("compute", writes=[(temp, 0, 1 << 62)], declares=[BaseDecl(temp, view.dtype, math.prod(view.shape))])
+            )
+        if not fetch:
+            return target
+        for box, (holder,) in split([(view, layout)], view.shape, 1 << 30):
+            part = sub_view(view, box)
+            destination = sub_view(target, box)
+            if holder == at:
+                if here:
+                    local = self.local_view(part)
+                    self.ops.append(Op("compute", reads=[access(local)], writes=[access(destination)], instructions=[Instruction("copy", (destination,), (local,))]))
+                continue
+            tag = self._next_tag()
+            if self.rank == holder:
+                local = self.local_view(part)
+                self.ops.append(Op("send", reads=[access(local)], peer=at, tag=tag, view=local))
+            if here:
+                receive = self._receive(holder, tag, part.dtype, part.shape)
+                source = contiguous(receive.temp, part.dtype, part.shape)
+                self.ops.append(
+                    Op(
+                        "compute",
+                        reads=[access(source)],
+                        writes=[access(destination)],
+                        instructions=[Instruction("copy", (destination,), (source,))],
+                        needs=[receive],
+                    )
+                )
+        return target
+
+    def _scatter(self, view: View, assembled: View | None) -> None:
+        """Send each piece of rank 0's result for ``view`` to the rank that holds it."""
+        layout = self.layouts[view.base]
+        for box, (holder,) in split([(view, layout)], view.shape, 1 << 30):
+            part = sub_view(view, box)
+            if holder == 0:
+                if self.rank == 0:
+                    assert assembled is not None
+                    source = sub_view(assembled, box)
+                    local = self.local_view(part)
+                    self.ops.append(Op("compute", reads=[access(source)], writes=[access(local)], instructions=[Instruction("copy", (local,), (source,))]))
+                continue
+            tag = self._next_tag()
+            if self.rank == 0:
+                assert assembled is not None
+                source = sub_view(assembled, box)
+                self.ops.append(Op("send", reads=[access(source)], peer=holder, tag=tag, view=source))
+            if self.rank == holder:
+                receive = self._receive(0, tag, part.dtype, part.shape)
+                source = contiguous(receive.temp, part.dtype, part.shape)
+                local = self.local_view(part)
+                self.ops.append(
+                    Op(
+                        "compute",
+                        reads=[access(source)],
+                        writes=[access(local)],
+                        instructions=[Instruction("copy", (local,), (source,))],
+                        needs=[receive],
+                    )
+                )
+
+
+def _release(local: int) -> Instruction:
+    return Instruction("release", (), (), make_attrs(base=local))
+
+
+def _overlaps(view: View, outputs: tuple[View, ...]) -> bool:
+    low, high = view.byte_extent()
+    for output in outputs:
+        if output.base == view.base:
+            other_low, other_high = output.byte_extent()
+            if low < other_high and other_low < high:
+                return True
+    return False
+

@@ -1,0 +1,109 @@
+"""What every rank does with a command from rank 0: run a batch, give its part of a view, end.
+
+Rank 0's component (:class:`shoal.cluster.manager.ClusterManager`) and the other ranks' loop
+(:func:`shoal.cluster.worker.serve`) call the same :class:`RankEngine` methods in the same
+order, so all ranks plan the same operations.
+
+A computation that fails on a rank does not stop the batch there: the rank goes on with its
+messages (so no peer waits forever), skips its later computations, and reports the failure at the
+end of the batch, when all ranks combine their status; rank 0 then raises it as an
+:class:`~shoal.engine.component.EngineError` naming the rank.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from shoal.bytecode import Batch, View
+from shoal.cluster.flush import Flusher
+from shoal.cluster.layout import split, sub_view
+from shoal.cluster.plan import PlanConfig, Planner
+from shoal.cluster.session import Session
+from shoal.engine.component import Component, EngineError, described
+
+
+class RankEngine:
+    """One rank's planner, flusher and node engine."""
+
+    def __init__(self, inner: Component, comm: object, plan: PlanConfig, latency_hiding: bool, session: Session) -> None:
+        from mpi4py import MPI
+
+        self.session = session
+        self.origin = session.origin
+        self.inner = inner
+        self.comm = comm
+        self.rank: int = comm.Get_rank()  # type: ignore[attr-defined]
+        self.ranks: int = comm.Get_size()  # type: ignore[attr-defined]
+        limit = comm.Get_attr(MPI.TAG_UB)  # type: ignore[attr-defined]
+        self.tag_limit = int(limit) if limit else 32767  # MPI promises at least 32767
+        self.fetch_tags = self.tag_limit // 2  # tags above this are the fetches', below the batches'
+        self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
+        self.flusher = Flusher(inner, comm, self.rank, latency_hiding, self.planner.block_bytes)
+
+    def execute(self, batch: Batch) -> str | None:
+        """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined.
+
+        A failed computation is reported at the end; anything else that goes wrong here (a
+        message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
+        try:
+            ops = self.planner.plan(batch)
+            self.flusher.run(ops)
+        except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
+            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+            raise
+        failure, self.flusher.failure = self.flusher.failure, None
+        failures = self.session.gather_text(None if failure is None else f"rank {self.rank}: {described(failure)}")
+        if failures is None:
+            return None
+        found = [text for text in failures if text]
+        return "; ".join(found) if found else None
+
+    def fetch(self, view: View) -> np.ndarray | None:
+        """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""
+        try:
+            return self._fetch(view)
+        except BaseException as error:  # as in execute: a rank out of step ends the job
+            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+            raise
+
+    def _fetch(self, view: View) -> np.ndarray | None:
+        from mpi4py import MPI
+
+        planner = self.planner
+        layout = planner.layouts[view.base]
+        result = np.empty(view.shape, dtype=view.dtype) if self.rank == 0 else None
+        requests = []
+        kept = []
+        pieces = split([(view, layout)], view.shape, 1 << 30)
+        for number, (box, (owner,)) in enumerate(pieces):
+            tag = self.fetch_tags + number % (self.tag_limit - self.fetch_tags)
+            part = sub_view(view, box)
+            index = tuple(slice(low, high) for low, high in box)
+            if owner == self.rank:
+                data = np.require(self.inner.fetch(planner.local_view(part)), requirements="C")
+                if self.rank == 0:
+                    assert result is not None
+                    result[index] = data
+                else:
+                    kept.append(data)
+                    requests.append(self.comm.Isend([data.reshape(-1).view(np.uint8), MPI.BYTE], dest=0, tag=tag))  # type: ignore[attr-defined]
+            elif self.rank == 0:
+                buffer = np.empty(part.shape, dtype=view.dtype)
+                kept.append((index, buffer))
+                requests.append(self.comm.Irecv([buffer.reshape(-1).view(np.uint8), MPI.BYTE], source=owner, tag=tag))  # type: ignore[attr-defined]
+        if requests:
+            self.flusher.wait_for(requests, "wait for fetch")
+        if self.rank == 0:
+            assert result is not None
+            for item in kept:
+                index, buffer = item
+                result[index] = buffer
+        return result
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def raise_failure(failure: str | None) -> None:
+    if failure is not None:
+        raise EngineError(f"a batch failed on the cluster: {failure}")

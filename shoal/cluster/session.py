@@ -1,0 +1,186 @@
+"""The MPI session of ``mpiexec -n N python -m shoal app.py``: who we are, and rank 0's commands.
+
+:func:`launched` tells from the environment alone (no MPI import) whether ``mpiexec`` started
+this process. :func:`start` then initialises MPI, makes the cluster the top of the stack
+(``SHOAL_STACK=cluster:...``), divides the host's cores between the ranks on it and keeps a
+:class:`Session` with two communicators of its own: one for rank 0's commands, one for data.
+
+A command is a header (kind, payload length) and a payload, both broadcast from rank 0 as raw
+bytes; the other ranks decode and verify the payload (:mod:`shoal.bytecode.verify`) before using
+it. Nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import atexit
+import enum
+import os
+import sys
+import time
+from collections.abc import Mapping
+
+import numpy as np
+
+from shoal import settings
+
+LAUNCH_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+
+
+class Command(enum.IntEnum):
+    EXECUTE = 1
+    FETCH = 2
+    SHUTDOWN = 3
+
+
+def launched(environ: Mapping[str, str] | None = None) -> bool:
+    """True if ``mpiexec`` (MPICH's Hydra, Open MPI or a PMIx launcher) started this process."""
+    environ = os.environ if environ is None else environ
+    if settings.CLUSTER.value(environ=environ) == "off":
+        return False
+    return any(environ.get(name) for name in LAUNCH_VARIABLES)
+
+
+class Session:
+    """This process's place in the MPI job and its communicators."""
+
+    def __init__(self) -> None:
+        from mpi4py import MPI
+
+        world = MPI.COMM_WORLD
+        self.world = world
+        self.rank: int = world.Get_rank()
+        self.ranks: int = world.Get_size()
+        self.control = world.Dup()
+        self.data = world.Dup()
+        self.host = MPI.Get_processor_name()
+        local = world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
+        self.local_ranks: int = local.Get_size()
+        _unlink_shared_segments(local)
+        local.Free()
+        world.Barrier()
+        self.origin = time.perf_counter()  # the ranks' common time origin: their traces align on it
+        self.finished = False
+
+    # ------------------------------------------------------------------ commands
+
+    def send(self, command: Command, payload: bytes = b"") -> None:
+        """Rank 0: broadcast ``command`` with ``payload`` to every rank."""
+        header = np.array([int(command), len(payload)], dtype=np.int64)
+        self.control.Bcast(header, root=0)
+        if payload:
+            self.control.Bcast(np.frombuffer(payload, dtype=np.uint8).copy(), root=0)
+        if command is Command.SHUTDOWN:
+            self.finished = True
+
+    def receive(self, max_bytes: int = 1 << 40) -> tuple[Command, bytes]:
+        """Another rank: the next command from rank 0 (a malformed header raises)."""
+        header = np.zeros(2, dtype=np.int64)
+        self.control.Bcast(header, root=0)
+        kind, length = int(header[0]), int(header[1])
+        try:
+            command = Command(kind)
+        except ValueError:
+            raise ValueError(f"rank 0 sent an unknown command {kind}") from None
+        if not 0 <= length <= max_bytes:
+            raise ValueError(f"rank 0 announced a payload of {length} bytes")
+        payload = np.empty(length, dtype=np.uint8)
+        if length:
+            self.control.Bcast(payload, root=0)
+        return command, payload.tobytes()
+
+    def gather_text(self, text: str | None) -> list[str | None] | None:
+        """Rank 0: each rank's ``text`` (None where a rank has none); None at the other ranks."""
+        from mpi4py import MPI
+
+        data = b"" if text is None else text.encode("utf-8", "replace")
+        lengths = np.zeros(self.ranks, dtype=np.int64)
+        self.control.Gather(np.array([len(data) if text is not None else -1], dtype=np.int64), lengths, root=0)
+        counts = np.maximum(lengths, 0)
+        received = np.empty(int(counts.sum()), dtype=np.uint8)
+        displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        send = np.frombuffer(data, dtype=np.uint8).copy() if data else np.empty(0, dtype=np.uint8)
+        self.control.Gatherv(send, [received, counts.tolist(), displacements.tolist(), MPI.BYTE], root=0)
+        if self.rank != 0:
+            return None
+        texts: list[str | None] = []
+        for rank in range(self.ranks):
+            if lengths[rank] < 0:
+                texts.append(None)
+            else:
+                begin = int(displacements[rank])
+                texts.append(received[begin : begin + int(counts[rank])].tobytes().decode("utf-8", "replace"))
+        return texts
+
+    def abort(self, message: str, code: int = 1) -> None:
+        """Print ``message`` and end every rank of the job now."""
+        sys.stderr.write(f"shoal: {message}\n")
+        sys.stderr.flush()
+        self.world.Abort(code)
+
+    def finish(self) -> None:
+        """Rank 0 at exit: release the other ranks if the program never started the cluster
+        (they answer a shutdown with their reports, unused here)."""
+        if self.rank == 0 and not self.finished:
+            self.send(Command.SHUTDOWN)
+            self.gather_text(None)
+
+
+def _unlink_shared_segments(local: object) -> None:
+    """Remove the names of the MPI library's shared-memory segments in /dev/shm once every rank of
+    this host has mapped them: the memory lives on while mapped, and a job that is killed leaves
+    no segment behind (MPICH unlinks them only in ``MPI_Finalize``)."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            mine = sorted({line.split()[-1] for line in maps if "/dev/shm/mpich" in line})
+    except OSError:
+        mine = []
+    local.Barrier()  # type: ignore[attr-defined]
+    if local.Get_rank() == 0:  # type: ignore[attr-defined]
+        for path in mine:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    local.Barrier()  # type: ignore[attr-defined]
+
+
+_SESSION: Session | None = None
+
+
+def current() -> Session | None:
+    """The session, once :func:`start` ran."""
+    return _SESSION
+
+
+def start() -> Session:
+    """Initialise MPI and the session; put the cluster on top of the stack; divide the cores."""
+    global _SESSION
+    if _SESSION is not None:
+        return _SESSION
+    import mpi4py
+
+    mpi4py.rc.threads = True
+    mpi4py.rc.thread_level = "serialized"
+    session = Session()
+    _SESSION = session
+    stack = settings.STACK.value() or ""
+    names = [name for name in stack.split(":") if name]
+    if "cluster" not in names:
+        os.environ[settings.STACK.name] = ":".join(["cluster", *names])
+    if not settings.NUM_THREADS.is_set():
+        from shoal.threads import available_cores
+
+        os.environ[settings.NUM_THREADS.name] = str(max(1, available_cores() // max(1, session.local_ranks)))
+    atexit.register(session.finish)
+    return session
+
+
+def library_version() -> str:
+    """The MPI library's name and version (first line), without starting MPI."""
+    import mpi4py
+
+    mpi4py.rc.initialize = False
+    mpi4py.rc.finalize = False
+    from mpi4py import MPI
+
+    return " ".join(MPI.Get_library_version().splitlines()[0].split())

@@ -1,0 +1,53 @@
+"""The loop of every rank but 0: run rank 0's commands until it says the program ended.
+
+Every payload is decoded from the wire format and verified against the bases this rank knows
+before it is planned or touches memory. An error of the loop itself (a malformed command, a bug)
+ends the whole job at once with a message naming the rank, as ``mpiexec`` would for a rank that
+died; a failing computation is reported to rank 0 at the end of its batch instead
+(:mod:`shoal.cluster.rank`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+from shoal.bytecode import loads, verify
+from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
+from shoal.cluster.session import Command, Session
+
+
+def serve(session: Session) -> int:
+    """Run commands from rank 0 until it shuts the cluster down; returns the exit code."""
+    from shoal import settings, trace
+    from shoal.engine import create, stack_names
+
+    if settings.TRACE.value():
+        trace.start()  # no file: the events go to rank 0's trace at the end
+    try:
+        names = stack_names()
+        below = ":".join(names[names.index("cluster") + 1 :])
+        engine = rank_engine(session, create(below), ClusterConfig.from_settings())
+    except Exception as error:
+        session.abort(f"cluster rank {session.rank} could not start: {type(error).__name__}: {error}")
+        return 1
+    try:
+        while True:
+            command, payload = session.receive()
+            if command is Command.EXECUTE:
+                batch = loads(payload)
+                verify(batch, engine.planner.decls)
+                engine.execute(batch)
+            elif command is Command.FETCH:
+                request = loads(payload)
+                verify(request, engine.planner.decls)
+                if len(request.instructions) != 1 or request.bases or request.data:
+                    raise ValueError("a fetch names one view")
+                engine.fetch(request.instructions[0].outputs[0])
+            else:
+                collect_reports(session, engine)
+                engine.shutdown()
+                return 0
+    except BaseException as error:
+        sys.stderr.write(f"shoal: cluster rank {session.rank} ({session.host}) failed: {type(error).__name__}: {error}\n")
+        session.abort(f"ending every rank of the job because rank {session.rank} failed")
+        return 1

@@ -1,0 +1,82 @@
+"""Running a program under ``mpiexec -n N python -m shoal`` from a test, bounded and leak-free.
+
+Each run gets its own session (process group), so a run that outlives its timeout is killed whole
+(mpiexec, its proxy and every rank) and nothing is left behind; the test then fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+PROGRAMS = Path(__file__).resolve().parent / "programs"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+RUN_TIMEOUT = 90
+
+
+def mpiexec() -> str:
+    """The ``mpiexec`` next to this interpreter (the ``mpich`` wheel's), else one on PATH."""
+    beside = Path(sys.executable).parent / "mpiexec"
+    found = str(beside) if beside.exists() else shutil.which("mpiexec")
+    if found is None:
+        pytest.skip("no mpiexec: install shoal[mpi]")
+    return found
+
+
+@dataclass
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The environment of a cluster run: every array lazy, every base over 1 KiB distributed."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PMI_", "OMPI_", "PMIX_", "HYDRA_", "MPI_LOCALNRANKS"))}
+    env.update(SHOAL_EAGER_THRESHOLD="0", SHOAL_VERIFY="1", SHOAL_CLUSTER_MIN_BYTES="1024", SHOAL_COMPILE="off")
+    env.update(extra)
+    return env
+
+
+def run(ranks: int, program: Path | str, *arguments: str, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None) -> Run:
+    """``mpiexec -n ranks python -m shoal program arguments...``; kills the whole job past ``timeout``."""
+    command = [mpiexec(), "-n", str(ranks), sys.executable, "-W", "error", "-W", "default:the cluster runs", "-m", "shoal", str(program), *arguments]
+    return _run(command, timeout, env if env is not None else environment())
+
+
+def run_numpy(program: Path | str, *arguments: str, timeout: float = RUN_TIMEOUT) -> Run:
+    """The program under plain ``python``: the reference."""
+    return _run([sys.executable, "-W", "error", str(program), *arguments], timeout, None)
+
+
+def run_command(command: list[str], timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None) -> Run:
+    """``command`` (an ``mpiexec`` line) in a session of its own, killed whole past ``timeout``."""
+    return _run(command, timeout, env if env is not None else environment())
+
+
+def _run(command: list[str], timeout: float, env: dict[str, str] | None) -> Run:
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        stdout, stderr = process.communicate()
+        pytest.fail(f"{' '.join(command)} ran past {timeout} s\nstdout:\n{stdout}\nstderr:\n{stderr}")
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # whatever of the job is left
+        except ProcessLookupError:
+            pass
+    return Run(process.returncode, stdout, stderr)
+
+
+def lines(text: str, prefix: str) -> list[str]:
+    """The values of the lines of ``text`` that start with ``prefix``."""
+    return [line[len(prefix) :].strip() for line in text.splitlines() if line.startswith(prefix)]

@@ -1,0 +1,64 @@
+"""The cluster gives NumPy's results at 1, 2 and 3 ranks (3 splits every array unevenly), in both
+flush modes, and the two modes agree bit for bit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cluster.harness import PROGRAMS, environment, lines, run, run_numpy
+
+pytestmark = pytest.mark.full
+
+PROGRAM = PROGRAMS / "differential.py"
+# Element-wise results must be NumPy's to the bit; reductions and products may sum in another order.
+REORDERED = {"sum", "sum0", "sum1", "mean", "matmul", "dot", "self_sum", "cumsum"}
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    path = tmp_path_factory.mktemp("numpy") / "expected.npz"
+    result = run_numpy(PROGRAM, str(path))
+    assert result.returncode == 0, result.stderr
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files}
+
+
+def cluster_results(ranks: int, path: Path, **env: str) -> dict[str, np.ndarray]:
+    result = run(ranks, PROGRAM, str(path), env=environment(**env))
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout, "cases:"), result.stdout
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files}
+
+
+def assert_same(got: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        have = got[name]
+        assert have.dtype == want.dtype and have.shape == want.shape, name
+        if name in REORDERED:
+            np.testing.assert_allclose(have, want, rtol=1e-12, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(have, want, err_msg=name)
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_cluster_gives_numpys_results(ranks: int, expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    assert_same(cluster_results(ranks, tmp_path / "got.npz"), expected)
+
+
+def test_blocking_and_latency_hiding_agree_bit_for_bit(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    hiding = cluster_results(3, tmp_path / "hiding.npz", SHOAL_LATENCY_HIDING="on")
+    blocking = cluster_results(3, tmp_path / "blocking.npz", SHOAL_LATENCY_HIDING="off")
+    assert sorted(hiding) == sorted(blocking)
+    for name in hiding:
+        assert hiding[name].tobytes() == blocking[name].tobytes(), name
+    assert_same(blocking, expected)
+
+
+def test_every_base_distributed_still_gives_numpys_results(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    """Even one-element bases split over the ranks (where they have elements enough)."""
+    assert_same(cluster_results(2, tmp_path / "got.npz", SHOAL_CLUSTER_MIN_BYTES="0", SHOAL_CLUSTER_MAX_PIECES="8"), expected)

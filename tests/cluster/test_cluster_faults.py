@@ -1,0 +1,120 @@
+"""A rank that dies or fails ends the whole job quickly and says which rank; nothing is left."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from cluster.harness import PROGRAMS, environment, lines, mpiexec, run, run_command
+
+pytestmark = pytest.mark.full
+
+SHM = Path("/dev/shm")
+
+
+def segments() -> set[str]:
+    return {path.name for path in SHM.glob("mpich_shm_*")} if SHM.is_dir() else set()
+
+
+def job_processes(launcher: int) -> list[psutil.Process]:
+    """mpiexec's descendants: its proxy and the ranks."""
+    try:
+        return psutil.Process(launcher).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def test_a_killed_rank_ends_the_job() -> None:
+    before = segments()
+    temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
+    command = [mpiexec(), "-n", "3", sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), start_new_session=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("first:"), first + process.stderr.read()  # type: ignore[union-attr]
+        job = job_processes(process.pid)
+        victims = [p for p in job if p.environ().get("PMI_RANK") == "2" and "dies.py" in " ".join(p.cmdline())]
+        assert len(victims) == 1
+        victims[0].send_signal(signal.SIGKILL)
+        stdout, stderr = process.communicate(timeout=30)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=30)
+    assert process.returncode != 0
+    assert "last:" not in stdout
+    # mpiexec ends every rank with SIGKILL at once: no rank outlives the dead one to name it, and
+    # mpiexec's own report names the signal and one of the processes it ended.
+    assert "BAD TERMINATION" in stdout + stderr and "signal 9" in stdout + stderr
+    _, alive = psutil.wait_procs(job, timeout=10)
+    assert alive == []
+    assert segments() <= before
+    for leftover in {path.name for path in SHM.glob("mpich_shar_tmp*")} - temporaries:
+        (SHM / leftover).unlink()  # MPICH's transfer buffer of a rank killed mid-transfer (docs/cluster.md)
+
+
+@pytest.mark.parametrize("how", ["raise", "compute"])
+def test_a_failing_rank_is_named_and_the_job_ends(how: str) -> None:
+    before = segments()
+    program = str(PROGRAMS / "dies.py")
+    command = [
+        mpiexec(), "-n", "2", sys.executable, "-m", "shoal", program,
+        ":", "-n", "1", sys.executable, str(PROGRAMS / "failing_rank.py"), how, program,
+    ]  # fmt: skip
+    result = run_command(command, timeout=60)
+    assert result.returncode != 0
+    assert "last:" not in result.stdout
+    if how == "raise":
+        assert "cluster rank 2 (" in result.stderr and "injected failure in the flush" in result.stderr
+    else:  # rank 0 raises it at the program's line, as an error naming the rank
+        assert "EngineError: a batch failed on the cluster: rank 2: ArithmeticError: injected failure" in result.stderr
+        assert re.search(r'dies.py", line \d+, in <module>', result.stderr)
+    assert segments() <= before
+
+
+def test_numpy_errors_and_exit_codes_come_from_rank_0() -> None:
+    result = run(3, PROGRAMS / "raises.py", "exit")
+    assert result.returncode == 3
+    assert lines(result.stdout, "caught:") == ["operands could not be broadcast together with shapes (64,64) (64,65)"]
+    assert lines(result.stdout, "checksum:") == ["12288.0"]
+    failed = run(2, PROGRAMS / "raises.py", "raise")
+    assert failed.returncode == 1
+    assert "ValueError: matmul: Input operand 1 has a mismatch in its core dimension 0" in failed.stderr
+    assert 'raises.py", line 17, in <module>' in failed.stderr
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_figure_6_exchange_does_not_deadlock(mode: str) -> None:
+    """Paper 003 Figure 6: each rank's receive matches a send its peer makes only later."""
+    expected = subprocess.run([sys.executable, str(PROGRAMS / "figure6.py")], capture_output=True, text=True, timeout=60, check=True).stdout
+    result = run(2, PROGRAMS / "figure6.py", env=environment(SHOAL_LATENCY_HIDING=mode, SHOAL_CLUSTER_MIN_BYTES="0"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == expected
+
+
+def test_info_shows_ranks_hosts_and_the_library() -> None:
+    result = run_command([mpiexec(), "-n", "2", sys.executable, "-m", "shoal", "info"], timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("engine stack: cluster:node") == 1  # rank 0 prints for every rank
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("cluster:")]
+    assert line.startswith("cluster: 2 ranks on 1 host(s); MPI library: MPICH")
+    alone = subprocess.run([sys.executable, "-m", "shoal", "info"], capture_output=True, text=True, env=environment(), timeout=60)
+    assert "cluster: not under mpiexec (one process); MPI library: MPICH" in alone.stdout
+
+
+def test_a_program_that_never_uses_the_cluster_ends_every_rank(tmp_path: Path) -> None:
+    program = tmp_path / "hello.py"
+    program.write_text("import numpy as np\nprint('sum:', np.arange(5).sum())\n")
+    result = run(3, program, env=environment(SHOAL_EAGER_THRESHOLD="1000000"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "sum: 10\n"
