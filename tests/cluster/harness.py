@@ -38,16 +38,17 @@ class Run:
 
 
 def environment(**extra: str) -> dict[str, str]:
-    """The environment of a cluster run: every array lazy, every base over 1 KiB distributed."""
+    """The environment of a cluster run: every array lazy and recorded (no small view of a settled
+    base computed at the call), every base over 1 KiB distributed."""
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PMI_", "OMPI_", "PMIX_", "HYDRA_", "MPI_LOCALNRANKS"))}
-    env.update(SHOAL_EAGER_THRESHOLD="0", SHOAL_VERIFY="1", SHOAL_CLUSTER_MIN_BYTES="1024", SHOAL_COMPILE="off")
+    env.update(SHOAL_EAGER_THRESHOLD="0", SHOAL_SETTLED_THRESHOLD="0", SHOAL_VERIFY="1", SHOAL_CLUSTER_MIN_BYTES="1024", SHOAL_COMPILE="off")
     env.update(extra)
     return env
 
 
 def run(ranks: int, program: Path | str, *arguments: str, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None) -> Run:
     """``mpiexec -n ranks python -m shoal program arguments...``; kills the whole job past ``timeout``."""
-    command = [mpiexec(), "-n", str(ranks), sys.executable, "-W", "error", "-W", "default:the cluster runs", "-m", "shoal", str(program), *arguments]
+    command = [mpiexec(), "-n", str(ranks), sys.executable, "-W", "error", "-W", "default::RuntimeWarning", "-W", "default:the cluster runs", "-m", "shoal", str(program), *arguments]
     return _run(command, timeout, env if env is not None else environment())
 
 
