@@ -106,17 +106,25 @@ def _ufunc_reference(ufunc: np.ufunc) -> Reference:
     return run
 
 
+def _real_if_discarded(out: np.ndarray, value: Any) -> Any:
+    """``value``'s real part where storing it into ``out`` discards the imaginary part: the same
+    values, without the ``ComplexWarning`` that the frontend already gave at the user's line."""
+    if np.iscomplexobj(value) and not np.iscomplexobj(out) and out.dtype != object:
+        return np.real(value)
+    return value
+
+
 def _where(outs, ins, attrs):
     condition, x, y = ins
-    np.copyto(outs[0], np.where(condition, x, y), casting="unsafe")
+    np.copyto(outs[0], _real_if_discarded(outs[0], np.where(condition, x, y)), casting="unsafe")
 
 
 def _copy(outs, ins, attrs):
-    np.copyto(outs[0], ins[0], casting="unsafe")
+    np.copyto(outs[0], _real_if_discarded(outs[0], ins[0]), casting="unsafe")
 
 
 def _fill(outs, ins, attrs):
-    outs[0].fill(ins[0])
+    outs[0].fill(_real_if_discarded(outs[0], ins[0]))
 
 
 def _arange(outs, ins, attrs):

@@ -61,14 +61,24 @@ def _warn_once(name: str) -> None:
         warnings.warn(
             f"shoal.numpy does not implement {name} yet; it ran in NumPy on materialized data",
             ShoalFallbackWarning,
-            stacklevel=_caller_stacklevel(),
+            stacklevel=caller_stacklevel(),
         )
 
 
 _INTERNAL_PREFIXES = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(np.__file__))
 
 
-def _caller_stacklevel() -> int:
+def discards_imaginary(source: np.dtype, target: np.dtype) -> np.dtype:
+    """Warn NumPy's ``ComplexWarning`` at the user's line where storing ``source`` values into
+    ``target`` drops their imaginary part; the dtype a quiet probe of that cast should use."""
+    source, target = np.dtype(source), np.dtype(target)
+    if source.kind != "c" or target.kind in "cOV":
+        return source
+    warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=caller_stacklevel())
+    return np.zeros(0, source).real.dtype
+
+
+def caller_stacklevel() -> int:
     """The ``stacklevel`` that points at the first frame outside Shoal and NumPy."""
     frame = sys._getframe(1)
     level = 1

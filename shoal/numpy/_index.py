@@ -9,6 +9,7 @@ import numpy as np
 
 from shoal import fp_warnings
 from shoal.bytecode import View
+from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
@@ -215,12 +216,13 @@ def _check_assignable(dtype: np.dtype, value: Any) -> None:
 
 
 def _assign_probe(dtype: np.dtype, value: Any) -> None:
-    if is_lazy(value):
+    if isinstance(value, np.ndarray) or is_lazy(value):
+        source = discards_imaginary(value.dtype, dtype)
         target = np.zeros(min(value.size, 1), dtype)
-        target[...] = np.zeros(min(value.size, 1), value.dtype)
-    elif isinstance(value, np.ndarray):
-        target = np.zeros(min(value.size, 1), dtype)
-        target[...] = value.reshape(-1)[:1]
+        if is_lazy(value):
+            target[...] = np.zeros(min(value.size, 1), source)
+        else:
+            target[...] = value.reshape(-1)[:1].real if source != value.dtype else value.reshape(-1)[:1]
     else:
         np.zeros((), dtype)[()] = value
 

@@ -180,10 +180,10 @@ def qr(a: Any, mode: str = "reduced") -> Any:
     """``np.linalg.qr``: ``QRResult(Q, R)`` (modes "reduced", "complete"), ``R`` ("r") or the
     plain tuple ``(h, tau)`` ("raw"); the deprecated "full" and "economic" warn as NumPy does."""
     if mode in ("f", "full"):
-        warnings.warn(_FULL_DEPRECATED, DeprecationWarning, stacklevel=_dispatch._caller_stacklevel())
+        warnings.warn(_FULL_DEPRECATED, DeprecationWarning, stacklevel=_dispatch.caller_stacklevel())
         mode = "reduced"
     elif mode in ("e", "economic"):
-        warnings.warn("The 'economic' option is deprecated.", DeprecationWarning, stacklevel=_dispatch._caller_stacklevel())
+        warnings.warn("The 'economic' option is deprecated.", DeprecationWarning, stacklevel=_dispatch.caller_stacklevel())
         return _run("qr", _economic, [a], {}, {"mode": "economic"})
     elif mode not in ("reduced", "complete", "r", "raw"):
         raise ValueError(f"Unrecognized mode '{mode}'")

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
+from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import strict
 from shoal.numpy._lazy import (
     as_lazy,
@@ -50,7 +51,9 @@ def copy(array: ndarray, dtype: Any = None) -> ndarray:
 
 def astype(array: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy_: bool = True) -> ndarray:
     dtype = np.dtype(dtype)
-    value_probe(array.dtype, array.shape).astype(dtype, casting=casting)
+    if not np.can_cast(array.dtype, dtype, casting):
+        value_probe(array.dtype, array.shape).astype(dtype, casting=casting)  # NumPy's error
+    value_probe(discards_imaginary(array.dtype, dtype), array.shape).astype(dtype, casting=casting)
     if not copy_ and dtype == array.dtype:
         return array
     return copy(array, dtype)
