@@ -109,15 +109,35 @@ def _errors(filters: list[Any]) -> bool:
 
 def user_frame(frame: Any) -> Any:
     """The first frame from ``frame`` outwards that is neither Shoal's nor NumPy's (None: none)."""
+    return _user_frame_and_caller(frame)[0]
+
+
+def _user_frame_and_caller(frame: Any) -> tuple[Any, Any]:
+    """:func:`user_frame`, and the frame it called (the outermost internal one; None if
+    ``frame`` is the user's own)."""
+    outer = None
     while frame is not None:
         code = frame.f_code
         internal = _internal_code.get(code)
         if internal is None:
             internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
         if not internal:
-            return frame
+            return frame, outer
+        outer = frame
         frame = frame.f_back
-    return None
+    return None, outer
+
+
+def _warn_at(message: str, filename: str, lineno: int, module_globals: dict[str, Any]) -> None:
+    """``RuntimeWarning(message)`` as ``warnings.warn`` from that line of that module would give it."""
+    warnings.warn_explicit(
+        message,
+        RuntimeWarning,
+        filename,
+        lineno,
+        module=module_globals.get("__name__", "<string>"),
+        registry=module_globals.setdefault("__warningregistry__", {}),
+    )
 
 
 class relayed:
@@ -154,14 +174,7 @@ class relayed:
             return
         self._state.__exit__(*exc)
         for message, (filename, lineno, module_globals) in self._seen:
-            warnings.warn_explicit(
-                message,
-                RuntimeWarning,
-                filename,
-                lineno,
-                module=module_globals.get("__name__", "<string>"),
-                registry=module_globals.setdefault("__warningregistry__", {}),
-            )
+            _warn_at(message, filename, lineno, module_globals)
 
 
 def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -> Site | None:
@@ -172,19 +185,11 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     warned = warned_categories()
     if not warned:
         return None
-    frame = sys._getframe(2)
-    outer = None
-    while frame is not None:
-        code = frame.f_code
-        internal = _internal_code.get(code)
-        if internal is None:
-            internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
-        if not internal:
-            entry = _entry(outer) if outer is not None and op in _FOLDS else None
-            return Site(code.co_filename, frame.f_lineno, frame.f_globals, warned, entry)
-        outer = frame
-        frame = frame.f_back
-    return None
+    frame, outer = _user_frame_and_caller(sys._getframe(2))
+    if frame is None:
+        return None
+    entry = _entry(outer) if outer is not None and op in _FOLDS else None
+    return Site(frame.f_code.co_filename, frame.f_lineno, frame.f_globals, warned, entry)
 
 
 _FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))
@@ -254,15 +259,7 @@ def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
         filename, lineno, module_globals = recorded.filename, recorded.lineno, recorded.module_globals
         if recorded.entry is not None:
             filename, lineno, module_globals = numpy_location(recorded.entry, message) or (filename, lineno, module_globals)
-        registry = module_globals.setdefault("__warningregistry__", {})
-        warnings.warn_explicit(
-            message,
-            RuntimeWarning,
-            filename,
-            lineno,
-            module=module_globals.get("__name__", "<string>"),
-            registry=registry,
-        )
+        _warn_at(message, filename, lineno, module_globals)
 
 
 def _category(message: str) -> int:
