@@ -129,14 +129,9 @@ def run_ready(
             if inflight:
                 completions = poll.poll(0)
                 if completions:
-                    for op, error in completions:
-                        inflight -= 1
-                        if error is not None:
-                            if failure is None:
-                                failure, failed = error, op
-                        elif failure is None:
-                            finished += 1
-                            release_dependents(op, ready, sign)
+                    inflight -= len(completions)
+                    done, failure, failed = _absorb(completions, ready, sign, failure, failed)
+                    finished += done
                     continue
             began = time.perf_counter()
             try:
@@ -166,14 +161,9 @@ def run_ready(
         waiting_seconds += ended - clock
         if tracer is not None:
             tracer.complete("wait for workers", "wait", clock, ended)
-        for op, error in completions:
-            inflight -= 1
-            if error is not None:
-                if failure is None:
-                    failure, failed = error, op
-            elif failure is None:
-                finished += 1
-                release_dependents(op, ready, sign)
+        inflight -= len(completions)
+        done, failure, failed = _absorb(completions, ready, sign, failure, failed)
+        finished += done
     stats.wall_seconds = time.perf_counter() - start
     stats.building_seconds = building_seconds
     stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds - building_seconds)
@@ -184,6 +174,26 @@ def run_ready(
     if finished != stats.operations:
         raise RuntimeError(f"dependency cycle: {stats.operations - finished} block operations never became ready")
     return stats
+
+
+def _absorb(
+    completions: Sequence[Completion],
+    ready: list[tuple[int, BlockOp]],
+    sign: int,
+    failure: BaseException | None,
+    failed: BlockOp | None,
+) -> tuple[int, BaseException | None, BlockOp | None]:
+    """Take finished operations in: release their dependents until one has failed. Returns how
+    many finished cleanly while nothing had failed, and the first failure with its operation."""
+    finished = 0
+    for op, error in completions:
+        if error is not None:
+            if failure is None:
+                failure, failed = error, op
+        elif failure is None:
+            finished += 1
+            release_dependents(op, ready, sign)
+    return finished, failure, failed
 
 
 def release_dependents(op: BlockOp, ready: list[tuple[int, BlockOp]], sign: int) -> None:
