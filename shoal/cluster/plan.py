@@ -337,6 +337,20 @@ class Planner:
         self.ops.append(receive)
         return receive
 
+    def _receive_into(self, peer: int, tag: int, destination: View) -> None:
+        """Receive a message of ``destination``'s dtype and shape and copy it there."""
+        receive = self._receive(peer, tag, destination.dtype, destination.shape)
+        source = contiguous(receive.temp, destination.dtype, destination.shape)
+        self.ops.append(
+            Op(
+                "compute",
+                reads=[access(source)],
+                writes=[access(destination)],
+                instructions=[Instruction("copy", (destination,), (source,))],
+                needs=[receive],
+            )
+        )
+
     # ------------------------------------------------------------------ gathered
 
     def _gathered(self, instruction: Instruction, kind: Kind) -> None:
@@ -421,17 +435,7 @@ class Planner:
                 local = self.local_view(part)
                 self.ops.append(Op("send", reads=[access(local)], peer=at, tag=tag, view=local))
             if here:
-                receive = self._receive(holder, tag, part.dtype, part.shape)
-                source = contiguous(receive.temp, part.dtype, part.shape)
-                self.ops.append(
-                    Op(
-                        "compute",
-                        reads=[access(source)],
-                        writes=[access(destination)],
-                        instructions=[Instruction("copy", (destination,), (source,))],
-                        needs=[receive],
-                    )
-                )
+                self._receive_into(holder, tag, destination)
         return target
 
     def _scatter(self, view: View, assembled: View | None) -> None:
@@ -452,18 +456,7 @@ class Planner:
                 source = sub_view(assembled, box)
                 self.ops.append(Op("send", reads=[access(source)], peer=holder, tag=tag, view=source))
             if self.rank == holder:
-                receive = self._receive(0, tag, part.dtype, part.shape)
-                source = contiguous(receive.temp, part.dtype, part.shape)
-                local = self.local_view(part)
-                self.ops.append(
-                    Op(
-                        "compute",
-                        reads=[access(source)],
-                        writes=[access(local)],
-                        instructions=[Instruction("copy", (local,), (source,))],
-                        needs=[receive],
-                    )
-                )
+                self._receive_into(0, tag, self.local_view(part))
 
 
 def _release(local: int) -> Instruction:
