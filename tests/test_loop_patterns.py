@@ -9,16 +9,13 @@ RuntimeWarning is an error under NumPy and must not appear under Shoal.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import checksum_runs
 import pytest
 
 LOOPS = Path(__file__).resolve().parent.parent / "benchmarks" / "loops"
-RELATIVE_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -63,33 +60,8 @@ FULL: list = [
 ]
 
 
-def checksum(kernel: Kernel, *, shoal: bool) -> float:
-    """Run the kernel and return the checksum it prints."""
-    if shoal:
-        # shown, not raised: an ``error`` filter would run what may warn at the call, not lazily
-        prefix = [sys.executable, "-W", "always::RuntimeWarning", "-m", "shoal"]
-        env = {**os.environ, "SHOAL_EAGER_THRESHOLD": "0", "SHOAL_VERIFY": "1"}
-    else:
-        prefix, env = [sys.executable, "-W", "error"], None
-    result = subprocess.run(
-        [*prefix, str(kernel.path), *kernel.arguments],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert result.returncode == 0, result.stderr[-4000:]
-    assert "RuntimeWarning" not in result.stderr, result.stderr[-4000:]
-    values = [
-        line.split(":", 1)[1] for line in result.stdout.splitlines() if line.startswith("checksum:")
-    ]
-    assert len(values) == 1, result.stdout
-    return float(values[0])
-
-
 def assert_same_checksum(kernel: Kernel) -> None:
-    expected = checksum(kernel, shoal=False)
-    assert checksum(kernel, shoal=True) == pytest.approx(expected, rel=RELATIVE_TOLERANCE, abs=0)
+    checksum_runs.assert_same_checksum(kernel.path, kernel.arguments)
 
 
 def test_every_kernel_is_tested() -> None:
