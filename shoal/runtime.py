@@ -332,11 +332,12 @@ class Runtime:
 
     def _warn(self, settled: bool) -> None:
         """Warn for the floating-point conditions of the batches that have run, in order
-        (``settled``: every batch handed over has run; one whose engine took no notes is done)."""
+        (``settled``: every batch handed over has run; one whose engine took no notes is done;
+        one run in another process is done once its notes are back)."""
         watches = self._watches
         while watches:
             record, sites = watches[0]
-            if not (record.done or settled):
+            if not (record.done or (settled and not record.remote)):
                 return
             watches.popleft()
             fp_signals.forget(record)
@@ -354,6 +355,7 @@ class Runtime:
                 self.closed = True
                 if self._engine is not None:
                     self._engine.shutdown()
+                    self._warn(settled=False)
 
 
 _current: Runtime | None = None

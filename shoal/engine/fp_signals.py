@@ -51,6 +51,7 @@ class Watch:
     watched: int
     notes: list[tuple[Instruction, str]] = field(default_factory=list)
     done: bool = False
+    remote: bool = False  # run by another process: done only once its notes are back
 
 
 _IDLE = Watch(Batch(), 0)
@@ -74,6 +75,24 @@ def watch(batch: Batch, conditions: int) -> Watch:
 def forget(record: Watch) -> None:
     """Drop ``record``'s watch if no engine ran its batch (a component that reports nothing)."""
     _watches.pop(id(record.batch), None)
+
+
+def claim(batch: Batch) -> Watch | None:
+    """The watch of ``batch`` for a component that runs it in another process and hands its
+    notes back with :func:`received` (None: nothing is watched). The frontend waits for those
+    notes: the watch is ``done`` only then."""
+    record = _watches.pop(id(batch), None)
+    if record is not None:
+        record.remote = True
+    return record
+
+
+def received(record: Watch, notes: list[tuple[int, str]]) -> None:
+    """Notes (position, NumPy's message) for ``record``'s batch, checked by the caller to lie
+    inside the batch, arrived from the process that ran it."""
+    instructions = record.batch.instructions
+    for position, message in notes:
+        record.notes.append((instructions[position], message))
 
 
 def watched() -> int:
