@@ -18,7 +18,7 @@ from numpy_fixtures import needs_runtime
 from shoal import runtime
 from shoal.bytecode import BytecodeError, View
 
-N = 1 << 12
+N = 1 << 19
 F8, I8 = np.dtype(np.float64), np.dtype(np.int64)
 
 
