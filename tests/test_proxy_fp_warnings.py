@@ -220,3 +220,35 @@ def test_an_execute_frame_with_unknown_flags_is_rejected() -> None:
                 client.flush()
         finally:
             client.shutdown()
+
+
+def test_a_servers_sessions_run_one_batch_at_a_time() -> None:
+    """The notes of the batch running are process-wide: on a server, whose sessions run their
+    engines on threads of their own, a second batch waits for the first to end."""
+    import threading
+
+    from shoal.bytecode import Batch
+
+    with live_server() as server:
+        client_for(server).shutdown()  # a session makes the server run one batch at a time
+    first_in, let_go, second_in = threading.Event(), threading.Event(), threading.Event()
+
+    def first() -> None:
+        with fp_signals.running(Batch()):
+            first_in.set()
+            let_go.wait(10)
+
+    def second() -> None:
+        first_in.wait(10)
+        with fp_signals.running(Batch()):
+            second_in.set()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    assert first_in.wait(10)
+    assert not second_in.wait(0.2)  # waits for the first batch
+    let_go.set()
+    for thread in threads:
+        thread.join(10)
+    assert second_in.is_set()

@@ -100,17 +100,35 @@ def watched() -> int:
     return _running.watched
 
 
+_exclusive: threading.RLock | None = None  # set: one batch at a time in this process
+
+
+def one_batch_at_a_time() -> None:
+    """Several engines of this process run batches on threads of their own (a proxy server's
+    sessions): from now on they run one batch at a time, so that the notes of one batch never
+    land in another's watch (the notes of the running batch are process-wide)."""
+    global _exclusive
+    with _lock:
+        if _exclusive is None:
+            _exclusive = threading.RLock()
+
+
 class running:
     """``with running(batch):`` around an engine's run of ``batch`` (on any thread; an engine
     runs one batch at a time): notes taken meanwhile are the batch's."""
 
-    __slots__ = ("_record",)
+    __slots__ = ("_held", "_record")
 
     def __init__(self, batch: Batch) -> None:
         self._record = _watches.pop(id(batch), None)
+        self._held: threading.RLock | None = None
 
     def __enter__(self) -> None:
         global _running
+        exclusive = _exclusive
+        if exclusive is not None:
+            exclusive.acquire()
+            self._held = exclusive
         if self._record is not None:
             _running = self._record
 
@@ -119,6 +137,8 @@ class running:
         if self._record is not None:
             self._record.done = True
             _running = _IDLE
+        if self._held is not None:
+            self._held.release()
 
 
 def planned(batch: Batch) -> None:

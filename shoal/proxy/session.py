@@ -71,6 +71,7 @@ class Session:
         self.received = 0  # the last client sequence number accepted
         self.error: RemoteError | None = None
         self.notes = ServerNotes()  # floating-point notes of batches run, for the next answer
+        fp_signals.one_batch_at_a_time()  # sessions' batches must not mix their notes
         self.writer: FrameWriter | None = None
         self._reader: tuple[FrameWriter, threading.Thread] | None = None  # the connection reading for it
         self.pending_requests = 0
