@@ -19,7 +19,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass
-from types import CodeType
+from types import CodeType, FunctionType
 from typing import Any
 
 import numpy as np
@@ -177,6 +177,32 @@ class relayed:
             _warn_at(message, filename, lineno, module_globals)
 
 
+def _call(function: Any, args: Any, kwargs: Any) -> Any: return function(*args, **kwargs)  # fmt: skip
+
+
+_TEMPLATE = _call.__code__.replace(co_name="<numpy call>", co_qualname="<numpy call>")
+_trampolines: dict[tuple[str, int], CodeType] = {}
+
+
+def at_user_line(function: Any, *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)``, a NumPy call Shoal makes for the user (a fallback, a
+    result computed at the call), run in a frame that has the user's file, line and module
+    globals: a warning NumPy gives from C (``ComplexWarning``, a ufunc's ``RuntimeWarning``) or
+    with a ``stacklevel`` that leaves NumPy's code (``"Mean of empty slice"`` of
+    ``ndarray.mean``) names that line and counts in that module's registry, as when the user
+    calls NumPy directly, instead of naming Shoal's line."""
+    frame = user_frame(sys._getframe(1))
+    if frame is None:
+        return function(*args, **kwargs)
+    key = (frame.f_code.co_filename, frame.f_lineno)
+    code = _trampolines.get(key)
+    if code is None:
+        if len(_trampolines) > 4096:
+            _trampolines.clear()
+        code = _trampolines[key] = _TEMPLATE.replace(co_filename=key[0], co_firstlineno=max(key[1], 1))
+    return FunctionType(code, frame.f_globals)(function, args, kwargs)
+
+
 def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -> Site | None:
     """Where operation ``op`` (on these operands) being recorded was called from, or None if no
     category warns or ``op`` never signals (a copy that does not cast)."""
@@ -204,6 +230,13 @@ def _entry(frame: Any) -> Any:
     if name == "method":
         name = frame.f_locals.get("name", "")
     return getattr(np.ndarray, name, None)
+
+
+def numpy_entry() -> Any:
+    """The NumPy function or ``ndarray`` method the user called, which Shoal is running now
+    (None: not known)."""
+    _, outer = _user_frame_and_caller(sys._getframe(1))
+    return None if outer is None else _entry(outer)
 
 
 _PROBES = {"overflow": (1e308, 1e308), "invalid value": (np.inf, -np.inf), "underflow": (1e-300, 1e-300), "divide by zero": (0.0, 0.0)}

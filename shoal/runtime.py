@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import fp_warnings, settings, trace
+from shoal import fp_warnings, salvage, settings, trace
 from shoal.batch_boundary import BatchBoundary
-from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
+from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
 
 
@@ -106,6 +106,7 @@ class Runtime:
         self._boundary = BatchBoundary()
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
+        self._lost: set[int] = set()  # bases whose declaration verification refused
         self._carried: list[object] = []
         from shoal.numpy._uploads import UploadCache
 
@@ -221,29 +222,51 @@ class Runtime:
             self._writable = {}
 
             sites, self._sites = self._sites, {}
+            if self._lost:
+                batch = salvage.without_lost(batch, self._lost)
             self._boundary.flushed(batch.instructions)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
-            if self.verify:
-                batch = self._check(batch)
-            if self.dump:
-                from shoal.bytecode import disassemble
+            known = dict(self._known) if self.verify else None
+            try:
+                self._execute(batch, sites, wait)
+            except BytecodeError as error:
+                if not salvage.rejected(error):
+                    raise
+                if known is not None:
+                    self._known = known
+                first = salvage.salvage(batch, self._execute_part, self._lost)
+                if first is None:
+                    raise
+                raise first from None
+            self._warn(settled=wait)
 
-                print(disassemble(batch), file=sys.stderr)
-            engine = self.engine
-            if sites:
-                self._watches.append((fp_signals.watch(batch, fp_warnings.watched(sites)), sites))
-            tracer = trace.TRACER
-            if tracer is None:
+    def _execute(self, batch: Batch, sites: dict[int, fp_warnings.Site], wait: bool) -> None:
+        if self.verify:
+            batch = self._check(batch)
+        if self.dump:
+            from shoal.bytecode import disassemble
+
+            print(disassemble(batch), file=sys.stderr)
+        engine = self.engine
+        if sites:
+            self._watches.append((fp_signals.watch(batch, fp_warnings.watched(sites)), sites))
+        tracer = trace.TRACER
+        if tracer is None:
+            engine.execute(batch)
+            if wait:
+                engine.flush()
+        else:
+            with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
                 engine.execute(batch)
                 if wait:
                     engine.flush()
-            else:
-                with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
-                    engine.execute(batch)
-                    if wait:
-                        engine.flush()
-            self._warn(settled=wait)
+
+    def _execute_part(self, part: Batch) -> None:
+        """Run part of a batch that verification refused (``shoal.salvage``)."""
+        if self.verify:
+            part = self._check(part)
+        self.engine.execute(part)
 
     def _check(self, batch: Batch) -> Batch:
         from shoal.bytecode import dumps, loads, verify
@@ -332,11 +355,12 @@ class Runtime:
 
     def _warn(self, settled: bool) -> None:
         """Warn for the floating-point conditions of the batches that have run, in order
-        (``settled``: every batch handed over has run; one whose engine took no notes is done)."""
+        (``settled``: every batch handed over has run; one whose engine took no notes is done;
+        one run in another process is done once its notes are back)."""
         watches = self._watches
         while watches:
             record, sites = watches[0]
-            if not (record.done or settled):
+            if not (record.done or (settled and not record.remote)):
                 return
             watches.popleft()
             fp_signals.forget(record)
@@ -354,6 +378,7 @@ class Runtime:
                 self.closed = True
                 if self._engine is not None:
                     self._engine.shutdown()
+                    self._warn(settled=False)
 
 
 _current: Runtime | None = None

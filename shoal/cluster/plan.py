@@ -123,6 +123,7 @@ class Planner:
         self.warned: set[str] = set()
         self.warnings: list[str] = []  # fallback warnings to give once the batch has run
         self.ops: list[Op] = []
+        self.first_ops: list[int] = []  # per instruction of the last batch, its first op's index
 
     # ------------------------------------------------------------------ bases
 
@@ -208,7 +209,9 @@ class Planner:
             self.block_bytes.pop(local, None)
         self._retired = []
         self._declare(batch)
+        self.first_ops = []
         for instruction in batch.instructions:
+            self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's
             if instruction.op == "release":
                 self._release(int(instruction.attr("base")))
                 continue

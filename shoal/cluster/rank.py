@@ -16,6 +16,7 @@ import numpy as np
 
 from shoal.bytecode import Batch, View
 from shoal.cluster.flush import Flusher
+from shoal.cluster.fp_notes import RankNotes
 from shoal.cluster.layout import split, sub_view
 from shoal.cluster.plan import PlanConfig, Planner
 from shoal.cluster.session import Session
@@ -38,7 +39,8 @@ class RankEngine:
         self.tag_limit = int(limit) if limit else 32767  # MPI promises at least 32767
         self.fetch_tags = self.tag_limit // 2  # tags above this are the fetches', below the batches'
         self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
-        self.flusher = Flusher(inner, comm, self.rank, latency_hiding, self.planner.block_bytes)
+        self.notes = RankNotes(session, self.rank)
+        self.flusher = Flusher(self.notes.engine(inner), comm, self.rank, latency_hiding, self.planner.block_bytes)
 
     def execute(self, batch: Batch) -> str | None:
         """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined.
@@ -46,16 +48,19 @@ class RankEngine:
         A failed computation is reported at the end; anything else that goes wrong here (a
         message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
         try:
+            self.notes.begin(batch)
             ops = self.planner.plan(batch)
+            self.notes.planned(ops, self.planner.first_ops)
             self.flusher.run(ops)
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
         failure, self.flusher.failure = self.flusher.failure, None
         failures = self.session.gather_text(None if failure is None else f"rank {self.rank}: {described(failure)}")
+        malformed = self.notes.finish()
         if failures is None:
             return None
-        found = [text for text in failures if text]
+        found = [text for text in (*failures, malformed) if text]
         return "; ".join(found) if found else None
 
     def fetch(self, view: View) -> np.ndarray | None:

@@ -51,6 +51,7 @@ class Watch:
     watched: int
     notes: list[tuple[Instruction, str]] = field(default_factory=list)
     done: bool = False
+    remote: bool = False  # run by another process: done only once its notes are back
 
 
 _IDLE = Watch(Batch(), 0)
@@ -76,22 +77,58 @@ def forget(record: Watch) -> None:
     _watches.pop(id(record.batch), None)
 
 
+def claim(batch: Batch) -> Watch | None:
+    """The watch of ``batch`` for a component that runs it in another process and hands its
+    notes back with :func:`received` (None: nothing is watched). The frontend waits for those
+    notes: the watch is ``done`` only then."""
+    record = _watches.pop(id(batch), None)
+    if record is not None:
+        record.remote = True
+    return record
+
+
+def received(record: Watch, notes: list[tuple[int, str]]) -> None:
+    """Notes (position, NumPy's message) for ``record``'s batch, checked by the caller to lie
+    inside the batch, arrived from the process that ran it."""
+    instructions = record.batch.instructions
+    for position, message in notes:
+        record.notes.append((instructions[position], message))
+
+
 def watched() -> int:
     """The conditions the batch being run is checked for (0: no checks)."""
     return _running.watched
+
+
+_exclusive: threading.RLock | None = None  # set: one batch at a time in this process
+
+
+def one_batch_at_a_time() -> None:
+    """Several engines of this process run batches on threads of their own (a proxy server's
+    sessions): from now on they run one batch at a time, so that the notes of one batch never
+    land in another's watch (the notes of the running batch are process-wide)."""
+    global _exclusive
+    with _lock:
+        if _exclusive is None:
+            _exclusive = threading.RLock()
 
 
 class running:
     """``with running(batch):`` around an engine's run of ``batch`` (on any thread; an engine
     runs one batch at a time): notes taken meanwhile are the batch's."""
 
-    __slots__ = ("_record",)
+    __slots__ = ("_held", "_record")
 
     def __init__(self, batch: Batch) -> None:
         self._record = _watches.pop(id(batch), None)
+        self._held: threading.RLock | None = None
 
     def __enter__(self) -> None:
         global _running
+        exclusive = _exclusive
+        if exclusive is not None:
+            exclusive.acquire()
+            self._held = exclusive
         if self._record is not None:
             _running = self._record
 
@@ -100,6 +137,8 @@ class running:
         if self._record is not None:
             self._record.done = True
             _running = _IDLE
+        if self._held is not None:
+            self._held.release()
 
 
 def planned(batch: Batch) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import fp_warnings
 from shoal.errors import ShoalFallbackWarning
 from shoal.numpy._lazy import is_lazy, materialize, ndarray, wrap_numpy
 
@@ -93,7 +94,7 @@ def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: di
     _warn_once(name)
     lazy_outs = kwargs.get("out")
     values, keywords = materialize(tuple(args)), materialize(dict(kwargs))
-    result = function(*values, **keywords)
+    result = fp_warnings.at_user_line(function, *values, **keywords)  # NumPy's warnings at the user's line
     mutated = _MUTATING_FUNCTIONS.get(name)
     if mutated is not None:
         position, keyword = mutated

@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from shoal import fp_warnings
 from shoal.bytecode import BY_NAME
 from shoal.numpy._fperr import eager_reduction, strict
-from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array
+from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array, wrap_numpy
 from shoal.numpy._probe import format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 
@@ -66,6 +67,18 @@ def _settled_reduction(name: str, function: Any, array: ndarray, axis: Any, dtyp
     return settled_call(function, (array,), kwargs)
 
 
+_WARNS_WHEN_EMPTY = frozenset({"mean", "var", "std"})
+
+
+def _numpy_on_empty(function: Any, array: ndarray, **kwargs: Any) -> Any:
+    """NumPy's ``mean``, ``var`` or ``std`` of an empty lazy array, computed at the call (there is
+    nothing to read) through the entry the user called, so that NumPy's warnings ("Mean of empty
+    slice", "invalid value encountered in scalar divide") come with NumPy's text and location."""
+    entry = fp_warnings.numpy_entry() or function
+    given = {key: value for key, value in kwargs.items() if value is not np._NoValue}
+    return wrap_numpy(fp_warnings.at_user_line(entry, np.empty(array.shape, array.dtype), **given))
+
+
 def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, ddof: Any = 0, **options: Any) -> Any:
     """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax."""
     function = getattr(np, name)
@@ -74,6 +87,8 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
         if ddof != 0:
             raise ValueError("ddof and correction can't be provided simultaneously.")
         ddof = correction
+    if type(array) is ndarray and out is None and name in _WARNS_WHEN_EMPTY and array.size == 0:
+        return _numpy_on_empty(function, array, axis=axis, dtype=dtype, keepdims=keepdims, ddof=ddof if name != "mean" else np._NoValue, **options)
     if type(array) is ndarray and out is None and all(value is np._NoValue for value in options.values()):
         eager = _settled_reduction(name, function, array, axis, dtype, keepdims, ddof)
         if eager is not NOT_SETTLED:

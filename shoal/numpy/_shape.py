@@ -11,6 +11,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import strict
 from shoal.numpy._lazy import (
@@ -39,7 +40,11 @@ def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]
 
 
 def copy(array: ndarray, dtype: Any = None) -> ndarray:
-    """A C-contiguous copy (cast to ``dtype`` if given)."""
+    """A C-contiguous copy (cast to ``dtype`` if given; NumPy's own array for a dtype bytecode
+    cannot carry, such as ``datetime64`` or strings)."""
+    if dtype is not None and not is_supported(np.dtype(dtype)):
+        with fp_warnings.relayed():
+            return array._value().astype(dtype)
     if dtype is not None and np.dtype(dtype) != array.dtype and strict():
         value = array._value()
         with fp_warnings.relayed():

@@ -27,15 +27,19 @@ import numpy as np
 
 from shoal import settings, trace
 from shoal.bytecode import Batch, View, dumps
+from shoal.engine import fp_signals
 from shoal.engine.component import Component, EngineError
+from shoal.engine.fp_notes import NotesError
 from shoal.proxy import compression
 from shoal.proxy.auth import TokenError, check_token, read_token_file
 from shoal.proxy.fetched import FetchedArrays
+from shoal.proxy.notes import RemoteWatches
 from shoal.proxy.protocol import (
     DEFAULT_LIMITS,
     FRAME_HEADER,
     SERVER_KINDS,
     SESSION_ID_BYTES,
+    WATCH_FLAGS,
     Kind,
     Limits,
     ProtocolError,
@@ -43,6 +47,7 @@ from shoal.proxy.protocol import (
     client_data,
     client_error,
     client_fetch,
+    client_notes,
     client_preview,
     client_welcome,
     encode_preamble,
@@ -101,6 +106,7 @@ class ProxyClient(Component):
         self.bytes_sent = 0
         self.bytes_received = 0
         self.fetched = FetchedArrays()
+        self.watches = RemoteWatches()  # floating-point notes awaited from the server
         self._connect(resume=False)
 
     @classmethod
@@ -200,14 +206,14 @@ class ProxyClient(Component):
 
     # ------------------------------------------------------------------ frames
 
-    def _send(self, kind: Kind, chunks: list[Chunk]) -> int:
+    def _send(self, kind: Kind, chunks: list[Chunk], flags: int = 0) -> int:
         """Send one frame (reconnecting if needed); returns its sequence number."""
         if self._failure is not None:
             raise ConnectionError(str(self._failure)) from self._failure
         if self._closed:
             raise ConnectionError("the connection to the Shoal server is closed")
         self.sent += 1
-        parts = frame_bytes(kind, self.sent, chunks)
+        parts = frame_bytes(kind, self.sent, chunks, flags)
         size = sum(memoryview(part).nbytes for part in parts)
         self.bytes_sent += size
         self._unacknowledged.append((self.sent, parts, size))
@@ -254,8 +260,12 @@ class ProxyClient(Component):
                 if frame.kind == Kind.HEARTBEAT:
                     self._acknowledge(frame.sequence)
                     continue
+                if frame.kind == Kind.NOTES:
+                    self._notes(frame.payload)
+                    continue
                 if frame.sequence != sequence:
                     continue  # the answer to a request asked again after a reconnect
+                self.watches.answered(sequence)
                 self._acknowledge(sequence)
                 self._unsynced = False
                 self.round_trips += 1
@@ -264,6 +274,15 @@ class ProxyClient(Component):
                 if frame.kind == Kind.ERROR:
                     self._raise(client_error(frame.payload, self.settings.limits))
                 return frame
+
+    def _notes(self, payload: bytearray) -> None:
+        """Take the floating-point notes the server sent (malformed notes end the session, as
+        any malformed answer does)."""
+        try:
+            self.watches.received(client_notes(payload, self.settings.limits))
+        except (ProtocolError, NotesError) as error:
+            self._cancel()
+            raise ConnectionError(f"the Shoal server at {self._where()} sent malformed floating-point notes: {error}") from error
 
     def _raise(self, error) -> None:
         text = error.message
@@ -288,10 +307,15 @@ class ProxyClient(Component):
         nothing they compute can be read (every read raises)."""
         data = dumps(batch, limits=self.settings.limits.wire)
         self.fetched.changed_by(batch)
+        record = fp_signals.claim(batch)
         with self._lock:
-            if self._failure is None and not self._closed:
+            if self._failure is not None or self._closed:
+                if record is not None:
+                    record.done = True
+            else:
                 tracer, began = trace.TRACER, time.perf_counter()
-                self._send(Kind.EXECUTE, [data])
+                watched = record.watched & WATCH_FLAGS if record is not None else 0
+                self.watches.sent(self._send(Kind.EXECUTE, [data], watched), record)
                 self._unsynced = True
                 if tracer is not None:
                     tracer.complete("send batch", "communication", began, time.perf_counter(), {"bytes": len(data)})
@@ -336,6 +360,7 @@ class ProxyClient(Component):
             finally:
                 self._closed = True
                 self._drop_socket()
+                self.watches.close()
                 if settings.STATS.value():
                     print(self.statistics(), file=sys.stderr)
 

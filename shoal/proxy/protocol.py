@@ -61,10 +61,12 @@ class Kind(enum.IntEnum):
     OK = 34  # server: the request succeeded
     ERROR = 35  # server: a batch or request failed
     HEARTBEAT = 36  # server: still working on a request
+    NOTES = 37  # server: floating-point notes of batches that ran, just before an answer
 
 
 CLIENT_KINDS = frozenset({Kind.EXECUTE, Kind.FETCH, Kind.PREVIEW, Kind.SYNC, Kind.CANCEL, Kind.BYE})
-SERVER_KINDS = frozenset({Kind.WELCOME, Kind.DATA, Kind.OK, Kind.ERROR, Kind.HEARTBEAT})
+SERVER_KINDS = frozenset({Kind.WELCOME, Kind.DATA, Kind.OK, Kind.ERROR, Kind.HEARTBEAT, Kind.NOTES})
+WATCH_FLAGS = 0xF  # an EXECUTE frame's flags: the conditions the client warns about (fp_signals bits)
 REQUEST_KINDS = frozenset({Kind.FETCH, Kind.PREVIEW, Kind.SYNC, Kind.BYE})
 
 
@@ -302,6 +304,24 @@ def client_error(payload: bytes | memoryview, limits: Limits) -> RemoteError:
     if kind not in ErrorKind._value2member_map_:
         raise ProtocolError(f"unknown error kind {kind}")
     return RemoteError(ErrorKind(kind), instruction, message, remote_traceback)
+
+
+def server_notes(batches: list[tuple[int, bytes]]) -> bytes:
+    """A NOTES payload: per batch, its EXECUTE frame's sequence number and its notes
+    (:mod:`shoal.engine.fp_notes` text), as u64 sequence, u32 length, the text."""
+    return b"".join(struct.pack("<QI", sequence, len(text)) + text for sequence, text in batches)
+
+
+@_guarded
+def client_notes(payload: bytes | memoryview, limits: Limits) -> list[tuple[int, memoryview]]:
+    """The (batch sequence, notes text) pairs of a NOTES payload (the texts are checked
+    against their batches by :func:`shoal.engine.fp_notes.decode`)."""
+    reader = _reader(payload, limits)
+    batches = []
+    while reader.remaining:
+        sequence = reader.u64("notes batch")
+        batches.append((sequence, reader.take(reader.u32("notes length"), "notes")))
+    return batches
 
 
 def server_welcome(session: bytes, resumed: bool, received: int, limits: Limits) -> bytes:

@@ -23,8 +23,9 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, View, loads, verify
 from shoal.bytecode.verify import check_view
-from shoal.engine import Component
+from shoal.engine import Component, fp_signals
 from shoal.proxy import compression
+from shoal.proxy.notes import ServerNotes
 from shoal.proxy.preview import downsample
 from shoal.proxy.protocol import (
     SESSION_ID_BYTES,
@@ -38,7 +39,7 @@ from shoal.proxy.protocol import (
     server_fetch,
     server_preview,
 )
-from shoal.proxy.stream import Frame, FrameWriter
+from shoal.proxy.stream import Frame, FrameWriter, frame_bytes
 
 log = logging.getLogger("shoal.proxy")
 
@@ -69,6 +70,8 @@ class Session:
         self.live_bytes = 0
         self.received = 0  # the last client sequence number accepted
         self.error: RemoteError | None = None
+        self.notes = ServerNotes()  # floating-point notes of batches run, for the next answer
+        fp_signals.one_batch_at_a_time()  # sessions' batches must not mix their notes
         self.writer: FrameWriter | None = None
         self._reader: tuple[FrameWriter, threading.Thread] | None = None  # the connection reading for it
         self.pending_requests = 0
@@ -193,14 +196,19 @@ class Session:
         try:
             batch = self._without_lost_releases(loads(frame.payload, limits=self.settings.limits.wire))
             verify(batch, self.known, semantics=True)
+            watched = ServerNotes.conditions(frame.header.flags)
             self._account(batch)
-        except (BytecodeError, LimitExceeded) as error:
+        except (BytecodeError, LimitExceeded, ProtocolError) as error:
             self._keep(RemoteError(ErrorKind.REJECTED, -1, f"batch {frame.sequence} rejected: {error}", ""))
             if batch is not None:
                 self.lost.update(decl.id for decl in batch.bases if decl.id not in self.known)
             return
+        record = fp_signals.watch(batch, watched)
         try:
-            self._engine.execute(batch)
+            try:
+                self._engine.execute(batch)
+            finally:
+                self.notes.ran(frame.sequence, record)
         except Exception as error:
             self._keep(RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
             for decl in batch.bases:
@@ -283,11 +291,17 @@ class Session:
         self._reply(Kind.ERROR, sequence, (server_error(error.kind, error.message, error.traceback, error.instruction),))
 
     def _reply(self, kind: Kind, sequence: int, chunks: tuple = ()) -> None:
+        """Send an answer (after the floating-point notes of the batches run before it, in
+        the same write) or a heartbeat."""
         writer = self.writer
         if writer is None:
             return  # disconnected: a resumed client asks again
+        parts = frame_bytes(kind, sequence, chunks)
+        notes = self.notes.frame_payload() if kind in (Kind.OK, Kind.DATA, Kind.ERROR) else None
+        if notes is not None:
+            parts = frame_bytes(Kind.NOTES, sequence, (notes,)) + parts
         try:
-            writer.frame(kind, sequence, chunks)
+            writer.send(parts)
         except OSError:
             self.detach(writer)
 

@@ -65,10 +65,10 @@ def read_frame(sock: socket.socket, allowed: frozenset[Kind], limits: Limits) ->
     return Frame(header, read_exact(sock, header.length))
 
 
-def frame_bytes(kind: Kind, sequence: int, chunks: Sequence[Chunk] = ()) -> list[Chunk]:
+def frame_bytes(kind: Kind, sequence: int, chunks: Sequence[Chunk] = (), flags: int = 0) -> list[Chunk]:
     """The header and chunks of one frame, ready for :meth:`FrameWriter.send`."""
     length = sum(memoryview(chunk).nbytes for chunk in chunks)
-    return [encode_header(kind, sequence, length), *chunks]
+    return [encode_header(kind, sequence, length, flags), *chunks]
 
 
 class FrameWriter:
