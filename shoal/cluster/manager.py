@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,7 +77,9 @@ class ClusterManager(Component):
 
     def execute(self, batch: Batch) -> None:
         self._check_open()
+        began = time.perf_counter()
         self.session.send(Command.EXECUTE, dumps(batch))
+        self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
         raise_failure(self.engine.execute(batch))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
@@ -135,6 +138,11 @@ def report(engine: RankEngine) -> dict:
         "wait_seconds": stats.wait_seconds,
         "communication_seconds": stats.communication_seconds,
         "busy_seconds": stats.busy_seconds,
+        "batches": stats.batches,
+        "replayed": stats.replayed,
+        "receive_seconds": stats.receive_seconds,
+        "plan_seconds": stats.plan_seconds,
+        "engine_seconds": stats.engine_seconds,
         "events": events,
     }
 
@@ -185,6 +193,12 @@ def format_reports(reports: list[dict]) -> str:
             f"  rank {value['rank']}  {value['host']}  {value['messages_sent']}/{value['messages_received']}  "
             f"{value['bytes_sent'] / 2**20:.1f}/{value['bytes_received'] / 2**20:.1f}  "
             f"{value['wait_seconds']:.3f} s ({100 * value['wait_seconds'] / busy:.0f}% of {value['busy_seconds']:.3f} s in flushes)"
+        )
+        other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
+        lines.append(
+            f"    batches {value['batches']} ({value['replayed']} replayed)  broadcast+decode+verify {value['receive_seconds']:.3f} s  "
+            f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
+            f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"
         )
     return "\n".join(lines)
 

@@ -41,6 +41,7 @@ from shoal.cluster.layout import (
     sub_view,
     whole_on,
 )
+from shoal.cluster.plan_cache import PlanCache, Uncacheable, batch_key, make_template, replay
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last
 
@@ -99,10 +100,12 @@ def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
 @dataclass
 class PlanConfig:
     """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
-    pieces than this for one instruction and it runs gathered instead."""
+    pieces than this for one instruction and it runs gathered instead. ``cache_size``: distinct
+    batches whose plans are kept (:mod:`shoal.cluster.plan_cache`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
+    cache_size: int = 64  # batches whose plans are kept for replay (0: none)
 
 
 class Planner:
@@ -123,6 +126,9 @@ class Planner:
         self.warned: set[str] = set()
         self.warnings: list[str] = []  # fallback warnings to give once the batch has run
         self.ops: list[Op] = []
+        self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
+        self.declared_layouts: dict[int, Layout] = {}
+        self.cache = PlanCache(config.cache_size)
 
     # ------------------------------------------------------------------ bases
 
@@ -146,6 +152,7 @@ class Planner:
                 layout = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
             self.layouts[decl.id] = layout
             self.decls[decl.id] = decl
+            self.declared_layouts[decl.id] = layout
             count = layout.count(self.rank)
             if count == 0 and layout.size != 0:
                 continue
@@ -153,6 +160,7 @@ class Planner:
                 continue
             local = self._new_local()
             self.local[decl.id] = local
+            self.declared[decl.id] = local
             self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // BLOCKS_PER_BASE)
             first.declares.append(BaseDecl(local, decl.dtype, count))
             first.writes.append((local, 0, count * decl.dtype.itemsize))
@@ -202,11 +210,33 @@ class Planner:
     # ------------------------------------------------------------------ planning
 
     def plan(self, batch: Batch) -> list[Op]:
-        """This rank's operations for ``batch``, in program order."""
-        self.ops = []
+        """This rank's operations for ``batch``, in program order: replayed from the plan cache
+        when the same batch (up to its base numbers) was planned before."""
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
+        keyed = batch_key(batch, self.layouts) if self.cache.capacity else None
+        if keyed is None:
+            return self._plan(batch)
+        key, order = keyed
+        template = self.cache.get(key)
+        if template is not None:
+            return replay(self, template, order, batch)
+        declared = {decl.id for decl in batch.bases}
+        known = {base: self.local[base] for base in order if base not in declared and base in self.local}
+        first_local, first_tag = self._next_local, self._tag
+        ops = self._plan(batch)
+        try:
+            template = make_template(self, ops, order, first_local, first_tag, known, batch)
+        except Uncacheable:
+            template = None
+        self.cache.put(key, template)
+        return ops
+
+    def _plan(self, batch: Batch) -> list[Op]:
+        self.ops = []
+        self.declared = {}
+        self.declared_layouts = {}
         self._declare(batch)
         for instruction in batch.instructions:
             if instruction.op == "release":

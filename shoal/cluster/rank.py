@@ -12,6 +12,8 @@ end of the batch, when all ranks combine their status; rank 0 then raises it as 
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from shoal.bytecode import Batch, View
@@ -45,8 +47,13 @@ class RankEngine:
 
         A failed computation is reported at the end; anything else that goes wrong here (a
         message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
+        stats = self.flusher.stats
         try:
+            began = time.perf_counter()
             ops = self.planner.plan(batch)
+            stats.plan_seconds += time.perf_counter() - began
+            stats.batches += 1
+            stats.replayed = self.planner.cache.hits
             self.flusher.run(ops)
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
