@@ -30,11 +30,13 @@ from shoal.errors import ShoalFallbackWarning
 @dataclass(frozen=True)
 class ClusterConfig:
     """``min_bytes``: bases this large are distributed; ``max_pieces``: pieces per instruction
-    before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages."""
+    before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages;
+    ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     latency_hiding: bool = True
+    halo_rows: int = 0
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -42,10 +44,11 @@ class ClusterConfig:
             settings.CLUSTER_MIN_BYTES.value(environ=environ),
             settings.CLUSTER_MAX_PIECES.value(environ=environ),
             settings.LATENCY_HIDING.value(environ=environ) == "on",
+            settings.CLUSTER_HALO.value(environ=environ),
         )
 
     def plan(self) -> PlanConfig:
-        return PlanConfig(self.min_bytes, self.max_pieces)
+        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows)
 
 
 def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:

@@ -30,6 +30,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
 from shoal.cluster.collectives import plan_matmul, plan_reduction
+from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
     Layout,
     TooFragmented,
@@ -101,11 +102,13 @@ def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
 class PlanConfig:
     """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
     pieces than this for one instruction and it runs gathered instead. ``cache_size``: distinct
-    batches whose plans are kept (:mod:`shoal.cluster.plan_cache`)."""
+    batches whose plans are kept (:mod:`shoal.cluster.plan_cache`). ``halo_rows``: rows of its
+    neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     cache_size: int = 64  # batches whose plans are kept for replay (0: none)
+    halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
 
 
 class Planner:
@@ -128,6 +131,7 @@ class Planner:
         self.ops: list[Op] = []
         self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
         self.declared_layouts: dict[int, Layout] = {}
+        self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
         self.cache = PlanCache(config.cache_size)
 
     # ------------------------------------------------------------------ bases
@@ -147,13 +151,15 @@ class Planner:
         first = Op("compute")
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
-                layout = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1))
+                layout = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
                 layout = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
             self.layouts[decl.id] = layout
             self.decls[decl.id] = decl
             self.declared_layouts[decl.id] = layout
-            count = layout.count(self.rank)
+            if layout.halo:
+                self.valid[decl.id] = initial_valid(layout, self.ranks, decl.id in batch.data)
+            count = layout.local_count(self.rank)
             if count == 0 and layout.size != 0:
                 continue
             if layout.size == 0 and self.rank != 0:
@@ -166,7 +172,7 @@ class Planner:
             first.writes.append((local, 0, count * decl.dtype.itemsize))
             data = batch.data.get(decl.id)
             if data is not None:
-                begin = layout.starts[self.rank]
+                begin = layout.local_range(self.rank)[0]
                 piece = np.ascontiguousarray(data[begin : begin + count])
                 first.data[local] = piece
         if first.declares:
@@ -175,10 +181,11 @@ class Planner:
     def _release(self, base: int) -> None:
         layout = self.layouts.pop(base, None)
         self.decls.pop(base, None)
+        self.valid.pop(base, None)
         local = self.local.pop(base, None)
         if layout is None or local is None:
             return
-        nbytes = layout.count(self.rank) * layout.itemsize
+        nbytes = layout.local_count(self.rank) * layout.itemsize
         self._retired.append(local)
         self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[_release(local)]))
 
@@ -186,7 +193,7 @@ class Planner:
         """``view`` (or its part in ``box``) as a view of this rank's local base."""
         part = view if box is None else sub_view(view, box)
         layout = self.layouts[view.base]
-        return View(self.local[view.base], part.dtype, part.offset - layout.starts[self.rank] * layout.itemsize, part.shape, part.strides)
+        return View(self.local[view.base], part.dtype, part.offset - layout.local_range(self.rank)[0] * layout.itemsize, part.shape, part.strides)
 
     def compute(
         self,
@@ -215,7 +222,7 @@ class Planner:
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
-        keyed = batch_key(batch, self.layouts) if self.cache.capacity else None
+        keyed = batch_key(batch, self.layouts, self.valid) if self.cache.capacity else None
         if keyed is None:
             return self._plan(batch)
         key, order = keyed
@@ -243,7 +250,11 @@ class Planner:
                 self._release(int(instruction.attr("base")))
                 continue
             entry = spec(instruction.op)
-            if entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES:
+            elementwise = entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES
+            if elementwise and plan_with_halos(self, instruction):
+                continue
+            invalidate(self, instruction)  # written below without keeping halos current
+            if elementwise:
                 try:
                     if self._owner_computes(instruction):
                         continue

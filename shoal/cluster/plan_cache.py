@@ -37,7 +37,7 @@ class Uncacheable(Exception):
     """A plan names something a replay could not renumber: it is planned afresh each time."""
 
 
-def batch_key(batch: Batch, layouts: dict[int, Layout]) -> tuple[tuple, list[int]] | None:
+def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None) -> tuple[tuple, list[int]] | None:
     """The batch's key and its bases in order of first appearance (the key's numbering); None
     for a batch that names a base neither declared nor known (planning reports it)."""
     numbers: dict[int, int] = {}
@@ -80,7 +80,7 @@ def batch_key(batch: Batch, layouts: dict[int, Layout]) -> tuple[tuple, list[int
         layout = layouts.get(base)
         if layout is None:
             return None
-        used.append((numbers[base], layout))
+        used.append((numbers[base], layout, None if valid is None else valid.get(base)))
     return (declared, tuple(instructions), tuple(used)), order
 
 
@@ -94,6 +94,7 @@ class Template:
     tags: int  # tags planning took
     declared: list[tuple[int, Layout, int | None, int | None]] = field(default_factory=list)  # (key number, layout, slot, block bytes)
     data: list[tuple[int, int, int]] = field(default_factory=list)  # (op, slot, key number whose data it holds)
+    valid: list[tuple[int, tuple]] = field(default_factory=list)  # (key number, its halos' current bytes after the batch)
 
 
 class PlanCache:
@@ -191,6 +192,7 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
             if here not in holders:
                 raise Uncacheable(f"data of local base {here}")
             template.data.append((position, local(here), numbers[holders[here]]))
+    template.valid = [(numbers[base], planner.valid[base]) for base in order if base in planner.valid]
     return template
 
 
@@ -217,16 +219,19 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
     for position, slot, number in template.data:
         base = order[number]
         layout = planner.layouts[base]
-        begin = layout.starts[planner.rank]
-        ops[position].data[first_local + slot] = np.ascontiguousarray(batch.data[base][begin : begin + layout.count(planner.rank)])
+        begin, end = layout.local_range(planner.rank)
+        ops[position].data[first_local + slot] = np.ascontiguousarray(batch.data[base][begin:end])
     for instruction in batch.instructions:  # as Planner._release leaves them
         if instruction.op == "release":
             base = int(instruction.attr("base"))
             planner.layouts.pop(base, None)
             planner.decls.pop(base, None)
+            planner.valid.pop(base, None)
             released = planner.local.pop(base, None)
             if released is not None:
                 planner._retired.append(released)
+    for number, valid in template.valid:
+        planner.valid[order[number]] = valid
     planner._next_local = first_local + template.created
     planner._tag = (first_tag + template.tags) % limit
     return ops
