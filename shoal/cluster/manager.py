@@ -36,7 +36,7 @@ class ClusterConfig:
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     latency_hiding: bool = True
-    halo_rows: int = 0
+    halo_rows: int = 8
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:

@@ -52,6 +52,7 @@ OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 WRITES_ALL = frozenset({Kind.CREATION, Kind.REDUCTION, Kind.LINALG, Kind.SCAN, Kind.SORTING, Kind.ELEMENTWISE})
 QUIET_GATHERED = frozenset({Kind.CREATION})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
+HALO_BLOCKS_PER_BASE = 8  # fewer for a base with halos: each instruction is one piece per rank
 MIN_BLOCK_BYTES = 4096
 FEW_PIECES = 16  # pieces per rank an instruction may split into before its inputs are assembled
 
@@ -167,7 +168,8 @@ class Planner:
             local = self._new_local()
             self.local[decl.id] = local
             self.declared[decl.id] = local
-            self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // BLOCKS_PER_BASE)
+            blocks = HALO_BLOCKS_PER_BASE if layout.halo else BLOCKS_PER_BASE
+            self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // blocks)
             first.declares.append(BaseDecl(local, decl.dtype, count))
             first.writes.append((local, 0, count * decl.dtype.itemsize))
             data = batch.data.get(decl.id)
