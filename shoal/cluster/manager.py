@@ -81,7 +81,9 @@ class ClusterManager(Component):
     def execute(self, batch: Batch) -> None:
         self._check_open()
         began = time.perf_counter()
-        self.session.send(Command.EXECUTE, dumps(batch))
+        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)))
+        self.session.send_ints([decl.id for decl in batch.bases if decl.id in batch.data])
+        self.engine.send_data(batch)  # each rank gets its part of the data only
         self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
         raise_failure(self.engine.execute(batch))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []

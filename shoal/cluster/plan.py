@@ -134,6 +134,7 @@ class Planner:
         self.declared_layouts: dict[int, Layout] = {}
         self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
         self.cache = PlanCache(config.cache_size)
+        self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
 
     # ------------------------------------------------------------------ bases
 
@@ -142,19 +143,27 @@ class Planner:
         self._next_local += 1
         return number
 
-    def _declare(self, batch: Batch) -> None:
+    def new_layouts(self, batch: Batch) -> dict[int, Layout]:
+        """The layouts of the bases ``batch`` declares (every rank computes the same)."""
         rows: dict[int, int] = {}
         decl_sizes = {decl.id: decl.size for decl in batch.bases}
         for instruction in batch.instructions:
             for view in (*instruction.outputs, *instruction.inputs):
                 if isinstance(view, View) and view.base not in rows:
                     rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-        first = Op("compute")
+        layouts = {}
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
-                layout = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
+                layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
-                layout = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
+                layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
+        return layouts
+
+    def _declare(self, batch: Batch) -> None:
+        layouts = self.new_layouts(batch)
+        first = Op("compute")
+        for decl in batch.bases:
+            layout = layouts[decl.id]
             self.layouts[decl.id] = layout
             self.decls[decl.id] = decl
             self.declared_layouts[decl.id] = layout
@@ -174,9 +183,7 @@ class Planner:
             first.writes.append((local, 0, count * decl.dtype.itemsize))
             data = batch.data.get(decl.id)
             if data is not None:
-                begin = layout.local_range(self.rank)[0]
-                piece = np.ascontiguousarray(data[begin : begin + count])
-                first.data[local] = piece
+                first.data[local] = local_part(data, layout, self.rank, self.local_data)
         if first.declares:
             self.ops.append(first)
 
@@ -500,6 +507,14 @@ class Planner:
                 self.ops.append(Op("send", reads=[access(source)], peer=holder, tag=tag, view=source))
             if self.rank == holder:
                 self._receive_into(0, tag, self.local_view(part))
+
+
+def local_part(data: np.ndarray, layout: Layout, rank: int, already: bool) -> np.ndarray:
+    """Rank ``rank``'s part of a base's ``data`` (``already``: ``data`` is that part)."""
+    if already:
+        return data
+    begin, end = layout.local_range(rank)
+    return np.ascontiguousarray(data[begin:end])
 
 
 def _release(local: int) -> Instruction:

@@ -24,8 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 
 if TYPE_CHECKING:
@@ -199,6 +197,8 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
 def replay(planner: Planner, template: Template, order: list[int], batch: Batch) -> list[Op]:
     """The operations of ``template`` for ``batch`` (whose bases in key order are ``order``),
     with the planner's bookkeeping brought to where planning would have left it."""
+    from shoal.cluster.plan import local_part
+
     first_local = planner._next_local
     first_tag = planner._tag
     limit = planner.tag_limit
@@ -219,8 +219,7 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
     for position, slot, number in template.data:
         base = order[number]
         layout = planner.layouts[base]
-        begin, end = layout.local_range(planner.rank)
-        ops[position].data[first_local + slot] = np.ascontiguousarray(batch.data[base][begin:end])
+        ops[position].data[first_local + slot] = local_part(batch.data[base], layout, planner.rank, planner.local_data)
     for instruction in batch.instructions:  # as Planner._release leaves them
         if instruction.op == "release":
             base = int(instruction.attr("base"))

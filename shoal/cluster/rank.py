@@ -42,6 +42,45 @@ class RankEngine:
         self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
         self.flusher = Flusher(inner, comm, self.rank, latency_hiding, self.planner.block_bytes)
 
+    def send_data(self, batch: Batch) -> None:
+        """Rank 0: each other rank's part (its own elements and halo) of every base ``batch``
+        carries data for, point to point, in the order of ``batch.bases``; the batch itself went
+        out without its data."""
+        from mpi4py import MPI
+
+        layouts = self.planner.new_layouts(batch)
+        requests = []
+        ids = [decl.id for decl in batch.bases if decl.id in batch.data]
+        for number, base in enumerate(ids):
+            data = batch.data[base]
+            for rank in range(1, self.ranks):
+                begin, end = layouts[base].local_range(rank)
+                if end > begin:
+                    part = np.ascontiguousarray(data[begin:end])
+                    requests.append(self.session.control.Isend([part.view(np.uint8), MPI.BYTE], dest=rank, tag=number % self.tag_limit))
+        if requests:
+            MPI.Request.Waitall(requests)
+
+    def receive_data(self, batch: Batch, ids: list[int]) -> None:
+        """Another rank: the parts :meth:`send_data` sends to it, put in ``batch.data`` (an empty
+        array where it holds nothing of a base); later planning takes them as its own part."""
+        from mpi4py import MPI
+
+        decls = {decl.id: decl for decl in batch.bases}
+        if len(set(ids)) != len(ids) or any(base not in decls for base in ids):
+            raise ValueError("rank 0 named data for bases the batch does not declare")
+        layouts = self.planner.new_layouts(batch)
+        for number, base in enumerate(ids):
+            begin, end = layouts[base].local_range(self.rank)
+            part = np.empty(max(0, end - begin), dtype=decls[base].dtype)
+            if part.size:
+                status = MPI.Status()
+                self.session.control.Recv([part.view(np.uint8), MPI.BYTE], source=0, tag=number % self.tag_limit, status=status)
+                if status.Get_count(MPI.BYTE) != part.nbytes:
+                    raise ValueError(f"rank 0 sent {status.Get_count(MPI.BYTE)} bytes of base {base}, not {part.nbytes}")
+            batch.data[base] = part
+        self.planner.local_data = True
+
     def execute(self, batch: Batch) -> str | None:
         """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined.
 

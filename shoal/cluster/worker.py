@@ -39,6 +39,7 @@ def serve(session: Session) -> int:
                 began = time.perf_counter()
                 batch = loads(payload)
                 verify(batch, engine.planner.decls)
+                engine.receive_data(batch, session.receive_ints(len(batch.bases)))
                 stats.receive_seconds += time.perf_counter() - began
                 engine.execute(batch)
             elif command is Command.FETCH:
