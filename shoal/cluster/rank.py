@@ -106,11 +106,14 @@ class RankEngine:
 
     def fetch(self, view: View) -> np.ndarray | None:
         """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""
+        began = time.perf_counter()
         try:
             return self._fetch(view)
         except BaseException as error:  # as in execute: a rank out of step ends the job
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
+        finally:  # its waiting counts, so does its time
+            self.flusher.stats.busy_seconds += time.perf_counter() - began
 
     def _fetch(self, view: View) -> np.ndarray | None:
         from mpi4py import MPI

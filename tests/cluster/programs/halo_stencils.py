@@ -33,7 +33,7 @@ keep("jacobi_sum", g.sum())
 t = tall * 1.0
 for step in range(5):
     t[2:-2] = (t[:-4] + t[4:]) * 0.5 - t[2:-2] * (0.1 * step)  # a reach of two rows
-    keep(f"wide_{step}", t[30:40])
+    keep(f"wide_{step}", t[30:40].copy())  # a copy: NumPy would keep a view of t
 keep("wide", t)
 
 u = tall + 0.0
