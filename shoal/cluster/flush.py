@@ -243,6 +243,11 @@ class Flusher:
         """Run ``ops`` (this rank's operations for one batch, in program order) to the end."""
         began = time.perf_counter()
         try:
+            if all(op.kind == "compute" for op in ops):  # nothing to overlap: program order, one batch
+                for op in ops:
+                    self._add_compute(op)
+                self.submit_batch()
+                return
             blocks = self._blocks(ops)
             if self.latency_hiding:
                 receives = sum(1 for op in ops if op.kind == "receive")
