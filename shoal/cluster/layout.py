@@ -101,6 +101,14 @@ def block(ranks: int, size: int, itemsize: int, row: int = 1, halo_rows: int = 0
     return Layout(itemsize, starts, halo)
 
 
+def local_part(data: np.ndarray, layout: Layout, rank: int, already: bool) -> np.ndarray:
+    """Rank ``rank``'s part of a base's ``data`` (``already``: ``data`` is that part)."""
+    if already:
+        return data
+    begin, end = layout.local_range(rank)
+    return np.ascontiguousarray(data[begin:end])
+
+
 def row_length(view: View, size: int) -> int:
     """Elements in one row of ``view`` if it is a C-ordered view of the whole base with two or
     more axes (so its leading axis is the one to split), else 1."""

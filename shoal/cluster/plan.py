@@ -36,6 +36,7 @@ from shoal.cluster.layout import (
     TooFragmented,
     block,
     broadcast_to,
+    local_part,
     owner,
     row_length,
     split,
@@ -507,14 +508,6 @@ class Planner:
                 self.ops.append(Op("send", reads=[access(source)], peer=holder, tag=tag, view=source))
             if self.rank == holder:
                 self._receive_into(0, tag, self.local_view(part))
-
-
-def local_part(data: np.ndarray, layout: Layout, rank: int, already: bool) -> np.ndarray:
-    """Rank ``rank``'s part of a base's ``data`` (``already``: ``data`` is that part)."""
-    if already:
-        return data
-    begin, end = layout.local_range(rank)
-    return np.ascontiguousarray(data[begin:end])
 
 
 def _release(local: int) -> Instruction:

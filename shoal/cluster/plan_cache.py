@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.cluster.layout import local_part
 
 if TYPE_CHECKING:
     from shoal.cluster.layout import Layout
@@ -197,8 +198,6 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
 def replay(planner: Planner, template: Template, order: list[int], batch: Batch) -> list[Op]:
     """The operations of ``template`` for ``batch`` (whose bases in key order are ``order``),
     with the planner's bookkeeping brought to where planning would have left it."""
-    from shoal.cluster.plan import local_part
-
     first_local = planner._next_local
     first_tag = planner._tag
     limit = planner.tag_limit
