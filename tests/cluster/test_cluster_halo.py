@@ -3,18 +3,15 @@ and programs under ``mpiexec`` that give NumPy's results bit for bit with halos 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cluster.harness import PROGRAMS, environment, lines, run, run_numpy
+from cluster.test_cluster_plan_cache import COLUMNS, ROWS, TAGS, Ids, creation, sweep
 from shoal.cluster.layout import block
 from shoal.cluster.plan import PlanConfig, Planner
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_cluster_plan_cache import COLUMNS, ROWS, TAGS, Ids, creation, sweep
 
 PROGRAM = PROGRAMS / "halo_stencils.py"
 REORDERED = {"jacobi_sum"}
