@@ -131,7 +131,7 @@ def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
             if other_low < high and low < other_high:
                 return False
     geometry = [_rows(view) for view in views]
-    if any(rows is None for pos, rows in enumerate(geometry)):
+    if any(rows is None for rows in geometry):
         return False
     rows = [value for value in geometry if value is not None]
     owned = _owned_rows(rows[0], shape[0], planner.layouts[out.base], planner.ranks)
