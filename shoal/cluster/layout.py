@@ -14,6 +14,7 @@ a single rank, so a piece either reads local memory or needs one message from on
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -31,10 +32,13 @@ class TooFragmented(Exception):
 
 @dataclass(frozen=True)
 class Layout:
-    """The ranges of a base: rank ``r`` holds elements ``[starts[r], starts[r + 1])``."""
+    """The ranges of a base: rank ``r`` owns elements ``[starts[r], starts[r + 1])`` and keeps
+    ``halo`` elements more on each side (within the base) as a copy of its neighbours' that may
+    be out of date: :meth:`local_range` is what its local base holds."""
 
     itemsize: int
     starts: tuple[int, ...]
+    halo: int = 0
 
     @property
     def size(self) -> int:
@@ -42,6 +46,17 @@ class Layout:
 
     def count(self, rank: int) -> int:
         return self.starts[rank + 1] - self.starts[rank]
+
+    def local_range(self, rank: int) -> tuple[int, int]:
+        """The elements ``[first, end)`` rank ``rank`` holds: its own and its halo."""
+        begin, end = self.starts[rank], self.starts[rank + 1]
+        if begin == end or not self.halo:
+            return begin, end
+        return max(0, begin - self.halo), min(self.size, end + self.halo)
+
+    def local_count(self, rank: int) -> int:
+        begin, end = self.local_range(rank)
+        return end - begin
 
     def byte_starts(self) -> np.ndarray:
         return np.asarray(self.starts, dtype=np.int64) * self.itemsize
@@ -66,13 +81,32 @@ def whole_on(rank: int, ranks: int, size: int, itemsize: int) -> Layout:
     return Layout(itemsize, tuple(starts))
 
 
-def block(ranks: int, size: int, itemsize: int, row: int = 1) -> Layout:
+def block(ranks: int, size: int, itemsize: int, row: int = 1, halo_rows: int = 0) -> Layout:
     """Elements split into ``ranks`` contiguous ranges of whole rows of ``row`` elements, as even
-    as rows allow (the first ranges get no fewer rows than the last)."""
+    as rows allow (the first ranges get no fewer rows than the last); each rank keeps
+    ``halo_rows`` rows of its neighbours besides.
+
+    With halos and no row known (a base that came from Python: the wire carries its data flat),
+    a base of a square number of elements is taken for a square grid (rows of its square root);
+    any other gets ``halo_rows`` times the square root of its size as its halo."""
     row = row if row > 0 and size % row == 0 else 1
+    halo = halo_rows * row if row > 1 else 0
+    if halo_rows and row == 1:
+        side = math.isqrt(size)
+        if side > 1 and side * side == size:
+            row = side
+        halo = halo_rows * max(1, side)
     rows = size // row
     starts = (*tuple(row * ((rows * rank + ranks - 1) // ranks) for rank in range(ranks)), size)
-    return Layout(itemsize, starts)
+    return Layout(itemsize, starts, halo)
+
+
+def local_part(data: np.ndarray, layout: Layout, rank: int, already: bool) -> np.ndarray:
+    """Rank ``rank``'s part of a base's ``data`` (``already``: ``data`` is that part)."""
+    if already:
+        return data
+    begin, end = layout.local_range(rank)
+    return np.ascontiguousarray(data[begin:end])
 
 
 def row_length(view: View, size: int) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,11 +30,13 @@ from shoal.errors import ShoalFallbackWarning
 @dataclass(frozen=True)
 class ClusterConfig:
     """``min_bytes``: bases this large are distributed; ``max_pieces``: pieces per instruction
-    before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages."""
+    before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages;
+    ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     latency_hiding: bool = True
+    halo_rows: int = 8
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -41,10 +44,11 @@ class ClusterConfig:
             settings.CLUSTER_MIN_BYTES.value(environ=environ),
             settings.CLUSTER_MAX_PIECES.value(environ=environ),
             settings.LATENCY_HIDING.value(environ=environ) == "on",
+            settings.CLUSTER_HALO.value(environ=environ),
         )
 
     def plan(self) -> PlanConfig:
-        return PlanConfig(self.min_bytes, self.max_pieces)
+        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows)
 
 
 def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:
@@ -76,7 +80,11 @@ class ClusterManager(Component):
 
     def execute(self, batch: Batch) -> None:
         self._check_open()
-        self.session.send(Command.EXECUTE, dumps(batch))
+        began = time.perf_counter()
+        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)))
+        self.session.send_ints([decl.id for decl in batch.bases if decl.id in batch.data])
+        self.engine.send_data(batch)  # each rank gets its part of the data only
+        self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
         raise_failure(self.engine.execute(batch))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
@@ -135,6 +143,11 @@ def report(engine: RankEngine) -> dict:
         "wait_seconds": stats.wait_seconds,
         "communication_seconds": stats.communication_seconds,
         "busy_seconds": stats.busy_seconds,
+        "batches": stats.batches,
+        "replayed": stats.replayed,
+        "receive_seconds": stats.receive_seconds,
+        "plan_seconds": stats.plan_seconds,
+        "engine_seconds": stats.engine_seconds,
         "events": events,
     }
 
@@ -185,6 +198,12 @@ def format_reports(reports: list[dict]) -> str:
             f"  rank {value['rank']}  {value['host']}  {value['messages_sent']}/{value['messages_received']}  "
             f"{value['bytes_sent'] / 2**20:.1f}/{value['bytes_received'] / 2**20:.1f}  "
             f"{value['wait_seconds']:.3f} s ({100 * value['wait_seconds'] / busy:.0f}% of {value['busy_seconds']:.3f} s in flushes)"
+        )
+        other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
+        lines.append(
+            f"    batches {value['batches']} ({value['replayed']} replayed)  broadcast+decode+verify {value['receive_seconds']:.3f} s  "
+            f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
+            f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"
         )
     return "\n".join(lines)
 

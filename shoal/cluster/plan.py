@@ -30,17 +30,20 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
 from shoal.cluster.collectives import plan_matmul, plan_reduction
+from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
     Layout,
     TooFragmented,
     block,
     broadcast_to,
+    local_part,
     owner,
     row_length,
     split,
     sub_view,
     whole_on,
 )
+from shoal.cluster.plan_cache import PlanCache, Uncacheable, batch_key, make_template, replay
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last
 
@@ -50,6 +53,7 @@ OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 WRITES_ALL = frozenset({Kind.CREATION, Kind.REDUCTION, Kind.LINALG, Kind.SCAN, Kind.SORTING, Kind.ELEMENTWISE})
 QUIET_GATHERED = frozenset({Kind.CREATION})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
+HALO_BLOCKS_PER_BASE = 8  # fewer for a base with halos: each instruction is one piece per rank
 MIN_BLOCK_BYTES = 4096
 FEW_PIECES = 16  # pieces per rank an instruction may split into before its inputs are assembled
 
@@ -99,10 +103,14 @@ def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
 @dataclass
 class PlanConfig:
     """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
-    pieces than this for one instruction and it runs gathered instead."""
+    pieces than this for one instruction and it runs gathered instead. ``cache_size``: distinct
+    batches whose plans are kept (:mod:`shoal.cluster.plan_cache`). ``halo_rows``: rows of its
+    neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
+    cache_size: int = 64  # batches whose plans are kept for replay (0: none)
+    halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
 
 
 class Planner:
@@ -124,6 +132,11 @@ class Planner:
         self.warnings: list[str] = []  # fallback warnings to give once the batch has run
         self.ops: list[Op] = []
         self.first_ops: list[int] = []  # per instruction of the last batch, its first op's index
+        self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
+        self.declared_layouts: dict[int, Layout] = {}
+        self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
+        self.cache = PlanCache(config.cache_size)
+        self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
 
     # ------------------------------------------------------------------ bases
 
@@ -132,46 +145,58 @@ class Planner:
         self._next_local += 1
         return number
 
-    def _declare(self, batch: Batch) -> None:
+    def new_layouts(self, batch: Batch) -> dict[int, Layout]:
+        """The layouts of the bases ``batch`` declares (every rank computes the same)."""
         rows: dict[int, int] = {}
         decl_sizes = {decl.id: decl.size for decl in batch.bases}
         for instruction in batch.instructions:
             for view in (*instruction.outputs, *instruction.inputs):
                 if isinstance(view, View) and view.base not in rows:
                     rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-        first = Op("compute")
+        layouts = {}
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
-                layout = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1))
+                layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
-                layout = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
+                layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
+        return layouts
+
+    def _declare(self, batch: Batch) -> None:
+        layouts = self.new_layouts(batch)
+        first = Op("compute")
+        for decl in batch.bases:
+            layout = layouts[decl.id]
             self.layouts[decl.id] = layout
             self.decls[decl.id] = decl
-            count = layout.count(self.rank)
+            self.declared_layouts[decl.id] = layout
+            if layout.halo:
+                self.valid[decl.id] = initial_valid(layout, self.ranks, decl.id in batch.data)
+            count = layout.local_count(self.rank)
             if count == 0 and layout.size != 0:
                 continue
             if layout.size == 0 and self.rank != 0:
                 continue
             local = self._new_local()
             self.local[decl.id] = local
-            self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // BLOCKS_PER_BASE)
+            self.declared[decl.id] = local
+            blocks = HALO_BLOCKS_PER_BASE if layout.halo else BLOCKS_PER_BASE
+            self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // blocks)
             first.declares.append(BaseDecl(local, decl.dtype, count))
             first.writes.append((local, 0, count * decl.dtype.itemsize))
             data = batch.data.get(decl.id)
             if data is not None:
-                begin = layout.starts[self.rank]
-                piece = np.ascontiguousarray(data[begin : begin + count])
-                first.data[local] = piece
+                first.data[local] = local_part(data, layout, self.rank, self.local_data)
         if first.declares:
             self.ops.append(first)
 
     def _release(self, base: int) -> None:
         layout = self.layouts.pop(base, None)
         self.decls.pop(base, None)
+        self.valid.pop(base, None)
         local = self.local.pop(base, None)
         if layout is None or local is None:
             return
-        nbytes = layout.count(self.rank) * layout.itemsize
+        nbytes = layout.local_count(self.rank) * layout.itemsize
         self._retired.append(local)
         self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[_release(local)]))
 
@@ -179,7 +204,7 @@ class Planner:
         """``view`` (or its part in ``box``) as a view of this rank's local base."""
         part = view if box is None else sub_view(view, box)
         layout = self.layouts[view.base]
-        return View(self.local[view.base], part.dtype, part.offset - layout.starts[self.rank] * layout.itemsize, part.shape, part.strides)
+        return View(self.local[view.base], part.dtype, part.offset - layout.local_range(self.rank)[0] * layout.itemsize, part.shape, part.strides)
 
     def compute(
         self,
@@ -203,11 +228,33 @@ class Planner:
     # ------------------------------------------------------------------ planning
 
     def plan(self, batch: Batch) -> list[Op]:
-        """This rank's operations for ``batch``, in program order."""
-        self.ops = []
+        """This rank's operations for ``batch``, in program order: replayed from the plan cache
+        when the same batch (up to its base numbers) was planned before."""
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
+        keyed = batch_key(batch, self.layouts, self.valid) if self.cache.capacity else None
+        if keyed is None:
+            return self._plan(batch)
+        key, order = keyed
+        template = self.cache.get(key)
+        if template is not None:
+            return replay(self, template, order, batch)
+        declared = {decl.id for decl in batch.bases}
+        known = {base: self.local[base] for base in order if base not in declared and base in self.local}
+        first_local, first_tag = self._next_local, self._tag
+        ops = self._plan(batch)
+        try:
+            template = make_template(self, ops, order, first_local, first_tag, known, batch)
+        except Uncacheable:
+            template = None
+        self.cache.put(key, template)
+        return ops
+
+    def _plan(self, batch: Batch) -> list[Op]:
+        self.ops = []
+        self.declared = {}
+        self.declared_layouts = {}
         self._declare(batch)
         self.first_ops = []
         for instruction in batch.instructions:
@@ -216,7 +263,11 @@ class Planner:
                 self._release(int(instruction.attr("base")))
                 continue
             entry = spec(instruction.op)
-            if entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES:
+            elementwise = entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES
+            if elementwise and plan_with_halos(self, instruction):
+                continue
+            invalidate(self, instruction)  # written below without keeping halos current
+            if elementwise:
                 try:
                     if self._owner_computes(instruction):
                         continue

@@ -12,6 +12,8 @@ end of the batch, when all ranks combine their status; rank 0 then raises it as 
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from shoal.bytecode import Batch, View
@@ -42,14 +44,58 @@ class RankEngine:
         self.notes = RankNotes(session, self.rank)
         self.flusher = Flusher(self.notes.engine(inner), comm, self.rank, latency_hiding, self.planner.block_bytes)
 
+    def send_data(self, batch: Batch) -> None:
+        """Rank 0: each other rank's part (its own elements and halo) of every base ``batch``
+        carries data for, point to point, in the order of ``batch.bases``; the batch itself went
+        out without its data."""
+        from mpi4py import MPI
+
+        layouts = self.planner.new_layouts(batch)
+        requests = []
+        ids = [decl.id for decl in batch.bases if decl.id in batch.data]
+        for number, base in enumerate(ids):
+            data = batch.data[base]
+            for rank in range(1, self.ranks):
+                begin, end = layouts[base].local_range(rank)
+                if end > begin:
+                    part = np.ascontiguousarray(data[begin:end])
+                    requests.append(self.session.control.Isend([part.view(np.uint8), MPI.BYTE], dest=rank, tag=number % self.tag_limit))
+        if requests:
+            MPI.Request.Waitall(requests)
+
+    def receive_data(self, batch: Batch, ids: list[int]) -> None:
+        """Another rank: the parts :meth:`send_data` sends to it, put in ``batch.data`` (an empty
+        array where it holds nothing of a base); later planning takes them as its own part."""
+        from mpi4py import MPI
+
+        decls = {decl.id: decl for decl in batch.bases}
+        if len(set(ids)) != len(ids) or any(base not in decls for base in ids):
+            raise ValueError("rank 0 named data for bases the batch does not declare")
+        layouts = self.planner.new_layouts(batch)
+        for number, base in enumerate(ids):
+            begin, end = layouts[base].local_range(self.rank)
+            part = np.empty(max(0, end - begin), dtype=decls[base].dtype)
+            if part.size:
+                status = MPI.Status()
+                self.session.control.Recv([part.view(np.uint8), MPI.BYTE], source=0, tag=number % self.tag_limit, status=status)
+                if status.Get_count(MPI.BYTE) != part.nbytes:
+                    raise ValueError(f"rank 0 sent {status.Get_count(MPI.BYTE)} bytes of base {base}, not {part.nbytes}")
+            batch.data[base] = part
+        self.planner.local_data = True
+
     def execute(self, batch: Batch) -> str | None:
         """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined.
 
         A failed computation is reported at the end; anything else that goes wrong here (a
         message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
+        stats = self.flusher.stats
         try:
             self.notes.begin(batch)
+            began = time.perf_counter()
             ops = self.planner.plan(batch)
+            stats.plan_seconds += time.perf_counter() - began
+            stats.batches += 1
+            stats.replayed = self.planner.cache.hits
             self.notes.planned(ops, self.planner.first_ops)
             self.flusher.run(ops)
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
@@ -65,11 +111,14 @@ class RankEngine:
 
     def fetch(self, view: View) -> np.ndarray | None:
         """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""
+        began = time.perf_counter()
         try:
             return self._fetch(view)
         except BaseException as error:  # as in execute: a rank out of step ends the job
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
+        finally:  # its waiting counts, so does its time
+            self.flusher.stats.busy_seconds += time.perf_counter() - began
 
     def _fetch(self, view: View) -> np.ndarray | None:
         from mpi4py import MPI

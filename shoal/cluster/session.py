@@ -88,6 +88,24 @@ class Session:
             self.control.Bcast(payload, root=0)
         return command, payload.tobytes()
 
+    def send_ints(self, values: list[int]) -> None:
+        """Rank 0: broadcast a list of integers (after a command that announces them)."""
+        array = np.array([len(values), *values], dtype=np.int64)
+        self.control.Bcast(np.array([array.size], dtype=np.int64), root=0)
+        self.control.Bcast(array, root=0)
+
+    def receive_ints(self, max_count: int) -> list[int]:
+        """Another rank: rank 0's :meth:`send_ints` (a malformed count raises)."""
+        size = np.zeros(1, dtype=np.int64)
+        self.control.Bcast(size, root=0)
+        if not 1 <= int(size[0]) <= max_count + 1:
+            raise ValueError(f"rank 0 announced {int(size[0]) - 1} integers")
+        array = np.zeros(int(size[0]), dtype=np.int64)
+        self.control.Bcast(array, root=0)
+        if int(array[0]) != array.size - 1:
+            raise ValueError("rank 0 sent a malformed list of integers")
+        return [int(value) for value in array[1:]]
+
     def gather_text(self, text: str | None) -> list[str | None] | None:
         """Rank 0: each rank's ``text`` (None where a rank has none); None at the other ranks."""
         from mpi4py import MPI

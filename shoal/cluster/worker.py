@@ -10,6 +10,7 @@ died; a failing computation is reported to rank 0 at the end of its batch instea
 from __future__ import annotations
 
 import sys
+import time
 
 from shoal.bytecode import loads, verify
 from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
@@ -31,11 +32,15 @@ def serve(session: Session) -> int:
         session.abort(f"cluster rank {session.rank} could not start: {type(error).__name__}: {error}")
         return 1
     try:
+        stats = engine.flusher.stats
         while True:
             command, payload = session.receive()
             if command is Command.EXECUTE:
+                began = time.perf_counter()
                 batch = loads(payload)
                 verify(batch, engine.planner.decls)
+                engine.receive_data(batch, session.receive_ints(len(batch.bases)))
+                stats.receive_seconds += time.perf_counter() - began
                 engine.execute(batch)
             elif command is Command.FETCH:
                 request = loads(payload)

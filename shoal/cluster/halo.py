@@ -1,0 +1,226 @@
+"""Halo rows: element-wise instructions computed on a rank's own rows and its copies of its
+neighbours' rows, so that a stencil sweep is one local instruction per rank and several sweeps
+need one exchange (paper 003 §5.7 moves a sub-view-block per operation instead).
+
+A distributed base with a halo (:attr:`shoal.cluster.layout.Layout.halo`) is held by each rank
+with ``halo`` elements of its neighbours on each side. The planner tracks, for every rank, which
+bytes of its local range are current (``valid``: one interval around the rank's own range; its
+own range is always current, since the owner computes or receives every write to it).
+
+:func:`plan_with_halos` runs an element-wise instruction whose operands all have halos as one
+piece per rank: rank ``r`` computes the rows ``[a, b)`` of the iteration box (the leading axis)
+whose inputs are current and whose outputs are local to it, which must include every row whose
+output it owns. Rows beyond its own are computed again by their owner: that redundant work keeps
+the halo current for the next instruction. When the inputs' halos are too stale for that, every
+rank first sends its own rows that lie in another's halo (:func:`exchange`); after it, halos are
+current again. A sweep that reads one row further each way costs one halo row of currency, so
+``h`` halo rows make ``h`` sweeps per exchange.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shoal.bytecode import Instruction, View
+from shoal.cluster.layout import Layout, _owners, broadcast_to, sub_view
+
+if TYPE_CHECKING:
+    from shoal.cluster.plan import Planner
+
+Valid = tuple[tuple[int, int], ...]  # per rank: the current bytes [low, high) of its local range
+Rows = tuple[int, int, int, int]  # a view's offset, leading stride, and one row's extent (low, high) past the offset
+
+
+def owned_bytes(layout: Layout, rank: int) -> tuple[int, int]:
+    return layout.starts[rank] * layout.itemsize, layout.starts[rank + 1] * layout.itemsize
+
+
+def local_bytes(layout: Layout, rank: int) -> tuple[int, int]:
+    begin, end = layout.local_range(rank)
+    return begin * layout.itemsize, end * layout.itemsize
+
+
+def initial_valid(layout: Layout, ranks: int, filled: bool) -> Valid:
+    """A new base's current bytes: all it holds if it came with data, else its own range."""
+    return tuple(local_bytes(layout, rank) if filled else owned_bytes(layout, rank) for rank in range(ranks))
+
+
+def invalidate(planner: Planner, instruction: Instruction) -> None:
+    """The halos of ``instruction``'s outputs, written some other way, are out of date."""
+    for view in instruction.outputs:
+        if view.base in planner.valid:
+            layout = planner.layouts[view.base]
+            planner.valid[view.base] = initial_valid(layout, planner.ranks, False)
+
+
+def _rows(view: View) -> Rows | None:
+    """How ``view``'s rows (its leading axis) lie in its base; None for a reversed leading axis."""
+    stride = view.strides[0]
+    if stride < 0:
+        return None
+    low, high = View(view.base, view.dtype, view.offset, (1, *view.shape[1:]), view.strides).byte_extent()
+    return view.offset, stride, low - view.offset, high - view.offset
+
+
+def _bounds(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
+    """The rows ``[a, b)`` of a view (``count`` rows) whose bytes lie in ``[low, high)``."""
+    offset, stride, first, last = rows
+    if stride == 0:
+        return (0, count) if low <= offset + first and offset + last <= high else (count, 0)
+    begin = -((offset + first - low) // stride)  # ceil((low - offset - first) / stride)
+    end = (high - offset - last) // stride + 1
+    return max(0, begin), min(count, end)
+
+
+def _owned_rows(rows: Rows, count: int, layout: Layout, ranks: int) -> list[tuple[int, int]] | None:
+    """The rows of an output view whose elements each rank owns; None if a row spans ranks."""
+    offset, stride, first, last = rows
+    if stride == 0 and count > 1:
+        return None
+    starts = offset + np.arange(count, dtype=np.int64) * stride
+    owners = _owners(starts + first, starts + last, layout)
+    if (owners < 0).any():
+        return None
+    result = []
+    for rank in range(ranks):
+        where = np.flatnonzero(owners == rank)
+        result.append((int(where[0]), int(where[-1]) + 1) if where.size else (0, 0))
+    return result
+
+
+def _boxes(planner: Planner, views: list[View], rows: list[Rows], owned: list[tuple[int, int]], valid: list[Valid]) -> list[tuple[int, int]] | None:
+    """Each rank's rows of the iteration box (its own rows and as many more as its current data
+    allows), or None if some rank cannot compute all of its own."""
+    count = views[0].shape[0]
+    boxes = []
+    for rank in range(planner.ranks):
+        begin, end = 0, count
+        for position, (view, geometry) in enumerate(zip(views, rows)):
+            if position == 0:
+                low, high = local_bytes(planner.layouts[view.base], rank)
+            else:
+                low, high = valid[position - 1][rank]
+            first, last = _bounds(geometry, count, low, high)
+            begin, end = max(begin, first), min(end, last)
+        mine_begin, mine_end = owned[rank]
+        if mine_end > mine_begin and not (begin <= mine_begin and mine_end <= end):
+            return None
+        boxes.append((begin, end) if end > begin else (0, 0))
+    return boxes
+
+
+def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
+    """Plan element-wise ``instruction`` as one piece per rank over its halos (exchanging them
+    first if they are too stale); False if it cannot be, and nothing was planned."""
+    if len(instruction.outputs) != 1:
+        return False
+    out = instruction.outputs[0]
+    shape = out.shape
+    if not shape or any(n == 0 for n in shape):
+        return False
+    inputs = [view for view in instruction.inputs if isinstance(view, View)]
+    views = [out, *(broadcast_to(view, shape) for view in inputs)]
+    if any(not planner.layouts[view.base].halo or view.base not in planner.valid for view in views):
+        return False
+    low, high = out.byte_extent()
+    for view in inputs:  # an input overlapping the output must be the output itself
+        if view.base == out.base and view != out:
+            other_low, other_high = view.byte_extent()
+            if other_low < high and low < other_high:
+                return False
+    geometry = [_rows(view) for view in views]
+    if any(rows is None for rows in geometry):
+        return False
+    rows = [value for value in geometry if value is not None]
+    owned = _owned_rows(rows[0], shape[0], planner.layouts[out.base], planner.ranks)
+    if owned is None:
+        return False
+    boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])
+    if boxes is None:
+        refreshed = [tuple(local_bytes(planner.layouts[view.base], rank) for rank in range(planner.ranks)) for view in views[1:]]
+        if _boxes(planner, views, rows, owned, refreshed) is None:
+            return False
+        exchange(planner, list(dict.fromkeys(view.base for view in views[1:])))
+        boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])
+        assert boxes is not None
+    begin, end = boxes[planner.rank]
+    if end > begin:
+        box = ((begin, end), *((0, n) for n in shape[1:]))
+        local_out = planner.local_view(out, box)
+        local_inputs = []
+        for operand in instruction.inputs:
+            if isinstance(operand, View):
+                local_inputs.append(planner.local_view(sub_view(broadcast_to(operand, shape), box)))
+            else:
+                local_inputs.append(operand)
+        from shoal.cluster.plan import access
+
+        planner.ops.append(
+            planner.compute(
+                [Instruction(instruction.op, (local_out,), tuple(local_inputs), instruction.attrs)],
+                reads=[access(view) for view in local_inputs if isinstance(view, View)],
+                writes=[access(local_out)],
+            )
+        )
+    planner.valid[out.base] = _written(planner, out, rows[0], boxes)
+    return True
+
+
+def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int]]) -> Valid:
+    """The output base's current bytes per rank once every rank computed its rows of ``out``."""
+    layout = planner.layouts[out.base]
+    written_low, written_high = out.byte_extent()
+    offset, stride, first, last = rows
+    result = []
+    for rank, (begin, end) in enumerate(boxes):
+        valid_low, valid_high = planner.valid[out.base][rank]
+        own_low, own_high = owned_bytes(layout, rank)
+        if end > begin:
+            computed_low, computed_high = offset + begin * stride + first, offset + (end - 1) * stride + last
+            stale = [(written_low, computed_low), (computed_high, written_high)]
+            if computed_low <= valid_high and valid_low <= computed_high:  # what it computed is current too
+                valid_low, valid_high = min(valid_low, computed_low), max(valid_high, computed_high)
+        else:
+            stale = [(written_low, written_high)]
+        for stale_low, stale_high in stale:
+            if stale_high <= stale_low:
+                continue
+            if stale_low < own_low:  # below its own range: the halo above it is cut off
+                valid_low = max(valid_low, min(stale_high, own_low))
+            if stale_high > own_high:
+                valid_high = min(valid_high, max(stale_low, own_high))
+        result.append((valid_low, max(valid_low, valid_high)))
+    return tuple(result)
+
+
+def exchange(planner: Planner, bases: list[int]) -> None:
+    """Every rank sends its own bytes that lie in another rank's stale halo of ``bases``; then
+    every halo of them is current. Messages follow one global order (receiver, base side, sender)."""
+    for base in bases:
+        layout = planner.layouts[base]
+        dtype = planner.decls[base].dtype
+        item = layout.itemsize
+        valid = planner.valid[base]
+        for rank in range(planner.ranks):
+            local_low, local_high = local_bytes(layout, rank)
+            valid_low, valid_high = valid[rank]
+            for missing_low, missing_high in ((local_low, valid_low), (valid_high, local_high)):
+                if missing_high <= missing_low:
+                    continue
+                missing_low, missing_high = missing_low // item * item, -(-missing_high // item) * item
+                for sender in range(planner.ranks):
+                    if sender == rank:
+                        continue
+                    own_low, own_high = owned_bytes(layout, sender)
+                    low, high = max(missing_low, own_low), min(missing_high, own_high)
+                    if high <= low:
+                        continue
+                    part = View(base, dtype, low, ((high - low) // item,), (item,))
+                    tag = planner._next_tag()
+                    if planner.rank == sender:
+                        planner.ops.append(planner.send(planner.local_view(part), rank, tag))
+                    if planner.rank == rank:
+                        planner._receive_into(sender, tag, planner.local_view(part))
+        planner.valid[base] = tuple(local_bytes(layout, rank) for rank in range(planner.ranks))

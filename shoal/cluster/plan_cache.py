@@ -1,0 +1,238 @@
+"""Replaying a rank's plan for a batch it has planned before (the cluster plan cache).
+
+A program's loop sends the same batch again and again: the same instructions on the same views,
+with new base numbers for its temporaries and new data. Planning is deterministic and every rank
+sees the same batches in the same order, so every rank finds the same batches in its cache and
+replays them in step; no rank tells another.
+
+:func:`batch_key` names a batch up to its base numbers: bases are numbered in order of first
+appearance, and the key holds every instruction (operation, views, constants by type and
+``repr``, attributes), every declaration (dtype, size, whether it carries data) and the layout of
+every base the batch uses but does not declare. Anything planning reads is in the key, so a batch
+that differs in any of it plans afresh; a replay gives exactly the operations planning would.
+
+A :class:`Template` keeps a plan with its local base numbers, tags and data made symbolic:
+a local base is either a base the batch uses (by its number in the key) or one planning created
+(by its order), a tag is counted from the first one the plan took, and data is the part of a
+declared base's data this rank holds.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.cluster.layout import local_part
+
+if TYPE_CHECKING:
+    from shoal.cluster.layout import Layout
+    from shoal.cluster.plan import Access, Op, Planner
+
+
+class Uncacheable(Exception):
+    """A plan names something a replay could not renumber: it is planned afresh each time."""
+
+
+def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None) -> tuple[tuple, list[int]] | None:
+    """The batch's key and its bases in order of first appearance (the key's numbering); None
+    for a batch that names a base neither declared nor known (planning reports it)."""
+    numbers: dict[int, int] = {}
+    order: list[int] = []
+
+    def number(base: int) -> int:
+        found = numbers.get(base)
+        if found is None:
+            found = numbers[base] = len(order)
+            order.append(base)
+        return found
+
+    def operand(value: View | Const) -> tuple:
+        if isinstance(value, Const):
+            return (type(value.value), repr(value.value))
+        return (number(value.base), value.dtype, value.offset, value.shape, value.strides)
+
+    declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in batch.data) for decl in batch.bases)
+    instructions = []
+    for instruction in batch.instructions:
+        if instruction.op == "release":
+            base = instruction.attr("base")
+            if not isinstance(base, int):
+                return None
+            instructions.append(("release", number(base)))
+            continue
+        instructions.append(
+            (
+                instruction.op,
+                tuple(operand(view) for view in instruction.outputs),
+                tuple(operand(value) for value in instruction.inputs),
+                repr(instruction.attrs),
+            )
+        )
+    fresh = {decl.id for decl in batch.bases}
+    used = []
+    for base in order:
+        if base in fresh:
+            continue
+        layout = layouts.get(base)
+        if layout is None:
+            return None
+        used.append((numbers[base], layout, None if valid is None else valid.get(base)))
+    return (declared, tuple(instructions), tuple(used)), order
+
+
+@dataclass
+class Template:
+    """A plan with symbolic local bases (``>= 0``: the n-th base planning created; ``< 0``: the
+    base numbered ``-1 - slot`` in the key), tags relative to the plan's first, and data slots."""
+
+    ops: list[Op]
+    created: int  # local bases planning created
+    tags: int  # tags planning took
+    declared: list[tuple[int, Layout, int | None, int | None]] = field(default_factory=list)  # (key number, layout, slot, block bytes)
+    data: list[tuple[int, int, int]] = field(default_factory=list)  # (op, slot, key number whose data it holds)
+    valid: list[tuple[int, tuple]] = field(default_factory=list)  # (key number, its halos' current bytes after the batch)
+    first_ops: list[int] = field(default_factory=list)  # per instruction, the index of its first op
+
+
+class PlanCache:
+    """The templates of the last ``capacity`` distinct batches, least recently used dropped."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self.templates: OrderedDict[tuple, Template | None] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple) -> Template | None:
+        template = self.templates.get(key)
+        if template is not None:
+            self.templates.move_to_end(key)
+            self.hits += 1
+        else:
+            self.misses += 1
+        return template
+
+    def put(self, key: tuple, template: Template | None) -> None:
+        self.templates[key] = template
+        self.templates.move_to_end(key)
+        while len(self.templates) > self.capacity:
+            self.templates.popitem(last=False)
+
+
+def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int]) -> list[Op]:
+    """Copies of ``ops`` (not yet run) with every local base number and tag mapped, without
+    their data; ``needs`` point at the copies."""
+    from shoal.cluster.plan import Op
+
+    def view(value: View) -> View:
+        return View(local(value.base), value.dtype, value.offset, value.shape, value.strides)
+
+    def operand(value: View | Const) -> View | Const:
+        return value if isinstance(value, Const) else view(value)
+
+    def accesses(values: list[Access]) -> list[Access]:
+        return [(local(base), low, high) for base, low, high in values]
+
+    def instruction(value: Instruction) -> Instruction:
+        if value.op == "release":
+            return Instruction("release", (), (), make_attrs(base=local(int(value.attr("base")))))
+        return Instruction(value.op, tuple(map(view, value.outputs)), tuple(map(operand, value.inputs)), value.attrs)
+
+    copies: dict[int, Op] = {}
+    result = []
+    for op in ops:
+        copy = Op(
+            op.kind,
+            reads=accesses(op.reads),
+            writes=accesses(op.writes),
+            instructions=[instruction(value) for value in op.instructions],
+            needs=[copies[id(need)] for need in op.needs],
+            declares=[BaseDecl(local(decl.id), decl.dtype, decl.size) for decl in op.declares],
+            peer=op.peer,
+            tag=tag(op.tag) if op.kind != "compute" else op.tag,
+            view=None if op.view is None else view(op.view),
+            temp=local(op.temp) if op.temp >= 0 else op.temp,
+            dtype=op.dtype,
+            shape=op.shape,
+        )
+        copies[id(op)] = copy
+        result.append(copy)
+    return result
+
+
+def make_template(planner: Planner, ops: list[Op], order: list[int], first_local: int, first_tag: int, known: dict[int, int], batch: Batch) -> Template:
+    """``ops``, just planned for ``batch``, as a template. ``known``: the local base of each base
+    the batch used that existed before it (by global number); ``first_local``, ``first_tag``: the
+    planner's counters before planning. Raises :class:`Uncacheable`."""
+    numbers = {base: position for position, base in enumerate(order)}
+    slots = {local: -1 - numbers[base] for base, local in known.items()}
+    created = planner._next_local - first_local
+    for offset in range(created):
+        slots[first_local + offset] = offset
+
+    def local(number: int) -> int:
+        slot = slots.get(number)
+        if slot is None:
+            raise Uncacheable(f"local base {number}")
+        return slot
+
+    limit = planner.tag_limit
+    template = Template(renumbered(ops, local, lambda tag: (tag - first_tag) % limit), created, (planner._tag - first_tag) % limit)
+    declared = planner.declared
+    for decl in batch.bases:
+        here = declared.get(decl.id)
+        slot = None if here is None else local(here)
+        template.declared.append((numbers[decl.id], planner.declared_layouts[decl.id], slot, None if here is None else planner.block_bytes.get(here)))
+    holders = {here: base for base, here in declared.items()}
+    for position, op in enumerate(ops):
+        for here in op.data:
+            if here not in holders:
+                raise Uncacheable(f"data of local base {here}")
+            template.data.append((position, local(here), numbers[holders[here]]))
+    template.valid = [(numbers[base], planner.valid[base]) for base in order if base in planner.valid]
+    template.first_ops = list(planner.first_ops)
+    return template
+
+
+def replay(planner: Planner, template: Template, order: list[int], batch: Batch) -> list[Op]:
+    """The operations of ``template`` for ``batch`` (whose bases in key order are ``order``),
+    with the planner's bookkeeping brought to where planning would have left it."""
+    first_local = planner._next_local
+    first_tag = planner._tag
+    limit = planner.tag_limit
+    decls = {decl.id: decl for decl in batch.bases}
+
+    def local(slot: int) -> int:
+        return first_local + slot if slot >= 0 else planner.local[order[-1 - slot]]
+
+    ops = renumbered(template.ops, local, lambda tag: (tag + first_tag) % limit)
+    for number, layout, slot, block_bytes in template.declared:
+        base = order[number]
+        planner.layouts[base] = layout
+        planner.decls[base] = decls[base]
+        if slot is not None:
+            planner.local[base] = first_local + slot
+            if block_bytes is not None:
+                planner.block_bytes[first_local + slot] = block_bytes
+    for position, slot, number in template.data:
+        base = order[number]
+        layout = planner.layouts[base]
+        ops[position].data[first_local + slot] = local_part(batch.data[base], layout, planner.rank, planner.local_data)
+    for instruction in batch.instructions:  # as Planner._release leaves them
+        if instruction.op == "release":
+            base = int(instruction.attr("base"))
+            planner.layouts.pop(base, None)
+            planner.decls.pop(base, None)
+            planner.valid.pop(base, None)
+            released = planner.local.pop(base, None)
+            if released is not None:
+                planner._retired.append(released)
+    for number, valid in template.valid:
+        planner.valid[order[number]] = valid
+    planner._next_local = first_local + template.created
+    planner._tag = (first_tag + template.tags) % limit
+    planner.first_ops = list(template.first_ops)
+    return ops

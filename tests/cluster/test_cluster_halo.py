@@ -1,0 +1,89 @@
+"""Halo rows (:mod:`shoal.cluster.halo`): layouts with halos, the plans that keep them current,
+and programs under ``mpiexec`` that give NumPy's results bit for bit with halos of 1-3 rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cluster.harness import PROGRAMS, environment, lines, run, run_numpy
+from cluster.test_cluster_plan_cache import COLUMNS, ROWS, TAGS, Ids, creation, sweep
+from shoal.cluster.layout import block
+from shoal.cluster.plan import PlanConfig, Planner
+
+PROGRAM = PROGRAMS / "halo_stencils.py"
+REORDERED = {"jacobi_sum"}
+
+
+def test_block_layouts_keep_halo_rows_within_the_base() -> None:
+    layout = block(3, 37 * 53, 8, row=53, halo_rows=2)
+    assert layout.halo == 106
+    assert [layout.local_range(rank) for rank in range(3)] == [(0, 15 * 53), (11 * 53, 27 * 53), (23 * 53, 37 * 53)]
+    assert [layout.local_count(rank) for rank in range(3)] == [15 * 53, 16 * 53, 14 * 53]
+    assert block(3, 37 * 53, 8, row=53).halo == 0  # no halo asked for
+    assert block(4, 3, 8, row=1, halo_rows=1).local_range(3) == (3, 3)  # a rank without elements holds none
+
+
+def test_a_base_from_python_is_split_by_the_rows_of_a_square() -> None:
+    square = block(3, 64 * 64, 8, halo_rows=2)  # no view tells its rows
+    assert all(start % 64 == 0 for start in square.starts) and square.halo == 128
+    other = block(3, 1001, 8, halo_rows=2)  # not a square: elements, halo of 2 * isqrt(1001)
+    assert other.starts == (0, 334, 668, 1001) and other.halo == 62
+    assert block(3, 64 * 64, 8).starts == (0, 1366, 2731, 4096)  # without halos: elements as before
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("halo", [1, 2, 3])
+def test_sweeps_exchange_once_per_halo_depth(ranks: int, halo: int) -> None:
+    """A five-point sweep reads one row each way: with ``halo`` rows two ranks exchange once
+    every ``halo`` sweeps, and each instruction is one computation per rank. At three ranks the
+    temporaries' rows are split one row off the grid's, which costs halo rows: exchanges are
+    more frequent, and with one halo row some instructions run piece by piece. Every send has its
+    receive on the peer."""
+    ids = Ids()
+    grid = ids()
+    stream = [creation(grid, 1)] + [sweep(grid, ids) for _ in range(12)]
+    sides = [Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=0, halo_rows=halo), TAGS) for rank in range(ranks)]
+    exchanges = 0
+    for batch in stream:
+        plans = [side.plan(batch) for side in sides]
+        sends = sorted((rank, op.peer, op.tag, op.view.size) for rank, ops in enumerate(plans) for op in ops if op.kind == "send")
+        receives = sorted((op.peer, rank, op.tag, int(np.prod(op.shape))) for rank, ops in enumerate(plans) for op in ops if op.kind == "receive")
+        assert sends == receives
+        exchanges += bool(sends)
+        for ops in plans:  # one computation per instruction and rank
+            computes = [op for op in ops if op.kind == "compute" and not op.needs and op.instructions and op.instructions[0].op in ("add", "multiply", "copy")]
+            if batch is stream[0] or ranks == 2:
+                assert len(computes) == (0 if batch is stream[0] else 6)
+    bound = {(2, 1): 11, (2, 2): 6, (2, 3): 4, (3, 1): 12, (3, 2): 12, (3, 3): 6}  # the first sweep's halo came with the data
+    assert 0 < exchanges <= bound[ranks, halo]
+    assert sides[0].layouts[grid].halo == halo * COLUMNS and sides[0].layouts[grid].size == ROWS * COLUMNS
+
+
+@pytest.fixture(scope="module")
+def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
+    path = tmp_path_factory.mktemp("numpy") / "expected.npz"
+    result = run_numpy(PROGRAM, str(path))
+    assert result.returncode == 0, result.stderr
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files}
+
+
+@pytest.mark.full
+@pytest.mark.parametrize(("ranks", "halo", "mode"), [(2, 1, "on"), (2, 3, "on"), (3, 2, "on"), (3, 2, "off"), (3, 1, "off")])
+def test_stencils_with_halos_give_numpys_results(ranks: int, halo: int, mode: str, expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    path = tmp_path / "got.npz"
+    env = environment(SHOAL_CLUSTER_HALO=str(halo), SHOAL_LATENCY_HIDING=mode, SHOAL_STATS="1")
+    result = run(ranks, PROGRAM, str(path), env=env)
+    assert result.returncode == 0, result.stderr
+    assert lines(result.stdout, "cases:") == [str(len(expected))]
+    with np.load(path) as data:
+        got = {name: data[name] for name in data.files}
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        if name in REORDERED:
+            np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], want, err_msg=name)
