@@ -1,19 +1,20 @@
-"""Reductions and matrix products of distributed arrays (paper 003 §5; issue 11 item 5).
+"""Reductions of distributed arrays combined across ranks in a tree (paper 003 §5; issue 11 item 5).
 
-*Reductions* (``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean`` over any axes):
-every rank reduces each of its pieces of the input with ``keepdims`` into a partial in the
-output's dtype; rank 0 places the partials in a stack ``(pieces, *kept shape)`` that starts as
-the operation's identity, reduces the stack over the piece axis and the reduced axes, and (for
-``mean``) divides by the element count. Integer and boolean results are NumPy's exactly; a
-floating sum adds the same numbers in another order (partials by piece, then across pieces).
+``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean`` over any axes. Every rank reduces
+each of its pieces of the input with ``keepdims`` into a partial in the output's dtype. The
+output (seen with the input's axes, length 1 on the reduced ones) is cut into *cells* at every
+piece's bounds, so the pieces that meet in a cell all cover it whole. Per cell, each rank merges
+its own partials with the reduction's binary ufunc (``add``, ``multiply``, ``minimum``, ...) in
+piece order; then the ranks that hold a partial of the cell merge them pairwise in
+``ceil(log2 n)`` rounds (in round ``s`` the rank at position ``i + s`` sends to the one at
+``i``, which merges it as the right operand), and the first of them sends the cell to rank 0,
+which writes it into the output (``mean`` divides there). Integer and boolean results are
+NumPy's exactly; floating results add the same numbers in another, fixed order, so they are the
+same bits in every run and flush mode. A reduction along an undistributed axis has one rank per
+cell: no rounds, one message per cell.
 
-*Matrix products* (``matmul``/``dot`` of a 2-D left operand): the output's rows stay where they
-live; each rank that holds output rows receives the matching rows of the left operand and one
-whole copy of the right operand, and multiplies locally (row blocks with the right operand
-replicated: simple, correct, and communication of one right operand per rank).
-
-Each planner returns False, before planning anything, for a case it does not cover; the
-instruction then runs gathered (:meth:`shoal.cluster.plan.Planner._gathered`).
+:func:`plan_reduction` returns False, before planning anything, for a case it does not cover;
+the instruction then runs gathered (:meth:`shoal.cluster.plan.Planner._gathered`).
 """
 
 from __future__ import annotations
@@ -231,49 +232,6 @@ def _finish(planner: Planner, instruction: Instruction, target: View | None, tar
         planner._scatter(out, target)
         if planner.rank == 0:
             planner.ops.append(planner.compute([_release(target_base)], writes=[(target_base, 0, 1 << 62)]))
-
-
-def plan_matmul(planner: Planner, instruction: Instruction) -> bool:
-    """Plan ``matmul``/``dot`` with a 2-D left operand by the output's row blocks."""
-    if instruction.op not in ("matmul", "dot") or instruction.attrs:
-        return False
-    left, right = instruction.inputs
-    out = instruction.outputs[0]
-    if not (isinstance(left, View) and isinstance(right, View)) or left.ndim != 2 or right.ndim not in (1, 2) or out.ndim != right.ndim:
-        return False
-    if out.size == 0 or left.shape[1] == 0 or out.base in (left.base, right.base):
-        return False
-    if not any(planner.layouts[view.base].distributed for view in (left, right, out)):
-        return False
-    try:
-        pieces = split([(out, planner.layouts[out.base])], out.shape, planner.config.max_pieces)
-    except TooFragmented:
-        return False
-    if any(out.ndim == 2 and box[1] != (0, out.shape[1]) for box, _ in pieces):
-        return False  # a piece with part of a row: not row blocks
-    temps: list[int] = []
-    copies: dict[int, View] = {}
-    for box, (owner,) in pieces:
-        rows = box[0]
-        if owner not in copies:
-            copies[owner] = _operand_at(planner, right, owner, temps)
-        left_rows = _operand_at(planner, sub_view(left, (rows, (0, left.shape[1]))), owner, temps)
-        if planner.rank == owner:
-            target = planner.local_view(sub_view(out, box))
-            product = Instruction(instruction.op, (target,), (left_rows, copies[owner]))
-            planner.ops.append(planner.compute([product], reads=[access(left_rows), access(copies[owner])], writes=[access(target)]))
-    for temp in temps:
-        planner.ops.append(planner.compute([_release(temp)], writes=[(temp, 0, 1 << 62)]))
-    return True
-
-
-def _operand_at(planner: Planner, view: View, rank: int, temps: list[int]) -> View:
-    """``view`` readable at ``rank``: its local view if it lives there whole, else a copy."""
-    from shoal.cluster.layout import owner
-
-    if owner(view, planner.layouts[view.base]) == rank:
-        return planner.local_view(view) if planner.rank == rank else view
-    return planner._assemble(view, temps, True, at=rank)
 
 
 def _release(local: int) -> Instruction:

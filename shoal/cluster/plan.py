@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
-from shoal.cluster.collectives import plan_matmul, plan_reduction
+from shoal.cluster.collectives import plan_reduction
 from shoal.cluster.layout import (
     Layout,
     TooFragmented,
@@ -41,6 +41,7 @@ from shoal.cluster.layout import (
     sub_view,
     whole_on,
 )
+from shoal.cluster.matmul import plan_matmul
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last
 
