@@ -351,8 +351,9 @@ def plot(results: list[Result], path: Path) -> None:
                 if points:
                     wait.plot(*zip(*sorted(points)), styles[tool], label=f"{app.removesuffix('.py')} ({'hiding' if tool == 'on' else 'blocking'})")
         wait.set(title=f"Shoal waiting ({name})", xlabel="ranks", ylabel="% of flush time (worst rank)")
-    axes[0][0].legend(fontsize=6)
-    axes[0][-1].legend(fontsize=5)
+    for axis, size in ((axes[0][0], 6), (axes[0][-1], 5)):
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=size)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
 
@@ -373,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=float, default=300.0, help="seconds one run may take")
     parser.add_argument("--prefix", default=f"sn{os.getpid() % 100000}", help="start of every name created (unique per run)")
     parser.add_argument("--small", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--keep", type=Path, help="a JSON file of an earlier run: its results for other programs join this run's table")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "cluster_network")
     args = parser.parse_args(argv)
     if "veth" in args.link and (os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None):
@@ -381,6 +383,8 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # Ctrl-C's path: the links go away
     cores = os.cpu_count() or 1
     results: list[Result] = []
+    if args.keep is not None:
+        results = [Result(**row) for row in json.loads(args.keep.read_text()) if row["app"] not in args.apps]
     began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     load_before = load()
     for app in args.apps:
