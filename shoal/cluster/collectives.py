@@ -70,7 +70,11 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
     except TooFragmented:
         return False
     kept = tuple(1 if axis in axes else n for axis, n in enumerate(source.shape))
-    cells = _cells(pieces, kept, axes)
+    whole = _kept_view(out, kept, axes)
+    try:
+        cells, owners = _by_owner(planner, _cells(pieces, kept, axes), whole)
+    except TooFragmented:
+        return False
     if sum(len(touched) for touched in cells) > planner.config.max_pieces:
         return False
     partial_op = COMBINE.get(op, op)
@@ -104,13 +108,30 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
                 _merge_into(planner, merge, accumulators[(holder, cell)], part)
         if planner.rank == holder:
             planner.ops.append(planner.compute([_release(temp)], writes=[(temp, 0, 1 << 62)]))
-    target, target_base = _target(planner, out, dtype)
-    whole = _kept_view(target, kept, axes) if target is not None else None
+    count = math.prod(source.shape[axis] for axis in axes) if op == "mean" else 0
     for cell, ranks in contributors.items():
+        holder = owners[cell]
+        if holder in ranks:  # the owner of the cell is the root of its tree: no message after it
+            ranks = [holder, *(rank for rank in ranks if rank != holder)]
         root = _tree(planner, merge, ranks, cell, accumulators)
-        _deliver(planner, root, cell, accumulators, whole)
-    _finish(planner, instruction, target, target_base)
+        _deliver(planner, root, holder, cell, accumulators, whole, count)
     return True
+
+
+def _by_owner(planner: Planner, cells: list[list[Box]], whole: View) -> tuple[list[list[Box]], dict[Box, int]]:
+    """The cells cut further where the output changes rank, and each cell's owner: the tree's
+    result goes straight to the rank holding that part of the output (a reduce-scatter)."""
+    layout = planner.layouts[whole.base]
+    refined: dict[Box, list[Box]] = {}
+    owners: dict[Box, int] = {}
+    for cell in dict.fromkeys(cell for touched in cells for cell in touched):
+        parts = split([(sub_view(whole, cell), layout)], tuple(high - low for low, high in cell), planner.config.max_pieces)
+        refined[cell] = []
+        for box, (holder,) in parts:
+            absolute = tuple((low + base, high + base) for (low, high), (base, _) in zip(box, cell))
+            refined[cell].append(absolute)
+            owners[absolute] = holder
+    return [[part for cell in touched for part in refined[cell]] for touched in cells], owners
 
 
 def _cells(pieces: list, kept: tuple[int, ...], axes: tuple[int, ...]) -> list[list[Box]]:
@@ -173,22 +194,23 @@ def _tree(planner: Planner, merge: str, ranks: list[int], cell: Box, accumulator
     return ranks[0]
 
 
-def _deliver(planner: Planner, root: int, cell: Box, accumulators: dict, whole: View | None) -> None:
-    """Move the cell's result from ``root`` into rank 0's output and release it."""
-    if root != 0:
+def _deliver(planner: Planner, root: int, holder: int, cell: Box, accumulators: dict, whole: View, count: int) -> None:
+    """Move the cell's result from ``root`` into the output at ``holder`` (dividing by ``count``
+    first for ``mean``) and release it."""
+    if planner.rank == root:
+        accumulator = accumulators.pop((root, cell))
+        if count:
+            planner.ops.append(planner.compute([Instruction("divide", (accumulator,), (accumulator, Const(count)))], reads=[access(accumulator)], writes=[access(accumulator)]))
+    if root != holder:
         tag = planner._next_tag()
         if planner.rank == root:
-            accumulator = accumulators.pop((root, cell))
-            planner.ops.append(planner.send(accumulator, 0, tag))
+            planner.ops.append(planner.send(accumulator, holder, tag))
             planner.ops.append(planner.compute([_release(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
-        if planner.rank == 0:
-            assert whole is not None
-            planner._receive_into(root, tag, sub_view(whole, cell))
+        if planner.rank == holder:
+            planner._receive_into(root, tag, planner.local_view(sub_view(whole, cell)))
         return
-    if planner.rank == 0:
-        assert whole is not None
-        accumulator = accumulators.pop((0, cell))
-        region = sub_view(whole, cell)
+    if planner.rank == root:
+        region = planner.local_view(sub_view(whole, cell))
         planner.ops.append(
             planner.compute(
                 [Instruction("copy", (region,), (accumulator,)), _release(accumulator.base)],
@@ -198,40 +220,12 @@ def _deliver(planner: Planner, root: int, cell: Box, accumulators: dict, whole: 
         )
 
 
-def _target(planner: Planner, out: View, dtype: np.dtype) -> tuple[View | None, int]:
-    """Where rank 0 assembles the result: the output itself, or a temporary if it is distributed."""
-    if planner.rank != 0:
-        return None, -1
-    if not planner.layouts[out.base].distributed:
-        return planner.local_view(out), -1
-    base = planner._new_local()
-    target = contiguous(base, dtype, out.shape)
-    planner.ops.append(planner.compute([], writes=[(base, 0, 1 << 62)], declares=[BaseDecl(base, dtype, max(1, out.size))]))
-    return target, base
-
-
 def _kept_view(target: View, kept: tuple[int, ...], axes: tuple[int, ...]) -> View:
-    """``target`` (the output's shape) seen with the input's rank: length 1, stride 0 on reduced axes."""
+    """``target`` (the output) seen with the input's axes: length 1, stride 0 on reduced axes."""
     if target.ndim == len(kept):
         return target
     strides = iter(target.strides)
     return View(target.base, target.dtype, target.offset, kept, tuple(0 if axis in axes else next(strides) for axis in range(len(kept))))
-
-
-def _finish(planner: Planner, instruction: Instruction, target: View | None, target_base: int) -> None:
-    """Divide for ``mean``; hand a distributed output's pieces to their owners."""
-    out = instruction.outputs[0]
-    if planner.rank == 0 and instruction.op == "mean":
-        assert target is not None
-        source = instruction.inputs[0]
-        axes = instruction.attr("axis")
-        axes = tuple(range(source.ndim)) if axes is None else tuple(int(a) % source.ndim for a in axes)  # type: ignore[union-attr]
-        count = math.prod(source.shape[axis] for axis in axes)  # type: ignore[union-attr]
-        planner.ops.append(planner.compute([Instruction("divide", (target,), (target, Const(count)))], reads=[access(target)], writes=[access(target)]))
-    if planner.layouts[out.base].distributed:
-        planner._scatter(out, target)
-        if planner.rank == 0:
-            planner.ops.append(planner.compute([_release(target_base)], writes=[(target_base, 0, 1 << 62)]))
 
 
 def _release(local: int) -> Instruction:
