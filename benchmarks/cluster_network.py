@@ -380,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     if "veth" in args.link and (os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None):
         print("cluster_network needs root, `ip` and `tc`", file=sys.stderr)
         return 2
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # Ctrl-C's path: the links go away
+    for number in (signal.SIGINT, signal.SIGTERM):  # Ctrl-C's path, also when started with SIGINT ignored
+        signal.signal(number, signal.default_int_handler)
     cores = os.cpu_count() or 1
     results: list[Result] = []
     if args.keep is not None:
