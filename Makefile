@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-quick lint bench clean
+.PHONY: demo test test-quick lint bench heat-env clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m shoal.bench
+
+# Heat (and PyTorch) for benchmarks/cluster_network.py, in an environment of their own
+heat-env:
+	sh benchmarks/heat_env.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -104,6 +104,9 @@ def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) ->
         return EXIT_USAGE
     cluster = _optional_module("shoal.cluster.session")
     if cluster is not None and cluster.launched():
+        from shoal.cluster.guard import guard
+
+        guard()  # from here on this process is the rank; its parent names a signal that kills it
         session = cluster.start()  # under mpiexec: rank 0 runs the program, the others serve it
         if session.rank != 0:
             from shoal.cluster.worker import serve

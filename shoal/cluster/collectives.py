@@ -1,30 +1,32 @@
-"""Reductions and matrix products of distributed arrays (paper 003 §5; issue 11 item 5).
+"""Reductions of distributed arrays combined across ranks in a tree (paper 003 §5; issue 11 item 5).
 
-*Reductions* (``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean`` over any axes):
-every rank reduces each of its pieces of the input with ``keepdims`` into a partial in the
-output's dtype; rank 0 places the partials in a stack ``(pieces, *kept shape)`` that starts as
-the operation's identity, reduces the stack over the piece axis and the reduced axes, and (for
-``mean``) divides by the element count. Integer and boolean results are NumPy's exactly; a
-floating sum adds the same numbers in another order (partials by piece, then across pieces).
+``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean`` over any axes. Every rank reduces
+each of its pieces of the input with ``keepdims`` into a partial in the output's dtype. The
+output (seen with the input's axes, length 1 on the reduced ones) is cut into *cells* at every
+piece's bounds, so the pieces that meet in a cell all cover it whole. Per cell, each rank merges
+its own partials with the reduction's binary ufunc (``add``, ``multiply``, ``minimum``, ...) in
+piece order; then the ranks that hold a partial of the cell merge them pairwise in
+``ceil(log2 n)`` rounds (in round ``s`` the rank at position ``i + s`` sends to the one at
+``i``, which merges it as the right operand), and the first of them sends the cell to rank 0,
+which writes it into the output (``mean`` divides there). Integer and boolean results are
+NumPy's exactly; floating results add the same numbers in another, fixed order, so they are the
+same bits in every run and flush mode. A reduction along an undistributed axis has one rank per
+cell: no rounds, one message per cell.
 
-*Matrix products* (``matmul``/``dot`` of a 2-D left operand): the output's rows stay where they
-live; each rank that holds output rows receives the matching rows of the left operand and one
-whole copy of the right operand, and multiplies locally (row blocks with the right operand
-replicated: simple, correct, and communication of one right operand per rank).
-
-Each planner returns False, before planning anything, for a case it does not cover; the
-instruction then runs gathered (:meth:`shoal.cluster.plan.Planner._gathered`).
+:func:`plan_reduction` returns False, before planning anything, for a case it does not cover;
+the instruction then runs gathered (:meth:`shoal.cluster.plan.Planner._gathered`).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Const, Instruction, View, make_attrs
-from shoal.cluster.layout import TooFragmented, split, sub_view
+from shoal.bytecode import BaseDecl, Const, Instruction, View, make_attrs, spec
+from shoal.cluster.layout import Box, TooFragmented, split, sub_view
 
 if TYPE_CHECKING:
     from shoal.cluster.plan import Planner
@@ -33,165 +35,197 @@ REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
 COMBINE = {"mean": "sum"}
 
 
-def _identity(op: str, dtype: np.dtype) -> object:
-    """The value the stack of partials starts from: what the reduction leaves unchanged."""
-    if op in ("sum", "mean"):
-        return dtype.type(-0.0) if dtype.kind in "fc" else dtype.type(0)  # -0.0 + x is x, also for x = -0.0
-    if op == "prod":
-        return dtype.type(1)
-    if op == "any":
-        return np.bool_(False)
-    if op == "all":
-        return np.bool_(True)
-    if dtype.kind == "f":
-        return dtype.type(np.inf if op == "min" else -np.inf)
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return dtype.type(info.max if op == "min" else info.min)
-    if dtype.kind == "b":
-        return np.bool_(op == "min")
-    return None
+def access(view: View) -> tuple[int, int, int]:
+    from shoal.cluster.plan import access as plan_access
+
+    return plan_access(view)
+
+
+def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
+    from shoal.cluster.plan import contiguous as plan_contiguous
+
+    return plan_contiguous(base, dtype, shape)
 
 
 def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
-    """Plan a reduction of a distributed input as partials per piece combined at rank 0."""
-    from shoal.cluster.plan import access, contiguous
-
+    """Plan a reduction of a distributed input: partials per piece, combined by a tree."""
     op = instruction.op
     if op not in REDUCTIONS or not isinstance(instruction.inputs[0], View):
         return False
     source = instruction.inputs[0]
     out = instruction.outputs[0]
     layout = planner.layouts[source.base]
-    if not layout.distributed or source.size == 0:
+    if not layout.distributed or source.size == 0 or source.ndim == 0:
         return False
     axes = instruction.attr("axis")
-    axes = tuple(range(source.ndim)) if axes is None else tuple(int(a) % max(1, source.ndim) for a in axes)
+    axes = tuple(range(source.ndim)) if axes is None else tuple(int(a) % source.ndim for a in axes)
     dtype = out.dtype
     requested = instruction.attr("dtype")
     if op == "mean" and (source.dtype.kind not in "fc" or dtype != source.dtype or (requested is not None and np.dtype(requested) != dtype)):
         return False
-    identity = _identity(op, dtype)
-    if identity is None or source.ndim == 0:
+    if dtype.kind not in "biufc" or (op in ("min", "max") and dtype.kind == "c"):
         return False
-    kept = tuple(1 if axis in axes else n for axis, n in enumerate(source.shape))
     try:
         pieces = split([(source, layout)], source.shape, planner.config.max_pieces)
     except TooFragmented:
         return False
-    stack_shape = (len(pieces), *kept)
-    partial_op = COMBINE.get(op, op)
-    extra = {"dtype": dtype} if partial_op in ("sum", "prod") else {}
-    stack = planner._new_local() if planner.rank == 0 else -1
-    stacked = contiguous(stack, dtype, stack_shape)
-    if planner.rank == 0:
-        planner.ops.append(
-            planner.compute(
-                [Instruction("fill", (stacked,), (Const(identity),))],
-                writes=[access(stacked)],
-                declares=[BaseDecl(stack, dtype, math.prod(stack_shape))],
-            )
-        )
-    for number, (box, (owner,)) in enumerate(pieces):
-        part = sub_view(source, box)
-        region_box = ((number, number + 1), *(((0, 1) if axis in axes else box[axis]) for axis in range(source.ndim)))
-        region = sub_view(stacked, region_box)
-        partial_shape = region.shape[1:]
-        if planner.rank == owner:
-            temp = planner._new_local()
-            result = contiguous(temp, dtype, partial_shape)
-            local = planner.local_view(part)
-            reduce = Instruction(partial_op, (result,), (local,), make_attrs(axis=axes, keepdims=True, **extra))
-            planner.ops.append(planner.compute([reduce], reads=[access(local)], writes=[access(result)], declares=[BaseDecl(temp, dtype, math.prod(partial_shape))]))
-            if owner == 0:
-                planner.ops.append(planner.compute([Instruction("copy", (region,), (result,)), _release(temp)], reads=[access(result)], writes=[access(region), access(result)]))
-            else:
-                tag = planner._next_tag()
-                planner.ops.append(planner.send(result, 0, tag))
-                planner.ops.append(planner.compute([_release(temp)], writes=[access(result)]))
-        elif owner != 0:
-            tag = planner._next_tag()
-        if owner != 0 and planner.rank == 0:
-            receive = planner._receive(owner, tag, dtype, partial_shape)
-            source_view = contiguous(receive.temp, dtype, partial_shape)
-            planner.ops.append(planner.compute([Instruction("copy", (region,), (source_view,))], reads=[access(source_view)], writes=[access(region)], needs=[receive]))
-    _combine(planner, instruction, stacked, stack, axes, extra)
-    return True
-
-
-def _combine(planner: Planner, instruction: Instruction, stacked: View, stack: int, axes: tuple[int, ...], extra: dict) -> None:
-    """Rank 0 reduces the stack into the output (through a temporary if the output is
-    distributed), then releases the stack."""
-    from shoal.cluster.plan import access, contiguous
-
-    out = instruction.outputs[0]
-    op = instruction.op
-    keepdims = bool(instruction.attr("keepdims", False))
-    distributed = planner.layouts[out.base].distributed
-    target_base = planner._new_local() if planner.rank == 0 and distributed else -1
-    if planner.rank == 0:
-        target = contiguous(target_base, out.dtype, out.shape) if distributed else planner.local_view(out)
-        declares = [BaseDecl(target_base, out.dtype, max(1, out.size))] if distributed else []
-        combined = (0, *(axis + 1 for axis in axes))
-        attrs = make_attrs(axis=combined, keepdims=keepdims, **extra)
-        # with keepdims the stack's piece axis stays too: the output gains a leading axis of 1
-        into = View(target.base, target.dtype, target.offset, (1, *target.shape), (0, *target.strides)) if keepdims else target
-        steps = [Instruction(COMBINE.get(op, op), (into,), (stacked,), attrs)]
-        if op == "mean":
-            count = math.prod(instruction.inputs[0].shape[axis] for axis in axes)  # type: ignore[union-attr]
-            steps.append(Instruction("divide", (target,), (target, Const(count))))
-        steps.append(_release(stack))
-        planner.ops.append(planner.compute(steps, reads=[access(stacked)], writes=[access(target), access(stacked)], declares=declares))
-    if distributed:
-        assembled = contiguous(target_base, out.dtype, out.shape) if planner.rank == 0 else None
-        planner._scatter(out, assembled)
-        if planner.rank == 0:
-            planner.ops.append(planner.compute([_release(target_base)], writes=[(target_base, 0, 1 << 62)]))
-
-
-def plan_matmul(planner: Planner, instruction: Instruction) -> bool:
-    """Plan ``matmul``/``dot`` with a 2-D left operand by the output's row blocks."""
-    from shoal.cluster.plan import access
-
-    if instruction.op not in ("matmul", "dot") or instruction.attrs:
-        return False
-    left, right = instruction.inputs
-    out = instruction.outputs[0]
-    if not (isinstance(left, View) and isinstance(right, View)) or left.ndim != 2 or right.ndim not in (1, 2) or out.ndim != right.ndim:
-        return False
-    if out.size == 0 or left.shape[1] == 0 or out.base in (left.base, right.base):
-        return False
-    if not any(planner.layouts[view.base].distributed for view in (left, right, out)):
-        return False
+    kept = tuple(1 if axis in axes else n for axis, n in enumerate(source.shape))
+    whole = _kept_view(out, kept, axes)
     try:
-        pieces = split([(out, planner.layouts[out.base])], out.shape, planner.config.max_pieces)
+        cells, owners = _by_owner(planner, _cells(pieces, kept, axes), whole)
     except TooFragmented:
         return False
-    if any(out.ndim == 2 and box[1] != (0, out.shape[1]) for box, _ in pieces):
-        return False  # a piece with part of a row: not row blocks
-    temps: list[int] = []
-    copies: dict[int, View] = {}
-    for box, (owner,) in pieces:
-        rows = box[0]
-        if owner not in copies:
-            copies[owner] = _operand_at(planner, right, owner, temps)
-        left_rows = _operand_at(planner, sub_view(left, (rows, (0, left.shape[1]))), owner, temps)
-        if planner.rank == owner:
-            target = planner.local_view(sub_view(out, box))
-            product = Instruction(instruction.op, (target,), (left_rows, copies[owner]))
-            planner.ops.append(planner.compute([product], reads=[access(left_rows), access(copies[owner])], writes=[access(target)]))
-    for temp in temps:
-        planner.ops.append(planner.compute([_release(temp)], writes=[(temp, 0, 1 << 62)]))
+    if sum(len(touched) for touched in cells) > planner.config.max_pieces:
+        return False
+    partial_op = COMBINE.get(op, op)
+    extra = make_attrs(axis=axes, keepdims=True, **({"dtype": dtype} if partial_op in ("sum", "prod") else {}))
+    merge = spec(op).combine
+    assert merge is not None
+    accumulators: dict[tuple[int, Box], View] = {}  # (rank, cell) -> this rank's partial of the cell
+    contributors: dict[Box, list[int]] = {cell: [] for touched in cells for cell in touched}  # in element order
+    for number, (box, (holder,)) in enumerate(pieces):
+        partial_box = tuple(((0, 1) if axis in axes else box[axis]) for axis in range(source.ndim))
+        partial_shape = tuple(high - low for low, high in partial_box)
+        result: View | None = None
+        temp = -1
+        if planner.rank == holder:
+            temp = planner._new_local()
+            result = contiguous(temp, dtype, partial_shape)
+            local = planner.local_view(sub_view(source, box))
+            reduce = Instruction(partial_op, (result,), (local,), extra)
+            planner.ops.append(planner.compute([reduce], reads=[access(local)], writes=[access(result)], declares=[BaseDecl(temp, dtype, math.prod(partial_shape))]))
+        for cell in cells[number]:
+            first = holder not in contributors[cell]
+            if first:
+                contributors[cell].append(holder)
+            if planner.rank != holder:
+                continue
+            assert result is not None
+            part = sub_view(result, tuple((low - base_low, high - base_low) for (low, high), (base_low, _) in zip(cell, partial_box)))
+            if first:
+                accumulators[(holder, cell)] = _copy_to_new(planner, part)
+            else:
+                _merge_into(planner, merge, accumulators[(holder, cell)], part)
+        if planner.rank == holder:
+            planner.ops.append(planner.compute([_release(temp)], writes=[(temp, 0, 1 << 62)]))
+    count = math.prod(source.shape[axis] for axis in axes) if op == "mean" else 0
+    for cell, ranks in contributors.items():
+        holder = owners[cell]
+        if holder in ranks:  # the owner of the cell is the root of its tree: no message after it
+            ranks = [holder, *(rank for rank in ranks if rank != holder)]
+        root = _tree(planner, merge, ranks, cell, accumulators)
+        _deliver(planner, root, holder, cell, accumulators, whole, count)
     return True
 
 
-def _operand_at(planner: Planner, view: View, rank: int, temps: list[int]) -> View:
-    """``view`` readable at ``rank``: its local view if it lives there whole, else a copy."""
-    from shoal.cluster.layout import owner
+def _by_owner(planner: Planner, cells: list[list[Box]], whole: View) -> tuple[list[list[Box]], dict[Box, int]]:
+    """The cells cut further where the output changes rank, and each cell's owner: the tree's
+    result goes straight to the rank holding that part of the output (a reduce-scatter)."""
+    layout = planner.layouts[whole.base]
+    refined: dict[Box, list[Box]] = {}
+    owners: dict[Box, int] = {}
+    for cell in dict.fromkeys(cell for touched in cells for cell in touched):
+        parts = split([(sub_view(whole, cell), layout)], tuple(high - low for low, high in cell), planner.config.max_pieces)
+        refined[cell] = []
+        for box, (holder,) in parts:
+            absolute = tuple((low + base, high + base) for (low, high), (base, _) in zip(box, cell))
+            refined[cell].append(absolute)
+            owners[absolute] = holder
+    return [[part for cell in touched for part in refined[cell]] for touched in cells], owners
 
-    if owner(view, planner.layouts[view.base]) == rank:
-        return planner.local_view(view) if planner.rank == rank else view
-    return planner._assemble(view, temps, True, at=rank)
+
+def _cells(pieces: list, kept: tuple[int, ...], axes: tuple[int, ...]) -> list[list[Box]]:
+    """The output cells each piece contributes to: the grid cut at every piece's bounds on the
+    kept axes, so two pieces' parts of the output are either one cell or disjoint cells."""
+    cuts = [sorted({0, n, *(bound for box, _ in pieces for bound in box[axis])}) if axis not in axes else [0, 1] for axis, n in enumerate(kept)]
+    touched: list[list[Box]] = []
+    for box, _ in pieces:
+        ranges = []
+        for axis, bounds in enumerate(cuts):
+            if axis in axes:
+                ranges.append([(0, 1)])
+            else:
+                low, high = box[axis]
+                ranges.append([(a, b) for a, b in itertools.pairwise(bounds) if low <= a and b <= high])
+        touched.append([tuple(cell) for cell in itertools.product(*ranges)])
+    return touched
+
+
+def _copy_to_new(planner: Planner, view: View) -> View:
+    temp = planner._new_local()
+    copy = contiguous(temp, view.dtype, view.shape)
+    planner.ops.append(
+        planner.compute([Instruction("copy", (copy,), (view,))], reads=[access(view)], writes=[access(copy)], declares=[BaseDecl(temp, view.dtype, math.prod(view.shape))])
+    )
+    return copy
+
+
+def _merge_into(planner: Planner, merge: str, accumulator: View, other: View) -> None:
+    """``accumulator = merge(accumulator, other)``: the left operand holds the earlier elements."""
+    planner.ops.append(planner.compute([Instruction(merge, (accumulator,), (accumulator, other))], reads=[access(accumulator), access(other)], writes=[access(accumulator)]))
+
+
+def _tree(planner: Planner, merge: str, ranks: list[int], cell: Box, accumulators: dict) -> int:
+    """Combine the ranks' partials of ``cell`` pairwise in ceil(log2 len(ranks)) rounds: in round
+    ``step`` the rank at position ``i + step`` sends to the one at ``i``, which merges it as the
+    right operand (rank order is element order). Returns the rank holding the result."""
+    step = 1
+    while step < len(ranks):
+        for position in range(0, len(ranks) - step, 2 * step):
+            left, right = ranks[position], ranks[position + step]
+            tag = planner._next_tag()
+            if planner.rank == right:
+                accumulator = accumulators.pop((right, cell))
+                planner.ops.append(planner.send(accumulator, left, tag))
+                planner.ops.append(planner.compute([_release(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
+            if planner.rank == left:
+                accumulator = accumulators[(left, cell)]
+                receive = planner._receive(right, tag, accumulator.dtype, accumulator.shape)
+                arrived = contiguous(receive.temp, accumulator.dtype, accumulator.shape)
+                planner.ops.append(
+                    planner.compute(
+                        [Instruction(merge, (accumulator,), (accumulator, arrived))],  # the flush releases ``arrived``
+                        reads=[access(accumulator), access(arrived)],
+                        writes=[access(accumulator)],
+                        needs=[receive],
+                    )
+                )
+        step *= 2
+    return ranks[0]
+
+
+def _deliver(planner: Planner, root: int, holder: int, cell: Box, accumulators: dict, whole: View, count: int) -> None:
+    """Move the cell's result from ``root`` into the output at ``holder`` (dividing by ``count``
+    first for ``mean``) and release it."""
+    if planner.rank == root:
+        accumulator = accumulators.pop((root, cell))
+        if count:
+            planner.ops.append(planner.compute([Instruction("divide", (accumulator,), (accumulator, Const(count)))], reads=[access(accumulator)], writes=[access(accumulator)]))
+    if root != holder:
+        tag = planner._next_tag()
+        if planner.rank == root:
+            planner.ops.append(planner.send(accumulator, holder, tag))
+            planner.ops.append(planner.compute([_release(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
+        if planner.rank == holder:
+            planner._receive_into(root, tag, planner.local_view(sub_view(whole, cell)))
+        return
+    if planner.rank == root:
+        region = planner.local_view(sub_view(whole, cell))
+        planner.ops.append(
+            planner.compute(
+                [Instruction("copy", (region,), (accumulator,)), _release(accumulator.base)],
+                reads=[access(accumulator)],
+                writes=[access(region), access(accumulator)],
+            )
+        )
+
+
+def _kept_view(target: View, kept: tuple[int, ...], axes: tuple[int, ...]) -> View:
+    """``target`` (the output) seen with the input's axes: length 1, stride 0 on reduced axes."""
+    if target.ndim == len(kept):
+        return target
+    strides = iter(target.strides)
+    return View(target.base, target.dtype, target.offset, kept, tuple(0 if axis in axes else next(strides) for axis in range(len(kept))))
 
 
 def _release(local: int) -> Instruction:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
-from shoal.cluster.collectives import plan_matmul, plan_reduction
+from shoal.cluster.collectives import plan_reduction
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
     Layout,
@@ -43,6 +43,7 @@ from shoal.cluster.layout import (
     sub_view,
     whole_on,
 )
+from shoal.cluster.matmul import plan_matmul
 from shoal.cluster.plan_cache import PlanCache, Uncacheable, batch_key, make_template, replay
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last

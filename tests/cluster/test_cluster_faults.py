@@ -31,7 +31,8 @@ def job_processes(launcher: int) -> list[psutil.Process]:
         return []
 
 
-def test_a_killed_rank_ends_the_job() -> None:
+@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGSEGV])
+def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Signals) -> None:
     before = segments()
     temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
     command = [mpiexec(), "-n", "3", sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
@@ -41,9 +42,11 @@ def test_a_killed_rank_ends_the_job() -> None:
         first = process.stdout.readline()
         assert first.startswith("first:"), first + process.stderr.read()  # type: ignore[union-attr]
         job = job_processes(process.pid)
-        victims = [p for p in job if p.environ().get("PMI_RANK") == "2" and "dies.py" in " ".join(p.cmdline())]
-        assert len(victims) == 1
-        victims[0].send_signal(signal.SIGKILL)
+        rank_2 = [p for p in job if p.environ().get("PMI_RANK") == "2" and "dies.py" in " ".join(p.cmdline())]
+        # the guardian mpiexec started, and the rank it forked
+        assert len(rank_2) == 2
+        (victim,) = [p for p in rank_2 if p.ppid() in {q.pid for q in rank_2}]
+        victim.send_signal(number)
         stdout, stderr = process.communicate(timeout=30)
     finally:
         try:
@@ -53,14 +56,32 @@ def test_a_killed_rank_ends_the_job() -> None:
         process.wait(timeout=30)
     assert process.returncode != 0
     assert "last:" not in stdout
-    # mpiexec ends every rank with SIGKILL at once: no rank outlives the dead one to name it, and
-    # mpiexec's own report names the signal and one of the processes it ended.
-    assert "BAD TERMINATION" in stdout + stderr and "signal 9" in stdout + stderr
+    assert f"shoal: cluster rank 2 ({os.uname().nodename}) was killed by signal {int(number)} ({number.name})" in stderr
     _, alive = psutil.wait_procs(job, timeout=10)
     assert alive == []
     assert segments() <= before
     for leftover in {path.name for path in SHM.glob("mpich_shar_tmp*")} - temporaries:
         (SHM / leftover).unlink()  # MPICH's transfer buffer of a rank killed mid-transfer (docs/cluster.md)
+
+
+def test_a_guardian_passes_the_exit_code_and_signals_on(tmp_path: Path) -> None:
+    program = tmp_path / "interrupted.py"
+    program.write_text(
+        "import os, signal, sys\n"
+        "import numpy as np\n"
+        "print('sum:', float(np.ones((64, 64)).sum()), flush=True)\n"
+        "if len(sys.argv) > 1:\n"
+        "    os.kill(os.getppid(), signal.SIGTERM)  # the guardian passes it on: the rank ends by it\n"
+        "    signal.pause()\n"
+        "sys.exit(7)\n"
+    )
+    exits = run(2, program)
+    assert exits.returncode == 7, exits.stderr
+    assert exits.stdout == "sum: 4096.0\n"
+    assert "killed by signal" not in exits.stderr
+    terminated = run(2, program, "kill")
+    assert terminated.returncode != 0
+    assert "shoal: cluster rank 0 (" in terminated.stderr and "was killed by signal 15 (SIGTERM)" in terminated.stderr
 
 
 @pytest.mark.parametrize("how", ["raise", "compute"])
