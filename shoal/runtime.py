@@ -262,25 +262,31 @@ class Runtime:
         what running the recorded work first and reading, or recording the write, would do."""
         with self._lock:
             base = view.base
-            engine = self._engine
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
-            if base in self._declared:  # the data it is declared with is its memory until the flush
-                return None if write and base not in self._pending.donated else self._declared_memory(view, write)
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
-                if engine is None:
-                    return None
-                memory = engine.memory(view, write)
-                whole = None if memory is None else memory.base
-                if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
-                    return memory
+                if base in self._declared:  # the data it is declared with is its memory until the flush
+                    if write and base not in self._pending.donated:
+                        return None
+                    whole = self._declared_data(view, write)
+                    if whole is None:
+                        return None
+                else:
+                    engine = self._engine
+                    if engine is None:
+                        return None
+                    memory = engine.memory(view, write)
+                    whole = None if memory is None else memory.base
+                    if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
+                        return memory
                 cache[base] = whole
                 if write:  # the component may have given the base memory of its own to write
                     self._settled[base] = whole
-                return memory
-            return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
+            elif whole.dtype != view.dtype and base in self._declared:
+                return None
+            return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
 
     def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
@@ -304,14 +310,14 @@ class Runtime:
             self.flush()
             return self.memory(view, write)
 
-    def _declared_memory(self, view: View, write: bool = False) -> np.ndarray | None:
-        """``view`` of the data a base declared in the pending batch starts with, if that data is
-        what the component will hold (its own dtype, contiguous). Data given away (donated) may
-        be written: the component receives what it holds at the flush."""
+    def _declared_data(self, view: View, write: bool = False) -> np.ndarray | None:
+        """The data a base declared in the pending batch starts with, if that data is what the
+        component will hold (``view``'s dtype, contiguous). Data given away (donated) may be
+        written: the component receives what it holds at the flush."""
         data = self._pending.data.get(view.base)
         if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
             return None
-        return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
+        return data
 
     def read(self, view: View) -> np.ndarray:
         """The current contents of ``view`` as a new ndarray (recorded work that writes its base
