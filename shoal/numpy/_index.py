@@ -26,7 +26,7 @@ def _normalize(key: Any) -> tuple[Any, ...]:
                 raise IndexError(
                     "arrays used as indices must be of integer (or boolean) type"
                 )
-            item = item._value()
+            item = item._value()[()] if item._scalar else item._value()  # a NumPy scalar indexes like an int
         normalized.append(item)
     return tuple(normalized)
 
