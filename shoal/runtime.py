@@ -12,12 +12,13 @@ import contextlib
 import math
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import fp_warnings, settings, trace
+from shoal import fp_warnings, held, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
@@ -41,13 +42,15 @@ class Stats:
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
-    __slots__ = ("__weakref__", "dtype", "id", "runtime", "size")
+    __slots__ = ("__weakref__", "dtype", "held", "held_view", "id", "runtime", "size")
 
     def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
         self.runtime = runtime
         self.id = base_id
         self.dtype = dtype
         self.size = size
+        self.held: np.ndarray | None = None  # its values in NumPy memory while a loop holds it (``shoal.held``)
+        self.held_view: tuple[View, np.ndarray] | None = None  # the last array view of it made
 
     def __del__(self) -> None:
         runtime = self.runtime
@@ -105,6 +108,13 @@ class Runtime:
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
+        # Bases held in NumPy memory (``shoal.held``), the live bases by id, and the settled
+        # accesses since the last recorded instruction.
+        self.held: dict[int, np.ndarray] = {}
+        self.hold_times: dict[int, tuple[float, float]] = {}  # base -> (held since, seconds its copy took)
+        self.hold_scale = 1
+        self._bases: weakref.WeakValueDictionary[int, LazyBase] = weakref.WeakValueDictionary()
+        self.direct_run = 0
         self._known: dict[int, BaseDecl] = {}
         self._carried: list[object] = []
         from shoal.numpy._uploads import UploadCache
@@ -140,13 +150,36 @@ class Runtime:
                 if donate:
                     self._pending.donated.add(base_id)
             self.stats.bases_created += 1
-            return LazyBase(self, base_id, dtype, size)
+            base = LazyBase(self, base_id, dtype, size)
+            self._bases[base_id] = base
+            return base
+
+    def lazy_base(self, base_id: int) -> LazyBase | None:
+        """The live base ``base_id``, if any."""
+        return self._bases.get(base_id)
+
+    def next_base_id(self) -> int:
+        """A fresh base id (the lock is held)."""
+        base_id = self._next_id
+        self._next_id += 1
+        return base_id
+
+    @property
+    def pending(self) -> Batch:
+        """The batch being recorded (the lock is held)."""
+        return self._pending
+
+    def note_written(self, base_id: int) -> None:
+        """Note that the pending batch writes ``base_id`` (the lock is held)."""
+        self._written.add(base_id)
 
     def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
             self._record_releases()
+            self.direct_run = 0
+            kept = self._unhold(outputs, inputs) if self.held else ()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
             if self._small(outputs, inputs):
@@ -165,10 +198,19 @@ class Runtime:
             if site is not None:
                 self._sites[len(pending.instructions) - 1] = site
             self._carried.clear()
+            for base in kept:
+                held.copy_back(self, base)
             if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
                 pending.instructions, self.flush_threshold
             ):
                 self.flush()
+
+    def _unhold(self, outputs: tuple[View, ...], inputs: tuple) -> list[int]:
+        """Hand the held bases an instruction reads or writes back to the pending batch; the
+        written ones that stay held (NumPy views of them are alive) are returned."""
+        written = {view.base for view in outputs}
+        touched = written.union(value.base for value in inputs if type(value) is View)
+        return [base for base in touched if base in self.held and held.unhold(self, base) and base in written]
 
     def _small(self, outputs: tuple[View, ...], inputs: tuple) -> bool:
         """True if the instruction writes and reads fewer than ``settled_threshold`` elements per
@@ -190,6 +232,8 @@ class Runtime:
         """Note the end of a base's life. It may run inside garbage collection on any thread,
         also one the component runs a batch on while this thread waits for it holding the lock:
         it never takes the lock; the next instruction or flush records the release."""
+        self.held.pop(base_id, None)
+        self.hold_times.pop(base_id, None)
         self._released.append(base_id)
 
     def _record_releases(self) -> None:
@@ -262,8 +306,12 @@ class Runtime:
         what running the recorded work first and reading, or recording the write, would do."""
         with self._lock:
             base = view.base
+            kept = self.held.get(base)
+            if kept is not None:
+                return held.view_of(kept, view)
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
+            self.direct_run += 1
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
@@ -286,6 +334,10 @@ class Runtime:
                     self._settled[base] = whole
             elif whole.dtype != view.dtype and base in self._declared:
                 return None
+            if held.due(self, whole.nbytes // whole.itemsize if whole.dtype == view.dtype else whole.nbytes // view.dtype.itemsize):
+                kept = held.hold(self, base, whole)
+                if kept is not None:
+                    return held.view_of(kept, view)
             return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
 
     def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
@@ -325,7 +377,7 @@ class Runtime:
         with self._lock:
             settled = self.memory(view)
             if settled is not None:
-                return settled.copy()
+                return settled.copy()  # also a held base's values
             self.flush()
             tracer = trace.TRACER
             if tracer is None:

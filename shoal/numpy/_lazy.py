@@ -280,9 +280,14 @@ class ndarray(metaclass=_NdarrayMeta):
 
     # indexing --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
+        if self._base.held is not None and not self._scalar:  # held in NumPy memory: NumPy's indexing (shoal.held)
+            return _held_memory(self)[key]
         return _index.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if self._base.held is not None and not self._scalar:
+            _held_memory(self)[key] = value
+            return
         _index.setitem(self, key, value)
 
 
@@ -327,6 +332,22 @@ class _Flags:
 
     def __getitem__(self, name: str) -> bool:
         return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}.get(name, name.lower()))
+
+
+def _held_memory(array: ndarray) -> np.ndarray:
+    """``array``'s view of its base's held memory, read-only if ``array`` is; the base remembers
+    the last one made (a loop indexes the same array again and again)."""
+    base = array._base
+    view = array._view
+    remembered = base.held_view
+    if remembered is not None and remembered[0] is view and not array._readonly:
+        return remembered[1]
+    memory = np.ndarray(view.shape, view.dtype, base.held, view.offset, view.strides)
+    if array._readonly:
+        memory.flags.writeable = False
+    else:
+        base.held_view = (view, memory)
+    return memory
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------
