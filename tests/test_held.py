@@ -9,6 +9,8 @@ views, lazy values written into held memory, errors, and the switch back to lazy
 
 from __future__ import annotations
 
+import warnings
+
 import numpy
 import pytest
 
@@ -155,3 +157,16 @@ def test_holding_off_with_settled_views_off(monkeypatch):
         assert not rt.held
         expected = gauss_seidel(numpy, numpy.arange(36.0).reshape(6, 6), 1)
         numpy.testing.assert_array_equal(numpy.asarray(grid), expected)
+
+
+def test_a_cast_into_held_memory_warns_at_the_caller_s_line(lazy):
+    a = snp.zeros((4, 4), snp.float32)
+    float(a[0, 0])
+    for i in range(4):
+        a[i, 0] = a[i, 1]
+    assert lazy.held
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a[2] = numpy.full(4, 1e300)  # overflows in the cast to float32, as under NumPy
+    assert [(w.category, str(w.message), w.filename) for w in caught] == [(RuntimeWarning, "overflow encountered in cast", __file__)]
+    assert numpy.isinf(numpy.asarray(a)[2]).all()

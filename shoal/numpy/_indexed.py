@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shoal import fp_warnings
 from shoal.numpy._lazy import ndarray, wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED
 
@@ -61,7 +62,8 @@ def indexed_get(array: ndarray, key: Any) -> Any:
     if memory_key is None:
         return NOT_SETTLED
     source.flags.writeable = False
-    result = source[memory_key]
+    with fp_warnings.relayed():
+        result = source[memory_key]
     return wrap_numpy(result)
 
 
@@ -85,6 +87,7 @@ def indexed_set(array: ndarray, key: Any, value: Any) -> Any:
     memory_key = _memory_key(items)
     if memory_key is None:
         return NOT_SETTLED
-    target[memory_key] = value
+    with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
+        target[memory_key] = value
     return None
 

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from shoal import fp_warnings
 from shoal import runtime as _runtime
 from shoal.bytecode import Const, View
 from shoal.numpy._uploads import cacheable
@@ -286,7 +287,12 @@ class ndarray(metaclass=_NdarrayMeta):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         if self._base.held is not None and not self._scalar:
-            _held_memory(self)[key] = value
+            memory = _held_memory(self)
+            if getattr(value, "dtype", None) == memory.dtype:
+                memory[key] = value
+                return
+            with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
+                memory[key] = value
             return
         _index.setitem(self, key, value)
 
