@@ -35,10 +35,12 @@ if TYPE_CHECKING:
 # and at least this many per element of the base times the runtime's ``hold_scale`` (a settled
 # access costs about 3 µs more than NumPy's, a copy of an element about 1-3 ns).
 HOLD_RUN_MIN = 256
-HOLD_RUN_PER_ELEMENT = 1 / 1024
+HOLD_RUN_PER_ELEMENT = 1 / 2048
 # A hold given back before this many times the time its copy took did not pay: the run needed
 # before the next hold grows by SCALE_STEP (up to MAX_SCALE); one that paid halves it again.
-PAYING_COPIES = 4
+# (4 copies judged a table filled anew per repeat, held for its last two thirds, as not paying
+# under load: the edit distance then never held again.)
+PAYING_COPIES = 1
 SCALE_STEP = 4
 MAX_SCALE = 4096
 
