@@ -205,3 +205,29 @@ def test_a_matrix_product_with_a_large_operand_stays_recorded(monkeypatch):
         assert rt.stats.instructions + len(rt._pending.instructions) > before
         numpy.testing.assert_array_equal(numpy.asarray(small), numpy.arange(64.0).reshape(8, 8)[:2, :4] @ numpy.arange(4.0))
         numpy.testing.assert_array_equal(numpy.asarray(large), numpy.arange(64.0).reshape(8, 8) @ numpy.arange(8.0))
+
+
+def test_outer_products_and_large_broadcasts_of_small_views(lazy):
+    def program(np):
+        a = np.arange(48.0).reshape(6, 8) + 10.0 * np.eye(6, 8)
+        for k in range(3):  # LU's update: the outer product of a column and a row
+            a[k + 1 :, k] /= a[k, k]
+            a[k + 1 :, k + 1 :] -= np.outer(a[k + 1 :, k], a[k, k + 1 :])
+        small = np.outer(np.arange(3.0), [1, 2])
+        return [a, small, a[0, :3][:, None] * a[1, :2][None, :]]
+
+    same(program)
+
+
+def test_small_views_broadcasting_to_large_work_are_recorded(monkeypatch):
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=4096, settled_threshold=16) as rt:
+        column, row = snp.arange(10.0), snp.arange(10.0) * 2.0
+        float(column[0] + row[0])
+        before = rt.stats.instructions + len(rt._pending.instructions)
+        same_shape = column[:5] + row[:5]  # 5 elements: computed at once
+        assert rt.stats.instructions + len(rt._pending.instructions) == before
+        product = column[:, None] * row[None, :]  # 100 elements from two 10-element views: recorded
+        assert rt.stats.instructions + len(rt._pending.instructions) > before
+        numpy.testing.assert_array_equal(numpy.asarray(same_shape), numpy.arange(5.0) * 3.0)
+        numpy.testing.assert_array_equal(numpy.asarray(product), numpy.outer(numpy.arange(10.0), numpy.arange(10.0) * 2.0))

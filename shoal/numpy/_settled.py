@@ -115,15 +115,17 @@ def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
     """:func:`settled_ufunc` without ``out``, ``where``, ``dtype`` or ``casting``: the common
     operator call (``a + b``), at a third of the general path's cost."""
     arguments = list(inputs)
-    lazy = False
+    lazy = None
     for position, value in enumerate(arguments):
         if type(value) is ndarray:
             memory = _memory(value)
             if memory is None:
                 return NOT_SETTLED
             arguments[position] = memory[()] if value._scalar else memory
-            lazy = True
-    if not lazy:
+            lazy = value
+    if lazy is None:
+        return NOT_SETTLED
+    if _broadcasts_large(arguments, lazy._base.runtime.settled_threshold):
         return NOT_SETTLED
     result = ufunc(*arguments)
     if ufunc.nout > 1:
@@ -131,6 +133,19 @@ def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
     if type(result) is np.ndarray and result.size >= _runtime.current().eager_threshold:
         return wrap_numpy(result)
     return result
+
+
+def _broadcasts_large(arguments: list[Any], limit: int) -> bool:
+    """True if small operands of different shapes broadcast to a result of ``limit`` elements or
+    more (``np.outer``'s ``a[:, None] * b[None, :]``): large work is recorded, where it fuses
+    with what uses it, rather than computed here into a new large array."""
+    shapes = [argument.shape for argument in arguments if type(argument) is np.ndarray]
+    if len(shapes) < 2 or all(shape == shapes[0] for shape in shapes):
+        return False
+    try:
+        return math.prod(np.broadcast_shapes(*shapes)) >= limit
+    except ValueError:
+        return False  # NumPy raises its own error
 
 
 def settled_call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | None = None) -> Any:
