@@ -37,12 +37,14 @@ if TYPE_CHECKING:
 HOLD_RUN_MIN = 256
 HOLD_RUN_PER_ELEMENT = 1 / 2048
 # A hold given back before this many times the time its copy took did not pay: the run needed
-# before the next hold grows by SCALE_STEP (up to MAX_SCALE); one that paid halves it again.
+# before the next hold grows by SCALE_STEP (up to MAX_SCALE); one that paid halves it (down to
+# MIN_SCALE: a program filling a new table per repeat holds each one sooner).
 # (4 copies judged a table filled anew per repeat, held for its last two thirds, as not paying
 # under load: the edit distance then never held again.)
 PAYING_COPIES = 1
 SCALE_STEP = 4
 MAX_SCALE = 4096
+MIN_SCALE = 1 / 16
 
 # References to a held ndarray when no NumPy view of it is alive: the runtime's table, the
 # base's attribute, the caller's local name and ``sys.getrefcount``'s argument.
@@ -104,7 +106,7 @@ def unhold(runtime: Runtime, base_id: int) -> bool:
     if time.perf_counter() - since < PAYING_COPIES * copy_seconds:
         runtime.hold_scale = min(MAX_SCALE, runtime.hold_scale * SCALE_STEP)
     else:
-        runtime.hold_scale = max(1, runtime.hold_scale // 2)
+        runtime.hold_scale = max(MIN_SCALE, runtime.hold_scale / 2)
     return False
 
 

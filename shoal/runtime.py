@@ -112,7 +112,7 @@ class Runtime:
         # accesses since the last recorded instruction.
         self.held: dict[int, np.ndarray] = {}
         self.hold_times: dict[int, tuple[float, float]] = {}  # base -> (held since, seconds its copy took)
-        self.hold_scale = 1
+        self.hold_scale = 1.0
         self._bases: weakref.WeakValueDictionary[int, LazyBase] = weakref.WeakValueDictionary()
         self.direct_run = 0
         self._known: dict[int, BaseDecl] = {}

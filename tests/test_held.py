@@ -170,3 +170,15 @@ def test_a_cast_into_held_memory_warns_at_the_caller_s_line(lazy):
         a[2] = numpy.full(4, 1e300)  # overflows in the cast to float32, as under NumPy
     assert [(w.category, str(w.message), w.filename) for w in caught] == [(RuntimeWarning, "overflow encountered in cast", __file__)]
     assert numpy.isinf(numpy.asarray(a)[2]).all()
+
+
+def test_holds_that_pay_make_the_next_one_come_sooner(lazy, monkeypatch):
+    monkeypatch.setattr(held, "PAYING_COPIES", 0.0)  # every hold counts as paid
+    for _ in range(6):
+        table = snp.zeros((10, 10))  # 100 elements: its sum is recorded
+        for i in range(1, 10):
+            table[i] = table[i - 1] + 1.0
+        assert lazy.held
+        assert float(table.sum()) == 450.0  # recorded: gives the base back
+        assert not lazy.held
+    assert lazy.hold_scale == held.MIN_SCALE
