@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 # access costs about 3 µs more than NumPy's, a copy of an element about 1-3 ns).
 HOLD_RUN_MIN = 256
 HOLD_RUN_PER_ELEMENT = 1 / 2048
+# Bases of more elements than this times ``settled_threshold`` (about the L3 cache in float64) are
+# never held: copying 128 MB in and out made the IIR filter and softmax at 4000 x 4000 1.4-2x
+# slower than settled views alone, where NumPy's own time per row is larger too.
+MAX_HELD_FACTOR = 8
 # A hold given back before this many times the time its copy took did not pay: the run needed
 # before the next hold grows by SCALE_STEP (up to MAX_SCALE); one that paid halves it (down to
 # MIN_SCALE: a program filling a new table per repeat holds each one sooner).
@@ -52,7 +56,10 @@ _OWN_REFERENCES = 4
 
 
 def due(runtime: Runtime, size: int) -> bool:
-    """True if the run of settled accesses is long enough to hold a base of ``size`` elements."""
+    """True if the run of settled accesses is long enough to hold a base of ``size`` elements
+    (never one of more than ``MAX_HELD_FACTOR`` times the settled threshold)."""
+    if size > MAX_HELD_FACTOR * runtime.settled_threshold:
+        return False
     run = runtime.direct_run
     return run >= HOLD_RUN_MIN and run >= size * HOLD_RUN_PER_ELEMENT * runtime.hold_scale
 

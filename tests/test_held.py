@@ -182,3 +182,15 @@ def test_holds_that_pay_make_the_next_one_come_sooner(lazy, monkeypatch):
         assert float(table.sum()) == 450.0  # recorded: gives the base back
         assert not lazy.held
     assert lazy.hold_scale == held.MIN_SCALE
+
+
+def test_bases_beyond_the_size_cap_are_never_held(lazy):
+    limit = held.MAX_HELD_FACTOR * lazy.settled_threshold
+    side = int(limit**0.5) + 1  # side * side > limit
+    big = snp.zeros((side, side))
+    small = snp.zeros((side - 2, side - 2))
+    for i in range(1, side - 2):
+        big[i, 1:4] = big[i - 1, 1:4] + 1.0
+        small[i, 1:4] = small[i - 1, 1:4] + 1.0
+    assert small._base.id in lazy.held and big._base.id not in lazy.held
+    numpy.testing.assert_array_equal(numpy.asarray(big)[side - 3, 1:4], numpy.full(3, side - 3.0))
