@@ -12,12 +12,13 @@ import contextlib
 import math
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import fp_warnings, salvage, settings, trace
+from shoal import fp_warnings, held, salvage, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
@@ -41,13 +42,15 @@ class Stats:
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
-    __slots__ = ("__weakref__", "dtype", "id", "runtime", "size")
+    __slots__ = ("__weakref__", "dtype", "held", "held_view", "id", "runtime", "size")
 
     def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
         self.runtime = runtime
         self.id = base_id
         self.dtype = dtype
         self.size = size
+        self.held: np.ndarray | None = None  # its values in NumPy memory while a loop holds it (``shoal.held``)
+        self.held_view: tuple[View, np.ndarray] | None = None  # the last array view of it made
 
     def __del__(self) -> None:
         runtime = self.runtime
@@ -105,6 +108,13 @@ class Runtime:
         self._released: collections.deque[int] = collections.deque()
         self._boundary = BatchBoundary()
         self._next_id = 1
+        # Bases held in NumPy memory (``shoal.held``), the live bases by id, and the settled
+        # accesses since the last recorded instruction.
+        self.held: dict[int, np.ndarray] = {}
+        self.hold_times: dict[int, tuple[float, float]] = {}  # base -> (held since, seconds its copy took)
+        self.hold_scale = 1.0
+        self._bases: weakref.WeakValueDictionary[int, LazyBase] = weakref.WeakValueDictionary()
+        self.direct_run = 0
         self._known: dict[int, BaseDecl] = {}
         self._lost: set[int] = set()  # bases whose declaration verification refused
         self._carried: list[object] = []
@@ -141,13 +151,36 @@ class Runtime:
                 if donate:
                     self._pending.donated.add(base_id)
             self.stats.bases_created += 1
-            return LazyBase(self, base_id, dtype, size)
+            base = LazyBase(self, base_id, dtype, size)
+            self._bases[base_id] = base
+            return base
+
+    def lazy_base(self, base_id: int) -> LazyBase | None:
+        """The live base ``base_id``, if any."""
+        return self._bases.get(base_id)
+
+    def next_base_id(self) -> int:
+        """A fresh base id (the lock is held)."""
+        base_id = self._next_id
+        self._next_id += 1
+        return base_id
+
+    @property
+    def pending(self) -> Batch:
+        """The batch being recorded (the lock is held)."""
+        return self._pending
+
+    def note_written(self, base_id: int) -> None:
+        """Note that the pending batch writes ``base_id`` (the lock is held)."""
+        self._written.add(base_id)
 
     def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
             self._record_releases()
+            self.direct_run = 0
+            kept = self._unhold(outputs, inputs) if self.held else ()
             pending = self._pending
             pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
             if self._small(outputs, inputs):
@@ -166,10 +199,19 @@ class Runtime:
             if site is not None:
                 self._sites[len(pending.instructions) - 1] = site
             self._carried.clear()
+            for base in kept:
+                held.copy_back(self, base)
             if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
                 pending.instructions, self.flush_threshold
             ):
                 self.flush()
+
+    def _unhold(self, outputs: tuple[View, ...], inputs: tuple) -> list[int]:
+        """Hand the held bases an instruction reads or writes back to the pending batch; the
+        written ones that stay held (NumPy views of them are alive) are returned."""
+        written = {view.base for view in outputs}
+        touched = written.union(value.base for value in inputs if type(value) is View)
+        return [base for base in touched if base in self.held and held.unhold(self, base) and base in written]
 
     def _small(self, outputs: tuple[View, ...], inputs: tuple) -> bool:
         """True if the instruction writes and reads fewer than ``settled_threshold`` elements per
@@ -191,6 +233,8 @@ class Runtime:
         """Note the end of a base's life. It may run inside garbage collection on any thread,
         also one the component runs a batch on while this thread waits for it holding the lock:
         it never takes the lock; the next instruction or flush records the release."""
+        self.held.pop(base_id, None)
+        self.hold_times.pop(base_id, None)
         self._released.append(base_id)
 
     def _record_releases(self) -> None:
@@ -285,25 +329,39 @@ class Runtime:
         what running the recorded work first and reading, or recording the write, would do."""
         with self._lock:
             base = view.base
-            engine = self._engine
+            kept = self.held.get(base)
+            if kept is not None:
+                return held.view_of(kept, view)
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
-            if base in self._declared:  # the data it is declared with is its memory until the flush
-                return None if write and base not in self._pending.donated else self._declared_memory(view, write)
+            self.direct_run += 1
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
-                if engine is None:
-                    return None
-                memory = engine.memory(view, write)
-                whole = None if memory is None else memory.base
-                if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
-                    return memory
+                if base in self._declared:  # the data it is declared with is its memory until the flush
+                    if write and base not in self._pending.donated:
+                        return None
+                    whole = self._declared_data(view, write)
+                    if whole is None:
+                        return None
+                else:
+                    engine = self._engine
+                    if engine is None:
+                        return None
+                    memory = engine.memory(view, write)
+                    whole = None if memory is None else memory.base
+                    if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
+                        return memory
                 cache[base] = whole
                 if write:  # the component may have given the base memory of its own to write
                     self._settled[base] = whole
-                return memory
-            return np.ndarray(view.shape, view.dtype, buffer=whole, offset=view.offset, strides=view.strides)
+            elif whole.dtype != view.dtype and base in self._declared:
+                return None
+            if held.due(self, whole.nbytes // whole.itemsize if whole.dtype == view.dtype else whole.nbytes // view.dtype.itemsize):
+                kept = held.hold(self, base, whole)
+                if kept is not None:
+                    return held.view_of(kept, view)
+            return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
 
     def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
@@ -327,14 +385,14 @@ class Runtime:
             self.flush()
             return self.memory(view, write)
 
-    def _declared_memory(self, view: View, write: bool = False) -> np.ndarray | None:
-        """``view`` of the data a base declared in the pending batch starts with, if that data is
-        what the component will hold (its own dtype, contiguous). Data given away (donated) may
-        be written: the component receives what it holds at the flush."""
+    def _declared_data(self, view: View, write: bool = False) -> np.ndarray | None:
+        """The data a base declared in the pending batch starts with, if that data is what the
+        component will hold (``view``'s dtype, contiguous). Data given away (donated) may be
+        written: the component receives what it holds at the flush."""
         data = self._pending.data.get(view.base)
         if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
             return None
-        return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
+        return data
 
     def read(self, view: View) -> np.ndarray:
         """The current contents of ``view`` as a new ndarray (recorded work that writes its base
@@ -342,7 +400,7 @@ class Runtime:
         with self._lock:
             settled = self.memory(view)
             if settled is not None:
-                return settled.copy()
+                return settled.copy()  # also a held base's values
             self.flush()
             tracer = trace.TRACER
             if tracer is None:

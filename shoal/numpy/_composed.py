@@ -226,6 +226,7 @@ def _register() -> None:
     table[np.linalg.outer] = linalg_outer
     table[np.linalg.vecdot] = vecdot
     table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
+    table[np.outer] = _rebound(np.outer, asarray=_creation("asarray"))  # lazy inputs stay lazy
     table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method

@@ -11,9 +11,10 @@ from shoal import fp_warnings
 from shoal.bytecode import View
 from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import cast_now
+from shoal.numpy._indexed import indexed_get, indexed_set
 from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
-from shoal.numpy._settled import readable, writable
+from shoal.numpy._settled import NOT_SETTLED, readable, writable
 
 
 def _normalize(key: Any) -> tuple[Any, ...]:
@@ -25,7 +26,7 @@ def _normalize(key: Any) -> tuple[Any, ...]:
                 raise IndexError(
                     "arrays used as indices must be of integer (or boolean) type"
                 )
-            item = item._value()
+            item = item._value()[()] if item._scalar else item._value()  # a NumPy scalar indexes like an int
         normalized.append(item)
     return tuple(normalized)
 
@@ -120,6 +121,9 @@ def getitem(array: ndarray, key: Any) -> Any:
         if memory is not None:  # a settled base: NumPy's own scalar, read in place
             return memory[()]
         return _element(array, view)
+    direct = indexed_get(array, key)
+    if direct is not NOT_SETTLED:
+        return direct
     key = _normalize(key)
     if any(_is_advanced(item) for item in key):
         return _advanced_get(array, key)
@@ -239,6 +243,8 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
         raise TypeError(f"'numpy.{array.dtype.type.__name__}' object does not support item assignment")
     if array._readonly:
         raise ValueError("assignment destination is read-only")
+    if indexed_set(array, key, value) is not NOT_SETTLED:
+        return
     key = _normalize(key)
     if _set_in_place(array, key, value):
         return

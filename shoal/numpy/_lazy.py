@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import psutil
 
+from shoal import fp_warnings
 from shoal import runtime as _runtime
 from shoal.bytecode import Const, View
 from shoal.numpy._uploads import cacheable
@@ -280,9 +281,19 @@ class ndarray(metaclass=_NdarrayMeta):
 
     # indexing --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
+        if self._base.held is not None and not self._scalar:  # held in NumPy memory: NumPy's indexing (shoal.held)
+            return _held_memory(self)[key]
         return _index.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        if self._base.held is not None and not self._scalar:
+            memory = _held_memory(self)
+            if getattr(value, "dtype", None) == memory.dtype:
+                memory[key] = value
+                return
+            with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
+                memory[key] = value
+            return
         _index.setitem(self, key, value)
 
 
@@ -327,6 +338,22 @@ class _Flags:
 
     def __getitem__(self, name: str) -> bool:
         return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}.get(name, name.lower()))
+
+
+def _held_memory(array: ndarray) -> np.ndarray:
+    """``array``'s view of its base's held memory, read-only if ``array`` is; the base remembers
+    the last one made (a loop indexes the same array again and again)."""
+    base = array._base
+    view = array._view
+    remembered = base.held_view
+    if remembered is not None and remembered[0] is view and not array._readonly:
+        return remembered[1]
+    memory = np.ndarray(view.shape, view.dtype, base.held, view.offset, view.strides)
+    if array._readonly:
+        memory.flags.writeable = False
+    else:
+        base.held_view = (view, memory)
+    return memory
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------

@@ -10,6 +10,7 @@ import numpy as np
 from shoal.numpy._fperr import deliver_now, plain, strict
 from shoal.numpy._lazy import deliver, is_lazy, is_small, new_array, operand
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+from shoal.numpy._settled import NOT_SETTLED, settled_product
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 
@@ -75,6 +76,10 @@ def _product(op: str, a: Any, b: Any, out: Any, shape: tuple[int, ...], dtype: n
         return function(a, b) if out is None else function(a, b, out=out)
     if strict():
         return deliver_now(function(plain(a), plain(b)), out)
+    if out is None:
+        eager = settled_product(function, a, b, shape)
+        if eager is not NOT_SETTLED:
+            return eager
     result = out if is_lazy(out) else new_array(dtype, shape)
     result._base.runtime.record(op, (result._view,), (operand(a), operand(b)))
     return deliver(result, out)

@@ -1,0 +1,196 @@
+"""Bases held in NumPy memory during loops of small operations (``shoal/held.py``).
+
+Each program runs on NumPy and on Shoal (every array lazy, the node engine, holds after a few
+settled accesses) and every value read is compared, with its type and dtype. The adversarial
+cases are where holding could lose NumPy's semantics: a NumPy view of the held memory kept while
+recorded work writes the base, recorded work still pending from before the hold, read-only
+views, lazy values written into held memory, errors, and the switch back to lazy arrays.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy
+import pytest
+
+import shoal.numpy as snp
+from shoal import held, runtime
+
+
+@pytest.fixture
+def lazy(monkeypatch):
+    """Every array lazy on the node engine; a base is held after 4 settled accesses in a row."""
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    monkeypatch.setattr(held, "HOLD_RUN_MIN", 4)
+    monkeypatch.setattr(held, "HOLD_RUN_PER_ELEMENT", 0.0)
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=4096, settled_threshold=64) as rt:
+        yield rt
+
+
+def same(expected, got):
+    assert len(expected) == len(got)
+    for want, have in zip(expected, got):
+        lazy_stand_in = type(have) is snp.ndarray and isinstance(want, numpy.ndarray | numpy.generic)
+        assert type(have) is type(want) or lazy_stand_in
+        have_array, want_array = numpy.asarray(have), numpy.asarray(want)
+        assert have_array.dtype == want_array.dtype
+        assert have_array.shape == want_array.shape
+        numpy.testing.assert_array_equal(have_array, want_array)
+
+
+def gauss_seidel(np, grid, sweeps):
+    for _ in range(sweeps):
+        for i in range(1, grid.shape[0] - 1):
+            grid[i, 1:-1] = 0.2 * (grid[i - 1, 1:-1] + grid[i, 1:-1] + grid[i + 1, 1:-1] + grid[i, :-2] + grid[i, 2:])
+    return grid
+
+
+def test_a_row_loop_holds_its_base_and_returns_it(lazy):
+    def program(np, watch=None):
+        grid = np.arange(144.0).reshape(12, 12) / 7.0
+        gauss_seidel(np, grid, 3)
+        if watch is not None:
+            watch.append(bool(lazy.held))
+        reads = [grid[5, 5], grid[3].copy(), grid.sum()]  # the sum is recorded: the base goes back
+        if watch is not None:
+            watch.append(bool(lazy.held))
+        grid *= 2.0
+        reads += [grid[1:3, 2:4], grid[7, 7]]
+        kept = grid[2]  # held again by now: a NumPy view that stays alive
+        grid += 1.0
+        reads += [kept, grid]
+        return reads
+
+    watch: list = []
+    same(program(numpy), program(snp, watch))
+    assert watch[0] and not watch[1]
+
+
+def test_a_kept_numpy_view_sees_recorded_writes(lazy):
+    def program(np):
+        a = np.arange(100.0).reshape(10, 10)
+        for i in range(10):
+            a[i, :3] = a[i, 3:6] + 1.0
+        row = a[4]  # under Shoal a NumPy view of the held memory
+        a *= 2.0  # recorded: runs at once and is copied back while ``row`` lives
+        first = row.copy()
+        a[4, 0] = -1.0
+        b = a + 1.0  # recorded read: sees the held values now
+        row[1] = -2.0  # a write through the kept view after the recorded read
+        return [first, row, a[4], b[4], a.sum()]
+
+    same(program(numpy), program(snp))
+
+
+def test_work_recorded_before_the_hold_sees_the_values_before_it(lazy):
+    def program(np):
+        a = np.arange(64.0).reshape(8, 8)
+        float(a[0, 0])
+        doubled = a * 2.0  # recorded, not run
+        for i in range(8):
+            a[i, 1:-1] = a[i, :-2] - a[i, 2:]
+        return [doubled, a]
+
+    same(program(numpy), program(snp))
+
+
+def test_reads_writes_and_errors_in_held_memory_are_numpy_s(lazy):
+    def program(np):
+        a = np.arange(30, dtype=np.int32).reshape(5, 6)
+        reads = []
+        for i in range(5):
+            reads.append(a[i, i])  # NumPy's scalars
+            a[i, 0] = 2.75  # a float stored into int32: truncated, as NumPy does
+        lazy_row = np.arange(6, dtype=np.int64) * 3
+        a[2] = lazy_row
+        reads += [a, a[::-1, ::2], a[a > 10], a[[0, 2], 1:3]]
+        for key in [(5, 0), (0, 6)]:
+            try:
+                a[key]
+            except IndexError as error:
+                reads.append(str(error))
+        try:
+            a[0] = np.arange(4)
+        except ValueError as error:
+            reads.append(str(error))
+        return reads
+
+    same(program(numpy), program(snp))
+
+
+def test_a_read_only_view_of_a_held_base_stays_read_only(lazy):
+    def program(np):
+        a = np.arange(20.0).reshape(4, 5)
+        for i in range(4):
+            a[i, 0] = a[i, 1] * 3.0
+        view = np.broadcast_to(a[0], (3, 5))
+        try:
+            view[0, 0] = 1.0
+        except ValueError as error:
+            return [str(error), view[2, 1], a]
+        return ["no error"]
+
+    same(program(numpy), program(snp))
+
+
+def test_a_hold_that_does_not_pay_makes_the_next_one_wait_longer(lazy, monkeypatch):
+    monkeypatch.setattr(held, "PAYING_COPIES", 10.0**9)  # no hold counts as paid
+    a = snp.arange(64.0).reshape(8, 8)
+    float(a[0, 0])
+    for i in range(8):
+        a[i, 0] = a[i, 1]
+    assert lazy.held
+    scale = lazy.hold_scale
+    b = a * 2.0  # recorded: gives the base back
+    assert not lazy.held and lazy.hold_scale == scale * held.SCALE_STEP
+    numpy.testing.assert_array_equal(numpy.asarray(b)[:, 0], numpy.arange(64.0).reshape(8, 8)[:, 1] * 2.0)
+
+
+def test_holding_off_with_settled_views_off(monkeypatch):
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    monkeypatch.setattr(held, "HOLD_RUN_MIN", 1)
+    monkeypatch.setattr(held, "HOLD_RUN_PER_ELEMENT", 0.0)
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=4096, settled_threshold=0) as rt:
+        grid = snp.arange(36.0).reshape(6, 6)
+        gauss_seidel(snp, grid, 1)
+        assert not rt.held
+        expected = gauss_seidel(numpy, numpy.arange(36.0).reshape(6, 6), 1)
+        numpy.testing.assert_array_equal(numpy.asarray(grid), expected)
+
+
+def test_a_cast_into_held_memory_warns_at_the_caller_s_line(lazy):
+    a = snp.zeros((4, 4), snp.float32)
+    float(a[0, 0])
+    for i in range(4):
+        a[i, 0] = a[i, 1]
+    assert lazy.held
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a[2] = numpy.full(4, 1e300)  # overflows in the cast to float32, as under NumPy
+    assert [(w.category, str(w.message), w.filename) for w in caught] == [(RuntimeWarning, "overflow encountered in cast", __file__)]
+    assert numpy.isinf(numpy.asarray(a)[2]).all()
+
+
+def test_holds_that_pay_make_the_next_one_come_sooner(lazy, monkeypatch):
+    monkeypatch.setattr(held, "PAYING_COPIES", 0.0)  # every hold counts as paid
+    for _ in range(6):
+        table = snp.zeros((10, 10))  # 100 elements: its sum is recorded
+        for i in range(1, 10):
+            table[i] = table[i - 1] + 1.0
+        assert lazy.held
+        assert float(table.sum()) == 450.0  # recorded: gives the base back
+        assert not lazy.held
+    assert lazy.hold_scale == held.MIN_SCALE
+
+
+def test_bases_beyond_the_size_cap_are_never_held(lazy):
+    limit = held.MAX_HELD_FACTOR * lazy.settled_threshold
+    side = int(limit**0.5) + 1  # side * side > limit
+    big = snp.zeros((side, side))
+    small = snp.zeros((side - 2, side - 2))
+    for i in range(1, side - 2):
+        big[i, 1:4] = big[i - 1, 1:4] + 1.0
+        small[i, 1:4] = small[i - 1, 1:4] + 1.0
+    assert small._base.id in lazy.held and big._base.id not in lazy.held
+    numpy.testing.assert_array_equal(numpy.asarray(big)[side - 3, 1:4], numpy.full(3, side - 3.0))
