@@ -146,41 +146,32 @@ class Runtime:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
-            self._record_releases()
-            pending = self._pending
-            pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
-            if self._small(outputs, inputs):
-                self._small_run += 1
-            else:
-                self._small_run = 0
+            if self._released:
+                self._record_releases()
+            instructions = self._pending.instructions
+            instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs) if attrs else ()))
+            limit = self.settled_threshold
+            small = bool(outputs)
             written = self._written
             for view in outputs:
                 written.add(view.base)
+                if small and math.prod(view.shape) >= limit:
+                    small = False
             read = self._read
             for value in inputs:
                 if type(value) is View:
                     read.add(value.base)
+                    if small and math.prod(value.shape) >= limit:
+                        small = False
+            self._small_run = self._small_run + 1 if small else 0
 
             site = fp_warnings.site(op, outputs, inputs)
             if site is not None:
-                self._sites[len(pending.instructions) - 1] = site
-            self._carried.clear()
-            if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
-                pending.instructions, self.flush_threshold
-            ):
+                self._sites[len(instructions) - 1] = site
+            if self._carried:
+                self._carried.clear()
+            if len(instructions) >= self.flush_threshold and self._boundary.due(instructions, self.flush_threshold):
                 self.flush()
-
-    def _small(self, outputs: tuple[View, ...], inputs: tuple) -> bool:
-        """True if the instruction writes and reads fewer than ``settled_threshold`` elements per
-        view (a matrix-vector product with a small result is not small work)."""
-        limit = self.settled_threshold
-        for view in outputs:
-            if math.prod(view.shape) >= limit:
-                return False
-        for value in inputs:
-            if type(value) is View and math.prod(value.shape) >= limit:
-                return False
-        return bool(outputs)
 
     def carry(self, array: object) -> None:
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
