@@ -93,6 +93,7 @@ class Runtime:
         self._pending = Batch()
         # Bases the pending batch declares, writes and reads: the others are settled.
         self._declared: set[int] = set()
+        self._deferred: dict[int, tuple[BaseDecl, np.ndarray]] = {}  # base -> (declaration, data) not yet in a batch
         self._written: set[int] = set()
         self._read: set[int] = set()
         self._small_run = 0  # instructions in a row, up to the last, on views of fewer than settled_threshold elements
@@ -127,20 +128,34 @@ class Runtime:
         self, dtype: np.dtype, size: int, data: np.ndarray | None = None, donate: bool = True
     ) -> LazyBase:
         """Declare a new base of ``size`` elements filled from ``data`` (1-D). With ``donate`` the
-        caller gives ``data`` away: the component may keep and write it instead of copying."""
+        caller gives ``data`` away: the component may keep and write it instead of copying.
+
+        A base given its data is held back here (``_deferred``) until an instruction names it:
+        one that only NumPy reads and writes (a loop's small results computed at once, see
+        ``shoal/numpy/_settled.py``) never costs the component a declaration and a release."""
         if self._engine is None:
             _ = self.engine  # the first large array loads the engine (not the first flush, mid-program)
         with self._lock:
             base_id = self._next_id
             self._next_id += 1
+            self.stats.bases_created += 1
+            if data is not None and donate:
+                self._deferred[base_id] = (BaseDecl(base_id, dtype, size), data)
+                return LazyBase(self, base_id, dtype, size)
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
-                if donate:
-                    self._pending.donated.add(base_id)
-            self.stats.bases_created += 1
             return LazyBase(self, base_id, dtype, size)
+
+    def _declare_deferred(self, base_id: int) -> None:
+        """Declare a base held back by :meth:`new_base` in the pending batch (the lock is held)."""
+        decl, data = self._deferred.pop(base_id)
+        pending = self._pending
+        pending.bases.append(decl)
+        pending.data[base_id] = data
+        pending.donated.add(base_id)
+        self._declared.add(base_id)
 
     def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
@@ -148,6 +163,11 @@ class Runtime:
         with self._lock:
             if self._released:
                 self._record_releases()
+            deferred = self._deferred
+            if deferred:
+                for value in (*outputs, *inputs):
+                    if type(value) is View and value.base in deferred:
+                        self._declare_deferred(value.base)
             instructions = self._pending.instructions
             instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs) if attrs else ()))
             limit = self.settled_threshold
@@ -188,7 +208,10 @@ class Runtime:
         released = self._released
         while released:
             base_id = released.popleft()
-            self._pending.instructions.append(Instruction("release", (), (), make_attrs(base=base_id)))
+            if self._deferred.pop(base_id, None) is not None:
+                self.stats.bases_released += 1
+                continue
+            self._pending.instructions.append(Instruction("release", (), (), (("base", base_id),)))
             self.stats.bases_released += 1
 
     # running ---------------------------------------------------------------------------------
@@ -256,8 +279,8 @@ class Runtime:
             engine = self._engine
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
-            if base in self._declared:  # the data it is declared with is its memory until the flush
-                return None if write and base not in self._pending.donated else self._declared_memory(view, write)
+            if base in self._declared or base in self._deferred:  # the data it is declared with is its memory until the flush
+                return None if write and base not in self._pending.donated and base not in self._deferred else self._declared_memory(view, write)
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
@@ -299,7 +322,8 @@ class Runtime:
         """``view`` of the data a base declared in the pending batch starts with, if that data is
         what the component will hold (its own dtype, contiguous). Data given away (donated) may
         be written: the component receives what it holds at the flush."""
-        data = self._pending.data.get(view.base)
+        deferred = self._deferred.get(view.base)
+        data = self._pending.data.get(view.base) if deferred is None else deferred[1]
         if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
             return None
         return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
@@ -311,6 +335,11 @@ class Runtime:
             settled = self.memory(view)
             if settled is not None:
                 return settled.copy()
+            if view.base in self._deferred:
+                settled = self._declared_memory(view)
+                if settled is not None:
+                    return settled.copy()
+                self._declare_deferred(view.base)
             self.flush()
             tracer = trace.TRACER
             if tracer is None:
@@ -342,6 +371,7 @@ class Runtime:
                 self.flush()
             finally:
                 self.uploads.clear()
+                self._deferred.clear()
                 self.closed = True
                 if self._engine is not None:
                     self._engine.shutdown()
