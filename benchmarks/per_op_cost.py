@@ -4,9 +4,11 @@ the node engine, for a loop body seen for the first time and for one replayed fr
 Every array is lazy (eager threshold 0) and the flush threshold is raised so that the timed
 recording loop never flushes; the flush of what it recorded is then timed on its own and split
 with the engine's :class:`~shoal.engine.node.stats.BatchStats` into planning (``plan_seconds``:
-building the block operations, or taking them from the plan cache) and running (the rest of
-``NodeEngine.execute``). The same loop is recorded and flushed twice: the first batch is planned
-from scratch, the second has the same structure and is replayed from the plan cache. Finally the
+computing the batch's structure key, building the block operations or taking them from the plan
+cache) and running (the rest of ``NodeEngine.execute``, verification included: it is skipped for
+a structure verified before). The same loop is recorded and flushed twice: the first batch is
+planned from scratch (the engine forgets its plans and verified structures before it, in every
+repetition), the second has the same structure and is replayed from the plan cache. Finally the
 loop runs end to end at the default flush threshold, against NumPy on the same arrays.
 
 Small batches run instruction by instruction (``direct.py``: no planning at all); the
@@ -86,9 +88,12 @@ def recorded(size: int, iterations: int, direct_work: int | None) -> tuple[float
     default_direct_work = engine.direct_work
     if direct_work is not None:
         engine.direct_work = direct_work
-    a = shoal.numpy.linspace(0.0, 1.0, size)
-    b = shoal.numpy.ones(size)
+    a = shoal.numpy.linspace(0.0, 1.0, size) + 0.0  # computed by the engine: declared before the loop
+    b = shoal.numpy.ones(size) * 1.0
     runtime.flush()
+    forget = getattr(engine, "forget_structures", None)
+    if forget is not None:
+        forget()  # the first batch is planned (and verified) from scratch in every repetition
     flushes = []
     recording = []
     for _ in range(2):
@@ -96,7 +101,7 @@ def recorded(size: int, iterations: int, direct_work: int | None) -> tuple[float
         started = time.perf_counter()
         a = body(shoal.numpy, a, b, iterations)
         recording.append(time.perf_counter() - started)
-        per_iteration = (len(runtime._pending.instructions) - before) // iterations
+        per_iteration = round((len(runtime._pending.instructions) - before) / iterations)
         flushes.append(_flush(runtime))
     float(a[0])  # the result is read, as a program would
     engine.direct_work = default_direct_work

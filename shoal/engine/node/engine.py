@@ -262,6 +262,12 @@ class NodeEngine(Component):
             storage.make_writable(base)
         return storage.array(view)
 
+    def forget_structures(self) -> None:
+        """Forget every cached plan and verified batch structure: the next batches are planned
+        and verified from scratch (a benchmark of fresh planning asks for this)."""
+        self._plans.clear()
+        self._verified = VerifiedShapes()
+
     def shutdown(self) -> None:
         if self._pool is not None:
             self._pool.close()
