@@ -139,7 +139,7 @@ class Runtime:
             base_id = self._next_id
             self._next_id += 1
             self.stats.bases_created += 1
-            if data is not None and donate:
+            if data is not None and donate and data.flags.c_contiguous and data.flags.writeable:
                 self._deferred[base_id] = (BaseDecl(base_id, dtype, size), data)
                 return LazyBase(self, base_id, dtype, size)
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
@@ -279,8 +279,14 @@ class Runtime:
             engine = self._engine
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
-            if base in self._declared or base in self._deferred:  # the data it is declared with is its memory until the flush
-                return None if write and base not in self._pending.donated and base not in self._deferred else self._declared_memory(view, write)
+            deferred = self._deferred.get(base)
+            if deferred is not None:  # its data, contiguous and writable, is its memory until an instruction names it
+                data = deferred[1]
+                if data.dtype != view.dtype:
+                    return None
+                return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
+            if base in self._declared:  # the data it is declared with is its memory until the flush
+                return None if write and base not in self._pending.donated else self._declared_memory(view, write)
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:

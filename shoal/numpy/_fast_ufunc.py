@@ -12,8 +12,9 @@ Only plain calls take this path: every operand a lazy array, a Python scalar or 
 (at least one lazy), one output, no ``where``, ``dtype`` or ``casting``, and ``out`` absent or
 one writable lazy array. A call NumPy refused is never kept (the next one probes again and
 raises NumPy's error); integer ``power`` is never kept (negative exponents are checked on the
-values). Settled operands and NumPy's strict floating-point modes are decided per call, before
-the key is looked at, exactly as the general path decides them.
+values). Settled operands (computed by NumPy at once, ``_settled.py``) are decided per call before
+the key is computed, NumPy's strict floating-point modes before it is used, exactly as the
+general path decides them.
 """
 
 from __future__ import annotations
@@ -39,14 +40,13 @@ _INTEGER_RANGES = tuple((int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "b
 class Signature:
     """What the general path found for one key: the result's dtype, shape and strides."""
 
-    __slots__ = ("dtype", "largest", "opcode", "shape", "strides")
+    __slots__ = ("dtype", "opcode", "shape", "strides")
 
-    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...], largest: int) -> None:
+    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...]) -> None:
         self.opcode = opcode
         self.dtype = dtype
         self.shape = shape
         self.strides = contiguous_strides(shape, dtype.itemsize)
-        self.largest = largest  # elements of the largest lazy operand (settled views are smaller)
 
 
 _SIGNATURES: dict[tuple, Signature] = {}
@@ -97,33 +97,35 @@ def learn(key_: tuple | None, opcode: str | None, ufunc: np.ufunc, inputs: tuple
         return
     if math.prod(shape) * dtype.itemsize > _memory_limit():
         return
-    largest = max(math.prod(value._view.shape) for value in inputs if type(value) is ndarray)
     if len(_SIGNATURES) >= SIGNATURE_ENTRIES:
         _SIGNATURES.clear()
-    _SIGNATURES[key_] = Signature(opcode, dtype, shape, largest)
+    _SIGNATURES[key_] = Signature(opcode, dtype, shape)
 
 
 def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     """Record ``ufunc(*inputs)`` (into ``out``, a lazy array, if given) if a call with operands
-    of these kinds was recorded before; else :data:`NOT_FAST`."""
+    of these kinds was recorded before, or compute it at once if its operands are settled (as
+    the general path would); else :data:`NOT_FAST`."""
+    if out is not None and type(out) is not ndarray:
+        return NOT_FAST
+    runtime = None
+    small = True
+    for value in inputs:
+        if type(value) is ndarray:
+            runtime = value._base.runtime
+            if small and math.prod(value._view.shape) >= runtime.settled_threshold:
+                small = False
+    if runtime is None:
+        return NOT_FAST
+    if small and (out is None or math.prod(out._view.shape) < runtime.settled_threshold):
+        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
+        if eager is not NOT_SETTLED:
+            return eager
     signature_key = key(ufunc, inputs, out)
     if signature_key is None:
         return NOT_FAST
     signature = _SIGNATURES.get(signature_key)
-    if signature is None:
-        return NOT_FAST
-    runtime = None
-    for value in inputs:
-        if type(value) is ndarray:
-            runtime = value._base.runtime
-            break
-    assert runtime is not None
-    limit = runtime.settled_threshold
-    if signature.largest < limit and (out is None or math.prod(out._view.shape) < limit):
-        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
-        if eager is not NOT_SETTLED:
-            return eager
-    if strict():
+    if signature is None or strict():
         return NOT_FAST
     operands = []
     for value in inputs:
