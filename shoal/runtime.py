@@ -104,6 +104,7 @@ class Runtime:
         self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
         self._watches: collections.deque[tuple[fp_signals.Watch, dict[int, fp_warnings.Site]]] = collections.deque()
         self._released: collections.deque[int] = collections.deque()
+        self._dropped: collections.deque[int] = collections.deque()  # held-back bases released, to count
         self._boundary = BatchBoundary()
         self._next_id = 1
         self._known: dict[int, BaseDecl] = {}
@@ -161,7 +162,7 @@ class Runtime:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
-            if self._released:
+            if self._released or self._dropped:
                 self._record_releases()
             deferred = self._deferred
             if deferred:
@@ -200,17 +201,24 @@ class Runtime:
     def release(self, base_id: int) -> None:
         """Note the end of a base's life. It may run inside garbage collection on any thread,
         also one the component runs a batch on while this thread waits for it holding the lock:
-        it never takes the lock; the next instruction or flush records the release."""
+        it never takes the lock; the next instruction or flush records the release. A base still
+        held back (``_deferred``, never named by an instruction) drops its data at once: a loop
+        whose results NumPy computes (``_settled.py``) may record nothing for a long time, and
+        holding every result until then would make its memory grow without bound."""
+        if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL
+            self._dropped.append(base_id)
+            return
         self._released.append(base_id)
 
     def _record_releases(self) -> None:
         """Record a ``release`` instruction for every base noted dead (the lock is held)."""
+        dropped = self._dropped
+        while dropped:
+            dropped.popleft()
+            self.stats.bases_released += 1
         released = self._released
         while released:
             base_id = released.popleft()
-            if self._deferred.pop(base_id, None) is not None:
-                self.stats.bases_released += 1
-                continue
             self._pending.instructions.append(Instruction("release", (), (), (("base", base_id),)))
             self.stats.bases_released += 1
 

@@ -89,3 +89,19 @@ def test_releasing_a_deferred_base_records_nothing_and_counts_it(lazy):
     assert lazy.stats.bases_created == created + 7  # the five, ones(3) and its sum
     assert lazy.stats.bases_released >= released + 5
     assert _instructions(lazy).count("release") <= 2
+
+
+def test_a_loop_that_records_nothing_holds_only_its_live_results(lazy):
+    a = snp.array(numpy.linspace(0.0, 1.0, 50))
+    b = snp.array(numpy.ones(50))
+    for _ in range(2000):
+        b[1:-1] = (a[:-2] + a[1:-1] + a[2:]) / 3.0  # NumPy computes every result at once
+        a[1:-1] = (b[:-2] + b[1:-1] + b[2:]) / 3.0
+    assert not lazy._pending.instructions
+    assert len(lazy._deferred) <= 4  # a, b and at most the temporaries of one statement
+    expected_a, expected_b = numpy.linspace(0.0, 1.0, 50), numpy.ones(50)
+    for _ in range(2000):
+        expected_b[1:-1] = (expected_a[:-2] + expected_a[1:-1] + expected_a[2:]) / 3.0
+        expected_a[1:-1] = (expected_b[:-2] + expected_b[1:-1] + expected_b[2:]) / 3.0
+    numpy.testing.assert_array_equal(a, expected_a)
+    numpy.testing.assert_array_equal(b, expected_b)
