@@ -93,7 +93,7 @@ class Runtime:
         self._pending = Batch()
         # Bases the pending batch declares, writes and reads: the others are settled.
         self._declared: set[int] = set()
-        self._deferred: dict[int, tuple[BaseDecl, np.ndarray]] = {}  # base -> (declaration, data) not yet in a batch
+        self._deferred: dict[int, tuple[np.dtype, int, np.ndarray]] = {}  # base -> (dtype, size, data) not yet in a batch
         self._written: set[int] = set()
         self._read: set[int] = set()
         self._small_run = 0  # instructions in a row, up to the last, on views of fewer than settled_threshold elements
@@ -140,9 +140,11 @@ class Runtime:
             base_id = self._next_id
             self._next_id += 1
             self.stats.bases_created += 1
-            if data is not None and donate and data.flags.c_contiguous and data.flags.writeable:
-                self._deferred[base_id] = (BaseDecl(base_id, dtype, size), data)
-                return LazyBase(self, base_id, dtype, size)
+            if data is not None and donate:
+                flags = data.flags
+                if flags.c_contiguous and flags.writeable:
+                    self._deferred[base_id] = (dtype, size, data)
+                    return LazyBase(self, base_id, dtype, size)
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             self._declared.add(base_id)
             if data is not None:
@@ -151,9 +153,9 @@ class Runtime:
 
     def _declare_deferred(self, base_id: int) -> None:
         """Declare a base held back by :meth:`new_base` in the pending batch (the lock is held)."""
-        decl, data = self._deferred.pop(base_id)
+        dtype, size, data = self._deferred.pop(base_id)
         pending = self._pending
-        pending.bases.append(decl)
+        pending.bases.append(BaseDecl(base_id, dtype, size))
         pending.data[base_id] = data
         pending.donated.add(base_id)
         self._declared.add(base_id)
@@ -289,7 +291,7 @@ class Runtime:
                 return None
             deferred = self._deferred.get(base)
             if deferred is not None:  # its data, contiguous and writable, is its memory until an instruction names it
-                data = deferred[1]
+                data = deferred[2]
                 if data.dtype != view.dtype:
                     return None
                 return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
@@ -337,7 +339,7 @@ class Runtime:
         what the component will hold (its own dtype, contiguous). Data given away (donated) may
         be written: the component receives what it holds at the flush."""
         deferred = self._deferred.get(view.base)
-        data = self._pending.data.get(view.base) if deferred is None else deferred[1]
+        data = self._pending.data.get(view.base) if deferred is None else deferred[2]
         if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
             return None
         return np.ndarray(view.shape, view.dtype, buffer=data, offset=view.offset, strides=view.strides)
