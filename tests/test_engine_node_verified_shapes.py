@@ -147,3 +147,24 @@ def test_a_malformed_batch_is_rejected_with_the_verifiers_message(direct):
             node.execute(bad)
     finally:
         node.shutdown()
+
+
+def test_batches_whose_views_move_every_time_stop_being_keyed(monkeypatch):
+    from shoal.engine.node import engine as node_engine
+
+    keyed = []
+    original = node_engine.batch_shape
+    monkeypatch.setattr(node_engine, "batch_shape", lambda batch, live: keyed.append(batch) or original(batch, live))
+    node, _ = _engines(True)
+    try:
+        node.execute(Batch(bases=[BaseDecl(1, F8, 4 * N)], data={1: np.arange(4.0 * N)}))
+        for row in range(1, 3 * N):
+            batch = Batch(bases=[BaseDecl(1000 + row, F8, N)], instructions=[
+                Instruction("multiply", (_view(1000 + row),), (_view(1, offset=8 * row), Const(2.0))),
+            ])
+            node.execute(batch)
+            np.testing.assert_array_equal(node.fetch(_view(1000 + row)), 2.0 * np.arange(row, row + N))
+        assert len(keyed) == 2  # the second and third batches were keyed and missed; no other
+        assert node._verified.skipped == 0
+    finally:
+        node.shutdown()

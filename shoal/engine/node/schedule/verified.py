@@ -26,6 +26,7 @@ from shoal.bytecode.verify import NO_LIMITS, VerifyLimits, verify
 from shoal.engine.node.schedule.plan_cache import BatchShape
 
 VERIFIED_ENTRIES = 16
+MISSES = 2  # keys of one opcode sequence that missed in a row before such batches are no longer keyed
 
 
 class VerifiedShapes:
@@ -35,28 +36,38 @@ class VerifiedShapes:
         self.entries = entries
         self._keys: OrderedDict[tuple, None] = OrderedDict()
         self.skipped = 0  # batches admitted by their structure (a counter for tests and stats)
-        self._sequences: OrderedDict[tuple, None] = OrderedDict()
+        self._sequences: OrderedDict[tuple, int] = OrderedDict()  # opcode sequence -> keys that missed in a row
+        self._sequence: tuple | None = None  # the sequence of the batch ``recurs`` saw last
 
     def recurs(self, batch: Batch) -> bool:
-        """True if a recent batch had ``batch``'s opcodes and number of declarations: its
-        structure key is then worth computing (a batch that runs directly needs no key but this)."""
+        """True if a recent batch had ``batch``'s opcodes and number of declarations and the keys
+        of such batches did not miss twice in a row: its structure key is then worth computing (a
+        batch that runs directly needs no key but this). A row loop whose views move by an offset
+        every batch has a new key each time; after two misses its batches are verified in full."""
         sequence = (len(batch.bases), tuple(instruction.op for instruction in batch.instructions))
-        if sequence in self._sequences:
-            self._sequences.move_to_end(sequence)
-            return True
-        self._sequences[sequence] = None
-        while len(self._sequences) > self.entries:
-            self._sequences.popitem(last=False)
-        return False
+        misses = self._sequences.get(sequence)
+        self._sequence = sequence
+        if misses is None:
+            self._sequences[sequence] = 0
+            while len(self._sequences) > self.entries:
+                self._sequences.popitem(last=False)
+            return False
+        self._sequences.move_to_end(sequence)
+        return misses < MISSES
 
     def check(self, batch: Batch, shape: BatchShape | None, known: Mapping[int, BaseDecl], limits: VerifyLimits) -> None:
         """Verify ``batch`` (structure ``shape``) against the ``known`` bases: in full unless its
         structure passed before; raise :class:`~shoal.bytecode.BytecodeError` if it is malformed."""
+        sequence, self._sequence = self._sequence, None
         if shape is not None and limits == NO_LIMITS and shape.key in self._keys and self.admits(batch, shape, known):
             self._keys.move_to_end(shape.key)
             self.skipped += 1
+            if sequence in self._sequences:
+                self._sequences[sequence] = 0
             return
         verify(batch, known, limits=limits)
+        if shape is not None and sequence in self._sequences:
+            self._sequences[sequence] += 1
         if shape is not None and limits == NO_LIMITS:
             self._keys[shape.key] = None
             while len(self._keys) > self.entries:
