@@ -96,6 +96,7 @@ class Runtime:
         self._pending = Batch()
         # Bases the pending batch declares, writes and reads: the others are settled.
         self._declared: set[int] = set()
+        self._deferred: dict[int, tuple[np.dtype, int, np.ndarray]] = {}  # base -> (dtype, size, data) not yet in a batch
         self._written: set[int] = set()
         self._read: set[int] = set()
         self._small_run = 0  # instructions in a row, up to the last, on views of fewer than settled_threshold elements
@@ -106,6 +107,7 @@ class Runtime:
         self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
         self._watches: collections.deque[tuple[fp_signals.Watch, dict[int, fp_warnings.Site]]] = collections.deque()
         self._released: collections.deque[int] = collections.deque()
+        self._dropped: collections.deque[int] = collections.deque()  # held-back bases released, to count
         self._boundary = BatchBoundary()
         self._next_id = 1
         # Bases held in NumPy memory (``shoal.held``), the live bases by id, and the settled
@@ -138,19 +140,28 @@ class Runtime:
         self, dtype: np.dtype, size: int, data: np.ndarray | None = None, donate: bool = True
     ) -> LazyBase:
         """Declare a new base of ``size`` elements filled from ``data`` (1-D). With ``donate`` the
-        caller gives ``data`` away: the component may keep and write it instead of copying."""
+        caller gives ``data`` away: the component may keep and write it instead of copying.
+
+        A base given its data is held back here (``_deferred``) until an instruction names it:
+        one that only NumPy reads and writes (a loop's small results computed at once, see
+        ``shoal/numpy/_settled.py``) never costs the component a declaration and a release."""
         if self._engine is None:
             _ = self.engine  # the first large array loads the engine (not the first flush, mid-program)
         with self._lock:
             base_id = self._next_id
             self._next_id += 1
+            self.stats.bases_created += 1
+            if data is not None and donate:
+                flags = data.flags
+                if flags.c_contiguous and flags.writeable:
+                    self._deferred[base_id] = (dtype, size, data)
+                    base = LazyBase(self, base_id, dtype, size)
+                    self._bases[base_id] = base
+                    return base
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
-                if donate:
-                    self._pending.donated.add(base_id)
-            self.stats.bases_created += 1
             base = LazyBase(self, base_id, dtype, size)
             self._bases[base_id] = base
             return base
@@ -174,36 +185,53 @@ class Runtime:
         """Note that the pending batch writes ``base_id`` (the lock is held)."""
         self._written.add(base_id)
 
+    def _declare_deferred(self, base_id: int) -> None:
+        """Declare a base held back by :meth:`new_base` in the pending batch (the lock is held)."""
+        dtype, size, data = self._deferred.pop(base_id)
+        pending = self._pending
+        pending.bases.append(BaseDecl(base_id, dtype, size))
+        pending.data[base_id] = data
+        pending.donated.add(base_id)
+        self._declared.add(base_id)
+
     def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
         of the program's loop where the previous batch began (``batch_boundary``)."""
         with self._lock:
-            self._record_releases()
+            if self._released or self._dropped:
+                self._record_releases()
             self.direct_run = 0
             kept = self._unhold(outputs, inputs) if self.held else ()
-            pending = self._pending
-            pending.instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs)))
-            if self._small(outputs, inputs):
-                self._small_run += 1
-            else:
-                self._small_run = 0
+            deferred = self._deferred
+            if deferred:
+                for value in (*outputs, *inputs):
+                    if type(value) is View and value.base in deferred:
+                        self._declare_deferred(value.base)
+            instructions = self._pending.instructions
+            instructions.append(Instruction(op, outputs, inputs, make_attrs(**attrs) if attrs else ()))
+            limit = self.settled_threshold
+            small = bool(outputs)
             written = self._written
             for view in outputs:
                 written.add(view.base)
+                if small and math.prod(view.shape) >= limit:
+                    small = False
             read = self._read
             for value in inputs:
                 if type(value) is View:
                     read.add(value.base)
+                    if small and math.prod(value.shape) >= limit:
+                        small = False
+            self._small_run = self._small_run + 1 if small else 0
 
             site = fp_warnings.site(op, outputs, inputs)
             if site is not None:
-                self._sites[len(pending.instructions) - 1] = site
-            self._carried.clear()
+                self._sites[len(instructions) - 1] = site
+            if self._carried:
+                self._carried.clear()
             for base in kept:
                 held.copy_back(self, base)
-            if len(pending.instructions) >= self.flush_threshold and self._boundary.due(
-                pending.instructions, self.flush_threshold
-            ):
+            if len(instructions) >= self.flush_threshold and self._boundary.due(instructions, self.flush_threshold):
                 self.flush()
 
     def _unhold(self, outputs: tuple[View, ...], inputs: tuple) -> list[int]:
@@ -213,18 +241,6 @@ class Runtime:
         touched = written.union(value.base for value in inputs if type(value) is View)
         return [base for base in touched if base in self.held and held.unhold(self, base) and base in written]
 
-    def _small(self, outputs: tuple[View, ...], inputs: tuple) -> bool:
-        """True if the instruction writes and reads fewer than ``settled_threshold`` elements per
-        view (a matrix-vector product with a small result is not small work)."""
-        limit = self.settled_threshold
-        for view in outputs:
-            if math.prod(view.shape) >= limit:
-                return False
-        for value in inputs:
-            if type(value) is View and math.prod(value.shape) >= limit:
-                return False
-        return bool(outputs)
-
     def carry(self, array: object) -> None:
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
         self._carried.append(array)
@@ -232,17 +248,27 @@ class Runtime:
     def release(self, base_id: int) -> None:
         """Note the end of a base's life. It may run inside garbage collection on any thread,
         also one the component runs a batch on while this thread waits for it holding the lock:
-        it never takes the lock; the next instruction or flush records the release."""
+        it never takes the lock; the next instruction or flush records the release. A base still
+        held back (``_deferred``, never named by an instruction) drops its data at once: a loop
+        whose results NumPy computes (``_settled.py``) may record nothing for a long time, and
+        holding every result until then would make its memory grow without bound."""
         self.held.pop(base_id, None)
         self.hold_times.pop(base_id, None)
+        if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL
+            self._dropped.append(base_id)
+            return
         self._released.append(base_id)
 
     def _record_releases(self) -> None:
         """Record a ``release`` instruction for every base noted dead (the lock is held)."""
+        dropped = self._dropped
+        while dropped:
+            dropped.popleft()
+            self.stats.bases_released += 1
         released = self._released
         while released:
             base_id = released.popleft()
-            self._pending.instructions.append(Instruction("release", (), (), make_attrs(base=base_id)))
+            self._pending.instructions.append(Instruction("release", (), (), (("base", base_id),)))
             self.stats.bases_released += 1
 
     # running ---------------------------------------------------------------------------------
@@ -334,6 +360,9 @@ class Runtime:
                 return held.view_of(kept, view)
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
+            deferred = self._deferred_view(view)
+            if deferred is not None:
+                return deferred
             self.direct_run += 1
             cache = self._writable if write else self._settled
             whole = cache.get(base)
@@ -385,6 +414,14 @@ class Runtime:
             self.flush()
             return self.memory(view, write)
 
+    def _deferred_view(self, view: View) -> np.ndarray | None:
+        """``view`` of a held-back base's data (its memory until an instruction names it), if
+        the base is held back and the data is of ``view``'s dtype."""
+        deferred = self._deferred.get(view.base)
+        if deferred is None or deferred[2].dtype != view.dtype:
+            return None
+        return np.ndarray(view.shape, view.dtype, deferred[2], view.offset, view.strides)
+
     def _declared_data(self, view: View, write: bool = False) -> np.ndarray | None:
         """The data a base declared in the pending batch starts with, if that data is what the
         component will hold (``view``'s dtype, contiguous). Data given away (donated) may be
@@ -401,6 +438,8 @@ class Runtime:
             settled = self.memory(view)
             if settled is not None:
                 return settled.copy()  # also a held base's values
+            if view.base in self._deferred:
+                self._declare_deferred(view.base)
             self.flush()
             tracer = trace.TRACER
             if tracer is None:
@@ -433,6 +472,7 @@ class Runtime:
                 self.flush()
             finally:
                 self.uploads.clear()
+                self._deferred.clear()
                 self.closed = True
                 if self._engine is not None:
                     self._engine.shutdown()

@@ -29,7 +29,9 @@ class _NdarrayMeta(type):
         return subclass is ndarray or issubclass(subclass, np.ndarray)
 
 
+@functools.lru_cache(maxsize=4096)
 def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The byte strides of a C-contiguous array of ``shape`` (a loop asks for few shapes)."""
     strides = []
     step = itemsize
     for n in reversed(shape):
@@ -387,12 +389,14 @@ def new_array(
 ) -> ndarray:
     """A new C-contiguous lazy array; ``data`` (1-D) gives its contents, handed over to the
     component unless ``donate`` is false (the caller keeps using it)."""
-    dtype = np.dtype(dtype)
+    if not isinstance(dtype, np.dtype):
+        dtype = np.dtype(dtype)
+    shape = tuple(shape)
     size = math.prod(shape)
     if data is None and size * dtype.itemsize > _memory_limit():
         np.empty(shape, dtype)  # NumPy's own MemoryError (or ValueError) at the call that asked
     base = _runtime.current().new_base(dtype, size, data, donate)
-    view = View(base.id, dtype, 0, tuple(shape), contiguous_strides(tuple(shape), dtype.itemsize))
+    view = View(base.id, dtype, 0, shape, contiguous_strides(shape, dtype.itemsize))
     return ndarray._wrap(base, view)
 
 

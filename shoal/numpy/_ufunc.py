@@ -9,6 +9,8 @@ import numpy as np
 
 from shoal.bytecode import ufunc_opcode
 from shoal.bytecode.dtypes import is_supported
+from shoal.numpy import _fast_ufunc
+from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
@@ -39,6 +41,12 @@ def apply_ufunc(
     **ignored: Any,
 ) -> Any:
     """Record ``ufunc(*inputs)``; errors, dtypes and shapes are NumPy's, found at the call."""
+    plain = where is True and dtype is None and casting == "same_kind" and not ignored and len(inputs) == ufunc.nin and ufunc.nout == 1
+    if plain:
+        single = out[0] if type(out) is tuple and len(out) == 1 else out
+        fast = _fast_ufunc.record(ufunc, inputs, single)
+        if fast is not NOT_FAST:
+            return fast
     if len(inputs) != ufunc.nin:
         # Let NumPy produce its own argument-count error.
         quietly(ufunc, *[0] * len(inputs))
@@ -93,6 +101,8 @@ def apply_ufunc(
         return ufunc(*inputs, out=out, where=where, **options)
     if strict():
         return eager_ufunc(ufunc, inputs, outs, where, options)
+    if plain:
+        _fast_ufunc.learn(_fast_ufunc.key(ufunc, inputs, outs[0]), ufunc_opcode(ufunc), ufunc, inputs, result_dtypes[0], shape)
     return _record(ufunc, inputs, outs, shape, result_dtypes, where, dtype)
 
 

@@ -27,7 +27,7 @@ from functools import partial
 import numpy as np
 
 from shoal import trace
-from shoal.bytecode import Batch, View, verify
+from shoal.bytecode import Batch, View
 from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
@@ -47,6 +47,7 @@ from shoal.engine.node.schedule.plan_cache import (
     PlanCache,
     batch_shape,
 )
+from shoal.engine.node.schedule.verified import VerifiedShapes
 from shoal.engine.node.stats import BatchStats, record
 from shoal.threads import limit_library_threads
 
@@ -83,6 +84,7 @@ class NodeEngine(Component):
         self.direct_work = self.config.direct_work
         self.sweeps_per_pass = self.config.sweeps_per_pass
         self._verify = self.config.verify
+        self._verified = VerifiedShapes()
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
@@ -116,9 +118,13 @@ class NodeEngine(Component):
 
     def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
-        if self._verify is not None:
-            verify(batch, self._storage.decls, limits=self._verify)
         started = time.perf_counter()
+        direct, shape = self._structure(batch)
+        keyed = time.perf_counter() - started
+        if self._verify is not None:
+            self._verified.check(batch, shape, self._storage.decls, self._verify)
+        if direct is None:
+            direct = runs_direct(batch, self.direct_work)
         declared = {decl.id for decl in batch.bases}
         for base in batch.data:
             if base not in declared:
@@ -128,7 +134,7 @@ class NodeEngine(Component):
         settle_aliases(self._storage, batch)
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
-        if runs_direct(batch, self.direct_work):
+        if direct:
             _take_donated(batch)
             tracer = trace.TRACER
             if tracer is None:
@@ -145,7 +151,6 @@ class NodeEngine(Component):
             )
             record(self.last_stats)
             return
-        shape = batch_shape(batch, self._storage.decls)
         if shape is not None:  # a sweep pass's kernel compiled since: plan again, with it
             self._plans.forget_if(shape, lambda plan: any(kernels.ready(key) for key in plan.awaiting))
         cached = None if shape is None else self._plans.take(shape)
@@ -156,7 +161,7 @@ class NodeEngine(Component):
             steps = building.steps(plan)
             more = lambda: next(steps, None)  # noqa: E731
         _take_donated(batch)
-        plan_seconds = time.perf_counter() - planning
+        plan_seconds = time.perf_counter() - planning + keyed
         tracer = trace.TRACER
         if tracer is not None:
             tracer.complete("plan (replayed)" if replayed else "plan", "scheduling", planning, planning + plan_seconds)
@@ -202,6 +207,18 @@ class NodeEngine(Component):
         )
         record(self.last_stats)
 
+    def _structure(self, batch: Batch) -> tuple[bool | None, BatchShape | None]:
+        """Whether ``batch`` runs directly, and its plan cache key (also what verification needs;
+        a batch that runs directly is keyed only if its opcodes recur). A malformed batch, which
+        verification then rejects with its message, gets (None, None)."""
+        try:
+            direct = runs_direct(batch, self.direct_work)
+            if direct and not (self._verify is not None and self._verified.recurs(batch)):
+                return direct, None
+            return direct, batch_shape(batch, self._storage.decls)
+        except (AttributeError, TypeError, ValueError, OverflowError):
+            return None, None
+
     def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> tuple[CachedPlan, Builder, Plan]:
         """Plan ``batch``; its block operations, on storage bound to its own base ids, are built
         while the pool runs the first ones (``Builder.steps``) and fill the returned plan."""
@@ -244,6 +261,12 @@ class NodeEngine(Component):
             storage.ensure(base)
             storage.make_writable(base)
         return storage.array(view)
+
+    def forget_structures(self) -> None:
+        """Forget every cached plan and verified batch structure: the next batches are planned
+        and verified from scratch (a benchmark of fresh planning asks for this)."""
+        self._plans.clear()
+        self._verified = VerifiedShapes()
 
     def shutdown(self) -> None:
         if self._pool is not None:

@@ -122,7 +122,8 @@ def _dying_operand(instructions: Sequence[Instruction], index: int, storage: Sto
     if out.offset != 0 or out.dtype != decl.dtype or out.size != decl.size or out.strides != _contiguous(out):
         return None
     released = set()
-    for later in instructions[index + 1 :]:
+    for position in range(index + 1, len(instructions)):
+        later = instructions[position]
         if later.op != "release":
             break
         released.add(later.attr("base"))

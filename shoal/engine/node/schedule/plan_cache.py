@@ -68,49 +68,52 @@ class BatchShape:
 def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
     """The structure of ``batch`` given the ``live`` bases; None if it cannot be keyed."""
     number: dict[int, int] = {}
-
-    def renamed(base: int) -> int:
-        index = number.get(base)
-        if index is None:
-            index = number[base] = len(number)
-        return index
-
+    rename = number.setdefault  # a base's number: the count of bases seen before its first use
     equal: dict[Any, int] = {}
     constants: list[Const] = []
     touched: set[int] = set()
     released_first: set[int] = set()
     written: set[int] = set()
 
-    def operand(value: View | Const) -> tuple:
-        if isinstance(value, View):
-            return (renamed(value.base), value.dtype, value.dtype.char, value.offset, value.shape, value.strides)
-        constants.append(value)
-        exact = exact_key(value.value)
-        return ("const", constant_kind(value.value), equal.setdefault(exact, len(equal)))
-
     declared = tuple(
-        (renamed(decl.id), decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated)
+        (rename(decl.id, len(number)), decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated)
         for decl in batch.bases
     )
     steps = []
+    append = steps.append
     for instruction in batch.instructions:
-        if instruction.op == "release":
+        op = instruction.op
+        if op == "release":
             base = instruction.attr("base")
             if not isinstance(base, int):
                 return None
-            index = renamed(base)
+            index = rename(base, len(number))
             if index not in touched:
                 released_first.add(index)
             touched.add(index)
             written.add(index)
-            steps.append(("release", index))
+            append(("release", index))
             continue
-        outputs = tuple(operand(view) for view in instruction.outputs)
-        inputs = tuple(operand(value) for value in instruction.inputs)
-        touched.update(number[value.base] for value in (*instruction.outputs, *instruction.inputs) if isinstance(value, View))
-        written.update(number[view.base] for view in instruction.outputs)
-        rows = index_values(batch, instruction) if instruction.op == "gather" else None
-        steps.append((instruction.op, outputs, inputs, exact_key(instruction.attrs), None if rows is None else (rows.dtype.str, rows.tobytes())))
+        outputs = []
+        for view in instruction.outputs:
+            dtype = view.dtype
+            index = rename(view.base, len(number))
+            written.add(index)
+            outputs.append((index, dtype, dtype.char, view.offset, view.shape, view.strides))
+        inputs = []
+        for value in instruction.inputs:
+            if type(value) is View:
+                dtype = value.dtype
+                index = rename(value.base, len(number))
+                touched.add(index)
+                inputs.append((index, dtype, dtype.char, value.offset, value.shape, value.strides))
+            else:
+                constants.append(value)
+                inputs.append(("const", constant_kind(value.value), equal.setdefault(exact_key(value.value), len(equal))))
+        touched.update(output[0] for output in outputs)
+        attrs = instruction.attrs
+        rows = index_values(batch, instruction) if op == "gather" else None
+        append((op, tuple(outputs), tuple(inputs), exact_key(attrs) if attrs else _NO_ATTRIBUTES, None if rows is None else (rows.dtype.str, rows.tobytes())))
     ids = tuple(number)
     outside = []
     for base in ids[len(declared) :]:
@@ -122,6 +125,9 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
     except TypeError:  # an attribute that is not a value (never produced by the frontend)
         return None
     return BatchShape(key, ids, tuple(constants), len(declared), frozenset(released_first), frozenset(written))
+
+
+_NO_ATTRIBUTES = exact_key(())
 
 
 _INTEGER_DTYPES = tuple(np.iinfo(np.dtype(c)) for c in "bBhHiIqQ")
