@@ -14,6 +14,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
@@ -81,3 +82,17 @@ def _run(command: list[str], timeout: float, env: dict[str, str] | None) -> Run:
 def lines(text: str, prefix: str) -> list[str]:
     """The values of the lines of ``text`` that start with ``prefix``."""
     return [line[len(prefix) :].strip() for line in text.splitlines() if line.startswith(prefix)]
+
+
+def load_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` file a program wrote, by name."""
+    with np.load(path) as data:
+        return {name: data[name] for name in data.files}
+
+
+def numpy_arrays(program: Path, directory: Path) -> dict[str, np.ndarray]:
+    """The arrays ``program`` writes when run under plain NumPy (into ``directory``)."""
+    path = directory / "expected.npz"
+    result = run_numpy(program, str(path))
+    assert result.returncode == 0, result.stderr
+    return load_arrays(path)

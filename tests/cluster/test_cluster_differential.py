@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster.harness import PROGRAMS, environment, lines, run, run_numpy
+from cluster.harness import PROGRAMS, environment, lines, load_arrays, numpy_arrays, run
 
 pytestmark = pytest.mark.full
 
@@ -19,19 +19,14 @@ REORDERED = {"sum", "sum0", "sum1", "mean", "matmul", "dot", "self_sum", "cumsum
 
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    path = tmp_path_factory.mktemp("numpy") / "expected.npz"
-    result = run_numpy(PROGRAM, str(path))
-    assert result.returncode == 0, result.stderr
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
+    return numpy_arrays(PROGRAM, tmp_path_factory.mktemp("numpy"))
 
 
 def cluster_results(ranks: int, path: Path, **env: str) -> dict[str, np.ndarray]:
     result = run(ranks, PROGRAM, str(path), env=environment(**env))
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout, "cases:"), result.stdout
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
+    return load_arrays(path)
 
 
 def assert_same(got: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster.harness import PROGRAMS, environment, lines, run, run_numpy
+from cluster.harness import PROGRAMS, environment, lines, load_arrays, numpy_arrays, run
 from cluster.test_cluster_plan_cache import COLUMNS, ROWS, TAGS, Ids, creation, sweep
 from shoal.cluster.layout import block
 from shoal.cluster.plan import PlanConfig, Planner
@@ -64,11 +64,7 @@ def test_sweeps_exchange_once_per_halo_depth(ranks: int, halo: int) -> None:
 
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    path = tmp_path_factory.mktemp("numpy") / "expected.npz"
-    result = run_numpy(PROGRAM, str(path))
-    assert result.returncode == 0, result.stderr
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
+    return numpy_arrays(PROGRAM, tmp_path_factory.mktemp("numpy"))
 
 
 @pytest.mark.full
@@ -79,8 +75,7 @@ def test_stencils_with_halos_give_numpys_results(ranks: int, halo: int, mode: st
     result = run(ranks, PROGRAM, str(path), env=env)
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout, "cases:") == [str(len(expected))]
-    with np.load(path) as data:
-        got = {name: data[name] for name in data.files}
+    got = load_arrays(path)
     assert sorted(got) == sorted(expected)
     for name, want in expected.items():
         if name in REORDERED:

@@ -8,24 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster.harness import PROGRAMS, environment, lines, run, run_numpy
+from cluster.harness import PROGRAMS, environment, lines, load_arrays, numpy_arrays, run
 
 pytestmark = pytest.mark.full
 
 PROGRAM = PROGRAMS / "reductions.py"
 
 
-def load(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path) as data:
-        return {name: data[name] for name in data.files}
-
-
 @pytest.fixture(scope="module")
 def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
-    path = tmp_path_factory.mktemp("numpy") / "expected.npz"
-    result = run_numpy(PROGRAM, str(path))
-    assert result.returncode == 0, result.stderr
-    return load(path)
+    return numpy_arrays(PROGRAM, tmp_path_factory.mktemp("numpy"))
 
 
 def cluster(ranks: int, path: Path, **env: str) -> dict[str, np.ndarray]:
@@ -33,7 +25,7 @@ def cluster(ranks: int, path: Path, **env: str) -> dict[str, np.ndarray]:
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout, "cases:"), result.stdout
     assert "the cluster runs" not in result.stderr  # every reduction here is distributed
-    return load(path)
+    return load_arrays(path)
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])
