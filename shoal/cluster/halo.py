@@ -21,10 +21,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from shoal.bytecode import Instruction, View
-from shoal.cluster.layout import Layout, _owners, broadcast_to, sub_view
+from shoal.cluster.layout import Layout, broadcast_to, sub_view
 
 if TYPE_CHECKING:
     from shoal.cluster.plan import Planner
@@ -76,18 +74,21 @@ def _bounds(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
 
 def _owned_rows(rows: Rows, count: int, layout: Layout, ranks: int) -> list[tuple[int, int]] | None:
     """The rows of an output view whose elements each rank owns; None if a row spans ranks."""
-    offset, stride, first, last = rows
+    stride = rows[1]
     if stride == 0 and count > 1:
         return None
-    starts = offset + np.arange(count, dtype=np.int64) * stride
-    owners = _owners(starts + first, starts + last, layout)
-    if (owners < 0).any():
-        return None
+    starts = layout.starts
+    item = layout.itemsize
     result = []
-    for rank in range(ranks):
-        where = np.flatnonzero(owners == rank)
-        result.append((int(where[0]), int(where[-1]) + 1) if where.size else (0, 0))
-    return result
+    covered = 0
+    for rank in range(ranks):  # rows lie in the base in order: each rank's are one range
+        begin, end = _bounds(rows, count, starts[rank] * item, starts[rank + 1] * item)
+        if end > begin:
+            result.append((begin, end))
+            covered += end - begin
+        else:
+            result.append((0, 0))
+    return result if covered == count else None
 
 
 def _boxes(planner: Planner, views: list[View], rows: list[Rows], owned: list[tuple[int, int]], valid: list[Valid]) -> list[tuple[int, int]] | None:

@@ -99,3 +99,126 @@ def test_split_gives_up_past_its_limit_and_on_nothing() -> None:
     with pytest.raises(TooFragmented):
         split([(transposed, layout)], (30, 30), 10)
     assert split([(transposed, layout)], (0, 30), 10) == []
+
+
+def exhaustive_split(operands, shape):
+    """The pieces found by asking every index of each axis for its owners (the definition the
+    splitter's shortcut of evaluating owners only where they may change must agree with)."""
+    pieces = []
+
+    def cut(box, axis):
+        owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
+        if all(rank >= 0 for rank in owners):
+            pieces.append((box, owners))
+            return
+        while axis < len(box) and box[axis][1] - box[axis][0] == 1:
+            axis += 1
+        if axis == len(box):
+            raise TooFragmented("an element spans two ranks")
+        low, high = box[axis]
+        columns = [
+            tuple(owner(sub_view(view, (*box[:axis], (i, i + 1), *box[axis + 1 :])), layout) for view, layout in operands)
+            for i in range(low, high)
+        ]
+        begin = 0
+        for end in range(1, len(columns) + 1):
+            if end == len(columns) or columns[end] != columns[begin]:
+                if all(rank >= 0 for rank in columns[begin]):
+                    pieces.append(((*box[:axis], (low + begin, low + end), *box[axis + 1 :]), columns[begin]))
+                else:
+                    for index in range(low + begin, low + end):
+                        cut((*box[:axis], (index, index + 1), *box[axis + 1 :]), axis + 1)
+                begin = end
+
+    cut(tuple((0, n) for n in shape), 0)
+    return pieces
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    ranks=st.integers(1, 5),
+    rows=st.integers(1, 12),
+    columns=st.integers(1, 12),
+    halo=st.integers(0, 2),
+    data=st.data(),
+)
+def test_split_finds_the_pieces_every_index_would(ranks: int, rows: int, columns: int, halo: int, data: st.DataObject) -> None:
+    """Several operands: strided, reversed, shifted, broadcast, and elements wider than the
+    base's (a view that spans two ranks at some indices)."""
+    layout = block(ranks, rows * columns, 4, row=columns, halo_rows=halo)
+    base = np.arange(rows * columns, dtype=np.int32).reshape(rows, columns)
+    operands = []
+    shape = None
+    for _ in range(data.draw(st.integers(1, 3))):
+        first_row, first_column = data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, columns - 1))
+        window = base[first_row:, first_column:][:: data.draw(st.sampled_from([1, -1, 2, 3])), :: data.draw(st.sampled_from([1, -1, 2]))]
+        if shape is None:
+            shape = window.shape
+        window = window[: shape[0], : shape[1]]
+        if window.shape != shape:
+            continue
+        offset = int(window.flat[0]) * 4
+        itemsize = data.draw(st.sampled_from([4, 4, 8])) if window.strides[1] == 4 else 4
+        if itemsize == 8 and (shape[1] < 2 or window.strides[1] != 4):
+            itemsize = 4
+        if itemsize == 8:  # pairs of int32 read as one int64: elements may straddle ranks
+            view = View(1, np.dtype("i8"), offset, (shape[0], shape[1] // 2), (window.strides[0], 8))
+        else:
+            view = View(1, np.dtype("i4"), offset, shape, window.strides)
+        operands.append(view)
+    out_shape = operands[0].shape
+    chosen = [(view, layout) for view in operands if view.shape == out_shape]
+    if data.draw(st.booleans()):
+        chosen.append((broadcast_to(View(2, np.dtype("f8"), 0, (out_shape[1],), (8,)), out_shape), whole_on(0, ranks, out_shape[1], 8)))
+    try:
+        expected = exhaustive_split(chosen, out_shape)
+    except TooFragmented:  # raised from owner-less single elements
+        with pytest.raises(TooFragmented):
+            split(chosen, out_shape, 1 << 20)
+        return
+    if any(n == 0 for n in out_shape):
+        expected = []
+    assert split(chosen, out_shape, 1 << 20) == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    ranks=st.integers(1, 5),
+    size=st.integers(1, 60),
+    itemsize=st.sampled_from([1, 4, 8]),
+    halo=st.integers(0, 3),
+    data=st.data(),
+)
+def test_each_ranks_owned_rows_are_those_asked_row_by_row(ranks: int, size: int, itemsize: int, halo: int, data: st.DataObject) -> None:
+    """The halo planner finds each rank's rows of a view from the rank's bounds alone; asked
+    row by row, the owners are the same, and a row that spans ranks gives None."""
+    from shoal.cluster.halo import _owned_rows, _rows
+
+    layout = block(ranks, size, itemsize, halo_rows=halo)
+    offset = data.draw(st.integers(0, size - 1))
+    count = data.draw(st.integers(1, size - offset))
+    step = data.draw(st.integers(0 if count == 1 else 1, max(1, (size - offset - 1) // max(1, count - 1))))
+    widest = max(1, min(step or 1, size - offset - step * (count - 1)))
+    width = data.draw(st.sampled_from([1, widest]) | st.integers(1, widest))
+    view = View(1, np.dtype(f"u{itemsize}"), offset * itemsize, (count, width), (step * itemsize, itemsize))
+    rows = _rows(view)
+    owners = [owner(sub_view(view, ((row, row + 1), (0, width))), layout) for row in range(count)]
+    got = _owned_rows(rows, count, layout, ranks)
+    if min(owners) < 0:
+        assert got is None
+        return
+    expected = []
+    for rank in range(ranks):
+        mine = [row for row, who in enumerate(owners) if who == rank]
+        expected.append((mine[0], mine[-1] + 1) if mine else (0, 0))
+    assert got == expected
+
+
+def test_a_row_across_two_ranks_has_no_owner() -> None:
+    from shoal.cluster.halo import _owned_rows, _rows
+
+    layout = block(2, 10, 8)  # rank 0 elements 0-4, rank 1 elements 5-9
+    view = View(1, np.dtype("u8"), 0, (2, 4), (32, 8))  # rows 0-3 and 4-7
+    assert _owned_rows(_rows(view), 2, layout, 2) is None
+    inside = View(1, np.dtype("u8"), 8, (2, 2), (40, 8))  # rows 1-2 and 6-7
+    assert _owned_rows(_rows(inside), 2, layout, 2) == [(0, 1), (1, 2)]
