@@ -25,6 +25,7 @@ from shoal.cluster.rank import RankEngine, raise_failure
 from shoal.cluster.session import Command, Session, current
 from shoal.engine.component import Component
 from shoal.errors import ShoalFallbackWarning
+from shoal.fp_warnings import at_user_line
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ class ClusterManager(Component):
         raise_failure(self.engine.execute(batch))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
-            warnings.warn(text, ShoalFallbackWarning, stacklevel=2)
+            at_user_line(warnings.warn, text, ShoalFallbackWarning, stacklevel=1)  # at the program's line
 
     def fetch(self, view: View) -> np.ndarray:
         self._check_open()
