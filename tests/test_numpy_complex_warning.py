@@ -29,6 +29,10 @@ PROGRAM = textwrap.dedent(
     except TypeError as error:
         print("TypeError", error)
     print("sum", float(f.sum() + r.sum()))
+    b = z.astype(bool)  # to bool: nonzero in either part, and no warning
+    m = np.zeros(1 << 20, bool)
+    m[...] = z * 1j
+    print("bools", int(b.sum()), int(m.sum()), bool(np.array(1j, np.complex64).astype(bool)))
     """
 )
 
@@ -44,5 +48,6 @@ def test_complex_to_real_casts_warn_once_at_the_users_line(tmp_path: Path) -> No
     program = tmp_path / "casts.py"
     program.write_text(PROGRAM)
     expected = _run(program)
+    assert f"bools {1 << 20} {1 << 20} True" in expected[1]
     assert len(expected[0]) == 4 and all("ComplexWarning" in line for line in expected[0])
     assert _run(program, "-m", "shoal") == expected

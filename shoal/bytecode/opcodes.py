@@ -109,7 +109,7 @@ def _ufunc_reference(ufunc: np.ufunc) -> Reference:
 def _real_if_discarded(out: np.ndarray, value: Any) -> Any:
     """``value``'s real part where storing it into ``out`` discards the imaginary part: the same
     values, without the ``ComplexWarning`` that the frontend already gave at the user's line."""
-    if np.iscomplexobj(value) and not np.iscomplexobj(out) and out.dtype != object:
+    if np.iscomplexobj(value) and out.dtype.kind not in "cOb":  # to bool: nonzero in either part
         return np.real(value)
     return value
 
