@@ -422,5 +422,21 @@ class _nothing:
         return None
 
 
+PRIVATE_SHM = "SHOAL_BENCH_PRIVATE_SHM"
+
+
+def in_private_shm() -> None:
+    """Run this command again (same process: ``unshare`` and ``sh`` exec) in a mount namespace of
+    its own with an empty ``/dev/shm``: what ranks and peers leave there (MPICH's segments, the
+    semaphores of Dask workers killed past ``--limit``) goes with the last of its processes.
+    Needs root and ``unshare``; otherwise, or when already inside, it returns."""
+    if os.environ.get(PRIVATE_SHM) or os.geteuid() != 0 or shutil.which("unshare") is None:
+        return
+    os.environ[PRIVATE_SHM] = "1"
+    script = 'mount -t tmpfs -o mode=1777 tmpfs /dev/shm && exec "$@"'
+    os.execvp("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", sys.executable, "-m", "benchmarks.cluster_network", *sys.argv[1:]])
+
+
 if __name__ == "__main__":
+    in_private_shm()
     sys.exit(main())
