@@ -27,6 +27,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Const, Instruction, View, make_attrs, spec
 from shoal.cluster.layout import Box, TooFragmented, split, sub_view
+from shoal.cluster.ops import release_of
 
 if TYPE_CHECKING:
     from shoal.cluster.plan import Planner
@@ -107,7 +108,7 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
             else:
                 _merge_into(planner, merge, accumulators[(holder, cell)], part)
         if planner.rank == holder:
-            planner.ops.append(planner.compute([_release(temp)], writes=[(temp, 0, 1 << 62)]))
+            planner.ops.append(planner.compute([release_of(temp)], writes=[(temp, 0, 1 << 62)]))
     count = math.prod(source.shape[axis] for axis in axes) if op == "mean" else 0
     for cell, ranks in contributors.items():
         holder = owners[cell]
@@ -177,7 +178,7 @@ def _tree(planner: Planner, merge: str, ranks: list[int], cell: Box, accumulator
             if planner.rank == right:
                 accumulator = accumulators.pop((right, cell))
                 planner.ops.append(planner.send(accumulator, left, tag))
-                planner.ops.append(planner.compute([_release(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
+                planner.ops.append(planner.compute([release_of(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
             if planner.rank == left:
                 accumulator = accumulators[(left, cell)]
                 receive = planner._receive(right, tag, accumulator.dtype, accumulator.shape)
@@ -205,7 +206,7 @@ def _deliver(planner: Planner, root: int, holder: int, cell: Box, accumulators: 
         tag = planner._next_tag()
         if planner.rank == root:
             planner.ops.append(planner.send(accumulator, holder, tag))
-            planner.ops.append(planner.compute([_release(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
+            planner.ops.append(planner.compute([release_of(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
         if planner.rank == holder:
             planner._receive_into(root, tag, planner.local_view(sub_view(whole, cell)))
         return
@@ -213,7 +214,7 @@ def _deliver(planner: Planner, root: int, holder: int, cell: Box, accumulators: 
         region = planner.local_view(sub_view(whole, cell))
         planner.ops.append(
             planner.compute(
-                [Instruction("copy", (region,), (accumulator,)), _release(accumulator.base)],
+                [Instruction("copy", (region,), (accumulator,)), release_of(accumulator.base)],
                 reads=[access(accumulator)],
                 writes=[access(region), access(accumulator)],
             )
@@ -227,6 +228,3 @@ def _kept_view(target: View, kept: tuple[int, ...], axes: tuple[int, ...]) -> Vi
     strides = iter(target.strides)
     return View(target.base, target.dtype, target.offset, kept, tuple(0 if axis in axes else next(strides) for axis in range(len(kept))))
 
-
-def _release(local: int) -> Instruction:
-    return Instruction("release", (), (), make_attrs(base=local))

@@ -20,8 +20,9 @@ import itertools
 import math
 from typing import TYPE_CHECKING
 
-from shoal.bytecode import BaseDecl, Instruction, View, make_attrs
+from shoal.bytecode import BaseDecl, Instruction, View
 from shoal.cluster.layout import TooFragmented, owner, split, sub_view
+from shoal.cluster.ops import release_of
 
 if TYPE_CHECKING:
     from shoal.cluster.plan import Planner
@@ -72,7 +73,7 @@ def plan_matmul(planner: Planner, instruction: Instruction) -> bool:
                 continue
             temp = planner._new_local()
             partial = _contiguous(temp, target)
-            steps = [Instruction(instruction.op, (partial,), (rows_panel, panel)), Instruction("add", (target,), (target, partial)), _release(temp)]
+            steps = [Instruction(instruction.op, (partial,), (rows_panel, panel)), Instruction("add", (target,), (target, partial)), release_of(temp)]
             planner.ops.append(
                 planner.compute(
                     steps,
@@ -82,7 +83,7 @@ def plan_matmul(planner: Planner, instruction: Instruction) -> bool:
                 )
             )
     for temp in temps:
-        planner.ops.append(planner.compute([_release(temp)], writes=[(temp, 0, 1 << 62)]))
+        planner.ops.append(planner.compute([release_of(temp)], writes=[(temp, 0, 1 << 62)]))
     return True
 
 
@@ -121,6 +122,3 @@ def _contiguous(base: int, like: View) -> View:
 
     return contiguous(base, like.dtype, like.shape)
 
-
-def _release(local: int) -> Instruction:
-    return Instruction("release", (), (), make_attrs(base=local))

@@ -24,12 +24,13 @@ Three schemes cover every instruction:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, make_attrs, spec
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.cluster.collectives import plan_reduction
+from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
     Layout,
@@ -44,61 +45,14 @@ from shoal.cluster.layout import (
     whole_on,
 )
 from shoal.cluster.matmul import plan_matmul
+from shoal.cluster.ops import Access, Op, access, contiguous, release_of
 from shoal.cluster.plan_cache import PlanCache, Uncacheable, batch_key, make_template, replay
 
-Access = tuple[int, int, int]  # local base, first byte, byte after the last
-
 OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
-# Kinds whose instructions write every element of their outputs: the gathered scheme need not
-# fetch the outputs' old contents first.
-WRITES_ALL = frozenset({Kind.CREATION, Kind.REDUCTION, Kind.LINALG, Kind.SCAN, Kind.SORTING, Kind.ELEMENTWISE})
-QUIET_GATHERED = frozenset({Kind.CREATION})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
 HALO_BLOCKS_PER_BASE = 8  # fewer for a base with halos: each instruction is one piece per rank
 MIN_BLOCK_BYTES = 4096
 FEW_PIECES = 16  # pieces per rank an instruction may split into before its inputs are assembled
-
-
-@dataclass(eq=False)
-class Op:
-    """One operation of one rank.
-
-    ``kind``: ``"compute"`` (``instructions`` run on the rank's node engine), ``"send"`` (the
-    contents of ``view``, a local view, go to ``peer``) or ``"receive"`` (``shape`` elements of
-    ``dtype`` arrive from ``peer`` into a new temporary base ``temp``). ``needs``: receives whose
-    temporary bases the computation declares (with their data) before it runs."""
-
-    kind: str
-    reads: list[Access] = field(default_factory=list)
-    writes: list[Access] = field(default_factory=list)
-    instructions: list[Instruction] = field(default_factory=list)
-    needs: list[Op] = field(default_factory=list)
-    declares: list[BaseDecl] = field(default_factory=list)
-    peer: int = -1
-    tag: int = 0
-    view: View | None = None
-    temp: int = -1
-    dtype: np.dtype | None = None
-    shape: tuple[int, ...] = ()
-    buffer: np.ndarray | None = None
-    data: dict[int, np.ndarray] = field(default_factory=dict)
-    request: object = None
-    issued: bool = False
-    done: bool = False
-
-
-def access(view: View) -> Access:
-    low, high = view.byte_extent()
-    return (view.base, low, high)
-
-
-def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
-    strides = []
-    step = dtype.itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(1, n)
-    return View(base, dtype, 0, tuple(shape), tuple(reversed(strides)))
 
 
 @dataclass
@@ -114,7 +68,7 @@ class PlanConfig:
     halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
 
 
-class Planner:
+class Planner(GatheredPlanning):
     """One rank's view of the global bases: their layouts and its local bases."""
 
     def __init__(self, rank: int, ranks: int, config: PlanConfig, tag_limit: int) -> None:
@@ -199,7 +153,7 @@ class Planner:
             return
         nbytes = layout.local_count(self.rank) * layout.itemsize
         self._retired.append(local)
-        self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[_release(local)]))
+        self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[release_of(local)]))
 
     def local_view(self, view: View, box: tuple | None = None) -> View:
         """``view`` (or its part in ``box``) as a view of this rank's local base."""
@@ -361,7 +315,7 @@ class Planner:
             )
         self.ops.extend(computes)
         for temp in releases + temps:
-            self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[_release(temp)]))
+            self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[release_of(temp)]))
         return True
 
     def _snapshot(self, local: View, snapshots: dict[tuple, View], releases: list[int]) -> View:
@@ -405,118 +359,6 @@ class Planner:
                 needs=[receive],
             )
         )
-
-    # ------------------------------------------------------------------ gathered
-
-    def _gathered(self, instruction: Instruction, kind: Kind) -> None:
-        """Run ``instruction`` at rank 0 on assembled copies of its distributed operands."""
-        remote = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View) and self.layouts[view.base].distributed]
-        if not remote:
-            if self.rank == 0:
-                self._run_at_root(instruction)
-            return
-        if self.rank == 0 and kind not in QUIET_GATHERED and instruction.op not in self.warned:
-            self.warned.add(instruction.op)
-            self.warnings.append(f"the cluster runs {instruction.op!r} on data gathered at rank 0, not distributed")
-        assembled: dict[View, View] = {}
-        temps: list[int] = []
-        needs_old = kind not in WRITES_ALL
-        for position, view in enumerate((*instruction.outputs, *instruction.inputs)):
-            if not isinstance(view, View) or view in assembled:
-                continue
-            if not self.layouts[view.base].distributed:
-                continue
-            is_output = position < len(instruction.outputs)
-            assembled[view] = self._assemble(view, temps, fetch=not is_output or needs_old)
-        if self.rank == 0:
-            outputs = tuple(assembled.get(view) or self._root_view(view) for view in instruction.outputs)
-            inputs = tuple(
-                operand if isinstance(operand, Const) else (assembled.get(operand) or self._root_view(operand)) for operand in instruction.inputs
-            )
-            self.ops.append(
-                Op(
-                    "compute",
-                    reads=[access(view) for view in inputs if isinstance(view, View)],
-                    writes=[access(view) for view in outputs],
-                    instructions=[Instruction(instruction.op, outputs, inputs, instruction.attrs)],
-                )
-            )
-        for view in instruction.outputs:
-            if view in assembled:
-                self._scatter(view, assembled[view] if self.rank == 0 else None)
-        if self.rank == 0:
-            for temp in temps:
-                self.ops.append(Op("compute", writes=[(temp, 0, 1 << 62)], instructions=[_release(temp)]))
-
-    def _root_view(self, view: View) -> View:
-        return self.local_view(view)
-
-    def _run_at_root(self, instruction: Instruction) -> None:
-        outputs = tuple(self.local_view(view) for view in instruction.outputs)
-        inputs = tuple(operand if isinstance(operand, Const) else self.local_view(operand) for operand in instruction.inputs)
-        self.ops.append(
-            Op(
-                "compute",
-                reads=[access(view) for view in inputs if isinstance(view, View)],
-                writes=[access(view) for view in outputs],
-                instructions=[Instruction(instruction.op, outputs, inputs, instruction.attrs)],
-            )
-        )
-
-    def _assemble(self, view: View, temps: list[int], fetch: bool, at: int = 0) -> View:
-        """Rank ``at``'s temporary copy of ``view`` (its contents gathered from the owners if
-        ``fetch``); the owners plan their sends. The temporary base goes to ``temps`` (at ``at``)."""
-        layout = self.layouts[view.base]
-        here = self.rank == at
-        temp = self._new_local() if here else -1
-        target = contiguous(temp, view.dtype, view.shape)
-        if here:
-            temps.append(temp)
-            self.ops.append(
-                Op("compute", writes=[(temp, 0, 1 << 62)], declares=[BaseDecl(temp, view.dtype, math.prod(view.shape))])
-            )
-        if not fetch:
-            return target
-        for box, (holder,) in split([(view, layout)], view.shape, 1 << 30):
-            part = sub_view(view, box)
-            destination = sub_view(target, box)
-            if holder == at:
-                if here:
-                    local = self.local_view(part)
-                    self.ops.append(Op("compute", reads=[access(local)], writes=[access(destination)], instructions=[Instruction("copy", (destination,), (local,))]))
-                continue
-            tag = self._next_tag()
-            if self.rank == holder:
-                local = self.local_view(part)
-                self.ops.append(Op("send", reads=[access(local)], peer=at, tag=tag, view=local))
-            if here:
-                self._receive_into(holder, tag, destination)
-        return target
-
-    def _scatter(self, view: View, assembled: View | None) -> None:
-        """Send each piece of rank 0's result for ``view`` to the rank that holds it."""
-        layout = self.layouts[view.base]
-        for box, (holder,) in split([(view, layout)], view.shape, 1 << 30):
-            part = sub_view(view, box)
-            if holder == 0:
-                if self.rank == 0:
-                    assert assembled is not None
-                    source = sub_view(assembled, box)
-                    local = self.local_view(part)
-                    self.ops.append(Op("compute", reads=[access(source)], writes=[access(local)], instructions=[Instruction("copy", (local,), (source,))]))
-                continue
-            tag = self._next_tag()
-            if self.rank == 0:
-                assert assembled is not None
-                source = sub_view(assembled, box)
-                self.ops.append(Op("send", reads=[access(source)], peer=holder, tag=tag, view=source))
-            if self.rank == holder:
-                self._receive_into(0, tag, self.local_view(part))
-
-
-def _release(local: int) -> Instruction:
-    return Instruction("release", (), (), make_attrs(base=local))
-
 
 def _overlaps(view: View, outputs: tuple[View, ...]) -> bool:
     low, high = view.byte_extent()

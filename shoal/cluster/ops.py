@@ -1,0 +1,58 @@
+"""One rank's planned operations and the memory they touch (see :mod:`shoal.cluster.plan`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from shoal.bytecode import BaseDecl, Instruction, View, make_attrs
+
+Access = tuple[int, int, int]  # local base, first byte, byte after the last
+
+
+@dataclass(eq=False)
+class Op:
+    """One operation of one rank.
+
+    ``kind``: ``"compute"`` (``instructions`` run on the rank's node engine), ``"send"`` (the
+    contents of ``view``, a local view, go to ``peer``) or ``"receive"`` (``shape`` elements of
+    ``dtype`` arrive from ``peer`` into a new temporary base ``temp``). ``needs``: receives whose
+    temporary bases the computation declares (with their data) before it runs."""
+
+    kind: str
+    reads: list[Access] = field(default_factory=list)
+    writes: list[Access] = field(default_factory=list)
+    instructions: list[Instruction] = field(default_factory=list)
+    needs: list[Op] = field(default_factory=list)
+    declares: list[BaseDecl] = field(default_factory=list)
+    peer: int = -1
+    tag: int = 0
+    view: View | None = None
+    temp: int = -1
+    dtype: np.dtype | None = None
+    shape: tuple[int, ...] = ()
+    buffer: np.ndarray | None = None
+    data: dict[int, np.ndarray] = field(default_factory=dict)
+    request: object = None
+    issued: bool = False
+    done: bool = False
+
+
+def access(view: View) -> Access:
+    low, high = view.byte_extent()
+    return (view.base, low, high)
+
+
+def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
+    strides = []
+    step = dtype.itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(1, n)
+    return View(base, dtype, 0, tuple(shape), tuple(reversed(strides)))
+
+
+def release_of(local: int) -> Instruction:
+    """The instruction that frees local base ``local``."""
+    return Instruction("release", (), (), make_attrs(base=local))
