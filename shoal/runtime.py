@@ -22,6 +22,7 @@ from shoal import fp_warnings, held, salvage, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
+from shoal.settled_memory import SettledMemory
 
 
 def default_engine_name() -> str:
@@ -58,14 +59,8 @@ class LazyBase:
             runtime.release(self.id)
 
 
-# A small view of a base that recorded work still changes is read (or written) in place after a
-# flush once this many small instructions in a row were recorded: the program is in a loop of
-# small operations, which recording makes slow; a small write amid whole-array work (a boundary
-# row of a stencil) is recorded and fuses with it.
-SETTLING_RUN = 8
 
-
-class Runtime:
+class Runtime(SettledMemory):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -348,88 +343,6 @@ class Runtime:
             if instruction.op == "release":
                 self._known.pop(instruction.attr("base"), None)
         return loads(dumps(batch))
-
-    def memory(self, view: View, write: bool = False) -> np.ndarray | None:
-        """The component's live ndarray for ``view`` if no recorded instruction still changes its
-        base (with ``write``: none reads it either), else None. Reading it, or writing it, is then
-        what running the recorded work first and reading, or recording the write, would do."""
-        with self._lock:
-            base = view.base
-            kept = self.held.get(base)
-            if kept is not None:
-                return held.view_of(kept, view)
-            if base in self._written or (write and base in self._read) or not self.settled_threshold:
-                return None
-            deferred = self._deferred_view(view)
-            if deferred is not None:
-                return deferred
-            self.direct_run += 1
-            cache = self._writable if write else self._settled
-            whole = cache.get(base)
-            if whole is None:
-                if base in self._declared:  # the data it is declared with is its memory until the flush
-                    if write and base not in self._pending.donated:
-                        return None
-                    whole = self._declared_data(view, write)
-                    if whole is None:
-                        return None
-                else:
-                    engine = self._engine
-                    if engine is None:
-                        return None
-                    memory = engine.memory(view, write)
-                    whole = None if memory is None else memory.base
-                    if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
-                        return memory
-                cache[base] = whole
-                if write:  # the component may have given the base memory of its own to write
-                    self._settled[base] = whole
-            elif whole.dtype != view.dtype and base in self._declared:
-                return None
-            if held.due(self, whole.nbytes // whole.itemsize if whole.dtype == view.dtype else whole.nbytes // view.dtype.itemsize):
-                kept = held.hold(self, base, whole)
-                if kept is not None:
-                    return held.view_of(kept, view)
-            return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
-
-    def settle(self, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
-        """Like :meth:`memory`, but where recorded work stands in the way and the component offers
-        its memory, that work runs first (a flush) when ``element`` is true (one element is read)
-        or the last ``SETTLING_RUN`` recorded instructions were all small. An element loop over a
-        freshly computed array, or a row loop filling a new one, then costs one flush, not a
-        recorded instruction per element or row; a batch of whole-array work (a stencil's loop
-        body writing a boundary row) is not cut for a small view."""
-        with self._lock:
-            memory = self.memory(view, write)
-            if memory is not None or not self.settled_threshold:
-                return memory
-            base = view.base
-            if base not in self._written and base not in self._declared and not (write and base in self._read):
-                return None  # the component refused it
-            if not element and self._small_run < SETTLING_RUN:
-                return None
-            engine = self._engine
-            if engine is None or type(engine).memory is Component.memory:
-                return None
-            self.flush()
-            return self.memory(view, write)
-
-    def _deferred_view(self, view: View) -> np.ndarray | None:
-        """``view`` of a held-back base's data (its memory until an instruction names it), if
-        the base is held back and the data is of ``view``'s dtype."""
-        deferred = self._deferred.get(view.base)
-        if deferred is None or deferred[2].dtype != view.dtype:
-            return None
-        return np.ndarray(view.shape, view.dtype, deferred[2], view.offset, view.strides)
-
-    def _declared_data(self, view: View, write: bool = False) -> np.ndarray | None:
-        """The data a base declared in the pending batch starts with, if that data is what the
-        component will hold (``view``'s dtype, contiguous). Data given away (donated) may be
-        written: the component receives what it holds at the flush."""
-        data = self._pending.data.get(view.base)
-        if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
-            return None
-        return data
 
     def read(self, view: View) -> np.ndarray:
         """The current contents of ``view`` as a new ndarray (recorded work that writes its base
