@@ -87,9 +87,9 @@ def overflow_in_one_of_two_updates(xp: ModuleType) -> Any:
 def sweeps_later_one_overflows(xp: ModuleType) -> Any:
     """Three stencil sweeps on three lines: the second overflows, the first and third do not."""
     grid = settled(xp.full((64, 64), 0.6e308))
-    grid[1:-1, :] = grid[:-2, :] + grid[2:, :]  # quiet
-    grid[1:-1, :] = grid[:-2, :] + grid[2:, :]  # signals
-    grid[1:-1, :] = grid[:-2, :] + grid[2:, :]  # quiet (inf + x is exact)
+    grid[1:-1, 1:-1] = grid[:-2, 1:-1] + grid[2:, 1:-1]  # quiet
+    grid[1:-1, 1:-1] = grid[:-2, 1:-1] + grid[2:, 1:-1]  # signals
+    grid[1:-1, 1:-1] = grid[:-2, 1:-1] + grid[2:, 1:-1]  # quiet (inf + x is exact)
     return grid
 
 
@@ -98,9 +98,9 @@ def sweeps_first_one_divides(xp: ModuleType) -> Any:
     grid = xp.ones((64, 64))
     grid[2] = 0.0
     settled(grid)
-    grid[1:-1, :] = grid[:-2, :] / grid[2:, :]  # signals
-    grid[1:-1, :] = grid[:-2, :] / grid[2:, :]  # quiet
-    grid[1:-1, :] = grid[:-2, :] / grid[2:, :]  # quiet
+    grid[1:-1, 1:-1] = grid[:-2, 1:-1] / grid[2:, 1:-1]  # signals
+    grid[1:-1, 1:-1] = grid[:-2, 1:-1] / grid[2:, 1:-1]  # quiet
+    grid[1:-1, 1:-1] = grid[:-2, 1:-1] / grid[2:, 1:-1]  # quiet
     return grid
 
 
@@ -108,7 +108,7 @@ def stencil_and_aliased_output(xp: ModuleType) -> Any:
     """A sweep storing its own rows beside an ``out=`` aliasing its input: the sweep is quiet,
     the aliased logarithm divides by zero."""
     grid, a = settled(xp.full((64, 64), 2.0)), settled(xp.zeros((64, 64)))
-    grid[1:-1, :] = xp.log(grid[:-2, :] * grid[2:, :])  # quiet
+    grid[1:-1, 1:-1] = xp.log(grid[:-2, 1:-1] * grid[2:, 1:-1])  # quiet
     xp.log(a, out=a)  # signals
     return grid + a
 
@@ -154,9 +154,25 @@ def test_numpy_tiles_blame_as_numpy(case: Callable[[ModuleType], Any]) -> None:
         assert shown(case, snp) == expected
 
 
+# Compiled kernels report status flags for the whole kernel, not per step; where a step's input
+# was overwritten, the flags cannot be traced to it (see docs/decisions.md, "Floating-point
+# blame for inputs overwritten in place").
+COMPILED_INEXACT = {
+    quiet_log_then_signalling_log, signalling_log_then_quiet_log, recomputed_and_in_place_both_signal,
+    in_place_quiet_recomputed_signals, quiet_division_then_signalling_division,
+    in_place_update_then_square_root, overflow_in_one_of_two_updates, sweeps_later_one_overflows,
+    stencil_and_aliased_output,
+}  # fmt: skip
+COMPILED_CASES = [
+    pytest.param(case, marks=pytest.mark.xfail(strict=True, reason="flags of a kernel that overwrote an input"))
+    if case in COMPILED_INEXACT else case
+    for case in CASES
+]  # fmt: skip
+
+
 @pytest.mark.full
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
+@pytest.mark.parametrize("case", COMPILED_CASES, ids=lambda case: case.__name__)
 def test_compiled_kernels_blame_as_numpy(case: Callable[[ModuleType], Any]) -> None:
     needs_runtime()
     import shoal.numpy as snp

@@ -195,15 +195,22 @@ def _order(message: str) -> int:
 
 
 class NumpyLog:
-    """The ``call`` object of ``np.errstate(all="log")``: keeps NumPy's messages."""
+    """The ``call`` object of ``np.errstate(all="log")``: keeps NumPy's messages.
 
-    __slots__ = ("messages",)
+    Code that runs several instructions' NumPy calls under one log sets ``current`` to the
+    instruction whose call comes next; each message is kept with it in ``sources`` (None where
+    nobody said)."""
+
+    __slots__ = ("current", "messages", "sources")
 
     def __init__(self) -> None:
         self.messages: list[str] = []
+        self.sources: list[Instruction | None] = []
+        self.current: Instruction | None = None
 
     def write(self, text: str) -> None:
         self.messages.append(text.removeprefix("Warning: ").rstrip("\n"))
+        self.sources.append(self.current)
 
 
 _MODE_NAMES = ((DIVIDE, "divide"), (OVER, "over"), (UNDER, "under"), (INVALID, "invalid"))

@@ -117,8 +117,16 @@ def _gated(runner: Any, index: int, run: Callable[[], Any], stored: bool) -> Any
         result = run()
     flags = _hardware(watched)
     compiled = runner.compiled_blocks != compiled_before
-    if log.messages or flags or (compiled and _may_divide_by_zero(runner, index)):
-        attribute(runner, index, log.messages, flags, watched, stored)
+    if not compiled:
+        flags = 0  # NumPy's calls leave flags too; they reported through the log
+    messages = log.messages
+    if messages and None not in log.sources:
+        explained: set[str] = set()
+        for source, message in zip(log.sources, messages):
+            _note_all(source, [message], watched, explained)
+        messages = []
+    if messages or flags or (compiled and _may_divide_by_zero(runner, index)):
+        attribute(runner, index, messages, flags, watched, stored)
     return result
 
 

@@ -2,7 +2,9 @@
 
 This is the path before a kernel is compiled, and always when Numba is absent. Each step runs
 through its opcode's reference implementation, so values match the reference engine exactly;
-temporaries are tile-sized scratch arrays reused for every tile of the block.
+temporaries are tile-sized scratch arrays reused for every tile of the block. Under a
+:class:`~shoal.engine.fp_signals.NumpyLog` each step's NumPy messages are kept with its
+instruction, so a block's conditions are known per step without computing anything again.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import GroupOp, spec
+from shoal.engine.fp_signals import NumpyLog
 from shoal.engine.node.lower.program import (
     ARRAY,
     DEFERRED,
@@ -59,6 +62,9 @@ def run_tiles(
     reduced = [p - part.axis for p in program.reduced]  # axes of the view-block
     reductions = program.reductions
     partials: list[list[Any]] = [[] for _ in reductions]
+    log = np.geterrcall()
+    if type(log) is not NumpyLog:
+        log = None
     for outer in np.ndindex(*shape[:axis]):
         for start in range(0, shape[axis], tile_rows):
             rows = min(tile_rows, shape[axis] - start)
@@ -81,18 +87,33 @@ def run_tiles(
             for position, (reference, attrs, outputs, inputs) in enumerate(steps):
                 while pending < len(reductions) and reductions[pending].position == position:
                     r = reductions[pending]
+                    if log is not None:
+                        log.current = r.instruction
                     partials[pending].append(partial_reduce(r.op, operands[r.source], r.acc))
                     pending += 1
+                if log is not None:
+                    log.current = program.steps[position].instruction
                 if reference is None:
                     op = program.steps[position].op
                     accumulate(op, operands[outputs[0]], operands[inputs[0]], _reduced_in_tile(reduced, shape, outer, axis, start))
                     continue
                 reference([operands[o] for o in outputs], [operands[i] for i in inputs], attrs)
             for r, bucket in zip(reductions[pending:], partials[pending:]):
+                if log is not None:
+                    log.current = r.instruction
                 bucket.append(partial_reduce(r.op, operands[r.source], r.acc))
     if not reductions:
+        if log is not None:
+            log.current = None
         return None
-    return tuple(combine(r.op, bucket) for r, bucket in zip(reductions, partials))
+    combined = []
+    for r, bucket in zip(reductions, partials):
+        if log is not None:
+            log.current = r.instruction
+        combined.append(combine(r.op, bucket))
+    if log is not None:
+        log.current = None
+    return tuple(combined)
 
 
 def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., None] | None:
