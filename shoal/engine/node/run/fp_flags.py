@@ -12,9 +12,11 @@ happens:
   division sets no flag there, so a compiled block with an integer division whose divisor may be
   0 (or -1, where the quotient may overflow) is checked too.
 
-When a block's gate fires, :func:`attribute` recomputes the block's steps one by one with NumPy
-under ``"log"`` into scratch arrays: NumPy's own messages, per step, for exactly the steps that
-meet a condition (a fused kernel holding ``log`` and ``/`` blames the one that signalled;
+On the NumPy tile path each message comes with the step whose call made it
+(``NumpyLog.current``, set by ``run_tiles``) and is noted as it is: exact, nothing recomputed.
+When a compiled block's gate fires, :func:`attribute` recomputes the block's steps one by one
+with NumPy under ``"log"`` into scratch arrays: NumPy's own messages, per step, for exactly the
+steps that meet a condition (a fused kernel holding ``log`` and ``/`` blames the one that signalled;
 flags a compiled kernel raised where NumPy would not, such as a speculated division, blame
 none). A step whose inputs the kernel overwrote in place (``a = np.log(a)``, a deferred write
 the kernel stored itself) cannot be recomputed: a condition no recomputed step explains goes to
