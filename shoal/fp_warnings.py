@@ -215,7 +215,20 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     if frame is None:
         return None
     entry = _entry(outer) if outer is not None and op in _FOLDS else None
-    return Site(frame.f_code.co_filename, frame.f_lineno, frame.f_globals, warned, entry)
+    code = frame.f_code
+    module_globals = frame.f_globals
+    key = (code, frame.f_lineno, warned, entry)
+    known = _sites.get(key)
+    if known is not None and known.module_globals is module_globals:
+        return known  # a loop records from the same lines over and over
+    if len(_sites) >= SITE_ENTRIES:
+        _sites.clear()
+    known = _sites[key] = Site(code.co_filename, key[1], module_globals, warned, entry)
+    return known
+
+
+SITE_ENTRIES = 4096
+_sites: dict[tuple[Any, ...], Site] = {}  # (code, line, categories, entry) -> its Site
 
 
 _FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))

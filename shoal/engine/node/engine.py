@@ -47,6 +47,7 @@ from shoal.engine.node.schedule.plan_cache import (
     PlanCache,
     batch_shape,
 )
+from shoal.engine.node.schedule.repeat import Previous, repeated_shape
 from shoal.engine.node.schedule.verified import VerifiedShapes
 from shoal.engine.node.stats import BatchStats, record
 from shoal.threads import limit_library_threads
@@ -85,6 +86,7 @@ class NodeEngine(Component):
         self.sweeps_per_pass = self.config.sweeps_per_pass
         self._verify = self.config.verify
         self._verified = VerifiedShapes()
+        self._previous: Previous | None = None  # the last keyed batch (``repeat.py``)
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
@@ -212,10 +214,20 @@ class NodeEngine(Component):
         a batch that runs directly is keyed only if its opcodes recur). A malformed batch, which
         verification then rejects with its message, gets (None, None)."""
         try:
+            live = self._storage.decls
+            previous = self._previous
+            if previous is not None and previous.direct_work == self.direct_work:
+                shape = repeated_shape(batch, previous, live)
+                if shape is not None:
+                    if self._verify is not None:
+                        self._verified.recurs(batch)  # keeps the count of keys that missed
+                    return previous.direct, shape  # the work, hence the choice, is structural
             direct = runs_direct(batch, self.direct_work)
             if direct and not (self._verify is not None and self._verified.recurs(batch)):
                 return direct, None
-            return direct, batch_shape(batch, self._storage.decls)
+            shape = batch_shape(batch, live)
+            self._previous = None if shape is None else Previous(batch, shape, direct, self.direct_work)
+            return direct, shape
         except (AttributeError, TypeError, ValueError, OverflowError):
             return None, None
 
@@ -267,6 +279,7 @@ class NodeEngine(Component):
         and verified from scratch (a benchmark of fresh planning asks for this)."""
         self._plans.clear()
         self._verified = VerifiedShapes()
+        self._previous = None
 
     def shutdown(self) -> None:
         if self._pool is not None:
@@ -277,6 +290,7 @@ class NodeEngine(Component):
             self._kernels = None
         self._storage.clear()
         self._plans.clear()
+        self._previous = None
 
     def live_bases(self) -> int:
         return len(self._storage.decls)
