@@ -32,7 +32,9 @@ _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
 _last_state: tuple[Any, int] = (object(), 0)
 _last_filters: tuple[Any, bool] = (None, False)
 _INTERNAL = (os.path.dirname(__file__), os.path.dirname(np.__file__))
-_internal_code: dict[CodeType, bool] = {}
+# id(code) -> (whether Shoal's or NumPy's, the code): a code object's hash is computed from its
+# contents on every call (0.3 µs), and a recording walks several frames.
+_internal_code: dict[int, tuple[bool, CodeType]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +120,10 @@ def _user_frame_and_caller(frame: Any) -> tuple[Any, Any]:
     outer = None
     while frame is not None:
         code = frame.f_code
-        internal = _internal_code.get(code)
-        if internal is None:
-            internal = _internal_code[code] = code.co_filename.startswith(_INTERNAL)
-        if not internal:
+        known = _internal_code.get(id(code))
+        if known is None or known[1] is not code:
+            known = _internal_code[id(code)] = (code.co_filename.startswith(_INTERNAL), code)
+        if not known[0]:
             return frame, outer
         outer = frame
         frame = frame.f_back
@@ -217,18 +219,19 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     entry = _entry(outer) if outer is not None and op in _FOLDS else None
     code = frame.f_code
     module_globals = frame.f_globals
-    key = (code, frame.f_lineno, warned, entry)
+    key = (id(code), frame.f_lineno, warned, entry)
     known = _sites.get(key)
-    if known is not None and known.module_globals is module_globals:
-        return known  # a loop records from the same lines over and over
+    if known is not None and known[0] is code and known[1].module_globals is module_globals:
+        return known[1]  # a loop records from the same lines over and over
     if len(_sites) >= SITE_ENTRIES:
         _sites.clear()
-    known = _sites[key] = Site(code.co_filename, key[1], module_globals, warned, entry)
-    return known
+    recorded = Site(code.co_filename, key[1], module_globals, warned, entry)
+    _sites[key] = (code, recorded)
+    return recorded
 
 
 SITE_ENTRIES = 4096
-_sites: dict[tuple[Any, ...], Site] = {}  # (code, line, categories, entry) -> its Site
+_sites: dict[tuple[Any, ...], tuple[CodeType, Site]] = {}  # (id(code), line, categories, entry) -> its Site
 
 
 _FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))
