@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from functools import partial
+from operator import attrgetter
 
 import numpy as np
 
@@ -73,6 +74,10 @@ def _take_donated(batch: Batch) -> None:
         batch.data.pop(base, None)
 
 
+REMEMBERED_STRUCTURES = 8
+_op = attrgetter("op")
+
+
 class NodeEngine(Component):
     """Runs batches block by block on a thread pool with fused, compiled kernels."""
 
@@ -86,7 +91,8 @@ class NodeEngine(Component):
         self.sweeps_per_pass = self.config.sweeps_per_pass
         self._verify = self.config.verify
         self._verified = VerifiedShapes()
-        self._previous: Previous | None = None  # the last keyed batch (``repeat.py``)
+        self._previous: dict[tuple, Previous] = {}  # the last keyed batch of each opcode sequence (``repeat.py``)
+        self.repeated = 0  # batches that took the previous batch's key (a counter for tests)
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
@@ -215,10 +221,12 @@ class NodeEngine(Component):
         verification then rejects with its message, gets (None, None)."""
         try:
             live = self._storage.decls
-            previous = self._previous
+            sequence = (len(batch.bases), *map(_op, batch.instructions))
+            previous = self._previous.get(sequence)
             if previous is not None and previous.direct_work == self.direct_work:
                 shape = repeated_shape(batch, previous, live)
                 if shape is not None:
+                    self.repeated += 1
                     if self._verify is not None:
                         self._verified.recurs(batch)  # keeps the count of keys that missed
                     return previous.direct, shape  # the work, hence the choice, is structural
@@ -226,10 +234,20 @@ class NodeEngine(Component):
             if direct and not (self._verify is not None and self._verified.recurs(batch)):
                 return direct, None
             shape = batch_shape(batch, live)
-            self._previous = None if shape is None else Previous(batch, shape, direct, self.direct_work)
+            if shape is not None:
+                self._remember(sequence, Previous(batch, shape, direct, self.direct_work))
             return direct, shape
         except (AttributeError, TypeError, ValueError, OverflowError):
             return None, None
+
+    def _remember(self, sequence: tuple, previous: Previous) -> None:
+        """Keep ``previous`` as the batch of its opcode sequence to compare the next ones with
+        (a loop whose iteration reads twice alternates two structures)."""
+        remembered = self._previous
+        remembered.pop(sequence, None)
+        remembered[sequence] = previous
+        if len(remembered) > REMEMBERED_STRUCTURES:
+            del remembered[next(iter(remembered))]
 
     def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> tuple[CachedPlan, Builder, Plan]:
         """Plan ``batch``; its block operations, on storage bound to its own base ids, are built
@@ -279,7 +297,7 @@ class NodeEngine(Component):
         and verified from scratch (a benchmark of fresh planning asks for this)."""
         self._plans.clear()
         self._verified = VerifiedShapes()
-        self._previous = None
+        self._previous.clear()
 
     def shutdown(self) -> None:
         if self._pool is not None:
@@ -290,7 +308,7 @@ class NodeEngine(Component):
             self._kernels = None
         self._storage.clear()
         self._plans.clear()
-        self._previous = None
+        self._previous.clear()
 
     def live_bases(self) -> int:
         return len(self._storage.decls)
