@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from functools import partial
-from operator import attrgetter
 
 import numpy as np
 
@@ -49,7 +48,7 @@ from shoal.engine.node.schedule.plan_cache import (
     batch_shape,
 )
 from shoal.engine.node.schedule.repeat import Previous, repeated_shape
-from shoal.engine.node.schedule.verified import VerifiedShapes
+from shoal.engine.node.schedule.verified import VerifiedShapes, sequence_of
 from shoal.engine.node.stats import BatchStats, record
 from shoal.threads import limit_library_threads
 
@@ -75,7 +74,6 @@ def _take_donated(batch: Batch) -> None:
 
 
 REMEMBERED_STRUCTURES = 8
-_op = attrgetter("op")
 
 
 class NodeEngine(Component):
@@ -221,17 +219,17 @@ class NodeEngine(Component):
         verification then rejects with its message, gets (None, None)."""
         try:
             live = self._storage.decls
-            sequence = (len(batch.bases), *map(_op, batch.instructions))
+            sequence = sequence_of(batch)
             previous = self._previous.get(sequence)
             if previous is not None and previous.direct_work == self.direct_work:
                 shape = repeated_shape(batch, previous, live)
                 if shape is not None:
                     self.repeated += 1
                     if self._verify is not None:
-                        self._verified.recurs(batch)  # keeps the count of keys that missed
+                        self._verified.recurs(batch, sequence)  # keeps the count of keys that missed
                     return previous.direct, shape  # the work, hence the choice, is structural
             direct = runs_direct(batch, self.direct_work)
-            if direct and not (self._verify is not None and self._verified.recurs(batch)):
+            if direct and not (self._verify is not None and self._verified.recurs(batch, sequence)):
                 return direct, None
             shape = batch_shape(batch, live)
             if shape is not None:

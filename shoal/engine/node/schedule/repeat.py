@@ -28,7 +28,7 @@ from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
 class Previous:
     """What :func:`repeated_shape` compares a batch with: the last keyed batch and its shape."""
 
-    __slots__ = ("decls", "direct", "direct_work", "instructions", "outside", "shape")
+    __slots__ = ("constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
 
     def __init__(self, batch: Batch, shape: BatchShape, direct: bool, direct_work: int) -> None:
         self.shape = shape
@@ -37,6 +37,7 @@ class Previous:
         self.instructions: tuple[Instruction, ...] = tuple(batch.instructions)
         self.decls = tuple((decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated) for decl in batch.bases)
         self.outside = shape.key[2]
+        self.constants = [(constant_kind(const.value), exact_key(const.value)) for const in shape.constants]
 
 
 def _same_dtype(new: Any, old: Any) -> bool:
@@ -75,7 +76,8 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
 
     equal_new: dict[Any, Any] = {}
     equal_old: dict[Any, Any] = {}
-    constants = []
+    constants: list[Any] = []
+    old_constants = previous.constants
     for instruction, old in zip(instructions, old_instructions):
         op = instruction.op
         if op != old.op:
@@ -112,11 +114,10 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
                 if type(was) is View:
                     return None
                 new_value = value.value
-                old_value = was.value
-                if constant_kind(new_value) != constant_kind(old_value):
+                old_kind, old_key = old_constants[len(constants)]
+                if constant_kind(new_value) != old_kind:
                     return None
                 new_key = exact_key(new_value)
-                old_key = exact_key(old_value)
                 if equal_new.setdefault(new_key, old_key) != old_key or equal_old.setdefault(old_key, new_key) != new_key:
                     return None
                 constants.append(value)
