@@ -30,7 +30,7 @@ from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT
 _MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
 _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
 _last_state: tuple[Any, int] = (object(), 0)
-_last_filters: tuple[Any, bool] = (None, False)
+_last_filters: tuple[Any, int, Any, str, bool] = (None, 0, None, "", False)  # list, length, first, default, verdict
 _INTERNAL = (os.path.dirname(__file__), os.path.dirname(np.__file__))
 # id(code) -> (whether Shoal's or NumPy's, the code): a code object's hash is computed from its
 # contents on every call (0.3 µs), and a recording walks several frames.
@@ -89,12 +89,16 @@ def raises() -> bool:
         return False
     global _last_filters
     filters = warnings.filters
-    key = (id(filters), len(filters), filters[0] if filters else None, warnings.defaultaction)
     last = _last_filters
-    if last[0] is not None and last[0][0] == key[0] and last[0][1] == key[1] and last[0][2] is key[2] and last[0][3] == key[3]:
-        return last[1]
+    if (
+        last[0] is filters
+        and last[1] == len(filters)
+        and (not filters or last[2] is filters[0])
+        and last[3] == warnings.defaultaction
+    ):
+        return last[4]
     verdict = _errors(filters)
-    _last_filters = (key, verdict)
+    _last_filters = (filters, len(filters), filters[0] if filters else None, warnings.defaultaction, verdict)
     return verdict
 
 
