@@ -40,6 +40,9 @@ class Stats:
     bases_released: int = 0
 
 
+_ref = weakref.ref
+
+
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
@@ -110,7 +113,7 @@ class Runtime(SettledMemory):
         self.held: dict[int, np.ndarray] = {}
         self.hold_times: dict[int, tuple[float, float]] = {}  # base -> (held since, seconds its copy took)
         self.hold_scale = 1.0
-        self._bases: weakref.WeakValueDictionary[int, LazyBase] = weakref.WeakValueDictionary()
+        self._bases: dict[int, weakref.ref[LazyBase]] = {}  # an entry goes with its base's release
         self.direct_run = 0
         self._known: dict[int, BaseDecl] = {}
         self._lost: set[int] = set()  # bases whose declaration verification refused
@@ -151,19 +154,20 @@ class Runtime(SettledMemory):
                 if flags.c_contiguous and flags.writeable:
                     self._deferred[base_id] = (dtype, size, data)
                     base = LazyBase(self, base_id, dtype, size)
-                    self._bases[base_id] = base
+                    self._bases[base_id] = _ref(base)
                     return base
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
             base = LazyBase(self, base_id, dtype, size)
-            self._bases[base_id] = base
+            self._bases[base_id] = _ref(base)
             return base
 
     def lazy_base(self, base_id: int) -> LazyBase | None:
         """The live base ``base_id``, if any."""
-        return self._bases.get(base_id)
+        ref = self._bases.get(base_id)
+        return None if ref is None else ref()
 
     def next_base_id(self) -> int:
         """A fresh base id (the lock is held)."""
@@ -247,6 +251,7 @@ class Runtime(SettledMemory):
         held back (``_deferred``, never named by an instruction) drops its data at once: a loop
         whose results NumPy computes (``_settled.py``) may record nothing for a long time, and
         holding every result until then would make its memory grow without bound."""
+        self._bases.pop(base_id, None)
         self.held.pop(base_id, None)
         self.hold_times.pop(base_id, None)
         if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL

@@ -270,6 +270,10 @@ class ndarray(metaclass=_NdarrayMeta):
 
     # NumPy protocols ------------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "__call__" and not kwargs and len(inputs) == ufunc.nin and ufunc.nout == 1:
+            fast = _fast_ufunc.record(ufunc, inputs, None)  # settled operands decided first, as below
+            if fast is not _fast_ufunc.NOT_FAST:
+                return fast
         if method == "__call__" and len(inputs) == ufunc.nin and kwargs.keys() <= _SETTLED_KEYWORDS:
             eager = _settled.settled_ufunc(
                 ufunc, inputs, kwargs.get("out"), kwargs.get("where", True), kwargs.get("dtype"), kwargs.get("casting", "same_kind")
@@ -475,6 +479,7 @@ from shoal.numpy import (  # noqa: E402
     _composed,  # noqa: F401  (functions composed from lazy operations)
     _dispatch,
     _einsum,  # noqa: F401  (einsum as views, sums and matrix products)
+    _fast_ufunc,
     _index,
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)

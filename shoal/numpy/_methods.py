@@ -9,22 +9,28 @@ from typing import Any
 import numpy as np
 
 from shoal.numpy import _linalg, _reduce, _shape, _sorting
+from shoal.numpy._fast_ufunc import NOT_FAST
+from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._ufunc import apply_ufunc
 
 
 def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
+    # Each tries the recording of a call seen before (``_fast_ufunc``) before the general path.
     def forward(self: ndarray, other: Any) -> Any:
-        return apply_ufunc(ufunc, (self, other))
+        fast = record_seen(ufunc, (self, other), None)
+        return apply_ufunc(ufunc, (self, other)) if fast is NOT_FAST else fast
 
     def reflected(self: ndarray, other: Any) -> Any:
-        return apply_ufunc(ufunc, (other, self))
+        fast = record_seen(ufunc, (other, self), None)
+        return apply_ufunc(ufunc, (other, self)) if fast is NOT_FAST else fast
 
     def inplace(self: ndarray, other: Any) -> ndarray:
         if self._scalar:  # NumPy scalars are immutable: ``x += y`` rebinds x
             return apply_ufunc(ufunc, (self, other))
-        apply_ufunc(ufunc, (self, other), out=(self,))
+        if record_seen(ufunc, (self, other), self) is NOT_FAST:
+            apply_ufunc(ufunc, (self, other), out=(self,))
         return self
 
     return forward, reflected, inplace

@@ -47,7 +47,8 @@ from shoal.engine.node.schedule.plan_cache import (
     PlanCache,
     batch_shape,
 )
-from shoal.engine.node.schedule.verified import VerifiedShapes
+from shoal.engine.node.schedule.repeat import Previous, repeated_shape
+from shoal.engine.node.schedule.verified import VerifiedShapes, sequence_of
 from shoal.engine.node.stats import BatchStats, record
 from shoal.threads import limit_library_threads
 
@@ -72,6 +73,9 @@ def _take_donated(batch: Batch) -> None:
         batch.data.pop(base, None)
 
 
+REMEMBERED_STRUCTURES = 8
+
+
 class NodeEngine(Component):
     """Runs batches block by block on a thread pool with fused, compiled kernels."""
 
@@ -85,6 +89,8 @@ class NodeEngine(Component):
         self.sweeps_per_pass = self.config.sweeps_per_pass
         self._verify = self.config.verify
         self._verified = VerifiedShapes()
+        self._previous: dict[tuple, Previous] = {}  # the last keyed batch of each opcode sequence (``repeat.py``)
+        self.repeated = 0  # batches that took the previous batch's key (a counter for tests)
         self._storage = Storage()
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
@@ -212,12 +218,34 @@ class NodeEngine(Component):
         a batch that runs directly is keyed only if its opcodes recur). A malformed batch, which
         verification then rejects with its message, gets (None, None)."""
         try:
+            live = self._storage.decls
+            sequence = sequence_of(batch)
+            previous = self._previous.get(sequence)
+            if previous is not None and previous.direct_work == self.direct_work:
+                shape = repeated_shape(batch, previous, live)
+                if shape is not None:
+                    self.repeated += 1
+                    if self._verify is not None:
+                        self._verified.recurs(batch, sequence)  # keeps the count of keys that missed
+                    return previous.direct, shape  # the work, hence the choice, is structural
             direct = runs_direct(batch, self.direct_work)
-            if direct and not (self._verify is not None and self._verified.recurs(batch)):
+            if direct and not (self._verify is not None and self._verified.recurs(batch, sequence)):
                 return direct, None
-            return direct, batch_shape(batch, self._storage.decls)
+            shape = batch_shape(batch, live)
+            if shape is not None:
+                self._remember(sequence, Previous(batch, shape, direct, self.direct_work))
+            return direct, shape
         except (AttributeError, TypeError, ValueError, OverflowError):
             return None, None
+
+    def _remember(self, sequence: tuple, previous: Previous) -> None:
+        """Keep ``previous`` as the batch of its opcode sequence to compare the next ones with
+        (a loop whose iteration reads twice alternates two structures)."""
+        remembered = self._previous
+        remembered.pop(sequence, None)
+        remembered[sequence] = previous
+        if len(remembered) > REMEMBERED_STRUCTURES:
+            del remembered[next(iter(remembered))]
 
     def _plan(self, batch: Batch, shape: BatchShape | None, kernels: KernelCache) -> tuple[CachedPlan, Builder, Plan]:
         """Plan ``batch``; its block operations, on storage bound to its own base ids, are built
@@ -267,6 +295,7 @@ class NodeEngine(Component):
         and verified from scratch (a benchmark of fresh planning asks for this)."""
         self._plans.clear()
         self._verified = VerifiedShapes()
+        self._previous.clear()
 
     def shutdown(self) -> None:
         if self._pool is not None:
@@ -277,6 +306,7 @@ class NodeEngine(Component):
             self._kernels = None
         self._storage.clear()
         self._plans.clear()
+        self._previous.clear()
 
     def live_bases(self) -> int:
         return len(self._storage.decls)

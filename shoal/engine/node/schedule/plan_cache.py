@@ -53,6 +53,17 @@ from shoal.engine.node.run.storage import Storage
 PLAN_CACHE_ENTRIES = 8
 
 
+class StructureKey(tuple):
+    """A structure key whose hash is computed once: the plan cache and the verified structures
+    look a batch's key up several times, and hashing it walks every instruction's step."""
+
+    def __init__(self, parts: tuple) -> None:
+        self.hash = tuple.__hash__(self)  # TypeError for a part that is not a value
+
+    def __hash__(self) -> int:
+        return self.hash
+
+
 @dataclass(frozen=True)
 class BatchShape:
     """A batch's structure (``key``) and its base ids in the order the key numbers them."""
@@ -119,9 +130,8 @@ def batch_shape(batch: Batch, live: dict[int, BaseDecl]) -> BatchShape | None:
     for base in ids[len(declared) :]:
         decl = live.get(base)
         outside.append(None if decl is None else (decl.dtype, decl.dtype.char, decl.size))
-    key = (declared, tuple(steps), tuple(outside))
     try:
-        hash(key)
+        key = StructureKey((declared, tuple(steps), tuple(outside)))
     except TypeError:  # an attribute that is not a value (never produced by the frontend)
         return None
     return BatchShape(key, ids, tuple(constants), len(declared), frozenset(released_first), frozenset(written))

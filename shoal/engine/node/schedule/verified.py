@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from operator import attrgetter
 
 import numpy as np
 
@@ -27,6 +28,14 @@ from shoal.engine.node.schedule.plan_cache import BatchShape
 
 VERIFIED_ENTRIES = 16
 MISSES = 2  # keys of one opcode sequence that missed in a row before such batches are no longer keyed
+
+
+def sequence_of(batch: Batch) -> tuple:
+    """The number of bases ``batch`` declares, then its opcodes."""
+    return (len(batch.bases), *map(_op, batch.instructions))
+
+
+_op = attrgetter("op")
 
 
 class VerifiedShapes:
@@ -39,12 +48,13 @@ class VerifiedShapes:
         self._sequences: OrderedDict[tuple, int] = OrderedDict()  # opcode sequence -> keys that missed in a row
         self._sequence: tuple | None = None  # the sequence of the batch ``recurs`` saw last
 
-    def recurs(self, batch: Batch) -> bool:
+    def recurs(self, batch: Batch, sequence: tuple | None = None) -> bool:
         """True if a recent batch had ``batch``'s opcodes and number of declarations and the keys
         of such batches did not miss twice in a row: its structure key is then worth computing (a
         batch that runs directly needs no key but this). A row loop whose views move by an offset
         every batch has a new key each time; after two misses its batches are verified in full."""
-        sequence = (len(batch.bases), tuple(instruction.op for instruction in batch.instructions))
+        if sequence is None:
+            sequence = sequence_of(batch)
         misses = self._sequences.get(sequence)
         self._sequence = sequence
         if misses is None:

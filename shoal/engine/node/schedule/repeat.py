@@ -1,0 +1,140 @@
+"""A batch that repeats the previous batch's structure: its key taken over, not rebuilt.
+
+A loop body recorded over and over sends batches whose structure key
+(:func:`~shoal.engine.node.schedule.plan_cache.batch_shape`) is the same every time; building
+that key (a tuple per view, the constants' kinds, one nested tuple hashed per lookup) was most of
+a replayed batch's planning. :func:`repeated_shape` instead walks the new batch beside the
+previous one and compares, fact by fact, everything the key holds: opcodes, attributes (bit-exact),
+each view's dtype (and its character), byte offset, shape and strides, each constant's kind and
+which constants are equal, the declarations (dtype, size, carried or donated data), and the live
+dtype and size of every base used from earlier batches. Base ids are matched by a one-to-one
+renaming built in first-use order, which is exactly the numbering the key uses. Only if every
+fact is equal does the new batch get the previous key object (and its plan, verified structure
+and everything keyed by it); the first difference falls back to :func:`batch_shape`. Nothing is
+taken on trust from the producer: the comparison reads the batch itself, so verification
+(``verified.py``) keeps its guarantees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shoal.bytecode import BaseDecl, Batch, Instruction, View
+from shoal.engine.node.keys import exact_key
+from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
+
+
+class Previous:
+    """What :func:`repeated_shape` compares a batch with: the last keyed batch and its shape."""
+
+    __slots__ = ("constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
+
+    def __init__(self, batch: Batch, shape: BatchShape, direct: bool, direct_work: int) -> None:
+        self.shape = shape
+        self.direct = direct  # whether it ran instruction by instruction under ``direct_work``
+        self.direct_work = direct_work
+        self.instructions: tuple[Instruction, ...] = tuple(batch.instructions)
+        self.decls = tuple((decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated) for decl in batch.bases)
+        self.outside = shape.key[2]
+        self.constants = [(constant_kind(const.value), exact_key(const.value)) for const in shape.constants]
+
+
+def _same_dtype(new: Any, old: Any) -> bool:
+    return new is old or (new == old and new.char == old.char)
+
+
+def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl]) -> BatchShape | None:
+    """``batch``'s structure if it equals ``previous``'s in every fact the key holds (the
+    previous key then serves), else None."""
+    instructions = batch.instructions
+    old_instructions = previous.instructions
+    decls = batch.bases
+    if len(instructions) != len(old_instructions) or len(decls) != len(previous.decls):
+        return None
+    shape = previous.shape
+    old_ids = shape.ids
+    new_of: dict[int, int] = {}  # old id -> new id
+    old_of: dict[int, int] = {}  # new id -> old id
+    ids: list[int] = []
+    data = batch.data
+    donated = batch.donated
+    for decl, (dtype, char, size, carried, given) in zip(decls, previous.decls):
+        base = decl.id
+        if (
+            base in old_of
+            or not (decl.dtype is dtype or (decl.dtype == dtype and decl.dtype.char == char))
+            or decl.size != size
+            or (base in data) != carried
+            or (base in donated) != given
+        ):
+            return None
+        old = old_ids[len(ids)]
+        new_of[old] = base
+        old_of[base] = old
+        ids.append(base)
+
+    equal_new: dict[Any, Any] = {}
+    equal_old: dict[Any, Any] = {}
+    constants: list[Any] = []
+    old_constants = previous.constants
+    for instruction, old in zip(instructions, old_instructions):
+        op = instruction.op
+        if op != old.op:
+            return None
+        if op == "release":
+            pairs: Any = ((instruction.attr("base"), old.attr("base")),)
+        elif op == "gather":
+            return None  # its index values are keyed (``row_gather``): the full key decides
+        else:
+            attrs = instruction.attrs
+            if attrs is not old.attrs and (attrs or old.attrs) and exact_key(attrs) != exact_key(old.attrs):
+                return None
+            if len(instruction.outputs) != len(old.outputs) or len(instruction.inputs) != len(old.inputs):
+                return None
+            pairs = zip((*instruction.outputs, *instruction.inputs), (*old.outputs, *old.inputs))
+        for value, was in pairs:
+            kind = type(value)
+            if kind is View:
+                if type(was) is not View or not (
+                    value is was
+                    or (
+                        (value.dtype is was.dtype or _same_dtype(value.dtype, was.dtype))
+                        and value.offset == was.offset
+                        and value.shape == was.shape
+                        and value.strides == was.strides
+                    )
+                ):
+                    return None
+                value, was = value.base, was.base
+            elif kind is int:  # a released base
+                if type(was) is not int:
+                    return None
+            else:
+                if type(was) is View:
+                    return None
+                new_value = value.value
+                old_kind, old_key = old_constants[len(constants)]
+                if constant_kind(new_value) != old_kind:
+                    return None
+                new_key = exact_key(new_value)
+                if equal_new.setdefault(new_key, old_key) != old_key or equal_old.setdefault(old_key, new_key) != new_key:
+                    return None
+                constants.append(value)
+                continue
+            mapped = new_of.get(was)
+            if mapped is None:
+                if value in old_of:
+                    return None
+                new_of[was] = value
+                old_of[value] = was
+                ids.append(value)
+            elif mapped != value:
+                return None
+    if len(ids) != len(old_ids):
+        return None
+    for base, outside in zip(ids[shape.declared :], previous.outside):
+        decl = live.get(base)
+        if (None if decl is None else (decl.dtype, decl.dtype.char, decl.size)) != outside:
+            return None
+    return BatchShape(shape.key, tuple(ids), tuple(constants), shape.declared, shape.released_first, shape.written)
