@@ -32,7 +32,9 @@ from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.cluster.collectives import plan_reduction
 from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
+from shoal.cluster.cyclic import cyclic, grid_shape
 from shoal.cluster.layout import (
+    AnyLayout,
     Layout,
     TooFragmented,
     block,
@@ -60,12 +62,16 @@ class PlanConfig:
     """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
     pieces than this for one instruction and it runs gathered instead. ``cache_size``: distinct
     batches whose plans are kept (:mod:`shoal.cluster.plan_cache`). ``halo_rows``: rows of its
-    neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`)."""
+    neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`). ``layout``:
+    ``rows`` (one range of whole rows per rank) or ``block-cyclic``
+    (:mod:`shoal.cluster.cyclic`, blocks of ``block``, or chosen when it is empty; no halos)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     cache_size: int = 64  # batches whose plans are kept for replay (0: none)
     halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
+    layout: str = "rows"
+    block: tuple[int, ...] = ()
 
 
 class Planner(GatheredPlanning):
@@ -76,7 +82,7 @@ class Planner(GatheredPlanning):
         self.ranks = ranks
         self.config = config
         self.tag_limit = tag_limit
-        self.layouts: dict[int, Layout] = {}
+        self.layouts: dict[int, AnyLayout] = {}
         self.decls: dict[int, BaseDecl] = {}
         self.local: dict[int, int] = {}
         self.block_bytes: dict[int, int] = {}  # local base -> bytes per dependency block
@@ -88,7 +94,7 @@ class Planner(GatheredPlanning):
         self.ops: list[Op] = []
         self.first_ops: list[int] = []  # per instruction of the last batch, its first op's index
         self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
-        self.declared_layouts: dict[int, Layout] = {}
+        self.declared_layouts: dict[int, AnyLayout] = {}
         self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
         self.cache = PlanCache(config.cache_size)
         self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
@@ -100,17 +106,24 @@ class Planner(GatheredPlanning):
         self._next_local += 1
         return number
 
-    def new_layouts(self, batch: Batch) -> dict[int, Layout]:
+    def new_layouts(self, batch: Batch) -> dict[int, AnyLayout]:
         """The layouts of the bases ``batch`` declares (every rank computes the same)."""
         rows: dict[int, int] = {}
+        grids: dict[int, tuple[int, ...]] = {}
         decl_sizes = {decl.id: decl.size for decl in batch.bases}
+        cyclic_mode = self.config.layout == "block-cyclic"
         for instruction in batch.instructions:
             for view in (*instruction.outputs, *instruction.inputs):
                 if isinstance(view, View) and view.base not in rows:
                     rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-        layouts = {}
+                    if cyclic_mode:
+                        grids[view.base] = grid_shape(view, decl_sizes.get(view.base, -1))
+        layouts: dict[int, AnyLayout] = {}
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
+                if cyclic_mode:
+                    layouts[decl.id] = cyclic(self.ranks, grids.get(decl.id, (decl.size,)), decl.dtype.itemsize, self.config.block)
+                    continue
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
                 layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
@@ -158,8 +171,7 @@ class Planner(GatheredPlanning):
     def local_view(self, view: View, box: tuple | None = None) -> View:
         """``view`` (or its part in ``box``) as a view of this rank's local base."""
         part = view if box is None else sub_view(view, box)
-        layout = self.layouts[view.base]
-        return View(self.local[view.base], part.dtype, part.offset - layout.local_range(self.rank)[0] * layout.itemsize, part.shape, part.strides)
+        return self.layouts[view.base].local_view(part, self.rank, self.local[view.base])
 
     def compute(
         self,
