@@ -164,7 +164,7 @@ class CyclicLayout:
             return None
         start = _unravel(first, self.grid)
         steps = []
-        for n, stride in axes:
+        for _, stride in axes:
             if not 0 <= first + stride < self.size:
                 return None
             steps.append([a - b for a, b in zip(_unravel(first + stride, self.grid), start)])

@@ -30,12 +30,11 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.cluster.collectives import plan_reduction
+from shoal.cluster.cyclic import cyclic, grid_shape
 from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
-from shoal.cluster.cyclic import cyclic, grid_shape
 from shoal.cluster.layout import (
     AnyLayout,
-    Layout,
     TooFragmented,
     block,
     broadcast_to,

@@ -11,7 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoal.bytecode import View
-from shoal.cluster.cyclic import CyclicLayout, cyclic, grid_shape, normalised, parse_block, process_grid
+from shoal.cluster.cyclic import (
+    CyclicLayout,
+    cyclic,
+    grid_shape,
+    normalised,
+    parse_block,
+    process_grid,
+)
 from shoal.cluster.layout import TooFragmented, broadcast_to, owner, split, sub_view, whole_on
 
 
