@@ -258,11 +258,11 @@ def _unravel(element: int, grid: tuple[int, ...]) -> list[int]:
     return index
 
 
-def grid_shape(view: View, size: int) -> tuple[int, ...]:
-    """The grid a base is seen as: ``view``'s shape when it is a C-ordered view of the whole base
-    with two or more axes, else the flat range."""
-    if view.ndim < 2 or view.offset != 0 or view.size != size or not view.is_contiguous():
-        return (size,)
+def grid_shape(view: View, size: int) -> tuple[int, ...] | None:
+    """The grid a base is seen as: ``view``'s shape when it is a C-ordered view of the whole
+    base, else None (unknown: the flat range, in automatic blocks)."""
+    if view.ndim < 1 or view.offset != 0 or view.size != size or not view.is_contiguous():
+        return None
     return tuple(int(n) for n in view.shape)
 
 

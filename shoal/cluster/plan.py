@@ -115,13 +115,17 @@ class Planner(GatheredPlanning):
             for view in (*instruction.outputs, *instruction.inputs):
                 if isinstance(view, View) and view.base not in rows:
                     rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-                    if cyclic_mode:
-                        grids[view.base] = grid_shape(view, decl_sizes.get(view.base, -1))
+                if cyclic_mode and isinstance(view, View) and view.base not in grids:
+                    grid = grid_shape(view, decl_sizes.get(view.base, -1))
+                    if grid is not None:
+                        grids[view.base] = grid
         layouts: dict[int, AnyLayout] = {}
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
                 if cyclic_mode:
-                    layouts[decl.id] = cyclic(self.ranks, grids.get(decl.id, (decl.size,)), decl.dtype.itemsize, self.config.block)
+                    grid = grids.get(decl.id)  # unknown (data from Python, flat): automatic blocks
+                    block_shape = self.config.block if grid is not None else ()
+                    layouts[decl.id] = cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
                     continue
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:

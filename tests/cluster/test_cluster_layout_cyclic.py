@@ -83,7 +83,8 @@ def test_blocks_are_dealt_cyclically_over_a_process_grid() -> None:
     with pytest.raises(ValueError, match="SHOAL_CLUSTER_BLOCK"):
         parse_block("0x3")
     assert grid_shape(View(1, np.dtype("f8"), 0, (4, 5), (40, 8)), 20) == (4, 5)
-    assert grid_shape(View(1, np.dtype("f8"), 0, (5, 4), (8, 40)), 20) == (20,)
+    assert grid_shape(View(1, np.dtype("f8"), 0, (5, 4), (8, 40)), 20) is None
+    assert grid_shape(View(1, np.dtype("f8"), 0, (20,), (8,)), 20) == (20,)
 
 
 def draw_view(data: st.DataObject, grid: tuple[int, ...], itemsize: int) -> np.ndarray:
