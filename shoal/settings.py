@@ -212,7 +212,7 @@ CLUSTER_LAYOUT = _choice(
 )
 CLUSTER_BLOCK = _text(
     "SHOAL_CLUSTER_BLOCK",
-    "Block shape of the block-cyclic layout: extents of the leading axes such as `64` or `64x64` (the other axes whole), or `auto`.",
+    "Block shape of the block-cyclic layout: extents of the leading axes such as `64` or `64x64` (the other axes whole; arrays with fewer axes get `auto`), or `auto`.",
     "`auto`: whole rows, 4 blocks per rank",
 )
 LATENCY_HIDING = _choice("SHOAL_LATENCY_HIDING", ("on", "off"), "Start communication first and wait last (paper 003 §5.7), or wait for each message where it stands.")

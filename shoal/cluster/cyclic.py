@@ -18,6 +18,7 @@ reshaped or not, is affine.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -50,10 +51,13 @@ class CyclicLayout:
         return math.prod(self.procs)
 
     def coords(self, rank: int) -> tuple[int, ...]:
-        return tuple(int(c) for c in np.unravel_index(rank, self.procs))
+        return tuple(_unravel(rank, self.procs))
 
     def local_shape(self, rank: int) -> tuple[int, ...]:
         """The shape of the local array of ``rank``'s blocks."""
+        return _local_shape(self, rank)
+
+    def _local_shape(self, rank: int) -> tuple[int, ...]:
         shape = []
         for n, b, p, c in zip(self.grid, self.block, self.procs, self.coords(rank)):
             full = n // (b * p)
@@ -134,10 +138,7 @@ class CyclicLayout:
             if lows[a] < 0 or highs[a] >= n or lows[a] // b != highs[a] // b:
                 return None
             rank = rank * p + (lows[a] // b) % p
-        shape = self.local_shape(rank)
-        local_strides = [1] * len(shape)
-        for a in range(len(shape) - 2, -1, -1):
-            local_strides[a] = local_strides[a + 1] * shape[a + 1]
+        local_strides = _local_strides(self, rank)
         item = self.itemsize
         offset = sum(self._local_index(a, g) * s for a, (g, s) in enumerate(zip(start, local_strides)))
         if len(axes) > len([n for n in view.shape if n > 1]) and sum(d * s for d, s in zip(steps[-1], local_strides)) != 1:
@@ -247,6 +248,21 @@ class CyclicLayout:
             found.append((periods[:, None] + starts[None, :]).reshape(-1))
         every = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
         return every[(every >= low) & (every <= high)]
+
+
+@functools.lru_cache(maxsize=1024)
+def _local_shape(layout: CyclicLayout, rank: int) -> tuple[int, ...]:
+    return layout._local_shape(rank)
+
+
+@functools.lru_cache(maxsize=1024)
+def _local_strides(layout: CyclicLayout, rank: int) -> tuple[int, ...]:
+    """C-order strides, in elements, of ``rank``'s local array."""
+    shape = layout.local_shape(rank)
+    strides = [1] * len(shape)
+    for a in range(len(shape) - 2, -1, -1):
+        strides[a] = strides[a + 1] * shape[a + 1]
+    return tuple(strides)
 
 
 def _unravel(element: int, grid: tuple[int, ...]) -> list[int]:

@@ -123,8 +123,10 @@ class Planner(GatheredPlanning):
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
                 if cyclic_mode:
-                    grid = grids.get(decl.id)  # unknown (data from Python, flat): automatic blocks
-                    block_shape = self.config.block if grid is not None else ()
+                    # automatic blocks for a grid that is unknown (data from Python, flat) or has
+                    # fewer axes than the block shape names
+                    grid = grids.get(decl.id)
+                    block_shape = self.config.block if grid is not None and len(grid) >= len(self.config.block) else ()
                     layouts[decl.id] = cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
                     continue
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
