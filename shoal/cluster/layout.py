@@ -6,6 +6,10 @@ whole rows of the first multi-dimensional C-ordered view that covers the base, w
 halo of a stencil along that axis to one row per neighbour). A smaller base lives whole on rank 0.
 Each rank keeps its range as one base of its own node engine.
 
+With ``SHOAL_CLUSTER_LAYOUT=block-cyclic`` a distributed base has a
+:class:`shoal.cluster.cyclic.CyclicLayout` instead (blocks dealt cyclically over a process grid);
+:func:`owner`, :func:`split` and :func:`local_part` take either kind.
+
 An instruction runs piece by piece: :func:`split` cuts the iteration box of an instruction into
 sub-boxes in which every operand (a view, broadcast to the box's shape) touches the elements of
 a single rank, so a piece either reads local memory or needs one message from one other rank.

@@ -208,3 +208,25 @@ def test_a_planner_that_drops_a_sub_view_block_fails(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(plan, "split", dropping)
     with pytest.raises(AssertionError):
         check(program, batches, 3, config)
+
+
+@pytest.mark.parametrize(("ranks", "block"), [(2, ()), (3, ()), (3, (3, 4))])
+def test_the_plan_cache_replays_block_cyclic_plans_exactly(ranks: int, block: tuple[int, ...]) -> None:
+    from cluster.test_cluster_plan_cache import Ids, creation, described, reduction, state, sweep
+
+    def batches():
+        ids = Ids()
+        grid = ids()
+        yield creation(grid, 1)
+        for _ in range(4):
+            yield sweep(grid, ids)
+            yield reduction(grid, ids)
+
+    for rank in range(ranks):
+        cached = Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=8, layout="block-cyclic", block=block), TAGS)
+        fresh = Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=0, layout="block-cyclic", block=block), TAGS)
+        for batch, again in zip(batches(), batches(), strict=True):
+            assert described(cached.plan(batch)) == described(fresh.plan(again))
+            assert state(cached) == state(fresh)
+        assert any(isinstance(layout, CyclicLayout) for layout in cached.layouts.values())
+        assert cached.cache.hits >= 6
