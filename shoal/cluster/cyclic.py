@@ -34,13 +34,22 @@ CYCLES = 4  # blocks per rank along the split axis when no block shape is given
 @dataclass(frozen=True)
 class CyclicLayout:
     """``grid`` cut into blocks of ``block`` dealt over the process grid ``procs`` (its product
-    is the number of ranks). Has no halo."""
+    is the number of ranks). Grid index ``g`` of an axis sits at ``g + origin`` of the dealing, so
+    a base can be aligned with a view of another (:func:`aligned`); ``row`` is the elements per
+    index of the leading axis of the grid the layout was made for (before :func:`normalised`
+    merged axes). Has no halo."""
 
     itemsize: int
     grid: tuple[int, ...]
     block: tuple[int, ...]
     procs: tuple[int, ...]
+    origin: tuple[int, ...] = ()
+    row: int = 1
     halo: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.origin:
+            object.__setattr__(self, "origin", (0,) * len(self.grid))
 
     @property
     def size(self) -> int:
@@ -58,12 +67,8 @@ class CyclicLayout:
         return _local_shape(self, rank)
 
     def _local_shape(self, rank: int) -> tuple[int, ...]:
-        shape = []
-        for n, b, p, c in zip(self.grid, self.block, self.procs, self.coords(rank)):
-            full = n // (b * p)
-            rest = n - full * b * p
-            shape.append(full * b + min(b, max(0, rest - c * b)))
-        return tuple(shape)
+        coords = self.coords(rank)
+        return tuple(_count(o + n, b, p, c) - _count(o, b, p, c) for n, b, p, c, o in zip(self.grid, self.block, self.procs, coords, self.origin))
 
     def local_count(self, rank: int) -> int:
         return math.prod(self.local_shape(rank))
@@ -78,9 +83,9 @@ class CyclicLayout:
     def indices(self, rank: int) -> list[np.ndarray]:
         """Per grid axis, the grid indices ``rank`` holds, in local order."""
         found = []
-        for n, b, p, c in zip(self.grid, self.block, self.procs, self.coords(rank)):
+        for n, b, p, c, o in zip(self.grid, self.block, self.procs, self.coords(rank), self.origin):
             every = np.arange(n)
-            found.append(every[(every // b) % p == c])
+            found.append(every[((every + o) // b) % p == c])
         return found
 
     def part(self, data: np.ndarray, rank: int) -> np.ndarray:
@@ -134,13 +139,14 @@ class CyclicLayout:
                 else:
                     highs[a] += (n - 1) * d
         rank = 0
-        for a, (n, b, p) in enumerate(zip(grid, self.block, self.procs)):
-            if lows[a] < 0 or highs[a] >= n or lows[a] // b != highs[a] // b:
+        for a, (n, b, p, o) in enumerate(zip(grid, self.block, self.procs, self.origin)):
+            if lows[a] < 0 or highs[a] >= n or (lows[a] + o) // b != (highs[a] + o) // b:
                 return None
-            rank = rank * p + (lows[a] // b) % p
+            rank = rank * p + ((lows[a] + o) // b) % p
         local_strides = _local_strides(self, rank)
         item = self.itemsize
-        offset = sum(self._local_index(a, g) * s for a, (g, s) in enumerate(zip(start, local_strides)))
+        coords = self.coords(rank)
+        offset = sum(self._local_index(a, g, coords[a]) * s for a, (g, s) in enumerate(zip(start, local_strides)))
         if len(axes) > len([n for n in view.shape if n > 1]) and sum(d * s for d, s in zip(steps[-1], local_strides)) != 1:
             return None  # a wide element whose base elements are not consecutive here
         strides = []
@@ -191,10 +197,11 @@ class CyclicLayout:
                 if d == 0:
                     continue
                 b = self.block[a]
+                edge_shift = self.origin[a]
                 # the other axes move grid axis a by at most this much: both ends may cross
                 rest_low = lows[a] - (min(0, (n - 1) * d))
                 rest_high = highs[a] - (max(0, (n - 1) * d))
-                for edge in {rest_low, rest_high}:
+                for edge in {rest_low + edge_shift, rest_high + edge_shift}:
                     end = edge + (n - 1) * d
                     for m in range(min(edge, end) // b + 1, max(edge, end) // b + 1):
                         k = -((edge - m * b) // d) if d > 0 else (m * b - edge) // d + 1
@@ -203,9 +210,10 @@ class CyclicLayout:
             result.append(sorted(found_cuts))
         return result
 
-    def _local_index(self, axis: int, g: int) -> int:
-        b = self.block[axis]
-        return (g // (b * self.procs[axis])) * b + g % b
+    def _local_index(self, axis: int, g: int, coord: int) -> int:
+        b, p, o = self.block[axis], self.procs[axis], self.origin[axis]
+        v = g + o
+        return (v // (b * p)) * b + v % b - _count(o, b, p, coord)
 
     def owner(self, view: View) -> int:
         found = self.locate(view)
@@ -219,8 +227,8 @@ class CyclicLayout:
         first = self._elements(view)
         assert first is not None
         key = 0
-        for g, n, b in zip(_unravel(first[0], self.grid), self.grid, self.block):
-            key = key * (-(-n // b)) + g // b
+        for g, n, b, o in zip(_unravel(first[0], self.grid), self.grid, self.block, self.origin):
+            key = key * (-(-(n + o) // b)) + (g + o) // b
         return key
 
     def local_view(self, view: View, rank: int, local_base: int) -> View:
@@ -237,11 +245,11 @@ class CyclicLayout:
         cheap ones to list."""
         found = []
         stride = self.size
-        for n, b in zip(self.grid, self.block):
+        for n, b, o in zip(self.grid, self.block, self.origin):
             period = stride
             stride //= n
             first_period, last_period = low // period, high // period
-            starts = np.arange(0, n, b, dtype=np.int64) * stride
+            starts = np.concatenate([[0], np.arange(b - o % b, n, b, dtype=np.int64)]) * stride
             if (last_period - first_period + 1) * len(starts) > 4 * (high - low) + 64:
                 return None
             periods = np.arange(first_period, last_period + 1, dtype=np.int64) * period
@@ -263,6 +271,11 @@ def _local_strides(layout: CyclicLayout, rank: int) -> tuple[int, ...]:
     for a in range(len(shape) - 2, -1, -1):
         strides[a] = strides[a + 1] * shape[a + 1]
     return tuple(strides)
+
+
+def _count(x: int, b: int, p: int, c: int) -> int:
+    """How many of the dealing's positions ``[0, x)`` process coordinate ``c`` holds."""
+    return (x // (b * p)) * b + min(b, max(0, x % (b * p) - c * b))
 
 
 def _unravel(element: int, grid: tuple[int, ...]) -> list[int]:
@@ -306,17 +319,45 @@ def cyclic(ranks: int, grid: tuple[int, ...], itemsize: int, block: Sequence[int
     return normalised(CyclicLayout(itemsize, grid, shape, procs))
 
 
+def aligned(other: CyclicLayout, view: View, grid: tuple[int, ...], itemsize: int) -> CyclicLayout | None:
+    """The layout of a new base of ``grid`` whose index ``i`` of its leading axis lives where row
+    ``r0 + i`` of ``view`` (of a base laid out by ``other``, in blocks of whole rows) does: a
+    temporary combined with ``view`` then needs no message. None when ``view`` does not step
+    one row of ``other`` per index of its leading axis, with the rest inside one row."""
+    row = other.row
+    if len(other.grid) != 1 or other.block[0] % row or other.origin[0] % row or view.shape != grid:
+        return None
+    item = other.itemsize
+    if view.dtype.itemsize != item or view.offset % item or any(s % item for s in view.strides) or not grid or 0 in grid:
+        return None
+    strides = [s // item for s in view.strides]
+    if grid[0] > 1 and strides[0] != row:
+        return None
+    first = view.offset // item
+    rest_low = sum(min(0, (n - 1) * s) for n, s in zip(grid[1:], strides[1:]))
+    rest_high = sum(max(0, (n - 1) * s) for n, s in zip(grid[1:], strides[1:]))
+    if first % row + rest_low < 0 or first % row + rest_high >= row:
+        return None
+    rows, procs = other.block[0] // row, other.procs[0]
+    elements = math.prod(grid[1:])
+    origin = ((first // row + other.origin[0] // row) % (rows * procs)) * elements
+    return CyclicLayout(itemsize, (math.prod(grid),), (rows * elements,), (procs,), (origin,), elements)
+
+
 def normalised(layout: CyclicLayout) -> CyclicLayout:
     """``layout`` with each trailing axis whose block spans it whole merged into the axis
     before it (the same local arrays and owners; more views are affine)."""
-    grid, block, procs = list(layout.grid), list(layout.block), list(layout.procs)
-    while len(grid) > 1 and block[-1] == grid[-1] and procs[-1] == 1:
+    grid, block, procs, origin = list(layout.grid), list(layout.block), list(layout.procs), list(layout.origin)
+    row = math.prod(grid[1:])
+    while len(grid) > 1 and block[-1] == grid[-1] and procs[-1] == 1 and origin[-1] == 0:
         n = grid.pop()
         block.pop()
         procs.pop()
+        origin.pop()
         grid[-1] *= n
         block[-1] *= n
-    return CyclicLayout(layout.itemsize, tuple(grid), tuple(block), tuple(procs))
+        origin[-1] *= n
+    return CyclicLayout(layout.itemsize, tuple(grid), tuple(block), tuple(procs), tuple(origin), row)
 
 
 def parse_block(text: str) -> tuple[int, ...]:

@@ -30,7 +30,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.cluster.collectives import plan_reduction
-from shoal.cluster.cyclic import cyclic, grid_shape
+from shoal.cluster.cyclic import CyclicLayout, aligned, cyclic, grid_shape
 from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
@@ -127,12 +127,28 @@ class Planner(GatheredPlanning):
                     # fewer axes than the block shape names
                     grid = grids.get(decl.id)
                     block_shape = self.config.block if grid is not None and len(grid) >= len(self.config.block) else ()
-                    layouts[decl.id] = cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
+                    found = self._aligned(batch, decl, grid, layouts) if grid is not None and not block_shape else None
+                    layouts[decl.id] = found or cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
                     continue
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
                 layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
         return layouts
+
+    def _aligned(self, batch: Batch, decl: BaseDecl, grid: tuple[int, ...], layouts: dict[int, AnyLayout]) -> CyclicLayout | None:
+        """A block-cyclic base of automatic blocks aligned with the first view of the same shape
+        it meets in ``batch`` whose base has blocks of whole rows (:func:`aligned`)."""
+        for instruction in batch.instructions:
+            views = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View)]
+            if not any(view.base == decl.id and view.shape == grid for view in views):
+                continue
+            for view in views:
+                other = layouts.get(view.base, self.layouts.get(view.base))
+                if view.base != decl.id and isinstance(other, CyclicLayout) and view.shape == grid:
+                    found = aligned(other, view, grid, decl.dtype.itemsize)
+                    if found is not None:
+                        return found
+        return None
 
     def _declare(self, batch: Batch) -> None:
         layouts = self.new_layouts(batch)

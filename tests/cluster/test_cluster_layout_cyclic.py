@@ -3,6 +3,7 @@ sub-view-blocks whose local views read exactly the elements the global view name
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from shoal.bytecode import View
 from shoal.cluster.cyclic import (
     CyclicLayout,
+    aligned,
     cyclic,
     grid_shape,
     normalised,
@@ -37,6 +39,14 @@ def global_values(view: View, itemsize: int) -> np.ndarray:
     return index // itemsize
 
 
+def shifted(layout: CyclicLayout, data: st.DataObject) -> CyclicLayout:
+    """``layout`` with its dealing started at a random origin on every axis (or not)."""
+    if not data.draw(st.booleans()):
+        return layout
+    origin = tuple(data.draw(st.integers(0, b * p - 1)) for b, p in zip(layout.block, layout.procs))
+    return dataclasses.replace(layout, origin=origin)
+
+
 def check_pieces(operands: list[tuple[View, CyclicLayout]], shape: tuple[int, ...], pieces, held: dict[int, list[np.ndarray]]) -> None:
     """The pieces cover every index once; in each piece every operand's part, read through its
     local view on the rank the piece names, gives the elements the global view names."""
@@ -58,7 +68,7 @@ def check_pieces(operands: list[tuple[View, CyclicLayout]], shape: tuple[int, ..
 @given(ranks=st.integers(1, 6), grid=st.lists(st.integers(1, 9), min_size=1, max_size=3), data=st.data())
 def test_every_element_lives_on_exactly_one_rank(ranks: int, grid: list[int], data: st.DataObject) -> None:
     block = data.draw(st.lists(st.integers(1, 9), max_size=len(grid)))
-    layout = cyclic(ranks, tuple(grid), 8, block)
+    layout = shifted(cyclic(ranks, tuple(grid), 8, block), data)
     held = parts(layout)
     assert sorted(np.concatenate(held).tolist()) == list(range(layout.size))
     assert [len(part) for part in held] == [layout.local_count(rank) for rank in range(ranks)]
@@ -78,7 +88,7 @@ def test_blocks_are_dealt_cyclically_over_a_process_grid() -> None:
     rows = cyclic(3, (37, 53), 8)  # automatic: whole rows, 4 blocks per rank, a flat range
     assert rows.grid == (37 * 53,) and rows.block == (4 * 53,) and rows.procs == (3,)
     assert process_grid(6, 2) == (3, 2) and process_grid(3, 2) == (3, 1) and process_grid(5, 1) == (5,)
-    assert normalised(CyclicLayout(8, (4, 5, 6), (2, 5, 6), (2, 1, 1))) == CyclicLayout(8, (120,), (60,), (2,))
+    assert normalised(CyclicLayout(8, (4, 5, 6), (2, 5, 6), (2, 1, 1))) == CyclicLayout(8, (120,), (60,), (2,), (0,), 30)
     assert parse_block("64x32") == (64, 32) and parse_block("auto") == () and parse_block(" 7 ") == (7,)
     with pytest.raises(ValueError, match="SHOAL_CLUSTER_BLOCK"):
         parse_block("0x3")
@@ -121,7 +131,7 @@ def as_view(window: np.ndarray, base: int, itemsize: int) -> View:
 )
 def test_split_gives_sub_view_blocks_whose_local_views_read_the_right_elements(ranks: int, grid: tuple[int, ...], data: st.DataObject) -> None:
     block = data.draw(st.lists(st.integers(1, 5), max_size=len(grid)))
-    layout = cyclic(ranks, grid, 8, block)
+    layout = shifted(cyclic(ranks, grid, 8, block), data)
     held = {id(layout): parts(layout)}
     window = draw_view(data, grid, 8)
     view = as_view(window, 1, 8)
@@ -180,3 +190,26 @@ def test_owner_mapping_agrees_with_an_element_by_element_definition() -> None:
         rank, offset, _ = layout.locate(View(1, np.dtype("f8"), (i * 8 + j) * 8, (), ()))
         assert held[rank][offset // 8] == i * 8 + j
         assert rank == ((i // 2) % 3) * 1 + 0 * ((j // 3) % 1)
+
+
+@settings(max_examples=100, deadline=None)
+@given(ranks=st.integers(2, 4), rows=st.integers(4, 30), columns=st.integers(1, 9), data=st.data())
+def test_a_new_base_aligned_with_a_view_lives_where_the_view_does(ranks: int, rows: int, columns: int, data: st.DataObject) -> None:
+    """A temporary combined with a view of a row-blocked base needs no message."""
+    other = cyclic(ranks, (rows, columns), 8)
+    origin = data.draw(st.integers(0, other.block[0] // columns * ranks - 1)) * columns  # whole rows
+    other = dataclasses.replace(other, origin=(origin,))
+    top = data.draw(st.integers(0, rows - 1))
+    height = data.draw(st.integers(1, rows - top))
+    left = data.draw(st.integers(0, columns - 1))
+    width = data.draw(st.integers(1, columns - left))
+    shape = (height, width) if data.draw(st.booleans()) or width > 1 else (height,)
+    view = View(1, np.dtype("f8"), (top * columns + left) * 8, shape, (columns * 8, 8)[: len(shape)])
+    temp = aligned(other, view, shape, 8)
+    assert temp is not None
+    assert sorted(np.concatenate(parts(temp)).tolist()) == list(range(temp.size))
+    whole = View(2, np.dtype("f8"), 0, shape, (width * 8, 8)[: len(shape)])
+    pieces = split([(whole, temp), (view, other)], shape, 1 << 20)
+    assert all(len(set(owners)) == 1 for _, owners in pieces)  # no piece needs a message
+    check_pieces([(whole, temp), (view, other)], shape, pieces, {id(temp): parts(temp), id(other): parts(other)})
+    assert aligned(other, View(1, np.dtype("f8"), 0, (height, 1), (8, 8)), (height, 1), 8) is None or 1 in (columns, height)

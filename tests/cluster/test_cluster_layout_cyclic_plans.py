@@ -98,7 +98,7 @@ class Program:
 
     def step(self) -> Batch:
         draw = self.data.draw
-        kind = draw(st.sampled_from(["elementwise", "elementwise", "inplace", "reduction", "matmul"]))
+        kind = draw(st.sampled_from(["elementwise", "elementwise", "inplace", "reduction", "matmul", "temporary"]))
         out_base, in_base = draw(st.permutations([1, 2]))
         if kind == "matmul":
             return self.matmul(in_base, out_base)
@@ -107,6 +107,17 @@ class Program:
         in_view, in_window = self.window(source, out_window.shape)
         if in_window.shape != out_window.shape:
             in_view, in_window = as_view(source, out_window), out_window
+        if kind == "temporary":  # a temporary of the window's shape, aligned with the input's window
+            temp = self.fresh()
+            temp_view = c_view(temp, out_window.shape)
+            value = self.arrays[source].reshape(-1)[in_window] - 3
+            self.arrays[out_base].reshape(-1)[out_window] = value * 2
+            instructions = [
+                Instruction("subtract", (temp_view,), (in_view, Const(3))),
+                Instruction("multiply", (out_view,), (temp_view, Const(2))),
+                Instruction("release", (), (), make_attrs(base=temp)),
+            ]
+            return Batch(bases=[BaseDecl(temp, I8, math.prod(out_window.shape))], instructions=instructions)
         if kind == "reduction":
             axis = draw(st.sampled_from([None, 0, 1]))
             result = self.fresh()
