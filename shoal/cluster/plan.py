@@ -311,13 +311,16 @@ class Planner(GatheredPlanning):
                     operands.append((True, part))
                     continue
                 tag = self._next_tag()
+                sent = _unbroadcast(part)  # a broadcast input travels once, not repeated
                 if self.rank == owner_rank:
-                    local = self.local_view(part)
+                    local = self.local_view(sent)
                     self.ops.append(Op("send", reads=[access(local)], peer=runner, tag=tag, view=local))
                 if self.rank == runner:
-                    receive = self._receive(owner_rank, tag, part.dtype, part.shape)
+                    receive = self._receive(owner_rank, tag, part.dtype, sent.shape)
                     needs.append(receive)
-                    operands.append((False, contiguous(receive.temp, part.dtype, part.shape)))
+                    received = contiguous(receive.temp, part.dtype, sent.shape)
+                    strides = tuple(0 if stride == 0 else step for stride, step in zip(part.strides, received.strides))
+                    operands.append((False, View(receive.temp, part.dtype, 0, part.shape, strides)))
             if self.rank == runner:
                 mine.append((box, operands, needs))
         snapshots: dict[tuple, View] = {}
@@ -392,6 +395,13 @@ class Planner(GatheredPlanning):
                 needs=[receive],
             )
         )
+
+def _unbroadcast(view: View) -> View:
+    """``view`` with one index on each axis it repeats (stride 0)."""
+    if all(stride or n <= 1 for n, stride in zip(view.shape, view.strides)):
+        return view
+    return View(view.base, view.dtype, view.offset, tuple(1 if stride == 0 else n for n, stride in zip(view.shape, view.strides)), view.strides)
+
 
 def _overlaps(view: View, outputs: tuple[View, ...]) -> bool:
     low, high = view.byte_extent()
