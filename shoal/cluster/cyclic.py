@@ -122,6 +122,8 @@ class CyclicLayout:
         if found is None:
             return None
         first, axes, inside = found
+        if len(self.grid) == 1:
+            return self._locate_flat(view, first, axes, inside)
         size = self.size
         grid = self.grid
         start = _unravel(first, grid)
@@ -209,6 +211,21 @@ class CyclicLayout:
                             found_cuts.add(k)
             result.append(sorted(found_cuts))
         return result
+
+    def _locate_flat(self, view: View, first: int, axes: list[tuple[int, int]], inside: int) -> tuple[int, int, tuple[int, ...]] | None:
+        """:meth:`locate` for a one-dimensional grid: local strides are the view's own."""
+        low = high = first
+        for n, stride in axes:
+            if stride < 0:
+                low += (n - 1) * stride
+            else:
+                high += (n - 1) * stride
+        b, o = self.block[0], self.origin[0]
+        if low < 0 or high >= self.grid[0] or (low + o) // b != (high + o) // b:
+            return None
+        rank = ((low + o) // b) % self.procs[0]
+        offset = self._local_index(0, first, rank) * self.itemsize + inside
+        return rank, offset, tuple(0 if n <= 1 else stride for n, stride in zip(view.shape, view.strides))
 
     def _local_index(self, axis: int, g: int, coord: int) -> int:
         b, p, o = self.block[axis], self.procs[axis], self.origin[axis]
