@@ -6,6 +6,10 @@ whole rows of the first multi-dimensional C-ordered view that covers the base, w
 halo of a stencil along that axis to one row per neighbour). A smaller base lives whole on rank 0.
 Each rank keeps its range as one base of its own node engine.
 
+With ``SHOAL_CLUSTER_LAYOUT=block-cyclic`` a distributed base has a
+:class:`shoal.cluster.cyclic.CyclicLayout` instead (blocks dealt cyclically over a process grid);
+:func:`owner`, :func:`split` and :func:`local_part` take either kind.
+
 An instruction runs piece by piece: :func:`split` cuts the iteration box of an instruction into
 sub-boxes in which every operand (a view, broadcast to the box's shape) touches the elements of
 a single rank, so a piece either reads local memory or needs one message from one other rank.
@@ -21,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.bytecode import View
+from shoal.cluster.cyclic import CyclicLayout, pairwise_runs
 
 Box = tuple[tuple[int, int], ...]
 
@@ -74,6 +79,18 @@ class Layout:
     def distributed(self) -> bool:
         return sum(1 for rank in range(len(self.starts) - 1) if self.count(rank)) > 1
 
+    def local_view(self, view: View, rank: int, local_base: int) -> View:
+        """``view`` (of elements ``rank`` holds) as a view of ``rank``'s local base."""
+        return View(local_base, view.dtype, view.offset - self.local_range(rank)[0] * self.itemsize, view.shape, view.strides)
+
+    def part(self, data: np.ndarray, rank: int) -> np.ndarray:
+        """``rank``'s local part of the base's flat ``data``."""
+        begin, end = self.local_range(rank)
+        return np.ascontiguousarray(data[begin:end])
+
+
+AnyLayout = Layout | CyclicLayout
+
 
 def whole_on(rank: int, ranks: int, size: int, itemsize: int) -> Layout:
     """A layout keeping all ``size`` elements on ``rank``."""
@@ -101,12 +118,11 @@ def block(ranks: int, size: int, itemsize: int, row: int = 1, halo_rows: int = 0
     return Layout(itemsize, starts, halo)
 
 
-def local_part(data: np.ndarray, layout: Layout, rank: int, already: bool) -> np.ndarray:
+def local_part(data: np.ndarray, layout: AnyLayout, rank: int, already: bool) -> np.ndarray:
     """Rank ``rank``'s part of a base's ``data`` (``already``: ``data`` is that part)."""
     if already:
         return data
-    begin, end = layout.local_range(rank)
-    return np.ascontiguousarray(data[begin:end])
+    return layout.part(data, rank)
 
 
 def row_length(view: View, size: int) -> int:
@@ -130,7 +146,7 @@ def broadcast_to(view: View, shape: tuple[int, ...]) -> View:
     return View(view.base, view.dtype, view.offset, tuple(shape), tuple(strides))
 
 
-def split(operands: Sequence[tuple[View, Layout]], shape: tuple[int, ...], limit: int) -> list[tuple[Box, tuple[int, ...]]]:
+def split(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...], limit: int) -> list[tuple[Box, tuple[int, ...]]]:
     """Cut ``shape``'s index box into pieces in which each operand (already broadcast to
     ``shape``) lies on one rank; each piece comes with its operands' ranks. An empty shape has
     no pieces.
@@ -139,14 +155,121 @@ def split(operands: Sequence[tuple[View, Layout]], shape: tuple[int, ...], limit
     pieces: list[tuple[Box, tuple[int, ...]]] = []
     if any(n == 0 for n in shape):
         return pieces
-    _split(operands, tuple((0, n) for n in shape), 0, pieces, limit)
+    if any(isinstance(layout, CyclicLayout) for _, layout in operands):
+        _split_grid(operands, shape, pieces, limit)
+    else:
+        _split(operands, tuple((0, n) for n in shape), 0, pieces, limit)  # type: ignore[arg-type]
     return pieces
 
 
-def owner(view: View, layout: Layout) -> int:
-    """The rank holding every element of ``view``, or -1 if they lie on several."""
+def owner(view: View, layout: AnyLayout) -> int:
+    """The rank holding every element of ``view`` (for a block-cyclic layout: inside one block,
+    as one strided view of its local base), or -1 if there is none."""
+    if isinstance(layout, CyclicLayout):
+        return layout.owner(view)
     low, high = view.byte_extent()
     return layout.owner_of_bytes(low, high)
+
+
+def _key(view: View, layout: AnyLayout) -> int:
+    """What must not change within a piece: the owner, or for a block-cyclic layout the block."""
+    if isinstance(layout, CyclicLayout):
+        return layout.block_key(view)
+    return owner(view, layout)
+
+
+def _split_grid(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...], pieces: list, limit: int) -> None:
+    """Cut ``shape`` along every axis where some block-cyclic operand enters another block (a
+    product of cuts, exact for slices, reversals and transposes); a box of the product that
+    still has no owner for every operand is cut by :func:`_split_blocks`."""
+    cuts: list[set[int]] = [set() for _ in shape]
+    for view, layout in operands:
+        if isinstance(layout, CyclicLayout):
+            found = layout.cuts(view)
+            if found is None:
+                continue
+        else:
+            if not layout.distributed:
+                continue
+            found = [[int(k) for k in _axis_candidates(view, layout, axis, n)] for axis, n in enumerate(shape)]
+        for axis, axis_cuts in enumerate(found):
+            cuts[axis].update(k for k in axis_cuts if 0 < k < shape[axis])
+    bounds = [list(itertools.pairwise([0, *sorted(axis_cuts), n])) for axis_cuts, n in zip(cuts, shape)]
+    if math.prod(len(axis_bounds) for axis_bounds in bounds) > limit:
+        raise TooFragmented(f"more than {limit} pieces")
+    for box in itertools.product(*bounds):
+        owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
+        if all(rank >= 0 for rank in owners):
+            _add(pieces, box, owners, limit)
+        else:
+            _split_blocks(operands, box, 0, pieces, limit)
+
+
+def _axis_candidates(view: View, layout: Layout, axis: int, length: int) -> np.ndarray:
+    """Indices along ``axis`` of ``view`` at which its owner under the row layout may change."""
+    first = sub_view(view, tuple((0, 1) if a == axis else (0, n) for a, n in enumerate(view.shape)))
+    start, stop = first.byte_extent()
+    return _candidates([(start, stop, view.strides[axis], layout)], length)
+
+
+def _split_blocks(operands: Sequence[tuple[View, AnyLayout]], box: Box, axis: int, pieces: list, limit: int) -> None:
+    """:func:`_split` for operands of which some are block-cyclic: the same cutting, with each
+    candidate run checked whole (a run of one block's rows is affine only if its ends are)."""
+    owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
+    if all(rank >= 0 for rank in owners):
+        _add(pieces, box, owners, limit)
+        return
+    while axis < len(box) and box[axis][1] - box[axis][0] == 1:
+        axis += 1
+    if axis == len(box):
+        raise TooFragmented("an element spans two ranks or blocks")
+    low, high = box[axis]
+    length = high - low
+
+    def slab(begin: int, end: int) -> Box:
+        return (*box[:axis], (low + begin, low + end), *box[axis + 1 :])
+
+    offsets = _block_candidates(operands, slab(0, 1), axis, length)
+    keys = np.array([[_key(sub_view(view, slab(k, k + 1)), layout) for k in offsets.tolist()] for view, layout in operands], dtype=np.int64)
+    bounds = [*offsets.tolist(), length]
+    for first, last in pairwise_runs(keys):
+        begin, end = bounds[first], bounds[last]
+        if (keys[:, first] >= 0).all():
+            piece = slab(begin, end)
+            found = tuple(owner(sub_view(view, piece), layout) for view, layout in operands)
+            if all(rank >= 0 for rank in found):
+                _add(pieces, piece, found, limit)
+                continue
+        for index in range(begin, end):
+            _split_blocks(operands, slab(index, index + 1), axis + 1, pieces, limit)
+
+
+def _block_candidates(operands: Sequence[tuple[View, AnyLayout]], first: Box, axis: int, length: int) -> np.ndarray:
+    """Indices along ``axis`` at which some operand's owner or block may change, 0 first (every
+    index when a block-cyclic operand crosses too many blocks to list them)."""
+    extents = []
+    found = [np.zeros(1, dtype=np.int64)]
+    for view, layout in operands:
+        stride = view.strides[axis]
+        if stride == 0:
+            continue
+        start, stop = sub_view(view, first).byte_extent()
+        if not isinstance(layout, CyclicLayout):
+            extents.append((start, stop, stride, layout))
+            continue
+        item = layout.itemsize
+        span = (length - 1) * stride
+        low = (min(start, start + span)) // item
+        high = (max(stop, stop + span) - 1) // item
+        bounds = layout.boundaries(low, high)
+        if bounds is None:
+            return np.arange(length, dtype=np.int64)
+        for edge in (start, stop - 1):
+            quotient = np.floor_divide(bounds * item - edge, stride)
+            found += [quotient, quotient + 1]
+    found.append(_candidates(extents, length))
+    candidates = np.unique(np.concatenate(found))
+    return candidates[(candidates >= 0) & (candidates < length)]
 
 
 def _split(operands: Sequence[tuple[View, Layout]], box: Box, axis: int, pieces: list, limit: int) -> None:

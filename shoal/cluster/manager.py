@@ -20,6 +20,7 @@ import numpy as np
 
 from shoal import settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
+from shoal.cluster.cyclic import parse_block
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
 from shoal.cluster.session import Command, Session, current
@@ -38,6 +39,8 @@ class ClusterConfig:
     max_pieces: int = 4096
     latency_hiding: bool = True
     halo_rows: int = 8
+    layout: str = "rows"
+    block: tuple[int, ...] = ()
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -46,10 +49,12 @@ class ClusterConfig:
             settings.CLUSTER_MAX_PIECES.value(environ=environ),
             settings.LATENCY_HIDING.value(environ=environ) == "on",
             settings.CLUSTER_HALO.value(environ=environ),
+            settings.CLUSTER_LAYOUT.value(environ=environ),
+            parse_block(settings.CLUSTER_BLOCK.value(environ=environ) or ""),
         )
 
     def plan(self) -> PlanConfig:
-        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows)
+        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows, layout=self.layout, block=self.block)
 
 
 def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:

@@ -9,7 +9,9 @@ needs no message and each later panel travels while the previous product runs.
 
 This is SUMMA (van de Geijn and Watts) on a one-dimensional process grid: with the cluster's row
 block layout every rank holds whole rows, so a two-dimensional grid would need the operands
-redistributed first. Every rank still receives all of ``B``, one panel per message straight from
+redistributed first. With a two-dimensional block-cyclic layout an output piece is one block
+``C[R, K]``; its panels cut ``B[:, K]`` where that changes rank, and a panel spanning ranks is
+assembled at the rank computing the piece. Every rank still receives all of ``B``, one panel per message straight from
 its owner, never a whole replicated copy assembled first; panels are summed in a fixed order, so
 results are the same from run to run (and exact for integers and booleans).
 """
@@ -21,6 +23,7 @@ import math
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import BaseDecl, Instruction, View
+from shoal.cluster.cyclic import CyclicLayout
 from shoal.cluster.layout import TooFragmented, owner, split, sub_view
 from shoal.cluster.ops import release_of
 
@@ -47,22 +50,22 @@ def plan_matmul(planner: Planner, instruction: Instruction) -> bool:
         return False
     try:
         pieces = split([(out, planner.layouts[out.base])], out.shape, planner.config.max_pieces)
-        panels = _panels(planner, right)
+        panels_of = {columns: _panels(planner, _columns(right, columns)) for columns in {box[1:] for box, _ in pieces}}
     except TooFragmented:
         return False
-    if any(out.ndim == 2 and box[1] != (0, out.shape[1]) for box, _ in pieces):
-        return False  # a piece with part of a row: not row blocks
+    if not isinstance(planner.layouts[out.base], CyclicLayout) and any(out.ndim == 2 and box[1] != (0, out.shape[1]) for box, _ in pieces):
+        return False  # the row layout keeps whole rows per piece
     temps: list[int] = []
-    received: dict[tuple[int, int], View] = {}  # (rank, panel) -> the panel of B readable there
+    received: dict[tuple, View] = {}  # (rank, columns, panel) -> the panel of B readable there
     for box, (runner,) in pieces:
-        rows = box[0]
+        rows, columns = box[0], box[1:]
+        panels = panels_of[columns]
         target = planner.local_view(sub_view(out, box)) if planner.rank == runner else None
         for turn, number in enumerate(_ring(panels, runner)):
             inner, _ = panels[number]
-            if (runner, number) not in received:
-                rest = tuple((0, n) for n in right.shape[1:])
-                received[(runner, number)] = _operand_at(planner, sub_view(right, (inner, *rest)), runner, temps)
-            panel = received[(runner, number)]
+            if (runner, columns, number) not in received:
+                received[(runner, columns, number)] = _operand_at(planner, sub_view(right, (inner, *columns)), runner, temps)
+            panel = received[(runner, columns, number)]
             rows_panel = _operand_at(planner, sub_view(left, (rows, inner)), runner, temps)
             if planner.rank != runner:
                 continue
@@ -91,17 +94,22 @@ def _panels(planner: Planner, right: View) -> list[tuple[tuple[int, int], int]]:
     """The inner dimension cut where ``right``'s rows change rank: (range, holder or -1)."""
     layout = planner.layouts[right.base]
     inner = right.shape[0]
-    if not layout.distributed:
+    if not layout.distributed or inner == 0:
         return [((0, inner), owner(right, layout))]
     pieces = split([(right, layout)], right.shape, planner.config.max_pieces)
     bounds = sorted({0, inner, *(bound for box, _ in pieces for bound in box[0])})
     if len(bounds) - 1 > PANELS_PER_RANK * planner.ranks:
         return [((0, inner), -1)]
     panels = []
+    rest = tuple((0, n) for n in right.shape[1:])
     for low, high in itertools.pairwise(bounds):
-        rest = tuple((0, n) for n in right.shape[1:])
         panels.append(((low, high), owner(sub_view(right, ((low, high), *rest)), layout)))
     return panels
+
+
+def _columns(right: View, columns: tuple[tuple[int, int], ...]) -> View:
+    """``right`` restricted to the output columns ``columns`` (all of it when ``right`` is 1-D)."""
+    return sub_view(right, ((0, right.shape[0]), *columns))
 
 
 def _ring(panels: list[tuple[tuple[int, int], int]], rank: int) -> list[int]:

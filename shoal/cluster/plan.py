@@ -30,10 +30,11 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.cluster.collectives import plan_reduction
+from shoal.cluster.cyclic import CyclicLayout, aligned, cyclic, grid_shape
 from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
-    Layout,
+    AnyLayout,
     TooFragmented,
     block,
     broadcast_to,
@@ -60,12 +61,16 @@ class PlanConfig:
     """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
     pieces than this for one instruction and it runs gathered instead. ``cache_size``: distinct
     batches whose plans are kept (:mod:`shoal.cluster.plan_cache`). ``halo_rows``: rows of its
-    neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`)."""
+    neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`). ``layout``:
+    ``rows`` (one range of whole rows per rank) or ``block-cyclic``
+    (:mod:`shoal.cluster.cyclic`, blocks of ``block``, or chosen when it is empty; no halos)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     cache_size: int = 64  # batches whose plans are kept for replay (0: none)
     halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
+    layout: str = "rows"
+    block: tuple[int, ...] = ()
 
 
 class Planner(GatheredPlanning):
@@ -76,7 +81,7 @@ class Planner(GatheredPlanning):
         self.ranks = ranks
         self.config = config
         self.tag_limit = tag_limit
-        self.layouts: dict[int, Layout] = {}
+        self.layouts: dict[int, AnyLayout] = {}
         self.decls: dict[int, BaseDecl] = {}
         self.local: dict[int, int] = {}
         self.block_bytes: dict[int, int] = {}  # local base -> bytes per dependency block
@@ -88,7 +93,7 @@ class Planner(GatheredPlanning):
         self.ops: list[Op] = []
         self.first_ops: list[int] = []  # per instruction of the last batch, its first op's index
         self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
-        self.declared_layouts: dict[int, Layout] = {}
+        self.declared_layouts: dict[int, AnyLayout] = {}
         self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
         self.cache = PlanCache(config.cache_size)
         self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
@@ -100,21 +105,50 @@ class Planner(GatheredPlanning):
         self._next_local += 1
         return number
 
-    def new_layouts(self, batch: Batch) -> dict[int, Layout]:
+    def new_layouts(self, batch: Batch) -> dict[int, AnyLayout]:
         """The layouts of the bases ``batch`` declares (every rank computes the same)."""
         rows: dict[int, int] = {}
+        grids: dict[int, tuple[int, ...]] = {}
         decl_sizes = {decl.id: decl.size for decl in batch.bases}
+        cyclic_mode = self.config.layout == "block-cyclic"
         for instruction in batch.instructions:
             for view in (*instruction.outputs, *instruction.inputs):
                 if isinstance(view, View) and view.base not in rows:
                     rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-        layouts = {}
+                if cyclic_mode and isinstance(view, View) and view.base not in grids:
+                    grid = grid_shape(view, decl_sizes.get(view.base, -1))
+                    if grid is not None:
+                        grids[view.base] = grid
+        layouts: dict[int, AnyLayout] = {}
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
+                if cyclic_mode:
+                    # automatic blocks for a grid that is unknown (data from Python, flat) or has
+                    # fewer axes than the block shape names
+                    grid = grids.get(decl.id)
+                    block_shape = self.config.block if grid is not None and len(grid) >= len(self.config.block) else ()
+                    found = self._aligned(batch, decl, grid, layouts) if grid is not None and not block_shape else None
+                    layouts[decl.id] = found or cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
+                    continue
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
                 layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
         return layouts
+
+    def _aligned(self, batch: Batch, decl: BaseDecl, grid: tuple[int, ...], layouts: dict[int, AnyLayout]) -> CyclicLayout | None:
+        """A block-cyclic base of automatic blocks aligned with the first view of the same shape
+        it meets in ``batch`` whose base has blocks of whole rows (:func:`aligned`)."""
+        for instruction in batch.instructions:
+            views = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View)]
+            if not any(view.base == decl.id and view.shape == grid for view in views):
+                continue
+            for view in views:
+                other = layouts.get(view.base, self.layouts.get(view.base))
+                if view.base != decl.id and isinstance(other, CyclicLayout) and view.shape == grid:
+                    found = aligned(other, view, grid, decl.dtype.itemsize)
+                    if found is not None:
+                        return found
+        return None
 
     def _declare(self, batch: Batch) -> None:
         layouts = self.new_layouts(batch)
@@ -158,8 +192,7 @@ class Planner(GatheredPlanning):
     def local_view(self, view: View, box: tuple | None = None) -> View:
         """``view`` (or its part in ``box``) as a view of this rank's local base."""
         part = view if box is None else sub_view(view, box)
-        layout = self.layouts[view.base]
-        return View(self.local[view.base], part.dtype, part.offset - layout.local_range(self.rank)[0] * layout.itemsize, part.shape, part.strides)
+        return self.layouts[view.base].local_view(part, self.rank, self.local[view.base])
 
     def compute(
         self,
@@ -278,13 +311,16 @@ class Planner(GatheredPlanning):
                     operands.append((True, part))
                     continue
                 tag = self._next_tag()
+                sent = _unbroadcast(part)  # a broadcast input travels once, not repeated
                 if self.rank == owner_rank:
-                    local = self.local_view(part)
+                    local = self.local_view(sent)
                     self.ops.append(Op("send", reads=[access(local)], peer=runner, tag=tag, view=local))
                 if self.rank == runner:
-                    receive = self._receive(owner_rank, tag, part.dtype, part.shape)
+                    receive = self._receive(owner_rank, tag, part.dtype, sent.shape)
                     needs.append(receive)
-                    operands.append((False, contiguous(receive.temp, part.dtype, part.shape)))
+                    received = contiguous(receive.temp, part.dtype, sent.shape)
+                    strides = tuple(0 if stride == 0 else step for stride, step in zip(part.strides, received.strides))
+                    operands.append((False, View(receive.temp, part.dtype, 0, part.shape, strides)))
             if self.rank == runner:
                 mine.append((box, operands, needs))
         snapshots: dict[tuple, View] = {}
@@ -359,6 +395,13 @@ class Planner(GatheredPlanning):
                 needs=[receive],
             )
         )
+
+def _unbroadcast(view: View) -> View:
+    """``view`` with one index on each axis it repeats (stride 0)."""
+    if all(stride or n <= 1 for n, stride in zip(view.shape, view.strides)):
+        return view
+    return View(view.base, view.dtype, view.offset, tuple(1 if stride == 0 else n for n, stride in zip(view.shape, view.strides)), view.strides)
+
 
 def _overlaps(view: View, outputs: tuple[View, ...]) -> bool:
     low, high = view.byte_extent()

@@ -56,9 +56,8 @@ class RankEngine:
         for number, base in enumerate(ids):
             data = batch.data[base]
             for rank in range(1, self.ranks):
-                begin, end = layouts[base].local_range(rank)
-                if end > begin:
-                    part = np.ascontiguousarray(data[begin:end])
+                if layouts[base].local_count(rank):
+                    part = layouts[base].part(data, rank)
                     requests.append(self.session.control.Isend([part.view(np.uint8), MPI.BYTE], dest=rank, tag=number % self.tag_limit))
         if requests:
             MPI.Request.Waitall(requests)
@@ -73,8 +72,7 @@ class RankEngine:
             raise ValueError("rank 0 named data for bases the batch does not declare")
         layouts = self.planner.new_layouts(batch)
         for number, base in enumerate(ids):
-            begin, end = layouts[base].local_range(self.rank)
-            part = np.empty(max(0, end - begin), dtype=decls[base].dtype)
+            part = np.empty(layouts[base].local_count(self.rank), dtype=decls[base].dtype)
             if part.size:
                 status = MPI.Status()
                 self.session.control.Recv([part.view(np.uint8), MPI.BYTE], source=0, tag=number % self.tag_limit, status=status)
