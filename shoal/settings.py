@@ -205,6 +205,11 @@ CLUSTER = _choice("SHOAL_CLUSTER", ("auto", "off"), "Under `mpiexec`, run the pr
 CLUSTER_MIN_BYTES = _integer("SHOAL_CLUSTER_MIN_BYTES", 1 << 16, "Bases of at least this many bytes are split over the ranks; smaller ones stay on rank 0.")
 CLUSTER_MAX_PIECES = _integer("SHOAL_CLUSTER_MAX_PIECES", 4096, "Pieces one instruction may split into on the cluster before it runs on gathered data.", minimum=1)
 CLUSTER_HALO = _integer("SHOAL_CLUSTER_HALO", 8, "Rows of its neighbours each rank keeps of a base split by rows (0: none, one message per piece).", minimum=0)
+CLUSTER_HALO_SWEEPS = _choice(
+    "SHOAL_CLUSTER_HALO_SWEEPS",
+    ("auto", "own", "redundant"),
+    "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip.",
+)
 LATENCY_HIDING = _choice("SHOAL_LATENCY_HIDING", ("on", "off"), "Start communication first and wait last (paper 003 §5.7), or wait for each message where it stands.")
 
 # ---------------------------------------------------------------- threads

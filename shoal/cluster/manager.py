@@ -20,6 +20,7 @@ import numpy as np
 
 from shoal import settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
+from shoal.cluster.link import slow_link
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
 from shoal.cluster.session import Command, Session, current
@@ -32,12 +33,14 @@ from shoal.fp_warnings import at_user_line
 class ClusterConfig:
     """``min_bytes``: bases this large are distributed; ``max_pieces``: pieces per instruction
     before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages;
-    ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`)."""
+    ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`);
+    ``halo_sweeps``: ``own``, ``redundant`` or ``auto`` (:mod:`shoal.cluster.link`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
     latency_hiding: bool = True
     halo_rows: int = 8
+    halo_sweeps: str = "auto"
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -46,15 +49,20 @@ class ClusterConfig:
             settings.CLUSTER_MAX_PIECES.value(environ=environ),
             settings.LATENCY_HIDING.value(environ=environ) == "on",
             settings.CLUSTER_HALO.value(environ=environ),
+            settings.CLUSTER_HALO_SWEEPS.value(environ=environ),
         )
 
-    def plan(self) -> PlanConfig:
-        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows)
+    def plan(self, redundant_rows: bool = True) -> PlanConfig:
+        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows, redundant_rows=redundant_rows)
 
 
 def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:
-    """This rank's engine over the session's data communicator."""
-    return RankEngine(inner, session.data, config.plan(), config.latency_hiding, session)
+    """This rank's engine over the session's data communicator (every rank calls this at the
+    same point: ``auto`` halo sweeps time the link here, collectively)."""
+    redundant = config.halo_sweeps == "redundant"
+    if config.halo_sweeps == "auto" and config.halo_rows and session.ranks > 1:
+        redundant = slow_link(session.data)
+    return RankEngine(inner, session.data, config.plan(redundant), config.latency_hiding, session)
 
 
 class ClusterManager(Component):
