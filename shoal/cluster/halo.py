@@ -178,16 +178,14 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
             known_low, known_high = spans[rank]
             spans[rank] = (low, high) if known_high <= known_low else (min(low, known_low), max(high, known_high))
     for base, spans in needed.items():
-        valid = planner.valid[base]
-        if not any(low < valid[rank][0] or high > valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low):
-            continue
-        # Refresh what the ranks' own rows read of this base before too: the next sweep's first
-        # instruction then brings both sides of its halo at once, and its sweep stays one batch.
+        # An exchange refreshes all that the ranks' own rows have read of this base so far: a
+        # sweep's first instruction then brings both sides of the halo at once, before the
+        # sweep computes anything, and the sweep reaches the node engine as one batch.
         demand = planner.demand.get(base)
-        if demand is not None:
-            spans = [_hull(span, known) for span, known in zip(spans, demand)]
-        planner.demand[base] = tuple(spans)
-        exchange(planner, [base], spans)
+        planner.demand[base] = tuple(spans if demand is None else (_hull(span, known) for span, known in zip(spans, demand)))
+        valid = planner.valid[base]
+        if any(low < valid[rank][0] or high > valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low):
+            exchange(planner, [base], list(planner.demand[base]))
     begin, end = owned[planner.rank]
     if end > begin:
         _compute_rows(planner, instruction, views[0].shape, begin, end)

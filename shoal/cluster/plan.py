@@ -168,10 +168,15 @@ class Planner(GatheredPlanning):
                 assert holder is not None
                 holder.declares.append(decl)
                 holder.writes.append((base, 0, decl.nbytes))
+        first = self._first
         for decl in pending.values():
-            assert self._first is not None
-            self._first.declares.append(decl)
-            self._first.writes.append((decl.id, 0, decl.nbytes))
+            assert first is not None
+            first.declares.append(decl)
+            first.writes.append((decl.id, 0, decl.nbytes))
+        if first is not None and not first.declares:  # every base went to its first computation
+            assert ops[0] is first
+            del ops[0]
+            self.first_ops = [max(0, index - 1) for index in self.first_ops]
         self._undeclared = {}
         self._first = None
 
