@@ -19,6 +19,7 @@ current again. A sweep that reads one row further each way costs one halo row of
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import Instruction, View
@@ -227,6 +228,9 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
     layout = planner.layouts[out.base]
     written_low, written_high = out.byte_extent()
     offset, stride, first, last = rows
+    # Rows computed extend the current bytes only if they cover every byte between them (a
+    # column, say, leaves the bytes between its elements as they were: possibly stale).
+    dense = math.prod(out.shape[1:]) * out.dtype.itemsize == last - first and (out.shape[0] == 1 or stride == last - first)
     result = []
     for rank, (begin, end) in enumerate(boxes):
         valid_low, valid_high = planner.valid[out.base][rank]
@@ -234,7 +238,7 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
         if end > begin:
             computed_low, computed_high = offset + begin * stride + first, offset + (end - 1) * stride + last
             stale = [(written_low, computed_low), (computed_high, written_high)]
-            if computed_low <= valid_high and valid_low <= computed_high:  # what it computed is current too
+            if dense and computed_low <= valid_high and valid_low <= computed_high:  # what it computed is current too
                 valid_low, valid_high = min(valid_low, computed_low), max(valid_high, computed_high)
         else:
             stale = [(written_low, written_high)]
