@@ -45,8 +45,3 @@ def round_trip(comm: object, probes: int = ROUND_TRIPS) -> float:
                 comm.Recv([buffer, MPI.BYTE], source=rank - 1, tag=parity)  # type: ignore[attr-defined]
                 comm.Send([buffer, MPI.BYTE], dest=rank - 1, tag=parity)  # type: ignore[attr-defined]
     return float(comm.allreduce(best, op=MPI.MAX))  # type: ignore[attr-defined]
-
-
-def slow_link(comm: object) -> bool:
-    """Whether halo rows should be computed redundantly on this job's links."""
-    return round_trip(comm) > SLOW_ROUND_TRIP

@@ -20,7 +20,7 @@ import numpy as np
 
 from shoal import settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
-from shoal.cluster.link import slow_link
+from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
 from shoal.cluster.session import Command, Session, current
@@ -60,9 +60,13 @@ def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> Ra
     """This rank's engine over the session's data communicator (every rank calls this at the
     same point: ``auto`` halo sweeps time the link here, collectively)."""
     redundant = config.halo_sweeps == "redundant"
+    seconds = None
     if config.halo_sweeps == "auto" and config.halo_rows and session.ranks > 1:
-        redundant = slow_link(session.data)
-    return RankEngine(inner, session.data, config.plan(redundant), config.latency_hiding, session)
+        seconds = round_trip(session.data)
+        redundant = seconds > SLOW_ROUND_TRIP
+    engine = RankEngine(inner, session.data, config.plan(redundant), config.latency_hiding, session)
+    engine.round_trip = seconds
+    return engine
 
 
 class ClusterManager(Component):
@@ -145,6 +149,8 @@ def report(engine: RankEngine) -> dict:
     return {
         "rank": engine.rank,
         "host": engine.session.host if engine.session else "",
+        "halo_sweeps": "redundant" if engine.planner.config.redundant_rows else "own rows",
+        "round_trip": engine.round_trip,
         "messages_sent": stats.messages_sent,
         "messages_received": stats.messages_received,
         "bytes_sent": stats.bytes_sent,
@@ -198,6 +204,9 @@ def _merge_events(tracer: trace.Tracer, value: dict, origin: float) -> None:
         tracer.complete(name, category, origin + start, origin + end, {"rank": rank}, track=(pid, tid))
 
 
+LINK_PROBE_KIB = PROBE_BYTES // 1024
+
+
 def format_reports(reports: list[dict]) -> str:
     """What ``SHOAL_STATS=1`` prints at exit: messages, bytes and waiting per rank."""
     lines = ["shoal cluster: rank  host  messages sent/received  MiB sent/received  waiting"]
@@ -214,5 +223,8 @@ def format_reports(reports: list[dict]) -> str:
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
             f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"
         )
+        probe = value.get("round_trip")
+        measured = f" (a {LINK_PROBE_KIB} KiB round trip took {1000 * probe:.2f} ms)" if isinstance(probe, float) else ""
+        lines.append(f"    halo sweeps: {value.get('halo_sweeps')}{measured}")
     return "\n".join(lines)
 
