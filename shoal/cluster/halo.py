@@ -15,6 +15,11 @@ the halo current for the next instruction. When the inputs' halos are too stale 
 rank first sends its own rows that lie in another's halo (:func:`exchange`); after it, halos are
 current again. A sweep that reads one row further each way costs one halo row of currency, so
 ``h`` halo rows make ``h`` sweeps per exchange.
+
+That is the *redundant* mode. In the *own rows* mode (``PlanConfig.redundant_rows`` false, chosen
+on fast links by :mod:`shoal.cluster.link`) each rank computes exactly the rows it owns, and the
+ranks exchange before an instruction whose own rows read halo rows that are not current: every
+sweep of a rank then has the same shapes, which its node engine fuses into one kernel.
 """
 
 from __future__ import annotations
