@@ -215,6 +215,11 @@ CLUSTER_BLOCK = _text(
     "Block shape of the block-cyclic layout: extents of the leading axes such as `64` or `64x64` (the other axes whole; arrays with fewer axes get `auto`), or `auto`.",
     "`auto`: whole rows, 4 blocks per rank",
 )
+CLUSTER_HALO_SWEEPS = _choice(
+    "SHOAL_CLUSTER_HALO_SWEEPS",
+    ("auto", "own", "redundant"),
+    "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip.",
+)
 LATENCY_HIDING = _choice("SHOAL_LATENCY_HIDING", ("on", "off"), "Start communication first and wait last (paper 003 §5.7), or wait for each message where it stands.")
 
 # ---------------------------------------------------------------- threads

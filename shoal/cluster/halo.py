@@ -15,10 +15,16 @@ the halo current for the next instruction. When the inputs' halos are too stale 
 rank first sends its own rows that lie in another's halo (:func:`exchange`); after it, halos are
 current again. A sweep that reads one row further each way costs one halo row of currency, so
 ``h`` halo rows make ``h`` sweeps per exchange.
+
+That is the *redundant* mode. In the *own rows* mode (``PlanConfig.redundant_rows`` false, chosen
+on fast links by :mod:`shoal.cluster.link`) each rank computes exactly the rows it owns, and the
+ranks exchange before an instruction whose own rows read halo rows that are not current: every
+sweep of a rank then has the same shapes, which its node engine fuses into one kernel.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import Instruction, View
@@ -138,35 +144,88 @@ def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
     owned = _owned_rows(rows[0], shape[0], planner.layouts[out.base], planner.ranks)
     if owned is None:
         return False
+    if _boxes(planner, views, rows, owned, [_local(planner, view.base) for view in views[1:]]) is None:
+        return False
+    if not planner.config.redundant_rows:
+        return _plan_owned(planner, instruction, views, rows, owned)
     boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])
     if boxes is None:
-        refreshed = [tuple(local_bytes(planner.layouts[view.base], rank) for rank in range(planner.ranks)) for view in views[1:]]
-        if _boxes(planner, views, rows, owned, refreshed) is None:
-            return False
         exchange(planner, list(dict.fromkeys(view.base for view in views[1:])))
         boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])
         assert boxes is not None
     begin, end = boxes[planner.rank]
     if end > begin:
-        box = ((begin, end), *((0, n) for n in shape[1:]))
-        local_out = planner.local_view(out, box)
-        local_inputs = []
-        for operand in instruction.inputs:
-            if isinstance(operand, View):
-                local_inputs.append(planner.local_view(sub_view(broadcast_to(operand, shape), box)))
-            else:
-                local_inputs.append(operand)
-        from shoal.cluster.plan import access
-
-        planner.ops.append(
-            planner.compute(
-                [Instruction(instruction.op, (local_out,), tuple(local_inputs), instruction.attrs)],
-                reads=[access(view) for view in local_inputs if isinstance(view, View)],
-                writes=[access(local_out)],
-            )
-        )
+        _compute_rows(planner, instruction, shape, begin, end)
     planner.valid[out.base] = _written(planner, out, rows[0], boxes)
     return True
+
+
+def _local(planner: Planner, base: int) -> Valid:
+    layout = planner.layouts[base]
+    return tuple(local_bytes(layout, rank) for rank in range(planner.ranks))
+
+
+def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], rows: list[Rows], owned: list[tuple[int, int]]) -> bool:
+    """Every rank computes exactly the rows it owns, after receiving the rows of its
+    neighbours that they read and it does not hold current: each rank computes the same rows
+    every time, so a loop's sweeps are alike for its node engine (which fuses each sweep into
+    one kernel and keeps its temporaries in registers), at the cost of an exchange before most
+    sweeps."""
+    needed: dict[int, list[tuple[int, int]]] = {}  # per input base and rank: the bytes its own rows read
+    for view, (offset, stride, first, last) in zip(views[1:], rows[1:]):
+        layout = planner.layouts[view.base]
+        spans = needed.setdefault(view.base, [(0, 0)] * planner.ranks)
+        for rank, (begin, end) in enumerate(owned):
+            if end <= begin:
+                continue
+            local_low, local_high = local_bytes(layout, rank)
+            low = max(local_low, offset + begin * stride + first)
+            high = min(local_high, offset + (end - 1) * stride + last)
+            known_low, known_high = spans[rank]
+            spans[rank] = (low, high) if known_high <= known_low else (min(low, known_low), max(high, known_high))
+    for base, spans in needed.items():
+        # An exchange refreshes all that the ranks' own rows have read of this base so far: a
+        # sweep's first instruction then brings both sides of the halo at once, before the
+        # sweep computes anything, and the sweep reaches the node engine as one batch.
+        demand = planner.demand.get(base)
+        planner.demand[base] = tuple(spans if demand is None else (_hull(span, known) for span, known in zip(spans, demand)))
+        valid = planner.valid[base]
+        if any(low < valid[rank][0] or high > valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low):
+            exchange(planner, [base], list(planner.demand[base]))
+    begin, end = owned[planner.rank]
+    if end > begin:
+        _compute_rows(planner, instruction, views[0].shape, begin, end)
+    planner.valid[views[0].base] = _written(planner, views[0], rows[0], owned)
+    return True
+
+
+def _hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
+    if one[1] <= one[0]:
+        return other
+    if other[1] <= other[0]:
+        return one
+    return min(one[0], other[0]), max(one[1], other[1])
+
+
+def _compute_rows(planner: Planner, instruction: Instruction, shape: tuple[int, ...], begin: int, end: int) -> None:
+    """This rank's rows ``[begin, end)`` of element-wise ``instruction`` as one computation."""
+    from shoal.cluster.plan import access
+
+    box = ((begin, end), *((0, n) for n in shape[1:]))
+    local_out = planner.local_view(instruction.outputs[0], box)
+    local_inputs = []
+    for operand in instruction.inputs:
+        if isinstance(operand, View):
+            local_inputs.append(planner.local_view(sub_view(broadcast_to(operand, shape), box)))
+        else:
+            local_inputs.append(operand)
+    planner.ops.append(
+        planner.compute(
+            [Instruction(instruction.op, (local_out,), tuple(local_inputs), instruction.attrs)],
+            reads=[access(view) for view in local_inputs if isinstance(view, View)],
+            writes=[access(local_out)],
+        )
+    )
 
 
 def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int]]) -> Valid:
@@ -174,6 +233,9 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
     layout = planner.layouts[out.base]
     written_low, written_high = out.byte_extent()
     offset, stride, first, last = rows
+    # Rows computed extend the current bytes only if they cover every byte between them (a
+    # column, say, leaves the bytes between its elements as they were: possibly stale).
+    dense = math.prod(out.shape[1:]) * out.dtype.itemsize == last - first and (out.shape[0] == 1 or stride == last - first)
     result = []
     for rank, (begin, end) in enumerate(boxes):
         valid_low, valid_high = planner.valid[out.base][rank]
@@ -181,7 +243,7 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
         if end > begin:
             computed_low, computed_high = offset + begin * stride + first, offset + (end - 1) * stride + last
             stale = [(written_low, computed_low), (computed_high, written_high)]
-            if computed_low <= valid_high and valid_low <= computed_high:  # what it computed is current too
+            if dense and computed_low <= valid_high and valid_low <= computed_high:  # what it computed is current too
                 valid_low, valid_high = min(valid_low, computed_low), max(valid_high, computed_high)
         else:
             stale = [(written_low, written_high)]
@@ -196,18 +258,25 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
     return tuple(result)
 
 
-def exchange(planner: Planner, bases: list[int]) -> None:
-    """Every rank sends its own bytes that lie in another rank's stale halo of ``bases``; then
-    every halo of them is current. Messages follow one global order (receiver, base side, sender)."""
+def exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] | None = None) -> None:
+    """Every rank sends its own bytes that lie in another rank's stale halo of ``bases`` (in
+    each rank's ``wanted`` bytes only, if given); then those halos are current. Messages follow
+    one global order (receiver, base side, sender)."""
     for base in bases:
         layout = planner.layouts[base]
         dtype = planner.decls[base].dtype
         item = layout.itemsize
         valid = planner.valid[base]
+        current = []
         for rank in range(planner.ranks):
-            local_low, local_high = local_bytes(layout, rank)
             valid_low, valid_high = valid[rank]
-            for missing_low, missing_high in ((local_low, valid_low), (valid_high, local_high)):
+            want_low, want_high = local_bytes(layout, rank) if wanted is None else wanted[rank]
+            if want_high <= want_low:
+                current.append(valid[rank])
+                continue
+            new_low, new_high = min(valid_low, want_low), max(valid_high, want_high)
+            current.append((new_low, new_high))
+            for missing_low, missing_high in ((new_low, valid_low), (valid_high, new_high)):
                 if missing_high <= missing_low:
                     continue
                 missing_low, missing_high = missing_low // item * item, -(-missing_high // item) * item
@@ -224,4 +293,4 @@ def exchange(planner: Planner, bases: list[int]) -> None:
                         planner.ops.append(planner.send(planner.local_view(part), rank, tag))
                     if planner.rank == rank:
                         planner._receive_into(sender, tag, planner.local_view(part))
-        planner.valid[base] = tuple(local_bytes(layout, rank) for rank in range(planner.ranks))
+        planner.valid[base] = tuple(current)

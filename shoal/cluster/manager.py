@@ -21,6 +21,7 @@ import numpy as np
 from shoal import settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
 from shoal.cluster.cyclic import parse_block
+from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
 from shoal.cluster.session import Command, Session, current
@@ -33,7 +34,8 @@ from shoal.fp_warnings import at_user_line
 class ClusterConfig:
     """``min_bytes``: bases this large are distributed; ``max_pieces``: pieces per instruction
     before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages;
-    ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`)."""
+    ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`);
+    ``halo_sweeps``: ``own``, ``redundant`` or ``auto`` (:mod:`shoal.cluster.link`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
@@ -41,6 +43,7 @@ class ClusterConfig:
     halo_rows: int = 8
     layout: str = "rows"
     block: tuple[int, ...] = ()
+    halo_sweeps: str = "auto"
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -51,15 +54,26 @@ class ClusterConfig:
             settings.CLUSTER_HALO.value(environ=environ),
             settings.CLUSTER_LAYOUT.value(environ=environ),
             parse_block(settings.CLUSTER_BLOCK.value(environ=environ) or ""),
+            settings.CLUSTER_HALO_SWEEPS.value(environ=environ),
         )
 
-    def plan(self) -> PlanConfig:
-        return PlanConfig(self.min_bytes, self.max_pieces, halo_rows=self.halo_rows, layout=self.layout, block=self.block)
+    def plan(self, redundant_rows: bool = True) -> PlanConfig:
+        return PlanConfig(
+            self.min_bytes, self.max_pieces, halo_rows=self.halo_rows, layout=self.layout, block=self.block, redundant_rows=redundant_rows
+        )
 
 
 def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:
-    """This rank's engine over the session's data communicator."""
-    return RankEngine(inner, session.data, config.plan(), config.latency_hiding, session)
+    """This rank's engine over the session's data communicator (every rank calls this at the
+    same point: ``auto`` halo sweeps time the link here, collectively)."""
+    redundant = config.halo_sweeps == "redundant"
+    seconds = None
+    if config.halo_sweeps == "auto" and config.halo_rows and session.ranks > 1:
+        seconds = round_trip(session.data)
+        redundant = seconds > SLOW_ROUND_TRIP
+    engine = RankEngine(inner, session.data, config.plan(redundant), config.latency_hiding, session)
+    engine.round_trip = seconds
+    return engine
 
 
 class ClusterManager(Component):
@@ -142,6 +156,8 @@ def report(engine: RankEngine) -> dict:
     return {
         "rank": engine.rank,
         "host": engine.session.host if engine.session else "",
+        "halo_sweeps": "redundant" if engine.planner.config.redundant_rows else "own rows",
+        "round_trip": engine.round_trip,
         "messages_sent": stats.messages_sent,
         "messages_received": stats.messages_received,
         "bytes_sent": stats.bytes_sent,
@@ -195,6 +211,9 @@ def _merge_events(tracer: trace.Tracer, value: dict, origin: float) -> None:
         tracer.complete(name, category, origin + start, origin + end, {"rank": rank}, track=(pid, tid))
 
 
+LINK_PROBE_KIB = PROBE_BYTES // 1024
+
+
 def format_reports(reports: list[dict]) -> str:
     """What ``SHOAL_STATS=1`` prints at exit: messages, bytes and waiting per rank."""
     lines = ["shoal cluster: rank  host  messages sent/received  MiB sent/received  waiting"]
@@ -211,5 +230,8 @@ def format_reports(reports: list[dict]) -> str:
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
             f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"
         )
+        probe = value.get("round_trip")
+        measured = f" (a {LINK_PROBE_KIB} KiB round trip took {1000 * probe:.2f} ms)" if isinstance(probe, float) else ""
+        lines.append(f"    halo sweeps: {value.get('halo_sweeps')}{measured}")
     return "\n".join(lines)
 

@@ -71,6 +71,7 @@ class PlanConfig:
     halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
     layout: str = "rows"
     block: tuple[int, ...] = ()
+    redundant_rows: bool = True  # compute current halo rows too (fewer exchanges), else own rows only
 
 
 class Planner(GatheredPlanning):
@@ -94,7 +95,10 @@ class Planner(GatheredPlanning):
         self.first_ops: list[int] = []  # per instruction of the last batch, its first op's index
         self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
         self.declared_layouts: dict[int, AnyLayout] = {}
+        self._undeclared: dict[int, BaseDecl] = {}  # new local bases not yet given to an operation
+        self._first: Op | None = None  # the batch's first operation: it declares the bases with data
         self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
+        self.demand: dict[int, Valid] = {}  # bases with halos: the bytes each rank's own rows have read
         self.cache = PlanCache(config.cache_size)
         self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
 
@@ -170,18 +174,51 @@ class Planner(GatheredPlanning):
             self.declared[decl.id] = local
             blocks = HALO_BLOCKS_PER_BASE if layout.halo else BLOCKS_PER_BASE
             self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // blocks)
+            data = batch.data.get(decl.id)
+            if data is None:
+                self._undeclared[local] = BaseDecl(local, decl.dtype, count)
+                continue
             first.declares.append(BaseDecl(local, decl.dtype, count))
             first.writes.append((local, 0, count * decl.dtype.itemsize))
-            data = batch.data.get(decl.id)
-            if data is not None:
-                first.data[local] = local_part(data, layout, self.rank, self.local_data)
-        if first.declares:
+            first.data[local] = local_part(data, layout, self.rank, self.local_data)
+        if first.declares or self._undeclared:
             self.ops.append(first)
+            self._first = first
+
+    def _place_declarations(self, ops: list[Op]) -> None:
+        """Declare each new base without data in the first computation that touches it, so that
+        it reaches the node engine in the node-engine batch that uses it (a temporary declared,
+        written, read and released in one node-engine batch is never allocated there); one that
+        a message touches first, or nothing, is declared by the batch's first operation."""
+        pending = self._undeclared
+        for op in ops:
+            if not pending:
+                break
+            for base, _, _ in (*op.writes, *op.reads):
+                decl = pending.pop(base, None)
+                if decl is None:
+                    continue
+                holder = op if op.kind == "compute" else self._first
+                assert holder is not None
+                holder.declares.append(decl)
+                holder.writes.append((base, 0, decl.nbytes))
+        first = self._first
+        for decl in pending.values():
+            assert first is not None
+            first.declares.append(decl)
+            first.writes.append((decl.id, 0, decl.nbytes))
+        if first is not None and not first.declares:  # every base went to its first computation
+            assert ops[0] is first
+            del ops[0]
+            self.first_ops = [max(0, index - 1) for index in self.first_ops]
+        self._undeclared = {}
+        self._first = None
 
     def _release(self, base: int) -> None:
         layout = self.layouts.pop(base, None)
         self.decls.pop(base, None)
         self.valid.pop(base, None)
+        self.demand.pop(base, None)
         local = self.local.pop(base, None)
         if layout is None or local is None:
             return
@@ -221,7 +258,8 @@ class Planner(GatheredPlanning):
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
-        keyed = batch_key(batch, self.layouts, self.valid) if self.cache.capacity else None
+        state = {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
+        keyed = batch_key(batch, self.layouts, state) if self.cache.capacity else None
         if keyed is None:
             return self._plan(batch)
         key, order = keyed
@@ -266,6 +304,7 @@ class Planner(GatheredPlanning):
             if entry.kind is Kind.LINALG and plan_matmul(self, instruction):
                 continue
             self._gathered(instruction, entry.kind)
+        self._place_declarations(self.ops)
         ops, self.ops = self.ops, []
         return ops
 

@@ -93,7 +93,7 @@ class Template:
     tags: int  # tags planning took
     declared: list[tuple[int, Layout, int | None, int | None]] = field(default_factory=list)  # (key number, layout, slot, block bytes)
     data: list[tuple[int, int, int]] = field(default_factory=list)  # (op, slot, key number whose data it holds)
-    valid: list[tuple[int, tuple]] = field(default_factory=list)  # (key number, its halos' current bytes after the batch)
+    valid: list[tuple[int, tuple, tuple | None]] = field(default_factory=list)  # (key number, its halos' current bytes and demand after the batch)
     first_ops: list[int] = field(default_factory=list)  # per instruction, the index of its first op
 
 
@@ -192,7 +192,7 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
             if here not in holders:
                 raise Uncacheable(f"data of local base {here}")
             template.data.append((position, local(here), numbers[holders[here]]))
-    template.valid = [(numbers[base], planner.valid[base]) for base in order if base in planner.valid]
+    template.valid = [(numbers[base], planner.valid[base], planner.demand.get(base)) for base in order if base in planner.valid]
     template.first_ops = list(planner.first_ops)
     return template
 
@@ -227,11 +227,16 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
             planner.layouts.pop(base, None)
             planner.decls.pop(base, None)
             planner.valid.pop(base, None)
+            planner.demand.pop(base, None)
             released = planner.local.pop(base, None)
             if released is not None:
                 planner._retired.append(released)
-    for number, valid in template.valid:
+    for number, valid, demand in template.valid:
         planner.valid[order[number]] = valid
+        if demand is None:
+            planner.demand.pop(order[number], None)
+        else:
+            planner.demand[order[number]] = demand
     planner._next_local = first_local + template.created
     planner._tag = (first_tag + template.tags) % limit
     planner.first_ops = list(template.first_ops)

@@ -42,6 +42,7 @@ class RankEngine:
         self.fetch_tags = self.tag_limit // 2  # tags above this are the fetches', below the batches'
         self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
         self.notes = RankNotes(session, self.rank)
+        self.round_trip: float | None = None  # seconds of the link probe, where one was taken (shoal.cluster.link)
         self.flusher = Flusher(self.notes.engine(inner), comm, self.rank, latency_hiding, self.planner.block_bytes)
 
     def send_data(self, batch: Batch) -> None:

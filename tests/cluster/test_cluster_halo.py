@@ -3,6 +3,7 @@ and programs under ``mpiexec`` that give NumPy's results bit for bit with halos 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,10 +69,13 @@ def expected(tmp_path_factory: pytest.TempPathFactory) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.full
-@pytest.mark.parametrize(("ranks", "halo", "mode"), [(2, 1, "on"), (2, 3, "on"), (3, 2, "on"), (3, 2, "off"), (3, 1, "off")])
-def test_stencils_with_halos_give_numpys_results(ranks: int, halo: int, mode: str, expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("ranks", "halo", "mode", "sweeps"),
+    [(2, 1, "on", "auto"), (2, 3, "on", "redundant"), (3, 2, "on", "auto"), (3, 2, "off", "redundant"), (3, 1, "off", "auto"), (3, 3, "on", "redundant")],
+)
+def test_stencils_with_halos_give_numpys_results(ranks: int, halo: int, mode: str, sweeps: str, expected: dict[str, np.ndarray], tmp_path: Path) -> None:
     path = tmp_path / "got.npz"
-    env = environment(SHOAL_CLUSTER_HALO=str(halo), SHOAL_LATENCY_HIDING=mode, SHOAL_STATS="1")
+    env = environment(SHOAL_CLUSTER_HALO=str(halo), SHOAL_LATENCY_HIDING=mode, SHOAL_CLUSTER_HALO_SWEEPS=sweeps, SHOAL_STATS="1")
     result = run(ranks, PROGRAM, str(path), env=env)
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout, "cases:") == [str(len(expected))]
@@ -82,3 +86,63 @@ def test_stencils_with_halos_give_numpys_results(ranks: int, halo: int, mode: st
             np.testing.assert_allclose(got[name], want, rtol=1e-12, atol=0, err_msg=name)
         else:
             np.testing.assert_array_equal(got[name], want, err_msg=name)
+
+
+def computed_shapes(ops: list) -> list[tuple]:
+    return [(instruction.op, instruction.outputs[0].shape) for op in ops if op.kind == "compute" for instruction in op.instructions if instruction.op != "release" and not op.needs]
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_own_rows_sweeps_are_alike_and_exchange_before_computing(ranks: int) -> None:
+    """Computing own rows only, every sweep of a rank computes the same shapes (so its node
+    engine fuses and replays them) and each temporary is declared by the computation that first
+    writes it (so it lives and dies in one node-engine batch). At two ranks each sweep after the
+    first gets both sides of its halo in one exchange before its first computation; at three the
+    temporaries' rows are split one row off the grid's, so the last copy needs a row of one."""
+    ids = Ids()
+    grid = ids()
+    stream = [creation(grid, 1)] + [sweep(grid, ids) for _ in range(6)]
+    sides = [Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=0, halo_rows=2, redundant_rows=False), TAGS) for rank in range(ranks)]
+    shapes: list[list[tuple] | None] = [None] * ranks
+    for number, batch in enumerate(stream):
+        plans = [side.plan(batch) for side in sides]
+        sends = sorted((rank, op.peer, op.tag, op.view.size) for rank, ops in enumerate(plans) for op in ops if op.kind == "send")
+        receives = sorted((op.peer, rank, op.tag, int(np.prod(op.shape))) for rank, ops in enumerate(plans) for op in ops if op.kind == "receive")
+        assert sends == receives
+        if number < 2:
+            continue
+        assert len(sends) == (2 if ranks == 2 else 4)  # one message each way between neighbours (a row of a temporary at 3)
+        for rank, ops in enumerate(plans):
+            kinds = [op.kind for op in ops]
+            first_compute = next(index for index, op in enumerate(ops) if op.kind == "compute" and not op.needs and op.instructions)
+            assert ranks > 2 or all(index < first_compute for index, kind in enumerate(kinds) if kind in ("send", "receive"))
+            assert shapes[rank] is None or computed_shapes(ops) == shapes[rank]
+            shapes[rank] = computed_shapes(ops)
+            for decl in (decl for op in ops for decl in op.declares):
+                holder = next(op for op in ops if decl in op.declares)
+                assert holder.instructions and any(view.base == decl.id for instruction in holder.instructions for view in instruction.outputs)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_the_halo_sweeps_follow_the_measured_link(ranks: int, tmp_path: Path) -> None:
+    """``auto`` computes own rows only when the measured round trip is under the limit (shared
+    memory: microseconds, unless the host is loaded enough to stall every probe), and then a rank
+    exchanges before nearly every sweep: more messages than ``redundant``, which exchanges once per
+    halo depth. Both give NumPy's results (the test above)."""
+    messages, modes = {}, {}
+    for mode in ("auto", "redundant"):
+        env = environment(SHOAL_CLUSTER_HALO="3", SHOAL_CLUSTER_HALO_SWEEPS=mode, SHOAL_STATS="1")
+        result = run(ranks, PROGRAM, str(tmp_path / f"{mode}.npz"), env=env)
+        assert result.returncode == 0, result.stderr
+        sent = [line.split()[3] for line in result.stderr.splitlines() if line.strip().startswith("rank 1 ")]
+        messages[mode] = int(sent[0].split("/")[0])
+        modes[mode] = [found.group(0) for found in re.finditer(r"halo sweeps: (own rows|redundant)( \(a 64 KiB round trip took [0-9.]+ ms\))?", result.stderr)]
+        assert len(modes[mode]) == ranks
+    assert all(line == "halo sweeps: redundant" for line in modes["redundant"])  # forced: no probe
+    probe = modes["auto"][0]
+    assert len(set(modes["auto"])) == 1  # every rank took the same decision from the same figure
+    took = float(probe.split("took ")[1].split(" ms")[0])
+    assert probe.startswith("halo sweeps: own rows" if took < 1.0 else "halo sweeps: redundant")
+    if took < 1.0:
+        assert messages["auto"] > messages["redundant"]

@@ -96,21 +96,24 @@ def described(ops: list[Op]) -> list[tuple]:
 
 
 def state(planner: Planner) -> tuple:
-    return (dict(planner.layouts), dict(planner.decls), dict(planner.local), dict(planner.block_bytes), planner._next_local, planner._tag, sorted(planner._retired), list(planner.first_ops))
+    return (
+        dict(planner.layouts), dict(planner.decls), dict(planner.local), dict(planner.block_bytes), planner._next_local,
+        planner._tag, sorted(planner._retired), list(planner.first_ops), dict(planner.valid), dict(planner.demand),
+    )  # fmt: skip
 
 
-def planners(ranks: int) -> Iterator[tuple[Planner, Planner]]:
+def planners(ranks: int, halo_rows: int = 0, redundant_rows: bool = True) -> Iterator[tuple[Planner, Planner]]:
     for rank in range(ranks):
         yield (
-            Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=8), TAGS),
-            Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=0), TAGS),
+            Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=8, halo_rows=halo_rows, redundant_rows=redundant_rows), TAGS),
+            Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=0, halo_rows=halo_rows, redundant_rows=redundant_rows), TAGS),
         )
 
 
-def check_same(ranks: int, batches: Callable[[], Iterator[Batch]]) -> list[int]:
+def check_same(ranks: int, batches: Callable[[], Iterator[Batch]], halo_rows: int = 0, redundant_rows: bool = True) -> list[int]:
     """Plan ``batches()`` on every rank with and without the cache; returns each rank's hits."""
     hits = []
-    for cached, fresh in planners(ranks):
+    for cached, fresh in planners(ranks, halo_rows, redundant_rows):
         for batch, again in zip(batches(), batches(), strict=True):
             assert described(cached.plan(batch)) == described(fresh.plan(again))
             assert state(cached) == state(fresh)
@@ -130,6 +133,26 @@ def test_a_loop_replays_its_plan_exactly(ranks: int) -> None:
             yield reduction(grid, ids)
 
     assert check_same(ranks, batches) == [10] * ranks  # 12 batches: the first sweep and sum plan
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("redundant", [True, False])
+def test_a_loop_with_halos_replays_its_plan_exactly(ranks: int, redundant: bool) -> None:
+    """With halo rows the plan depends on which halo rows are current and, computing own rows
+    only, on what the ranks read before: both are in the key and restored by a replay."""
+
+    def batches() -> Iterator[Batch]:
+        ids = Ids()
+        grid = ids()
+        yield creation(grid, 1)
+        for _ in range(8):
+            yield sweep(grid, ids)
+        yield reduction(grid, ids)
+        for _ in range(4):
+            yield sweep(grid, ids)
+
+    hits = check_same(ranks, batches, halo_rows=2, redundant_rows=redundant)
+    assert all(count >= 5 for count in hits)
 
 
 @pytest.mark.parametrize("ranks", [2, 3])

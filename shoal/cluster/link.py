@@ -1,0 +1,47 @@
+"""How halo sweeps are planned on this job's links: own rows only, or redundant halo rows.
+
+With halo rows a rank may compute, besides its own rows, the rows of its halo that are still
+current (``redundant``): a five-point sweep then needs an exchange only once per halo depth, but
+the rows a rank computes shrink from sweep to sweep, so its sweeps differ and its node engine
+fuses none of them. Computing its own rows only (``own``) keeps every sweep alike, so the node
+engine fuses each sweep into one kernel whose temporaries never reach memory and replays its plan,
+at the price of an exchange (one message each way per neighbour) before nearly every sweep.
+
+Which pays depends on the link: :func:`slow_link` times a round trip of a halo-sized message
+between neighbouring ranks when the job starts, and every rank takes the slowest pair's time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+PROBE_BYTES = 1 << 16  # about two 2000-column float64 rows each way
+ROUND_TRIPS = 5  # the fastest counts: a descheduled rank must not decide for a fast link
+SLOW_ROUND_TRIP = 1e-3  # seconds; a sweep of a rank's rows takes a few milliseconds here
+
+
+def round_trip(comm: object, probes: int = ROUND_TRIPS) -> float:
+    """Seconds of the fastest of ``probes`` round trips of :data:`PROBE_BYTES` between each rank
+    and the next, the slowest pair's, the same on every rank (a collective over ``comm``)."""
+    from mpi4py import MPI
+
+    rank: int = comm.Get_rank()  # type: ignore[attr-defined]
+    ranks: int = comm.Get_size()  # type: ignore[attr-defined]
+    buffer = np.zeros(PROBE_BYTES, dtype=np.uint8)
+    best = 0.0
+    for parity in (0, 1):  # pairs (0, 1), (2, 3), ... then (1, 2), (3, 4), ...
+        fastest = float("inf")
+        if rank % 2 == parity and rank + 1 < ranks:
+            for _ in range(probes):
+                began = time.perf_counter()
+                comm.Send([buffer, MPI.BYTE], dest=rank + 1, tag=parity)  # type: ignore[attr-defined]
+                comm.Recv([buffer, MPI.BYTE], source=rank + 1, tag=parity)  # type: ignore[attr-defined]
+                fastest = min(fastest, time.perf_counter() - began)
+            best = max(best, fastest)
+        elif rank % 2 != parity and rank >= 1:
+            for _ in range(probes):
+                comm.Recv([buffer, MPI.BYTE], source=rank - 1, tag=parity)  # type: ignore[attr-defined]
+                comm.Send([buffer, MPI.BYTE], dest=rank - 1, tag=parity)  # type: ignore[attr-defined]
+    return float(comm.allreduce(best, op=MPI.MAX))  # type: ignore[attr-defined]
