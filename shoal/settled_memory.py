@@ -38,7 +38,7 @@ class SettledMemory:
                 return None
             deferred = self._deferred.get(base)
             if deferred is not None:
-                return self._deferred_view(view, deferred[2])
+                return self._deferred_view(view, deferred[2], write)
             self.direct_run += 1
             cache = self._writable if write else self._settled
             whole = cache.get(base)
@@ -106,20 +106,20 @@ class SettledMemory:
             return None
         return held.hold(self, base, memory)
 
-    def _deferred_view(self: Runtime, view: View, data: np.ndarray) -> np.ndarray | None:
+    def _deferred_view(self: Runtime, view: View, data: np.ndarray, write: bool) -> np.ndarray | None:
         """``view`` of a held-back base's data (its memory until an instruction names it), if
         the data is of ``view``'s dtype. Once the run of settled accesses is long enough the base
         is declared to the component (given that array) and its memory there is held."""
         if data.dtype != view.dtype:
             return None
         self.direct_run += 1
-        if held.due(self) and self._engine is not None:
+        if held.due(self) and self._engine is not None and data.size:
             self._declare_deferred(view.base)
             self.flush()
             kept = self._hold(view.base)
             if kept is not None:
                 return held.view_of(kept, view)
-            return self.memory(view)
+            return self.memory(view, write)
         return np.ndarray(view.shape, view.dtype, data, view.offset, view.strides)
 
     def _declared_data(self: Runtime, view: View, write: bool = False) -> np.ndarray | None:
