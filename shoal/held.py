@@ -3,7 +3,7 @@
 A settled view costs 2-12 µs of Shoal's own time per operation against NumPy's 0.3-3 µs, so a
 row or element loop over a lazy matrix (Gauss-Seidel, a triangular solve, ADI) ran 4-9x NumPy
 with settled views alone. Once the program has made ``HOLD_RUN`` settled accesses in a row
-without recording anything, the base is *held*: the component's own memory of it, the very
+without recording anything, and as many more to the base itself, the base is *held*: the component's own memory of it, the very
 ndarray the engine keeps, is handed to the frontend (:attr:`LazyBase.held`), and indexing an
 array of that base (``a[i, 1:-1]``, ``a[i] = row``) is NumPy's own indexing of that memory,
 returning NumPy's views and scalars; what follows in the loop is plain NumPy. Nothing is copied,
@@ -32,7 +32,8 @@ from shoal.bytecode import View
 if TYPE_CHECKING:
     from shoal.runtime import LazyBase, Runtime
 
-# Settled accesses in a row (no instruction recorded) before the base of the next one is held.
+# Settled accesses in a row (no instruction recorded), and as many more to the base itself,
+# before a base is held.
 # A hold copies nothing: its cost (about 2 µs, and a weak reference per array indexed) is that
 # of one settled access, so a short run is enough to tell a loop of small operations.
 HOLD_RUN = 16
@@ -44,9 +45,18 @@ HOLD_RUN = 16
 _OWN_REFERENCES = 4
 
 
-def due(runtime: Runtime) -> bool:
-    """True if the run of settled accesses is long enough to hold the base of the next one."""
-    return runtime.direct_run >= HOLD_RUN
+def due(runtime: Runtime, base_id: int) -> bool:
+    """True if base ``base_id`` is to be held at this settled access: the run of settled accesses
+    is long enough, and this base has had as many itself since the run was long enough (a fresh
+    small result read once, or a few times, stays as it is: holding a base held back from the
+    engine declares it there)."""
+    if runtime.direct_run < HOLD_RUN:
+        return False
+    base = runtime.lazy_base(base_id)
+    if base is None:
+        return False
+    base.accesses += 1
+    return base.accesses >= HOLD_RUN
 
 
 def hold(runtime: Runtime, base: LazyBase, memory: np.ndarray) -> np.ndarray | None:

@@ -43,7 +43,7 @@ class Stats:
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
-    __slots__ = ("__weakref__", "dtype", "held", "holders", "id", "runtime", "size")
+    __slots__ = ("__weakref__", "accesses", "dtype", "held", "holders", "id", "runtime", "size")
 
     def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
         self.runtime = runtime
@@ -52,6 +52,7 @@ class LazyBase:
         self.size = size
         self.held: np.ndarray | None = None  # its memory, handed to NumPy while a loop holds it (``shoal.held``)
         self.holders: list[weakref.ref] = []  # lazy arrays keeping a view of the held memory
+        self.accesses = 0  # settled accesses once a run was long enough to hold (``shoal.held``)
 
     def __del__(self) -> None:
         runtime = self.runtime

@@ -62,7 +62,7 @@ class SettledMemory:
                     self._settled[base] = whole
             elif whole.dtype != view.dtype and base in self._declared:
                 return None
-            if held.due(self) and base not in self._declared:
+            if base not in self._declared and held.due(self, base):
                 kept = self._hold(base)
                 if kept is not None:
                     return held.view_of(kept, view)
@@ -113,7 +113,7 @@ class SettledMemory:
         if data.dtype != view.dtype:
             return None
         self.direct_run += 1
-        if held.due(self) and self._engine is not None and data.size:
+        if self._engine is not None and data.size and held.due(self, view.base):
             self._declare_deferred(view.base)
             self.flush()
             kept = self._hold(view.base)
