@@ -120,7 +120,7 @@ def orphaned(runtime: Runtime, base_id: int) -> bool:
 def released_orphans(runtime: Runtime) -> list[int]:
     """The orphaned bases whose NumPy views have all died: their release may be recorded now."""
     orphans = runtime.orphans
-    done = [base_id for base_id in orphans if sys.getrefcount(orphans[base_id]) <= 2]  # the table's and the argument
+    done = [base_id for base_id in list(orphans) if sys.getrefcount(orphans[base_id]) <= 2]  # the table's and the argument
     for base_id in done:
         del orphans[base_id]
     return done
