@@ -161,3 +161,23 @@ def test_reshaping_in_place_drops_the_kept_view(lazy):
     a[3, 8] = -5.0
     expected[3, 8] = -5.0
     numpy.testing.assert_array_equal(numpy.asarray(a), expected)
+
+
+def test_a_kept_view_of_a_base_from_numpy_data_sees_recorded_writes(lazy):
+    source = numpy.random.default_rng(2).random((12, 12))
+
+    def program(np):
+        a = np.array(source)
+        _row_loop(np, a, 12)
+        row = a[5]
+        a *= 3.0  # recorded under Shoal; runs at once while ``row`` lives
+        first = row.copy()
+        row[2] = -7.0
+        total = a.sum()
+        return [first, row, total, a]
+
+    want = program(numpy)
+    got = program(snp)
+    for expected, value in zip(want, got):
+        numpy.testing.assert_array_equal(numpy.asarray(value), expected)
+    numpy.testing.assert_array_equal(source, numpy.random.default_rng(2).random((12, 12)))
