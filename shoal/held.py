@@ -3,11 +3,12 @@
 A settled view costs 2-12 µs of Shoal's own time per operation against NumPy's 0.3-3 µs, so a
 row or element loop over a lazy matrix (Gauss-Seidel, a triangular solve, ADI) ran 4-9x NumPy
 with settled views alone. Once the program has made ``HOLD_RUN`` settled accesses in a row
-without recording anything, and as many more to the base itself, the base is *held*: the component's own memory of it, the very
-ndarray the engine keeps, is handed to the frontend (:attr:`LazyBase.held`), and indexing an
-array of that base (``a[i, 1:-1]``, ``a[i] = row``) is NumPy's own indexing of that memory,
-returning NumPy's views and scalars; what follows in the loop is plain NumPy. Nothing is copied,
-so a hold costs the same for a base of any size and pays after a few accesses.
+without recording anything, and as many more to the base itself, the base is *held*: the
+component's own memory of it, the very ndarray the engine keeps, is handed to the frontend
+(:attr:`LazyBase.held`), and indexing an array of that base (``a[i, 1:-1]``, ``a[i] = row``) is
+NumPy's own indexing of that memory, returning NumPy's views and scalars; what follows in the
+loop is plain NumPy. Nothing is copied, so a hold costs the same for a base of any size and pays
+after a few accesses.
 
 While a base is held no batch names it, so the engine neither reads nor writes its memory. The
 first instruction recorded that reads or writes it hands it back (:func:`unhold`): the memory
@@ -76,9 +77,9 @@ def view_of(kept: np.ndarray, view: View) -> np.ndarray:
     return np.ndarray(view.shape, view.dtype, kept, view.offset, view.strides)
 
 
-def remember(base: LazyBase, array: object, memory: np.ndarray) -> None:
-    """Note that lazy ``array`` keeps ``memory``, its view of ``base``'s held memory, for its own
-    indexing: :func:`forget_views` takes it back before the base is handed back."""
+def remember(base: LazyBase, array: object) -> None:
+    """Note that lazy ``array`` keeps a view of ``base``'s held memory for its own indexing:
+    :func:`forget_views` takes it back before the base is handed back."""
     base.holders.append(weakref.ref(array))
 
 

@@ -362,7 +362,7 @@ def _held_memory(array: ndarray) -> np.ndarray:
     if array._readonly:
         memory.flags.writeable = False
     array._held = memory
-    held.remember(base, array, memory)
+    held.remember(base, array)
     return memory
 
 
