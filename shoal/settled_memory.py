@@ -1,6 +1,7 @@
 """Where a lazy base's values are NumPy memory the frontend may read or write in place: the
-component's memory of a settled base, the data a base was declared (or held back) with, or a
-held copy (:mod:`shoal.held`). The :class:`~shoal.runtime.Runtime` methods of that idea."""
+component's memory of a settled base (also while NumPy holds it, :mod:`shoal.held`), or the data
+a base was declared (or held back) with. The :class:`~shoal.runtime.Runtime` methods of that
+idea."""
 
 from __future__ import annotations
 
