@@ -91,7 +91,7 @@ def _report_fallbacks() -> None:
 
 
 def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) -> int:
-    from shoal.runner import Program, ProgramNotFound, run
+    from shoal.runner import Program, ProgramNotFound, load_engine, run
 
     program = Program(path, list(arguments))
     try:
@@ -117,6 +117,7 @@ def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) ->
     from shoal import trace
 
     trace.from_settings()
+    load_engine()
     run(program)
     return 0
 

@@ -191,6 +191,21 @@ def _user_traceback(
     return start
 
 
+def load_engine() -> None:
+    """Import the modules of the component stack the settings name (the node engine's are about
+    0.1-0.3 s of imports) before the program starts, so that its first large array, often inside
+    the part of the program it times, does not pay for them. Nothing is created: a program whose
+    arrays all stay small still starts no threads, and a wrong engine name is still reported
+    where the program first needs the engine."""
+    from shoal.engine.registry import component_class, stack_names
+
+    try:
+        for name in stack_names():
+            component_class(name)
+    except (ImportError, TypeError, ValueError):
+        pass
+
+
 def flush_pending_work() -> None:
     """Run everything the program recorded, if it used Shoal's runtime at all."""
     runtime = sys.modules.get("shoal.runtime")

@@ -46,18 +46,20 @@ _ref = weakref.ref
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
-    __slots__ = ("__weakref__", "dtype", "held", "held_view", "id", "runtime", "size")
+    __slots__ = ("__weakref__", "accesses", "dtype", "held", "holders", "id", "runtime", "size")
 
     def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
         self.runtime = runtime
         self.id = base_id
         self.dtype = dtype
         self.size = size
-        self.held: np.ndarray | None = None  # its values in NumPy memory while a loop holds it (``shoal.held``)
-        self.held_view: tuple[View, np.ndarray] | None = None  # the last array view of it made
+        self.held: np.ndarray | None = None  # its memory, handed to NumPy while a loop holds it (``shoal.held``)
+        self.holders: list[weakref.ref] = []  # lazy arrays keeping a view of the held memory
+        self.accesses = 0  # settled accesses once a run was long enough to hold (``shoal.held``)
 
     def __del__(self) -> None:
         runtime = self.runtime
+        self.held = None
         if runtime is not None and not runtime.closed:
             runtime.release(self.id)
 
@@ -108,11 +110,10 @@ class Runtime(SettledMemory):
         self._dropped: collections.deque[int] = collections.deque()  # held-back bases released, to count
         self._boundary = BatchBoundary()
         self._next_id = 1
-        # Bases held in NumPy memory (``shoal.held``), the live bases by id, and the settled
-        # accesses since the last recorded instruction.
+        # Bases whose memory NumPy holds (``shoal.held``), released ones NumPy views still keep,
+        # the live bases by id, and the settled accesses since the last recorded instruction.
         self.held: dict[int, np.ndarray] = {}
-        self.hold_times: dict[int, tuple[float, float]] = {}  # base -> (held since, seconds its copy took)
-        self.hold_scale = 1.0
+        self.orphans: dict[int, np.ndarray] = {}
         self._bases: dict[int, weakref.ref[LazyBase]] = {}  # an entry goes with its base's release
         self.direct_run = 0
         self._known: dict[int, BaseDecl] = {}
@@ -228,17 +229,16 @@ class Runtime(SettledMemory):
                 self._sites[len(instructions) - 1] = site
             if self._carried:
                 self._carried.clear()
-            for base in kept:
-                held.copy_back(self, base)
+            if kept:  # NumPy views of a held base see the work now, as NumPy would have done it
+                self.flush(wait=True)
             if len(instructions) >= self.flush_threshold and self._boundary.due(instructions, self.flush_threshold):
                 self.flush()
 
     def _unhold(self, outputs: tuple[View, ...], inputs: tuple) -> list[int]:
-        """Hand the held bases an instruction reads or writes back to the pending batch; the
-        written ones that stay held (NumPy views of them are alive) are returned."""
-        written = {view.base for view in outputs}
-        touched = written.union(value.base for value in inputs if type(value) is View)
-        return [base for base in touched if base in self.held and held.unhold(self, base) and base in written]
+        """Hand the held bases an instruction reads or writes back to the engine; those that stay
+        held (NumPy views of their memory are alive) are returned."""
+        touched = {view.base for view in outputs}.union(value.base for value in inputs if type(value) is View)
+        return [base for base in touched if base in self.held and held.unhold(self, base)]
 
     def carry(self, array: object) -> None:
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
@@ -252,15 +252,17 @@ class Runtime(SettledMemory):
         whose results NumPy computes (``_settled.py``) may record nothing for a long time, and
         holding every result until then would make its memory grow without bound."""
         self._bases.pop(base_id, None)
-        self.held.pop(base_id, None)
-        self.hold_times.pop(base_id, None)
         if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL
             self._dropped.append(base_id)
+            return
+        if self.held and held.orphaned(self, base_id):
             return
         self._released.append(base_id)
 
     def _record_releases(self) -> None:
         """Record a ``release`` instruction for every base noted dead (the lock is held)."""
+        if self.orphans:
+            self._released.extend(held.released_orphans(self))
         dropped = self._dropped
         while dropped:
             dropped.popleft()

@@ -1,6 +1,7 @@
 """Where a lazy base's values are NumPy memory the frontend may read or write in place: the
-component's memory of a settled base, the data a base was declared (or held back) with, or a
-held copy (:mod:`shoal.held`). The :class:`~shoal.runtime.Runtime` methods of that idea."""
+component's memory of a settled base (also while NumPy holds it, :mod:`shoal.held`), or the data
+a base was declared (or held back) with. The :class:`~shoal.runtime.Runtime` methods of that
+idea."""
 
 from __future__ import annotations
 
@@ -36,9 +37,9 @@ class SettledMemory:
                 return held.view_of(kept, view)
             if base in self._written or (write and base in self._read) or not self.settled_threshold:
                 return None
-            deferred = self._deferred_view(view)
+            deferred = self._deferred.get(base)
             if deferred is not None:
-                return deferred
+                return self._deferred_view(view, deferred[2], write)
             self.direct_run += 1
             cache = self._writable if write else self._settled
             whole = cache.get(base)
@@ -62,8 +63,8 @@ class SettledMemory:
                     self._settled[base] = whole
             elif whole.dtype != view.dtype and base in self._declared:
                 return None
-            if held.due(self, whole.nbytes // whole.itemsize if whole.dtype == view.dtype else whole.nbytes // view.dtype.itemsize):
-                kept = held.hold(self, base, whole)
+            if base not in self._declared and held.due(self, base):
+                kept = self._hold(base)
                 if kept is not None:
                     return held.view_of(kept, view)
             return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
@@ -90,13 +91,37 @@ class SettledMemory:
             self.flush()
             return self.memory(view, write)
 
-    def _deferred_view(self: Runtime, view: View) -> np.ndarray | None:
-        """``view`` of a held-back base's data (its memory until an instruction names it), if
-        the base is held back and the data is of ``view``'s dtype."""
-        deferred = self._deferred.get(view.base)
-        if deferred is None or deferred[2].dtype != view.dtype:
+    def _hold(self: Runtime, base_id: int) -> np.ndarray | None:
+        """Hold settled base ``base_id`` (:mod:`shoal.held`): its memory in the component, made
+        writable, handed to NumPy; None if the component does not offer it. Recorded work that
+        still reads the base runs first: the program may write the memory next."""
+        base = self._bases.get(base_id)
+        engine = self._engine
+        if base is None or engine is None or base.size == 0:
             return None
-        return np.ndarray(view.shape, view.dtype, deferred[2], view.offset, view.strides)
+        if base_id in self._read:
+            self.flush()
+        whole = View(base_id, base.dtype, 0, (base.size,), (base.dtype.itemsize,))
+        memory = engine.memory(whole, write=True)
+        if memory is None or type(memory) is not np.ndarray or not memory.flags.c_contiguous:
+            return None
+        return held.hold(self, base, memory)
+
+    def _deferred_view(self: Runtime, view: View, data: np.ndarray, write: bool) -> np.ndarray | None:
+        """``view`` of a held-back base's data (its memory until an instruction names it), if
+        the data is of ``view``'s dtype. Once the run of settled accesses is long enough the base
+        is declared to the component (given that array) and its memory there is held."""
+        if data.dtype != view.dtype:
+            return None
+        self.direct_run += 1
+        if self._engine is not None and data.size and held.due(self, view.base):
+            self._declare_deferred(view.base)
+            self.flush()
+            kept = self._hold(view.base)
+            if kept is not None:
+                return held.view_of(kept, view)
+            return self.memory(view, write)
+        return np.ndarray(view.shape, view.dtype, data, view.offset, view.strides)
 
     def _declared_data(self: Runtime, view: View, write: bool = False) -> np.ndarray | None:
         """The data a base declared in the pending batch starts with, if that data is what the

@@ -76,7 +76,7 @@ def default_engine(environ: Mapping[str, str] | None = None) -> str:
         return chosen.strip()
     if settings.REMOTE.is_set(environ):
         return "proxy"
-    return "node" if "node" in names() else "reference"
+    return "node" if _importable(_TARGETS["node"].partition(":")[0]) else "reference"  # not names(): it imports every package
 
 
 def stack_names(spelling: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:

@@ -268,6 +268,8 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
     if isinstance(source, View) and source.shape != stripped:
         drop = len(source.shape) - len(stripped)
         source = View(source.base, source.dtype, source.offset, source.shape[drop:], source.strides[drop:])
+    if source == target:  # ``a[k:, k:] -= x`` stores the view onto itself: nothing to do, as in NumPy
+        return
     array._base.runtime.record("copy", (target,), (source,))
 
 

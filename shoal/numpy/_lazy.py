@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import psutil
 
-from shoal import fp_warnings
+from shoal import fp_warnings, held
 from shoal import runtime as _runtime
 from shoal.bytecode import Const, View
 from shoal.numpy._uploads import cacheable
@@ -43,7 +43,7 @@ def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]
 class ndarray(metaclass=_NdarrayMeta):
     """A lazily evaluated N-dimensional array with NumPy's semantics."""
 
-    __slots__ = ("__weakref__", "_base", "_owner", "_readonly", "_scalar", "_view")
+    __slots__ = ("__weakref__", "_base", "_held", "_owner", "_readonly", "_scalar", "_view")
     __array_priority__ = 100.0
     __hash__ = None  # type: ignore[assignment]
 
@@ -52,6 +52,7 @@ class ndarray(metaclass=_NdarrayMeta):
     _owner: ndarray | None
     _readonly: bool
     _scalar: bool
+    _held: np.ndarray | None  # its view of the base's memory while the base is held (shoal.held)
 
     # construction ----------------------------------------------------------------------------
     def __new__(
@@ -80,6 +81,7 @@ class ndarray(metaclass=_NdarrayMeta):
         self._owner = owner
         self._readonly = readonly
         self._scalar = scalar
+        self._held = None
         return self
 
     def _derive(self, view: View, readonly: bool | None = None) -> ndarray:
@@ -101,6 +103,7 @@ class ndarray(metaclass=_NdarrayMeta):
                 "with the desired shape."
             )
         self._view = reshaped._view
+        self._held = None
 
     @property
     def dtype(self) -> np.dtype:
@@ -287,15 +290,22 @@ class ndarray(metaclass=_NdarrayMeta):
 
     # indexing --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
-        if self._base.held is not None and not self._scalar:  # held in NumPy memory: NumPy's indexing (shoal.held)
+        memory = self._held
+        if memory is not None:  # the base is held: NumPy's indexing of its memory (shoal.held)
+            return memory[key]
+        if self._base.held is not None and not self._scalar:
             return _held_memory(self)[key]
         return _index.getitem(self, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        if self._base.held is not None and not self._scalar:
+        memory = self._held
+        if memory is None and self._base.held is not None and not self._scalar:
             memory = _held_memory(self)
-            if getattr(value, "dtype", None) == memory.dtype:
-                memory[key] = value
+        if memory is not None:
+            dtype = memory.dtype
+            kind = type(value)
+            if (kind is np.ndarray and value.dtype is dtype) or (dtype is _FLOAT64 and (kind is float or kind is np.float64)):
+                memory[key] = value  # no cast, so no warning
                 return
             with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
                 memory[key] = value
@@ -347,22 +357,21 @@ class _Flags:
 
 
 def _held_memory(array: ndarray) -> np.ndarray:
-    """``array``'s view of its base's held memory, read-only if ``array`` is; the base remembers
-    the last one made (a loop indexes the same array again and again)."""
+    """``array``'s view of its base's held memory, read-only if ``array`` is, kept by ``array``
+    for its next indexing (a loop indexes the same array again and again) until the base is
+    handed back."""
     base = array._base
     view = array._view
-    remembered = base.held_view
-    if remembered is not None and remembered[0] is view and not array._readonly:
-        return remembered[1]
     memory = np.ndarray(view.shape, view.dtype, base.held, view.offset, view.strides)
     if array._readonly:
         memory.flags.writeable = False
-    else:
-        base.held_view = (view, memory)
+    array._held = memory
+    held.remember(base, array)
     return memory
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------
+_FLOAT64 = np.dtype(np.float64)
 _SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
 
 

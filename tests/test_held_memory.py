@@ -1,0 +1,183 @@
+"""Held bases share the engine's memory (``shoal/held.py``): nothing is copied in or out.
+
+The program runs on NumPy and on Shoal and the values are compared; the engine's side is
+checked directly: the held ndarray is the component's memory of the base, a base of any size
+is held, a hold ends without a batch of its own, a NumPy view kept past the base's release keeps
+its memory (the engine frees it, and reuses it, only once the view is gone), and the views that
+lazy arrays keep for their indexing are dropped when the base is handed back.
+"""
+
+from __future__ import annotations
+
+import gc
+
+import numpy
+import pytest
+
+import shoal.numpy as snp
+from shoal import held, runtime
+from shoal.bytecode import View
+
+
+@pytest.fixture(params=["node", "reference"])
+def lazy(monkeypatch, request):
+    """Every array lazy; a base is held after 4 settled accesses in a row."""
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    monkeypatch.setattr(held, "HOLD_RUN", 4)
+    with runtime.configure(engine=request.param, eager_threshold=0, flush_threshold=4096, settled_threshold=64) as rt:
+        yield rt
+
+
+def _engine_memory(rt: runtime.Runtime, array: snp.ndarray) -> numpy.ndarray:
+    base = array._base
+    return rt.engine.memory(View(base.id, base.dtype, 0, (base.size,), (base.dtype.itemsize,)))
+
+
+def _row_loop(np, a, rows):
+    for i in range(1, rows):
+        a[i, :3] = a[i - 1, 1:4] * 0.5 + 1.0
+
+
+def test_the_held_memory_is_the_engine_s_and_any_size_is_held(lazy):
+    a = snp.arange(100_000.0).reshape(100, 1000)  # 1,500x the settled threshold
+    float(a[0, 0])
+    _row_loop(snp, a, 100)
+    assert a._base.id in lazy.held
+    assert numpy.shares_memory(lazy.held[a._base.id], _engine_memory(lazy, a))
+    address = lazy.held[a._base.id].ctypes.data
+    flushes = lazy.stats.flushes
+    total = float(a.sum())  # recorded: the base goes back with no copy and no batch of its own
+    assert a._base.id not in lazy.held and lazy.stats.flushes == flushes + 1
+    expected = numpy.arange(100_000.0).reshape(100, 1000)
+    _row_loop(numpy, expected, 100)
+    assert total == float(expected.sum())
+    assert _engine_memory(lazy, a).ctypes.data == address  # the engine kept that very memory
+
+
+def test_a_base_given_from_numpy_data_is_held_in_the_engine(lazy):
+    source = numpy.random.default_rng(1).random((20, 20))
+    a = snp.array(source)
+    assert type(a) is snp.ndarray and a._base.id in lazy._deferred  # NumPy memory, not yet the engine's
+    for i in range(1, 20):
+        a[i, 1:-1] = a[i - 1, 1:-1] + a[i, 2:]
+    assert a._base.id in lazy.held
+    assert numpy.shares_memory(lazy.held[a._base.id], _engine_memory(lazy, a))
+    expected = source.copy()
+    for i in range(1, 20):
+        expected[i, 1:-1] = expected[i - 1, 1:-1] + expected[i, 2:]
+    numpy.testing.assert_array_equal(numpy.asarray(a * 2.0), expected * 2.0)
+    numpy.testing.assert_array_equal(source, numpy.random.default_rng(1).random((20, 20)))  # not written
+
+
+def test_a_view_kept_past_the_release_of_its_base_keeps_its_values(lazy):
+    def program(np):
+        a = np.arange(400.0).reshape(20, 20)
+        _row_loop(np, a, 20)
+        row = a[7]  # under Shoal a NumPy view of the engine's memory
+        del a
+        b = np.full((20, 20), -1.0)  # the same size: would be given the released memory
+        b += 1.0
+        float(b[0, 0])
+        return row.copy(), row, b
+
+    want = program(numpy)
+    got = program(snp)
+    for expected, value in zip(want, got):
+        numpy.testing.assert_array_equal(numpy.asarray(value), expected)
+
+
+def test_an_orphaned_base_is_released_once_its_views_are_gone(lazy):
+    a = snp.arange(400.0).reshape(20, 20)
+    _row_loop(snp, a, 20)
+    row = a[3]
+    base_id = a._base.id
+    gc.collect()
+    runtime.flush()
+    live = lazy.engine.live_bases()
+    del a
+    gc.collect()
+    runtime.flush()
+    assert base_id in lazy.orphans and lazy.engine.live_bases() == live
+    value = row.copy()
+    del row
+    runtime.flush()
+    assert base_id not in lazy.orphans and lazy.engine.live_bases() == live - 1
+    expected = numpy.arange(400.0).reshape(20, 20)
+    _row_loop(numpy, expected, 20)
+    numpy.testing.assert_array_equal(value, expected[3])
+
+
+def test_views_kept_by_lazy_arrays_are_dropped_at_the_hand_back(lazy):
+    a = snp.arange(64.0).reshape(8, 8)
+    t = a.T
+    float(a[0, 0])
+    _row_loop(snp, a, 8)
+    assert a._base.id in lazy.held
+    t[1, 2]  # the transpose keeps its view of the held memory too
+    assert a._held is not None and t._held is not None
+    b = a + 1.0  # recorded: no NumPy view of the program is alive, so the base goes back
+    assert a._base.id not in lazy.held and a._held is None and t._held is None
+    expected = numpy.arange(64.0).reshape(8, 8)
+    _row_loop(numpy, expected, 8)
+    numpy.testing.assert_array_equal(numpy.asarray(b), expected + 1.0)
+    numpy.testing.assert_array_equal(numpy.asarray(t), expected.T)
+
+
+def test_a_kept_view_makes_recorded_reads_and_writes_run_at_once_until_it_dies(lazy):
+    def program(np, watch=None):
+        a = np.arange(100.0).reshape(10, 10)
+        _row_loop(np, a, 10)
+        row = a[2]
+        doubled = a * 2.0  # recorded read: must not see the write through ``row`` below
+        row[0] = 1000.0
+        a += 1.0  # recorded write: ``row`` sees it
+        seen = row.copy()
+        del row
+        if watch is not None:
+            watch.append(a._base.id in runtime.current().held)
+        tripled = a * 3.0  # no view alive: the base goes back
+        if watch is not None:
+            watch.append(a._base.id in runtime.current().held)
+        return [doubled, seen, a, tripled]
+
+    watch: list = []
+    want = program(numpy)
+    got = program(snp, watch)
+    for expected, value in zip(want, got):
+        numpy.testing.assert_array_equal(numpy.asarray(value), expected)
+    assert watch == [True, False]
+
+
+def test_reshaping_in_place_drops_the_kept_view(lazy):
+    a = snp.arange(36.0).reshape(6, 6)
+    float(a[0, 0])
+    _row_loop(snp, a, 6)
+    assert a._held is not None
+    a.shape = (4, 9)
+    expected = numpy.arange(36.0).reshape(6, 6)
+    _row_loop(numpy, expected, 6)
+    expected.shape = (4, 9)
+    numpy.testing.assert_array_equal(numpy.asarray(a[3]), expected[3])
+    a[3, 8] = -5.0
+    expected[3, 8] = -5.0
+    numpy.testing.assert_array_equal(numpy.asarray(a), expected)
+
+
+def test_a_kept_view_of_a_base_from_numpy_data_sees_recorded_writes(lazy):
+    source = numpy.random.default_rng(2).random((12, 12))
+
+    def program(np):
+        a = np.array(source)
+        _row_loop(np, a, 12)
+        row = a[5]
+        a *= 3.0  # recorded under Shoal; runs at once while ``row`` lives
+        first = row.copy()
+        row[2] = -7.0
+        total = a.sum()
+        return [first, row, total, a]
+
+    want = program(numpy)
+    got = program(snp)
+    for expected, value in zip(want, got):
+        numpy.testing.assert_array_equal(numpy.asarray(value), expected)
+    numpy.testing.assert_array_equal(source, numpy.random.default_rng(2).random((12, 12)))
