@@ -187,7 +187,7 @@ def _call(function: Any, args: Any, kwargs: Any) -> Any: return function(*args, 
 
 
 _TEMPLATE = _call.__code__.replace(co_name="<numpy call>", co_qualname="<numpy call>")
-_trampolines: dict[tuple[str, int], CodeType] = {}
+_trampolines: dict[tuple[int, int], tuple[CodeType, Any]] = {}  # (id(code), line) -> (code, trampoline)
 
 
 def at_user_line(function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -200,13 +200,15 @@ def at_user_line(function: Any, *args: Any, **kwargs: Any) -> Any:
     frame = user_frame(sys._getframe(1))
     if frame is None:
         return function(*args, **kwargs)
-    key = (frame.f_code.co_filename, frame.f_lineno)
-    code = _trampolines.get(key)
-    if code is None:
+    code = frame.f_code
+    key = (id(code), frame.f_lineno)
+    known = _trampolines.get(key)
+    if known is None or known[0] is not code or known[1].__globals__ is not frame.f_globals:
         if len(_trampolines) > 4096:
             _trampolines.clear()
-        code = _trampolines[key] = _TEMPLATE.replace(co_filename=key[0], co_firstlineno=max(key[1], 1))
-    return FunctionType(code, frame.f_globals)(function, args, kwargs)
+        trampoline = _TEMPLATE.replace(co_filename=code.co_filename, co_firstlineno=max(key[1], 1))
+        known = _trampolines[key] = (code, FunctionType(trampoline, frame.f_globals))
+    return known[1](function, args, kwargs)
 
 
 def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -> Site | None:

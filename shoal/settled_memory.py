@@ -95,7 +95,7 @@ class SettledMemory:
         """Hold settled base ``base_id`` (:mod:`shoal.held`): its memory in the component, made
         writable, handed to NumPy; None if the component does not offer it. Recorded work that
         still reads the base runs first: the program may write the memory next."""
-        base = self._bases.get(base_id)
+        base = self.lazy_base(base_id)
         engine = self._engine
         if base is None or engine is None or base.size == 0:
             return None

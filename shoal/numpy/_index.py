@@ -298,7 +298,10 @@ def _set_in_place(array: ndarray, key: tuple[Any, ...], value: Any) -> bool:
         if source is None:
             return False
         value = source[()] if value._scalar else source
-    memory[key] = value
+    if getattr(value, "dtype", None) is memory.dtype or (memory.dtype.char == "d" and type(value) is float):
+        memory[key] = value  # no cast that could warn
+    else:
+        fp_warnings.at_user_line(memory.__setitem__, key, value)  # a cast's warning names the user's line
     return True
 
 

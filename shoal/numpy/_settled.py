@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from shoal import runtime as _runtime
+from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import ndarray, wrap_numpy
 
 # A marker for "not applicable": the caller records the operation as before.
@@ -103,7 +104,7 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
         options["out"] = tuple(targets)
     if where is not True:
         options["where"] = arguments[-1]
-    result = ufunc(*arguments[:-1], **options)
+    result = at_user_line(ufunc, *arguments[:-1], **options)
     if out is None:
         return tuple(wrap_numpy(item) for item in result) if ufunc.nout > 1 else wrap_numpy(result)
     results = result if ufunc.nout > 1 else (result,)
@@ -127,7 +128,7 @@ def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
         return NOT_SETTLED
     if _broadcasts_large(arguments, lazy._base.runtime.settled_threshold):
         return NOT_SETTLED
-    result = ufunc(*arguments)
+    result = at_user_line(ufunc, *arguments)
     if ufunc.nout > 1:
         return tuple(wrap_numpy(item) for item in result)
     if type(result) is np.ndarray and result.size >= _runtime.current().eager_threshold:
@@ -156,7 +157,7 @@ def settled_call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | 
     arguments = operands(args)
     if arguments is None:
         return NOT_SETTLED
-    result = function(*arguments, **(kwargs or {}))
+    result = at_user_line(function, *arguments, **(kwargs or {}))
     if isinstance(result, tuple):
         return tuple(wrap_numpy(item) for item in result)
     return wrap_numpy(result)
@@ -187,4 +188,4 @@ def settled_product(function: Any, a: Any, b: Any, shape: tuple[int, ...]) -> An
                 return NOT_SETTLED
             memory.flags.writeable = False
             arguments[position] = memory[()] if value._scalar else memory
-    return wrap_numpy(function(*arguments))
+    return wrap_numpy(at_user_line(function, *arguments))
