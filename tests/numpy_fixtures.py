@@ -295,3 +295,15 @@ two_shapes = st.one_of(
     ),
     st.tuples(shapes, shapes),
 )
+
+
+def assert_reads_equal(expected: list[Any], got: list[Any]) -> None:
+    """Values read from a program under NumPy and under Shoal are the same: tuples equal, arrays
+    of the same dtype, shape and elements."""
+    assert len(got) == len(expected), (expected, got)
+    for want, have in zip(expected, got):
+        if isinstance(want, tuple):
+            assert have == want
+            continue
+        assert have.dtype == want.dtype and have.shape == want.shape
+        np.testing.assert_array_equal(have, want)

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fp_engines import blocked_engine, count_compiled
 from numpy_fixtures import needs_runtime
 
 N = 1 << 12
@@ -129,14 +130,6 @@ def shown(case: Callable[[ModuleType], Any], xp: ModuleType) -> list[tuple[Any, 
     return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
 
 
-def blocked_engine(compile: str) -> Any:
-    """A node engine running every batch in view-blocks of 1024 elements on two threads."""
-    from shoal.engine.node.config import NodeConfig
-    from shoal.engine.node.engine import NodeEngine
-
-    return NodeEngine(NodeConfig(compile=compile, block_size=1024, direct_work=0, threads=2))
-
-
 def test_the_cases_warn_under_numpy() -> None:
     for case in CASES:
         assert shown(case, np), case.__name__
@@ -179,14 +172,7 @@ def test_compiled_kernels_blame_as_numpy(case: Callable[[ModuleType], Any]) -> N
 
     expected = shown(case, np)
     engine = blocked_engine("sync")
-    compiled = []
-    execute = engine.execute
-
-    def counting(batch: Any) -> None:
-        execute(batch)
-        compiled.append(engine.last_stats.compiled_block_ops)
-
-    engine.execute = counting  # type: ignore[method-assign]
+    compiled = count_compiled(engine)
     with runtime.configure(engine=engine, eager_threshold=0, settled_threshold=0):
         assert shown(case, snp) == expected  # compiles
         compiled.clear()

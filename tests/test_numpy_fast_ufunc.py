@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy
 import pytest
+from numpy_fixtures import assert_reads_equal
 
 import shoal.numpy as snp
 from shoal import runtime
@@ -38,13 +39,7 @@ def _reads(np, program):
 
 def same(program):
     expected, got = _reads(numpy, program), _reads(snp, program)
-    assert len(got) == len(expected), (expected, got)
-    for want, have in zip(expected, got):
-        if isinstance(want, tuple):
-            assert have == want
-            continue
-        assert have.dtype == want.dtype and have.shape == want.shape
-        numpy.testing.assert_array_equal(have, want)
+    assert_reads_equal(expected, got)
 
 
 def test_a_loop_body_is_recorded_from_its_signatures_and_gives_numpys_values(lazy):

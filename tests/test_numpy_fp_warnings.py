@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fp_engines import blocked_engine, count_compiled
 from numpy_fixtures import needs_runtime
 
 PROGRAM = Path(__file__).resolve().parent / "fp_warning_program.py"
@@ -229,14 +230,6 @@ def test_seterrcall_and_raise_still_win_over_warn(snp: ModuleType) -> None:
         snp.log(snp.zeros(N))  # signals
 
 
-def blocked_engine(compile: str) -> Any:
-    """A node engine that runs every batch in view-blocks of 1024 elements on two threads."""
-    from shoal.engine.node.config import NodeConfig
-    from shoal.engine.node.engine import NodeEngine
-
-    return NodeEngine(NodeConfig(compile=compile, block_size=1024, direct_work=0, threads=2))
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.__name__)
 def test_numpy_tiles_in_blocks_warn_as_numpy(case: Callable[[ModuleType], Any]) -> None:
     needs_runtime()
@@ -259,14 +252,7 @@ def test_compiled_kernels_warn_as_numpy(case: Callable[[ModuleType], Any]) -> No
 
     expected = shown(case, np)
     engine = blocked_engine("sync")
-    compiled = []
-    execute = engine.execute
-
-    def counting(batch: Any) -> None:
-        execute(batch)
-        compiled.append(engine.last_stats.compiled_block_ops)
-
-    engine.execute = counting  # type: ignore[method-assign]
+    compiled = count_compiled(engine)
     with runtime.configure(engine=engine, eager_threshold=0):
         assert shown(case, snp) == expected  # compiles
         compiled.clear()

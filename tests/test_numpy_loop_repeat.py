@@ -18,6 +18,7 @@ import warnings
 
 import numpy
 import pytest
+from numpy_fixtures import assert_reads_equal
 
 import shoal.numpy as snp
 from shoal import runtime
@@ -61,13 +62,7 @@ def _run(np, program):
 
 def same(program):
     (expected, expected_warnings), (got, got_warnings) = _run(numpy, program), _run(snp, program)
-    assert len(got) == len(expected), (expected, got)
-    for want, have in zip(expected, got):
-        if isinstance(want, tuple):
-            assert have == want
-            continue
-        assert have.dtype == want.dtype and have.shape == want.shape
-        numpy.testing.assert_array_equal(have, want)
+    assert_reads_equal(expected, got)
     assert got_warnings == expected_warnings
 
 

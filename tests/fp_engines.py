@@ -1,0 +1,28 @@
+"""Node engines for the floating-point warning tests: every batch in small view-blocks, and a
+count of the block operations compiled kernels ran."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def blocked_engine(compile: str) -> Any:
+    """A node engine that runs every batch in view-blocks of 1024 elements on two threads."""
+    from shoal.engine.node.config import NodeConfig
+    from shoal.engine.node.engine import NodeEngine
+
+    return NodeEngine(NodeConfig(compile=compile, block_size=1024, direct_work=0, threads=2))
+
+
+def count_compiled(engine: Any) -> list[int]:
+    """A list to which ``engine`` appends, after each batch it runs, the block operations its
+    compiled kernels ran."""
+    compiled: list[int] = []
+    execute = engine.execute
+
+    def counting(batch: Any) -> None:
+        execute(batch)
+        compiled.append(engine.last_stats.compiled_block_ops)
+
+    engine.execute = counting
+    return compiled
