@@ -71,9 +71,21 @@ def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> Ra
     if config.halo_sweeps == "auto" and config.halo_rows and session.ranks > 1:
         seconds = round_trip(session.data)
         redundant = seconds > SLOW_ROUND_TRIP
+    scale_direct_work(inner, session.ranks)
     engine = RankEngine(inner, session.data, config.plan(redundant), config.latency_hiding, session)
     engine.round_trip = seconds
     return engine
+
+
+def scale_direct_work(inner: Component, ranks: int) -> None:
+    """Divide the node engine's direct-work threshold by the ranks: a rank runs its share of a
+    distributed batch, so it compiles and fuses the batches the program would have had fused on
+    one process (heat 1000² at 2 ranks: each rank's sweep is 4-4.5 million element operations,
+    under the 8 million of one process, and ran instruction by instruction, 2.7 ms a sweep
+    against 0.7 ms fused)."""
+    work = getattr(inner, "direct_work", None)
+    if isinstance(work, int) and not isinstance(work, bool) and work > 0 and ranks > 1:
+        inner.direct_work = max(1, work // ranks)  # type: ignore[attr-defined]
 
 
 class ClusterManager(Component):
