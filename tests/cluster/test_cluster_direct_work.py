@@ -37,7 +37,6 @@ def test_a_rank_share_that_one_process_fuses_is_fused() -> None:
     batch = sweep(1, Ids())
     engine = NodeEngine(NodeConfig(direct_work=1))
     try:
-
         whole = batch_work(batch)
         engine.direct_work = 2 * whole
         assert runs_direct(batch, engine.direct_work)
