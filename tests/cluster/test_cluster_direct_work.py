@@ -17,7 +17,7 @@ def test_threshold_divided_by_ranks(ranks: int) -> None:
     engine = NodeEngine(NodeConfig(direct_work=9_000_000))
     try:
         scale_direct_work(engine, ranks)
-        assert engine.direct_work == 9_000_000 // ranks
+        assert engine.direct_work == (9_000_000 if ranks == 1 else 9_000_000 // (2 * ranks))
     finally:
         engine.shutdown()
 
@@ -33,12 +33,12 @@ def test_never_direct_stays_never() -> None:
 
 def test_a_rank_share_that_one_process_fuses_is_fused() -> None:
     """A batch at or over the threshold fuses on one process; half of it (a rank's share at 2
-    ranks) ran instruction by instruction before the threshold was divided."""
+    ranks, cut by its messages) ran instruction by instruction before the threshold was divided."""
     batch = sweep(1, Ids())
     engine = NodeEngine(NodeConfig(direct_work=1))
     try:
         whole = batch_work(batch)
-        engine.direct_work = 2 * whole
+        engine.direct_work = 4 * whole
         assert runs_direct(batch, engine.direct_work)
         scale_direct_work(engine, 2)
         assert not runs_direct(batch, engine.direct_work)
