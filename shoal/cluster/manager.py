@@ -82,7 +82,12 @@ def scale_direct_work(inner: Component, ranks: int) -> None:
     of a distributed batch, and that share reaches its node engine in pieces between its messages,
     so the threshold is divided by twice the ranks. Heat 1000² at 2 ranks: each rank's sweep is
     4.0-4.5 million element operations against 9 million on one process (2^23 the threshold); it
-    ran instruction by instruction, 2.7 ms a sweep, against 0.7 ms fused."""
+    ran instruction by instruction, 2.7 ms a sweep, against 0.7 ms fused. Without compiled
+    kernels (``SHOAL_COMPILE=off``) the blocked path runs NumPy per tile, which loses to direct
+    runs at these sizes, so the threshold stays."""
+    mode = getattr(getattr(inner, "config", None), "compile", None)
+    if getattr(mode, "value", None) == "off":
+        return
     work = getattr(inner, "direct_work", None)
     if isinstance(work, int) and not isinstance(work, bool) and work > 0 and ranks > 1:
         inner.direct_work = max(1, work // (2 * ranks))  # type: ignore[attr-defined]

@@ -53,3 +53,12 @@ def test_other_components_untouched() -> None:
     other = Other()
     scale_direct_work(other, 2)  # type: ignore[arg-type]
     assert other.direct_work is True
+
+
+def test_kept_without_compiled_kernels() -> None:
+    engine = NodeEngine(NodeConfig(direct_work=9_000_000, compile="off"))
+    try:
+        scale_direct_work(engine, 2)
+        assert engine.direct_work == 9_000_000
+    finally:
+        engine.shutdown()
