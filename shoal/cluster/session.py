@@ -112,7 +112,11 @@ class Session:
 
         data = b"" if text is None else text.encode("utf-8", "replace")
         lengths = np.zeros(self.ranks, dtype=np.int64)
-        self.control.Gather(np.array([len(data) if text is not None else -1], dtype=np.int64), lengths, root=0)
+        # every rank learns every length, so when no rank has text (a batch that ran everywhere)
+        # one collective is the whole exchange
+        self.control.Allgather(np.array([len(data) if text is not None else -1], dtype=np.int64), lengths)
+        if bool((lengths < 0).all()):
+            return [None] * self.ranks if self.rank == 0 else None
         counts = np.maximum(lengths, 0)
         received = np.empty(int(counts.sum()), dtype=np.uint8)
         displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
