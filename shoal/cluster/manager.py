@@ -118,8 +118,8 @@ class ClusterManager(Component):
     def execute(self, batch: Batch) -> None:
         self._check_open()
         began = time.perf_counter()
-        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)))
-        self.session.send_ints([decl.id for decl in batch.bases if decl.id in batch.data])
+        ids = [decl.id for decl in batch.bases if decl.id in batch.data]
+        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), ids)
         self.engine.send_data(batch)  # each rank gets its part of the data only
         self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
         raise_failure(self.engine.execute(batch))

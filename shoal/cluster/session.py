@@ -63,48 +63,36 @@ class Session:
 
     # ------------------------------------------------------------------ commands
 
-    def send(self, command: Command, payload: bytes = b"") -> None:
-        """Rank 0: broadcast ``command`` with ``payload`` to every rank."""
-        header = np.array([int(command), len(payload)], dtype=np.int64)
+    def send(self, command: Command, payload: bytes = b"", ints: list[int] | None = None) -> None:
+        """Rank 0: broadcast ``command`` with ``payload`` and ``ints`` to every rank, in two
+        broadcasts: a header (kind, payload length, count of integers), then the payload with the
+        integers after it."""
+        values = np.array(ints or [], dtype=np.int64)
+        header = np.array([int(command), len(payload), values.size], dtype=np.int64)
         self.control.Bcast(header, root=0)
-        if payload:
-            self.control.Bcast(np.frombuffer(payload, dtype=np.uint8).copy(), root=0)
+        if payload or values.size:
+            self.control.Bcast(np.concatenate([np.frombuffer(payload, dtype=np.uint8), values.view(np.uint8)]), root=0)
         if command is Command.SHUTDOWN:
             self.finished = True
 
-    def receive(self, max_bytes: int = 1 << 40) -> tuple[Command, bytes]:
-        """Another rank: the next command from rank 0 (a malformed header raises)."""
-        header = np.zeros(2, dtype=np.int64)
+    def receive(self, max_bytes: int = 1 << 40, max_ints: int = 1 << 24) -> tuple[Command, bytes, list[int]]:
+        """Another rank: the next command from rank 0, its payload and integers (a malformed
+        header raises)."""
+        header = np.zeros(3, dtype=np.int64)
         self.control.Bcast(header, root=0)
-        kind, length = int(header[0]), int(header[1])
+        kind, length, count = (int(value) for value in header)
         try:
             command = Command(kind)
         except ValueError:
             raise ValueError(f"rank 0 sent an unknown command {kind}") from None
         if not 0 <= length <= max_bytes:
             raise ValueError(f"rank 0 announced a payload of {length} bytes")
-        payload = np.empty(length, dtype=np.uint8)
-        if length:
-            self.control.Bcast(payload, root=0)
-        return command, payload.tobytes()
-
-    def send_ints(self, values: list[int]) -> None:
-        """Rank 0: broadcast a list of integers (after a command that announces them)."""
-        array = np.array([len(values), *values], dtype=np.int64)
-        self.control.Bcast(np.array([array.size], dtype=np.int64), root=0)
-        self.control.Bcast(array, root=0)
-
-    def receive_ints(self, max_count: int) -> list[int]:
-        """Another rank: rank 0's :meth:`send_ints` (a malformed count raises)."""
-        size = np.zeros(1, dtype=np.int64)
-        self.control.Bcast(size, root=0)
-        if not 1 <= int(size[0]) <= max_count + 1:
-            raise ValueError(f"rank 0 announced {int(size[0]) - 1} integers")
-        array = np.zeros(int(size[0]), dtype=np.int64)
-        self.control.Bcast(array, root=0)
-        if int(array[0]) != array.size - 1:
-            raise ValueError("rank 0 sent a malformed list of integers")
-        return [int(value) for value in array[1:]]
+        if not 0 <= count <= max_ints:
+            raise ValueError(f"rank 0 announced {count} integers")
+        buffer = np.empty(length + 8 * count, dtype=np.uint8)
+        if buffer.size:
+            self.control.Bcast(buffer, root=0)
+        return command, buffer[:length].tobytes(), [int(value) for value in buffer[length:].view(np.int64)]
 
     def gather_text(self, text: str | None) -> list[str | None] | None:
         """Rank 0: each rank's ``text`` (None where a rank has none); None at the other ranks."""

@@ -34,14 +34,18 @@ def serve(session: Session) -> int:
     try:
         stats = engine.flusher.stats
         while True:
-            command, payload = session.receive()
+            command, payload, ints = session.receive()
             if command is Command.EXECUTE:
                 began = time.perf_counter()
                 batch = loads(payload)
                 verify(batch, engine.planner.decls)
-                engine.receive_data(batch, session.receive_ints(len(batch.bases)))
+                if len(ints) > len(batch.bases):
+                    raise ValueError(f"rank 0 named data for {len(ints)} bases of a batch declaring {len(batch.bases)}")
+                engine.receive_data(batch, ints)
                 stats.receive_seconds += time.perf_counter() - began
                 engine.execute(batch)
+            elif ints:
+                raise ValueError(f"rank 0 sent integers with {command.name}")
             elif command is Command.FETCH:
                 request = loads(payload)
                 verify(request, engine.planner.decls)
