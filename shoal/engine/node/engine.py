@@ -38,6 +38,7 @@ from shoal.engine.node.plan.plan import Plan, plan_batch
 from shoal.engine.node.plan.reorder import reorder_by_shape
 from shoal.engine.node.run.direct import run_direct, runs_direct
 from shoal.engine.node.run.storage import Storage, settle_aliases
+from shoal.engine.node.run.zero_fills import drop_zero_fills
 from shoal.engine.node.schedule.builder import Builder
 from shoal.engine.node.schedule.memory_budget import MemoryBudget
 from shoal.engine.node.schedule.plan_cache import (
@@ -114,6 +115,7 @@ class NodeEngine(Component):
         return self._pool, self._kernels
 
     def execute(self, batch: Batch) -> None:
+        batch = drop_zero_fills(batch, self._storage)
         tracer = trace.TRACER
         with fp_signals.running(batch):
             if tracer is None:
