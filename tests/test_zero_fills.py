@@ -13,7 +13,7 @@ import pytest
 
 import shoal.numpy as snp
 from shoal import runtime
-from shoal.bytecode import Batch, BaseDecl, Const, Instruction, View
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.zero_fills import drop_zero_fills
 
