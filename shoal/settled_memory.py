@@ -74,7 +74,8 @@ class SettledMemory:
         its memory, that work runs first (a flush) when ``element`` is true (one element is read)
         or the last ``SETTLING_RUN`` recorded instructions were all small. An element loop over a
         freshly computed array, or a row loop filling a new one, then costs one flush, not a
-        recorded instruction per element or row; a batch of whole-array work (a stencil's loop
+        recorded instruction per element or row; an element read that flushed holds the base at
+        once (:mod:`shoal.held`), so the reads after it are NumPy's indexing; a batch of whole-array work (a stencil's loop
         body writing a boundary row) is not cut for a small view."""
         with self._lock:
             memory = self.memory(view, write)
@@ -89,6 +90,10 @@ class SettledMemory:
             if engine is None or type(engine).memory is Component.memory:
                 return None
             self.flush()
+            if element and base not in self._declared and base not in self.held:
+                kept = self._hold(base)  # a fresh result read element by element: NumPy indexes it from now on
+                if kept is not None:
+                    return held.view_of(kept, view)
             return self.memory(view, write)
 
     def _hold(self: Runtime, base_id: int) -> np.ndarray | None:

@@ -155,3 +155,26 @@ def test_a_cast_into_held_memory_warns_at_the_caller_s_line(lazy):
         a[2] = numpy.full(4, 1e300)  # overflows in the cast to float32, as under NumPy
     assert [(w.category, str(w.message), w.filename) for w in caught] == [(RuntimeWarning, "overflow encountered in cast", __file__)]
     assert numpy.isinf(numpy.asarray(a)[2]).all()
+
+
+def diagonal_steps(np, a, steps):
+    sums = []
+    for _ in range(steps):
+        trace = 0.0
+        for i in range(a.shape[0]):
+            trace += np.tanh(a[i, i])
+        sums.append(trace)
+        a = a + trace / a.shape[0]
+        a[0, 1] = -a[1, 0]  # the new array written in place, then read again
+        sums.append(a[0, 1])
+    return [*sums, a]
+
+
+def test_a_fresh_result_read_by_element_is_held_at_its_first_read(lazy):
+    source = numpy.random.default_rng(3).random((30, 30))
+    a = snp.array(source) * 1.0
+    assert a._base.id not in lazy.held
+    first = a[2, 2]  # its flush holds it: the next reads are NumPy's indexing
+    assert a._base.id in lazy.held
+    same([source[2, 2] * 1.0], [first])
+    same(diagonal_steps(numpy, source.copy(), 4), diagonal_steps(snp, snp.array(source), 4))

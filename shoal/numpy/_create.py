@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._lazy import from_numpy, is_lazy, is_small, materialize, new_array, wrap_numpy
 from shoal.numpy._shape import astype, broadcast_to, reshape
 from shoal.numpy._shape import copy as _copy
@@ -28,8 +29,10 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
 
 
 def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> Any:
+    if type(shape) is int and 0 <= shape and is_small(shape):  # a small 1-D array: NumPy's call, at NumPy's cost
+        return numpy_function(shape, dtype, order) if value is None or numpy_function is not np.empty else np.full(shape, value, dtype, order)
     dims = _shape_tuple(shape)
-    if is_small(math.prod(dims)) or order not in ("C", "K", "A"):
+    if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
         return numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order)
     probe = np.full((), 0 if value is None else value, dtype=dtype)
     result = new_array(probe.dtype, dims)

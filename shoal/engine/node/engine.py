@@ -38,6 +38,7 @@ from shoal.engine.node.plan.plan import Plan, plan_batch
 from shoal.engine.node.plan.reorder import reorder_by_shape
 from shoal.engine.node.run.direct import run_direct, runs_direct
 from shoal.engine.node.run.storage import Storage, settle_aliases
+from shoal.engine.node.run.zero_fills import drop_zero_fills
 from shoal.engine.node.schedule.builder import Builder
 from shoal.engine.node.schedule.memory_budget import MemoryBudget
 from shoal.engine.node.schedule.plan_cache import (
@@ -74,6 +75,7 @@ def _take_donated(batch: Batch) -> None:
 
 
 REMEMBERED_STRUCTURES = 8
+_NO_BATCH = Batch()
 
 
 class NodeEngine(Component):
@@ -92,6 +94,7 @@ class NodeEngine(Component):
         self._previous: dict[tuple, Previous] = {}  # the last keyed batch of each opcode sequence (``repeat.py``)
         self.repeated = 0  # batches that took the previous batch's key (a counter for tests)
         self._storage = Storage()
+        self._sent = _NO_BATCH  # the batch being run, as sent (before ``drop_zero_fills``)
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
         self.last_stats = BatchStats()
@@ -115,12 +118,17 @@ class NodeEngine(Component):
 
     def execute(self, batch: Batch) -> None:
         tracer = trace.TRACER
-        with fp_signals.running(batch):
-            if tracer is None:
-                self._execute(batch)
-                return
-            with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
-                self._execute(batch)
+        with fp_signals.running(batch):  # the batch as sent: its positions name instructions
+            self._sent = batch
+            try:
+                batch = drop_zero_fills(batch, self._storage)
+                if tracer is None:
+                    self._execute(batch)
+                    return
+                with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
+                    self._execute(batch)
+            finally:
+                self._sent = _NO_BATCH  # the batch's data and instructions are not kept alive
 
     def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
@@ -253,7 +261,7 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
-        fp_signals.planned(batch)
+        fp_signals.planned(self._sent)  # positions in the batch as sent (zero fills dropped since)
         plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
         positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions)

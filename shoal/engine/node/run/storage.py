@@ -46,6 +46,7 @@ class Storage:
         self._spare: dict[int, list[np.ndarray]] = {}
         self._spare_bytes = 0
         self._aliases: dict[int, View] = {}  # base -> the view of another base holding its contents
+        self._zeroed: set[int] = set()  # bases without memory whose contents are zero (``zero_fills``)
 
     def _hold(self, base: int, array: np.ndarray) -> None:
         self._bytes[base] = array
@@ -82,7 +83,16 @@ class Storage:
             if base in self._aliases:
                 self.materialize(base)
             else:
-                self._hold(base, self._allocate(self.decl(base).nbytes))
+                zeroed = base in self._zeroed
+                self._hold(base, self._allocate(self.decl(base).nbytes, zeroed))
+                self._zeroed.discard(base)
+
+    def zero_on_allocation(self, base: int) -> None:
+        """Let ``base`` (declared by the batch about to run, without data) hold zeros from its
+        allocation on."""
+        if base in self._bytes or base in self._aliases:
+            raise EngineError(f"base {base} has contents already")
+        self._zeroed.add(base)
 
     def alias(self, base: int, region: View) -> None:
         """Let ``region`` (a view of another base, of ``base``'s dtype and size) hold ``base``'s
@@ -92,6 +102,7 @@ class Storage:
         if base in self._bytes or region.base == base or region.dtype != decl.dtype or region.size != decl.size:
             raise EngineError(f"base {base} cannot be an alias of a view of base {region.base}")
         self._aliases[base] = region
+        self._zeroed.discard(base)  # the view holds all of its contents
 
     def aliases(self) -> dict[int, View]:
         """The bases that are aliases, with the views holding their contents."""
@@ -112,17 +123,20 @@ class Storage:
         flat = np.ascontiguousarray(self.array(region)).reshape(-1).view(np.uint8)
         return np.ndarray(view.shape, view.dtype, buffer=flat, offset=view.offset, strides=view.strides).copy()
 
-    def _allocate(self, nbytes: int) -> np.ndarray:
-        """A spare buffer of ``nbytes`` if there is one, else fresh memory."""
+    def _allocate(self, nbytes: int, zeroed: bool = False) -> np.ndarray:
+        """A spare buffer of ``nbytes`` if there is one, else fresh memory; all zero if ``zeroed``
+        (fresh memory from ``calloc``, whose untouched pages need no writing; a spare is filled)."""
         spare = self._spare.get(nbytes)
         if spare:
             buffer = spare.pop()
             if not spare:
                 del self._spare[nbytes]
             self._spare_bytes -= nbytes
+            if zeroed:
+                buffer.fill(0)
             return buffer
         self._free_spares(self.bytes_held + self._spare_bytes + nbytes - self.high_water)
-        return np.empty(nbytes, np.uint8)
+        return np.zeros(nbytes, np.uint8) if zeroed else np.empty(nbytes, np.uint8)
 
     def make_writable(self, base: int) -> None:
         """Give a borrowed base its own copy before anything writes it."""
@@ -146,6 +160,7 @@ class Storage:
         release then frees nothing)."""
         if target in self._bytes or not self.owns(source):
             raise EngineError(f"cannot hand base {source}'s memory to base {target}")
+        self._zeroed.discard(target)  # its first instruction writes all of it
         self._bytes[target] = self._bytes.pop(source)
         self._typed.pop(source, None)
         self._typed.pop(target, None)
@@ -182,6 +197,7 @@ class Storage:
         for alias in [alias for alias, region in self._aliases.items() if region.base == base]:
             self.materialize(alias)
         self.decls.pop(base, None)
+        self._zeroed.discard(base)
         borrowed = base in self._borrowed
         self._borrowed.discard(base)
         held = self._bytes.pop(base, None)
@@ -224,6 +240,7 @@ class Storage:
 
     def clear(self) -> None:
         self._aliases.clear()
+        self._zeroed.clear()
         self.decls.clear()
         self._bytes.clear()
         self._typed.clear()
