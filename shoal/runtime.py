@@ -22,7 +22,7 @@ from shoal import fp_warnings, held, salvage, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
-from shoal.settled_memory import SettledMemory
+from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
 
 def default_engine_name() -> str:
@@ -99,7 +99,7 @@ class Runtime(SettledMemory):
         self._deferred: dict[int, tuple[np.dtype, int, np.ndarray]] = {}  # base -> (dtype, size, data) not yet in a batch
         self._written: set[int] = set()
         self._read: set[int] = set()
-        self._small_run = 0  # instructions in a row, up to the last, on views of fewer than settled_threshold elements
+        self._small_run = 0  # small instructions in a row, up to the last (``settled_memory.SETTLING_RUN``)
         # Whole-base memory the component handed out since the last flush (a flush may move it),
         # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
@@ -220,7 +220,7 @@ class Runtime(SettledMemory):
             for value in inputs:
                 if type(value) is View:
                     read.add(value.base)
-                    if small and math.prod(value.shape) >= limit:
+                    if small and math.prod(value.shape) > PRODUCT_READ_FACTOR * limit:
                         small = False
             self._small_run = self._small_run + 1 if small else 0
 

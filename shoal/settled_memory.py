@@ -22,6 +22,14 @@ if TYPE_CHECKING:
 # row of a stencil) is recorded and fuses with it.
 SETTLING_RUN = 8
 
+# A product with a small result reads operands of up to this many times ``settled_threshold``
+# elements at once in NumPy: a matrix-vector product is one pass over the matrix in BLAS, and
+# recording it cut the row loops around it into batches of small recorded work (BiCG, covariance,
+# Cholesky). Beyond about the L3 cache the node engine's blocked product is faster. An
+# instruction with a small result reading up to as much counts as small work towards
+# ``SETTLING_RUN``: once settled, the loop around it runs in NumPy.
+PRODUCT_READ_FACTOR = 8
+
 
 class SettledMemory:
     """:meth:`memory` and :meth:`settle` of :class:`~shoal.runtime.Runtime`."""
@@ -72,7 +80,9 @@ class SettledMemory:
     def settle(self: Runtime, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
         its memory, that work runs first (a flush) when ``element`` is true (one element is read)
-        or the last ``SETTLING_RUN`` recorded instructions were all small. An element loop over a
+        or the last ``SETTLING_RUN`` recorded instructions were all small (small results, reading
+        up to ``PRODUCT_READ_FACTOR`` times the threshold: a column loop of matrix-vector
+        products settles too). An element loop over a
         freshly computed array, or a row loop filling a new one, then costs one flush, not a
         recorded instruction per element or row; an element read that flushed holds the base at
         once (:mod:`shoal.held`), so the reads after it are NumPy's indexing; a batch of whole-array work (a stencil's loop

@@ -394,3 +394,28 @@ def test_views_computed_without_a_probe_are_the_probes_views():
             element = len(items) == ndim and all(not isinstance(item, slice) for item in items)
             assert simple == (expected, element), (shape, view.strides, key)
     assert compared > 15000
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_column_loop_of_products_with_small_results_settles(monkeypatch, engine):
+    """Products reading large views into small results count as small work: after
+    ``SETTLING_RUN`` of them the pending batch runs, and the loop goes on in NumPy on the
+    settled memory instead of recording every column (a covariance built column by column)."""
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+
+    def program(np):
+        data = np.arange(8.0 * 30).reshape(8, 30) % 7.0
+        data = data - np.mean(data, axis=0)  # pending work the loop reads
+        cov = np.zeros((30, 30))
+        for i in range(30):
+            cov[i:, i] = data[:, i] @ data[:, i:] / 7.0
+            cov[i, i:] = cov[i:, i]
+        return [cov, cov.sum()]
+
+    with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=4096, settled_threshold=32) as rt:
+        expected = program(numpy)
+        before = rt.stats.instructions + len(rt._pending.instructions)
+        got = program(snp)
+        recorded = rt.stats.instructions + len(rt._pending.instructions) - before
+        assert_same_reads(expected, got)
+    assert recorded < 30  # the first columns and the set-up; four instructions a column before

@@ -23,6 +23,7 @@ import numpy as np
 from shoal import runtime as _runtime
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import ndarray, wrap_numpy
+from shoal.settled_memory import PRODUCT_READ_FACTOR
 
 # A marker for "not applicable": the caller records the operation as before.
 NOT_SETTLED: Any = object()
@@ -162,12 +163,6 @@ def settled_call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any] | 
         return tuple(wrap_numpy(item) for item in result)
     return wrap_numpy(result)
 
-
-# A product with a small result reads operands of up to this many times ``settled_threshold``
-# elements at once in NumPy: a matrix-vector product is one pass over the matrix in BLAS, and
-# recording it cut the row loops around it into batches of small recorded work (BiCG, covariance,
-# Cholesky). Beyond about the L3 cache the node engine's blocked product is faster.
-PRODUCT_READ_FACTOR = 8
 
 
 def settled_product(function: Any, a: Any, b: Any, shape: tuple[int, ...]) -> Any:
