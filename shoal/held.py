@@ -125,3 +125,24 @@ def released_orphans(runtime: Runtime) -> list[int]:
     for base_id in done:
         del orphans[base_id]
     return done
+
+
+def base_viewed(runtime: Runtime, array: object) -> tuple[int, View] | None:
+    """The held base and the :class:`View` of it that NumPy array ``array`` shows, if ``array``
+    is a view of a held base's memory (``a[:, k:]`` of a held ``a``) of the base's dtype; else
+    None. An operation writing such a view then records on the base instead of copying the
+    view's values in and the result back out."""
+    held_bases = runtime.held
+    if not held_bases or type(array) is not np.ndarray:
+        return None
+    kept = array.base
+    if type(kept) is not np.ndarray:
+        return None
+    base_id = next((base_id for base_id, memory in held_bases.items() if memory is kept), None)
+    if base_id is None:
+        return None
+    if array.dtype != kept.dtype or array.size == 0:
+        return None
+    offset = array.__array_interface__["data"][0] - kept.__array_interface__["data"][0]
+    return base_id, View(base_id, array.dtype, offset, array.shape, array.strides)
+

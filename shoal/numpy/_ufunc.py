@@ -12,6 +12,7 @@ from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _fast_ufunc
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fperr import eager_ufunc, strict
+from shoal.numpy._held_views import on_held_bases
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
@@ -145,18 +146,23 @@ def _record(
 ) -> Any:
     opcode = ufunc_opcode(ufunc)
     runtime_arrays = [new_array(d, shape) for d in dtypes]
+    direct = where is True
+    given_outs = outs
+    if direct:
+        outs, inputs = on_held_bases(outs, inputs)
     ops = tuple(operand(v) for v in inputs)
     attrs = {} if dtype is None else {"dtype": np.dtype(dtype)}
-    direct = where is True
     targets = []
     for temp, user_out in zip(runtime_arrays, outs):
         targets.append(user_out if (direct and is_lazy(user_out)) else temp)
     runtime = targets[0]._base.runtime
     runtime.record(opcode, tuple(t._view for t in targets), ops, **attrs)
     results = []
-    for target, temp, user_out in zip(targets, runtime_arrays, outs):
+    for target, temp, user_out, given in zip(targets, runtime_arrays, outs, given_outs):
         if direct:
-            if user_out is None:
+            if given is not user_out:  # a NumPy view of a held base, written where it lies
+                results.append(given)
+            elif user_out is None:
                 results.append(target)
             elif is_lazy(user_out):
                 results.append(user_out)
