@@ -25,10 +25,10 @@ SETTLING_RUN = 8
 # A product with a small result reads operands of up to this many times ``settled_threshold``
 # elements at once in NumPy: a matrix-vector product is one pass over the matrix in BLAS, and
 # recording it cut the row loops around it into batches of small recorded work (BiCG, covariance,
-# Cholesky). Beyond about the L3 cache the node engine's blocked product is faster. An
-# instruction with a small result reading up to as much counts as small work towards
-# ``SETTLING_RUN``: once settled, the loop around it runs in NumPy.
-PRODUCT_READ_FACTOR = 8
+# Cholesky); at 4000 x 4000 BLAS's pass also beat the node engine's blocked product (BiCG 1.05x
+# NumPy against 1.84x, docs/decisions.md). An instruction with a small result reading up to as
+# much counts as small work towards ``SETTLING_RUN``: once settled, the loop runs in NumPy.
+PRODUCT_READ_FACTOR = 64
 
 
 class SettledMemory:

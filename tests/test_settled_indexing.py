@@ -12,11 +12,14 @@ the threshold).
 
 from __future__ import annotations
 
+import math
+
 import numpy
 import pytest
 
 import shoal.numpy as snp
 from shoal import runtime
+from shoal.settled_memory import PRODUCT_READ_FACTOR
 
 ENGINES = ["node", "reference"]
 
@@ -194,17 +197,19 @@ def test_product_errors_are_numpy_errors(lazy):
 def test_a_matrix_product_with_a_large_operand_stays_recorded(monkeypatch):
     """Beyond ``PRODUCT_READ_FACTOR`` times the settled threshold the product is recorded."""
     monkeypatch.setenv("SHOAL_COMPILE", "off")
+    n = math.isqrt(4 * PRODUCT_READ_FACTOR) + 1  # an n x n matrix is over the limit
     with runtime.configure(engine="node", eager_threshold=0, flush_threshold=4096, settled_threshold=4) as rt:
-        a = snp.arange(64.0).reshape(8, 8)
-        v4, v8 = snp.arange(4.0), snp.arange(8.0)
-        float(a[0, 0] + v4[0] + v8[0])
+        a = snp.arange(float(n * n)).reshape(n, n)
+        v4, vn = snp.arange(4.0), snp.arange(float(n))
+        float(a[0, 0] + v4[0] + vn[0])
         before = rt.stats.instructions + len(rt._pending.instructions)
         small = a[:2, :4] @ v4  # 8 elements read, 2 written: at once
         assert rt.stats.instructions + len(rt._pending.instructions) == before
-        large = a @ v8  # 64 elements read, over 8 * 4: recorded
+        large = a @ vn  # n * n elements read, over the limit: recorded
         assert rt.stats.instructions + len(rt._pending.instructions) > before
-        numpy.testing.assert_array_equal(numpy.asarray(small), numpy.arange(64.0).reshape(8, 8)[:2, :4] @ numpy.arange(4.0))
-        numpy.testing.assert_array_equal(numpy.asarray(large), numpy.arange(64.0).reshape(8, 8) @ numpy.arange(8.0))
+        expected = numpy.arange(float(n * n)).reshape(n, n)
+        numpy.testing.assert_array_equal(numpy.asarray(small), expected[:2, :4] @ numpy.arange(4.0))
+        numpy.testing.assert_array_equal(numpy.asarray(large), expected @ numpy.arange(float(n)))
 
 
 def test_outer_products_and_large_broadcasts_of_small_views(lazy):
