@@ -20,12 +20,15 @@ general path decides them.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Const, View
-from shoal.numpy._fperr import strict
+from shoal.bytecode import Const
+from shoal.engine.fp_signals import SILENT
+from shoal.fp_warnings import call_site, filters_raise, warned_categories
+from shoal.numpy._fperr import _strict_modes, strict
 from shoal.numpy._lazy import _memory_limit, contiguous_strides, ndarray
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
@@ -38,15 +41,19 @@ _INTEGER_RANGES = tuple((int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "b
 
 
 class Signature:
-    """What the general path found for one key: the result's dtype, shape and strides."""
+    """What the general path found for one key: the result's dtype, shape, strides and element
+    count, and whether the operation can never warn (``fp_signals.SILENT``, a copy that does
+    not cast)."""
 
-    __slots__ = ("dtype", "opcode", "shape", "strides")
+    __slots__ = ("dtype", "opcode", "shape", "silent", "size", "strides")
 
-    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...], first_dtype: np.dtype | None = None) -> None:
         self.opcode = opcode
         self.dtype = dtype
         self.shape = shape
         self.strides = contiguous_strides(shape, dtype.itemsize)
+        self.size = math.prod(shape)
+        self.silent = opcode in SILENT or (opcode == "copy" and first_dtype == dtype)
 
 
 _SIGNATURES: dict[tuple, Signature] = {}
@@ -99,7 +106,28 @@ def learn(key_: tuple | None, opcode: str | None, ufunc: np.ufunc, inputs: tuple
         return
     if len(_SIGNATURES) >= SIGNATURE_ENTRIES:
         _SIGNATURES.clear()
-    _SIGNATURES[key_] = Signature(opcode, dtype, shape)
+    first = inputs[0]
+    _SIGNATURES[key_] = Signature(opcode, dtype, shape, first._view.dtype if type(first) is ndarray else None)
+
+
+def _modes() -> int:
+    """The floating-point categories NumPy warns about now (bits), or -1 when an error must
+    reach the caller at once (:func:`shoal.numpy._fperr.strict`)."""
+    global _seen
+    if _STATE is None:
+        return -1 if strict() else warned_categories()
+    state = _STATE.get()
+    seen = _seen
+    if state is not seen[0]:
+        seen = _seen = (state, -1 if _strict_modes() else warned_categories())
+    bits = seen[1]
+    if bits > 0 and filters_raise():
+        return -1
+    return bits
+
+
+_STATE = getattr(np._core.umath, "_extobj_contextvar", None)
+_seen: tuple[Any, int] = (object(), -1)  # NumPy's last error state object, and :func:`_modes` for it
 
 
 def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
@@ -109,36 +137,51 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
     runtime = None
-    small = True
-    for value in inputs:
-        if type(value) is ndarray:
+    largest = 0
+    kinds: list[Any] = [ufunc]
+    for value in inputs:  # the operands' kinds (see :func:`key`), the runtime, the largest size
+        kind = type(value)
+        if kind is ndarray:
+            view = value._view
             runtime = value._base.runtime
-            if small and math.prod(value._view.shape) >= runtime.settled_threshold:
-                small = False
+            size = math.prod(view.shape)
+            if size > largest:
+                largest = size
+            kinds.append((view.dtype, view.shape))
+        elif kind is float or kind is bool or kind is complex:
+            kinds.append(kind)
+        elif kind is int:
+            int_kind = _int_kind(value)
+            if int_kind is None:
+                return NOT_FAST
+            kinds.append(int_kind)
+        elif isinstance(value, np.generic) and kind is not np.object_:
+            kinds.append(value.dtype)
+        else:
+            return NOT_FAST
     if runtime is None:
         return NOT_FAST
-    if small and (out is None or math.prod(out._view.shape) < runtime.settled_threshold):
+    limit = runtime.settled_threshold
+    if largest < limit and (out is None or math.prod(out._view.shape) < limit):
         eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
         if eager is not NOT_SETTLED:
             return eager
-    signature_key = key(ufunc, inputs, out)
-    if signature_key is None:
-        return NOT_FAST
-    signature = _SIGNATURES.get(signature_key)
-    if signature is None or strict():
-        return NOT_FAST
-    operands = []
-    for value in inputs:
-        if type(value) is ndarray:
-            operands.append(value._view)
-        else:
-            operands.append(Const(value))
     if out is not None:
-        runtime.record(signature.opcode, (out._view,), tuple(operands))
+        view = out._view
+        if out._readonly or out._scalar:
+            return NOT_FAST
+        kinds.append(("out", view.dtype, view.shape))
+    signature = _SIGNATURES.get(tuple(kinds))
+    if signature is None:
+        return NOT_FAST
+    modes = _modes()
+    if modes < 0:
+        return NOT_FAST
+    operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
+    site = None if signature.silent or not modes else call_site(sys._getframe(1), modes)
+    if out is not None:
+        runtime.record_call(signature.opcode, view, operands, math.prod(view.shape), largest, site)
         return out
-    dtype = signature.dtype
     shape = signature.shape
-    base = runtime.new_base(dtype, math.prod(shape))
-    result = ndarray._wrap(base, View(base.id, dtype, 0, shape, signature.strides), None, False, not shape)
-    runtime.record(signature.opcode, (result._view,), tuple(operands))
-    return result
+    base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, largest, site)
+    return ndarray._wrap(base, view, None, False, not shape)
