@@ -28,7 +28,7 @@ from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
 class Previous:
     """What :func:`repeated_shape` compares a batch with: the last keyed batch and its shape."""
 
-    __slots__ = ("constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
+    __slots__ = ("carries", "constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
 
     def __init__(self, batch: Batch, shape: BatchShape, direct: bool, direct_work: int) -> None:
         self.shape = shape
@@ -36,6 +36,7 @@ class Previous:
         self.direct_work = direct_work
         self.instructions: tuple[Instruction, ...] = tuple(batch.instructions)
         self.decls = tuple((decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated) for decl in batch.bases)
+        self.carries = any(carried or given for _, _, _, carried, given in self.decls)
         self.outside = shape.key[2]
         self.constants = [(constant_kind(const.value), exact_key(const.value), const.value) for const in shape.constants]
 
@@ -59,17 +60,16 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
     ids: list[int] = []
     data = batch.data
     donated = batch.donated
-    for decl, (dtype, char, size, carried, given) in zip(decls, previous.decls):
+    plain = not (data or donated or previous.carries)  # no data on either side: nothing to compare
+    for decl, (dtype, char, size, carried, given), old in zip(decls, previous.decls, old_ids):
         base = decl.id
         if (
             base in old_of
             or not (decl.dtype is dtype or (decl.dtype == dtype and decl.dtype.char == char))
             or decl.size != size
-            or (base in data) != carried
-            or (base in donated) != given
+            or not (plain or ((base in data) == carried and (base in donated) == given))
         ):
             return None
-        old = old_ids[len(ids)]
         new_of[old] = base
         old_of[base] = old
         ids.append(base)
