@@ -174,14 +174,37 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     signature = _SIGNATURES.get(tuple(kinds))
     if signature is None:
         return NOT_FAST
-    modes = _modes()
+    seen = _seen
+    if _STATE is not None and _STATE.get() is seen[0]:
+        modes = seen[1]
+        if modes > 0 and filters_raise():
+            return NOT_FAST
+    else:
+        modes = _modes()
     if modes < 0:
         return NOT_FAST
-    operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
+    if len(inputs) == 2:
+        first, second = inputs
+        operands: tuple = (
+            first._view if type(first) is ndarray else Const(first),
+            second._view if type(second) is ndarray else Const(second),
+        )
+    else:
+        operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
     site = None if signature.silent or not modes else call_site(sys._getframe(1), modes)
     if out is not None:
         runtime.record_call(signature.opcode, view, operands, math.prod(view.shape), largest, site)
         return out
     shape = signature.shape
     base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, largest, site)
-    return ndarray._wrap(base, view, None, False, not shape)
+    result = _new(ndarray)
+    result._base = base
+    result._view = view
+    result._owner = None
+    result._readonly = False
+    result._scalar = not shape
+    result._held = None
+    return result
+
+
+_new = object.__new__
