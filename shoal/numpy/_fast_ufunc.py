@@ -42,13 +42,17 @@ _INTEGER_RANGES = tuple((int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "b
 
 class Signature:
     """What the general path found for one key: the result's dtype, shape, strides and element
-    count, and whether the operation can never warn (``fp_signals.SILENT``, a copy that does
+    count, the element counts of the largest input and of the output given, and whether the operation can never warn (``fp_signals.SILENT``, a copy that does
     not cast)."""
 
-    __slots__ = ("dtype", "opcode", "shape", "silent", "size", "strides")
+    __slots__ = ("dtype", "largest", "opcode", "out_size", "shape", "silent", "size", "strides")
 
-    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...], first_dtype: np.dtype | None = None) -> None:
+    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...], key_: tuple, first_dtype: np.dtype | None = None) -> None:
         self.opcode = opcode
+        # The element counts of the largest lazy input and of the output given: the key's shapes fix them.
+        self.largest = max([math.prod(kind[1]) for kind in key_[1:] if type(kind) is tuple and len(kind) == 2 and isinstance(kind[0], np.dtype)], default=0)
+        last = key_[-1]
+        self.out_size = math.prod(last[2]) if type(last) is tuple and len(last) == 3 and last[0] == "out" else 0
         self.dtype = dtype
         self.shape = shape
         self.strides = contiguous_strides(shape, dtype.itemsize)
@@ -107,7 +111,7 @@ def learn(key_: tuple | None, opcode: str | None, ufunc: np.ufunc, inputs: tuple
     if len(_SIGNATURES) >= SIGNATURE_ENTRIES:
         _SIGNATURES.clear()
     first = inputs[0]
-    _SIGNATURES[key_] = Signature(opcode, dtype, shape, first._view.dtype if type(first) is ndarray else None)
+    _SIGNATURES[key_] = Signature(opcode, dtype, shape, key_, first._view.dtype if type(first) is ndarray else None)
 
 
 def _modes() -> int:
@@ -137,16 +141,12 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
     runtime = None
-    largest = 0
     kinds: list[Any] = [ufunc]
-    for value in inputs:  # the operands' kinds (see :func:`key`), the runtime, the largest size
+    for value in inputs:  # the operands' kinds (see :func:`key`) and the runtime
         kind = type(value)
         if kind is ndarray:
             view = value._view
             runtime = value._base.runtime
-            size = math.prod(view.shape)
-            if size > largest:
-                largest = size
             kinds.append((view.dtype, view.shape))
         elif kind is float or kind is bool or kind is complex:
             kinds.append(kind)
@@ -161,17 +161,24 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
             return NOT_FAST
     if runtime is None:
         return NOT_FAST
+    signature = None
+    if out is not None:
+        view = out._view
+        if not (out._readonly or out._scalar):
+            kinds.append(("out", view.dtype, view.shape))
+            signature = _SIGNATURES.get(tuple(kinds))
+    else:
+        signature = _SIGNATURES.get(tuple(kinds))
+    if signature is None:  # the sizes the signature would give, for the settled check
+        largest = max([math.prod(value._view.shape) for value in inputs if type(value) is ndarray])
+        out_size = 0 if out is None else math.prod(out._view.shape)
+    else:
+        largest, out_size = signature.largest, signature.out_size
     limit = runtime.settled_threshold
-    if largest < limit and (out is None or math.prod(out._view.shape) < limit):
+    if largest < limit and out_size < limit:
         eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
         if eager is not NOT_SETTLED:
             return eager
-    if out is not None:
-        view = out._view
-        if out._readonly or out._scalar:
-            return NOT_FAST
-        kinds.append(("out", view.dtype, view.shape))
-    signature = _SIGNATURES.get(tuple(kinds))
     if signature is None:
         return NOT_FAST
     seen = _seen
@@ -193,7 +200,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
     site = None if signature.silent or not modes else call_site(sys._getframe(1), modes)
     if out is not None:
-        runtime.record_call(signature.opcode, view, operands, math.prod(view.shape), largest, site)
+        runtime.record_call(signature.opcode, view, operands, out_size, largest, site)
         return out
     shape = signature.shape
     base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, largest, site)
