@@ -198,7 +198,8 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         )
     else:
         operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
-    site = None if signature.silent or not modes else call_site(sys._getframe(1), modes)
+    # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
+    site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
     if out is not None:
         runtime.record_call(signature.opcode, view, operands, out_size, largest, site)
         return out
