@@ -42,8 +42,8 @@ _INTEGER_RANGES = tuple((int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "b
 
 class Signature:
     """What the general path found for one key: the result's dtype, shape, strides and element
-    count, the element counts of the largest input and of the output given, and whether the operation can never warn (``fp_signals.SILENT``, a copy that does
-    not cast)."""
+    count, the element counts of the largest input and of the output given, and whether the
+    operation can never warn (``fp_signals.SILENT``, a copy that does not cast)."""
 
     __slots__ = ("dtype", "largest", "opcode", "out_size", "shape", "silent", "size", "strides")
 
@@ -141,12 +141,28 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
     runtime = None
+    for value in inputs:
+        if type(value) is ndarray:
+            runtime = value._base.runtime
+            break
+    else:
+        return NOT_FAST
+    limit = runtime.settled_threshold
+    small = limit > 0 and (out is None or math.prod(out._view.shape) < limit)  # decided first, as the general path does
+    if small:
+        for value in inputs:
+            if type(value) is ndarray and math.prod(value._view.shape) >= limit:
+                small = False
+                break
+    if small:
+        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
+        if eager is not NOT_SETTLED:
+            return eager
     kinds: list[Any] = [ufunc]
-    for value in inputs:  # the operands' kinds (see :func:`key`) and the runtime
+    for value in inputs:  # the operands' kinds, as :func:`key` gives them
         kind = type(value)
         if kind is ndarray:
             view = value._view
-            runtime = value._base.runtime
             kinds.append((view.dtype, view.shape))
         elif kind is float or kind is bool or kind is complex:
             kinds.append(kind)
@@ -159,26 +175,12 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
             kinds.append(value.dtype)
         else:
             return NOT_FAST
-    if runtime is None:
-        return NOT_FAST
-    signature = None
     if out is not None:
         view = out._view
-        if not (out._readonly or out._scalar):
-            kinds.append(("out", view.dtype, view.shape))
-            signature = _SIGNATURES.get(tuple(kinds))
-    else:
-        signature = _SIGNATURES.get(tuple(kinds))
-    if signature is None:  # the sizes the signature would give, for the settled check
-        largest = max([math.prod(value._view.shape) for value in inputs if type(value) is ndarray])
-        out_size = 0 if out is None else math.prod(out._view.shape)
-    else:
-        largest, out_size = signature.largest, signature.out_size
-    limit = runtime.settled_threshold
-    if largest < limit and out_size < limit:
-        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
-        if eager is not NOT_SETTLED:
-            return eager
+        if out._readonly or out._scalar:
+            return NOT_FAST
+        kinds.append(("out", view.dtype, view.shape))
+    signature = _SIGNATURES.get(tuple(kinds))
     if signature is None:
         return NOT_FAST
     seen = _seen
@@ -201,10 +203,10 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
     site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
     if out is not None:
-        runtime.record_call(signature.opcode, view, operands, out_size, largest, site)
+        runtime.record_call(signature.opcode, view, operands, signature.out_size, signature.largest, site)
         return out
     shape = signature.shape
-    base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, largest, site)
+    base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
     result = _new(ndarray)
     result._base = base
     result._view = view
