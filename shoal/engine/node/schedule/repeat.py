@@ -28,17 +28,28 @@ from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
 class Previous:
     """What :func:`repeated_shape` compares a batch with: the last keyed batch and its shape."""
 
-    __slots__ = ("carries", "constants", "decls", "direct", "direct_work", "outside", "shape", "steps")
+    __slots__ = ("_steps", "carries", "constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
 
     def __init__(self, batch: Batch, shape: BatchShape, direct: bool, direct_work: int) -> None:
         self.shape = shape
         self.direct = direct  # whether it ran instruction by instruction under ``direct_work``
         self.direct_work = direct_work
-        self.steps = [_step(instruction) for instruction in batch.instructions]
+        self.instructions: tuple[Instruction, ...] | None = tuple(batch.instructions)
+        self._steps: list[tuple] | None = None
         self.decls = tuple((decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated) for decl in batch.bases)
         self.carries = any(carried or given for _, _, _, carried, given in self.decls)
         self.outside = shape.key[2]
         self.constants = [(constant_kind(const.value), exact_key(const.value), const.value) for const in shape.constants]
+
+    @property
+    def steps(self) -> list[tuple]:
+        """The facts of each instruction (:func:`_step`), read when a batch is first compared
+        with this one (a structure that never recurs is not read twice)."""
+        steps = self._steps
+        if steps is None:
+            steps = self._steps = [_step(instruction) for instruction in self.instructions or ()]
+            self.instructions = None
+        return steps
 
 
 def _step(instruction: Instruction) -> tuple:
