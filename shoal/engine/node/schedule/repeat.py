@@ -28,43 +28,17 @@ from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
 class Previous:
     """What :func:`repeated_shape` compares a batch with: the last keyed batch and its shape."""
 
-    __slots__ = ("_steps", "carries", "constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
+    __slots__ = ("carries", "constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
 
     def __init__(self, batch: Batch, shape: BatchShape, direct: bool, direct_work: int) -> None:
         self.shape = shape
         self.direct = direct  # whether it ran instruction by instruction under ``direct_work``
         self.direct_work = direct_work
-        self.instructions: tuple[Instruction, ...] | None = tuple(batch.instructions)
-        self._steps: list[tuple] | None = None
+        self.instructions: tuple[Instruction, ...] = tuple(batch.instructions)
         self.decls = tuple((decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated) for decl in batch.bases)
         self.carries = any(carried or given for _, _, _, carried, given in self.decls)
         self.outside = shape.key[2]
         self.constants = [(constant_kind(const.value), exact_key(const.value), const.value) for const in shape.constants]
-
-    @property
-    def steps(self) -> list[tuple]:
-        """The facts of each instruction (:func:`_step`), read when a batch is first compared
-        with this one (a structure that never recurs is not read twice)."""
-        steps = self._steps
-        if steps is None:
-            steps = self._steps = [_step(instruction) for instruction in self.instructions or ()]
-            self.instructions = None
-        return steps
-
-
-def _step(instruction: Instruction) -> tuple:
-    """What the comparison reads of a previous instruction, read once: ``(op, base)`` for a
-    release, else ``(op, attributes, outputs, inputs, operands)`` with each operand's
-    ``(dtype, offset, shape, strides, base)``, or None for a constant (or anything else)."""
-    op = instruction.op
-    if op == "release":
-        base = instruction.attr("base")
-        return (op, base if type(base) is int else None)
-    operands = tuple(
-        (value.dtype, value.offset, value.shape, value.strides, value.base) if type(value) is View else None
-        for value in (*instruction.outputs, *instruction.inputs)
-    )
-    return (op, instruction.attrs, len(instruction.outputs), len(instruction.inputs), operands)
 
 
 def _same_dtype(new: Any, old: Any) -> bool:
@@ -75,9 +49,9 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
     """``batch``'s structure if it equals ``previous``'s in every fact the key holds (the
     previous key then serves), else None."""
     instructions = batch.instructions
-    steps = previous.steps
+    old_instructions = previous.instructions
     decls = batch.bases
-    if len(instructions) != len(steps) or len(decls) != len(previous.decls):
+    if len(instructions) != len(old_instructions) or len(decls) != len(previous.decls):
         return None
     shape = previous.shape
     old_ids = shape.ids
@@ -104,15 +78,17 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
     equal_old: dict[Any, Any] = {}
     constants: list[Any] = []
     old_constants = previous.constants
-    for instruction, step in zip(instructions, steps):
+    for instruction, old in zip(instructions, old_instructions):
         op = instruction.op
-        if op != step[0]:
+        if op != old.op:
             return None
         if op == "release":
-            attrs = instruction.attrs
-            value = attrs[0][1] if len(attrs) == 1 and attrs[0][0] == "base" else instruction.attr("base")
-            was = step[1]
-            if type(value) is not int or was is None:
+            attrs, old_attrs = instruction.attrs, old.attrs
+            if len(attrs) == 1 and len(old_attrs) == 1 and attrs[0][0] == "base" and old_attrs[0][0] == "base":
+                value, was = attrs[0][1], old_attrs[0][1]
+            else:
+                value, was = instruction.attr("base"), old.attr("base")
+            if type(value) is not int or type(was) is not int:
                 return None
             mapped = new_of.get(was)
             if mapped is None:
@@ -126,26 +102,26 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
             continue
         if op == "gather":
             return None  # its index values are keyed (``row_gather``): the full key decides
-        _, old_attrs, old_outputs, old_inputs, old_operands = step
         attrs = instruction.attrs
-        if attrs is not old_attrs and (attrs or old_attrs) and exact_key(attrs) != exact_key(old_attrs):
+        if attrs is not old.attrs and (attrs or old.attrs) and exact_key(attrs) != exact_key(old.attrs):
             return None
         outputs, inputs = instruction.outputs, instruction.inputs
-        if len(outputs) != old_outputs or len(inputs) != old_inputs:
+        old_outputs, old_inputs = old.outputs, old.inputs
+        if len(outputs) != len(old_outputs) or len(inputs) != len(old_inputs):
             return None
-        for value, was in zip(outputs + inputs, old_operands):
+        for value, was in zip(outputs + inputs, old_outputs + old_inputs):
             if type(value) is View:
-                if was is None:
-                    return None
-                dtype, offset, shape_, strides, was = was
-                if not (
-                    (value.dtype is dtype or _same_dtype(value.dtype, dtype))
-                    and value.offset == offset
-                    and value.shape == shape_
-                    and value.strides == strides
+                if type(was) is not View or not (
+                    value is was
+                    or (
+                        (value.dtype is was.dtype or _same_dtype(value.dtype, was.dtype))
+                        and value.offset == was.offset
+                        and value.shape == was.shape
+                        and value.strides == was.strides
+                    )
                 ):
                     return None
-                value = value.base
+                value, was = value.base, was.base
                 mapped = new_of.get(was)
                 if mapped is None:
                     if value in old_of:
@@ -158,7 +134,7 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
             elif type(value) is int:  # not an operand: the full key decides
                 return None
             else:
-                if was is not None:
+                if type(was) is View:
                     return None
                 new_value = value.value
                 old_kind, old_key, old_value = old_constants[len(constants)]
