@@ -85,8 +85,12 @@ def quieted() -> dict[str, str]:
 def raises() -> bool:
     """True if a category warns now and the warnings filters may make a ``RuntimeWarning`` an
     error (checked against the filters list only when it changed)."""
-    if not warned_categories():
-        return False
+    return bool(warned_categories()) and filters_raise()
+
+
+def filters_raise() -> bool:
+    """True if the warnings filters may make a ``RuntimeWarning`` an error (:func:`raises`
+    without its check of NumPy's error state)."""
     global _last_filters
     filters = warnings.filters
     last = _last_filters
@@ -236,7 +240,38 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     return recorded
 
 
+def call_site(frame: Any, warned: int) -> Site | None:
+    """:func:`site` for an element-wise call that can signal (no reduction: no NumPy entry)
+    while the categories ``warned`` (bits, not 0) warn, looked for from ``frame`` outwards;
+    cached by the user frame's code and bytecode position, whose line is then known without
+    computing it."""
+    internal = _internal_files
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        inside = internal.get(filename)
+        if inside is None:
+            inside = internal[filename] = filename.startswith(_INTERNAL)
+        if not inside:
+            break
+        frame = frame.f_back
+    else:
+        return None
+    key = (id(code), frame.f_lasti, warned)
+    known = _call_sites.get(key)
+    module_globals = frame.f_globals
+    if known is not None and known[0] is code and known[1].module_globals is module_globals:
+        return known[1]
+    if len(_call_sites) >= SITE_ENTRIES:
+        _call_sites.clear()
+    recorded = Site(code.co_filename, frame.f_lineno, module_globals, warned)
+    _call_sites[key] = (code, recorded)
+    return recorded
+
+
 SITE_ENTRIES = 4096
+_call_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}  # (id(code), bytecode offset, categories) -> its Site
+_internal_files: dict[str, bool] = {}  # file name -> whether Shoal's or NumPy's
 _sites: dict[tuple[Any, ...], tuple[CodeType, Site]] = {}  # (id(code), line, categories, entry) -> its Site
 
 

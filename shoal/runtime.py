@@ -22,6 +22,8 @@ from shoal import fp_warnings, held, salvage, settings, trace
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
+from shoal.frozen_values import new_decl, new_instruction, new_view
+from shoal.recording_calls import CallRecording
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
 
@@ -41,8 +43,6 @@ class Stats:
 
 
 _ref = weakref.ref
-
-
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
@@ -65,7 +65,7 @@ class LazyBase:
 
 
 
-class Runtime(SettledMemory):
+class Runtime(SettledMemory, CallRecording):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -234,6 +234,33 @@ class Runtime(SettledMemory):
             if len(instructions) >= self.flush_threshold and self._boundary.due(instructions, self.flush_threshold):
                 self.flush()
 
+    def record_new(
+        self,
+        op: str,
+        dtype: np.dtype,
+        shape: tuple[int, ...],
+        strides: tuple[int, ...],
+        size: int,
+        inputs: tuple,
+        largest_input: int,
+        site: fp_warnings.Site | None,
+    ) -> tuple[LazyBase, View]:
+        """:meth:`record_call` into a new base of ``size`` elements (:meth:`new_base`), viewed
+        whole with ``shape`` and ``strides``; returns the base and the view."""
+        if self._engine is None:
+            _ = self.engine
+        with self._lock:
+            base_id = self._next_id
+            self._next_id = base_id + 1
+            self.stats.bases_created += 1
+            self._pending.bases.append(new_decl(base_id, dtype, size))
+            self._declared.add(base_id)
+            base = LazyBase(self, base_id, dtype, size)
+            self._bases[base_id] = _ref(base)
+            view = new_view(base_id, dtype, 0, shape, strides)
+            self._record_call(op, view, inputs, size, largest_input, site)
+            return base, view
+
     def _unhold(self, outputs: tuple[View, ...], inputs: tuple) -> list[int]:
         """Hand the held bases an instruction reads or writes back to the engine; those that stay
         held (NumPy views of their memory are alive) are returned."""
@@ -264,14 +291,16 @@ class Runtime(SettledMemory):
         if self.orphans:
             self._released.extend(held.released_orphans(self))
         dropped = self._dropped
+        count = 0
         while dropped:
             dropped.popleft()
-            self.stats.bases_released += 1
+            count += 1
         released = self._released
+        append = self._pending.instructions.append
         while released:
-            base_id = released.popleft()
-            self._pending.instructions.append(Instruction("release", (), (), (("base", base_id),)))
-            self.stats.bases_released += 1
+            append(new_instruction("release", (), (), (("base", released.popleft()),)))
+            count += 1
+        self.stats.bases_released += count
 
     # running ---------------------------------------------------------------------------------
     def flush(self, wait: bool = False) -> None:

@@ -143,3 +143,24 @@ def test_a_different_opcode_count_or_gather_is_not_compared():
         [Instruction("gather", (View(40, F8, 0, (4,), (8,)),), (View(1, F8, 0, (8,), (8,)), View(41, np.dtype(np.intp), 0, (4,), (8,))), make_attrs(axis=0))],
     )
     assert repeated_shape(again, Previous(gather, shape, False, 0), LIVE) is None
+
+
+def test_a_constant_object_seen_before_still_pairs_with_one_value():
+    """A loop's literal is the same object every iteration and is not keyed again; which
+    constants are equal is still compared."""
+    x, y = float("0.5"), float("2.0")
+    before = _body(10, scalar=x, other=y)
+    assert _compare(before, _body(20, scalar=x, other=y))
+    assert not _compare(before, _body(20, scalar=x, other=x))
+    assert not _compare(before, _body(20, scalar=y, other=y))
+    assert _compare(before, _body(20, scalar=y, other=x))  # values rebound, as batch_shape keys them
+    assert not _compare(before, _body(20, scalar=1, other=y))
+
+
+def test_a_release_with_other_attributes_is_compared_by_its_base():
+    before, after = _body(10), _body(20)
+    for batch, base in ((before, 10), (after, 20)):
+        batch.instructions[-1] = Instruction("release", (), (), make_attrs(base=base, note=1))
+    assert _compare(before, after)
+    after.instructions[-1] = Instruction("release", (), (), make_attrs(base=2, note=1))
+    assert not _compare(before, after)

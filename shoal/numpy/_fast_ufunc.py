@@ -20,12 +20,15 @@ general path decides them.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Const, View
-from shoal.numpy._fperr import strict
+from shoal.bytecode import Const
+from shoal.engine.fp_signals import SILENT
+from shoal.fp_warnings import call_site, filters_raise, warned_categories
+from shoal.numpy._fperr import _strict_modes, strict
 from shoal.numpy._lazy import _memory_limit, contiguous_strides, ndarray
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
@@ -38,15 +41,23 @@ _INTEGER_RANGES = tuple((int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "b
 
 
 class Signature:
-    """What the general path found for one key: the result's dtype, shape and strides."""
+    """What the general path found for one key: the result's dtype, shape, strides and element
+    count, the element counts of the largest input and of the output given, and whether the
+    operation can never warn (``fp_signals.SILENT``, a copy that does not cast)."""
 
-    __slots__ = ("dtype", "opcode", "shape", "strides")
+    __slots__ = ("dtype", "largest", "opcode", "out_size", "shape", "silent", "size", "strides")
 
-    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+    def __init__(self, opcode: str, dtype: np.dtype, shape: tuple[int, ...], key_: tuple, first_dtype: np.dtype | None = None) -> None:
         self.opcode = opcode
+        # The element counts of the largest lazy input and of the output given: the key's shapes fix them.
+        self.largest = max([math.prod(kind[1]) for kind in key_[1:] if type(kind) is tuple and len(kind) == 2 and isinstance(kind[0], np.dtype)], default=0)
+        last = key_[-1]
+        self.out_size = math.prod(last[2]) if type(last) is tuple and len(last) == 3 and last[0] == "out" else 0
         self.dtype = dtype
         self.shape = shape
         self.strides = contiguous_strides(shape, dtype.itemsize)
+        self.size = math.prod(shape)
+        self.silent = opcode in SILENT or (opcode == "copy" and first_dtype == dtype)
 
 
 _SIGNATURES: dict[tuple, Signature] = {}
@@ -99,7 +110,28 @@ def learn(key_: tuple | None, opcode: str | None, ufunc: np.ufunc, inputs: tuple
         return
     if len(_SIGNATURES) >= SIGNATURE_ENTRIES:
         _SIGNATURES.clear()
-    _SIGNATURES[key_] = Signature(opcode, dtype, shape)
+    first = inputs[0]
+    _SIGNATURES[key_] = Signature(opcode, dtype, shape, key_, first._view.dtype if type(first) is ndarray else None)
+
+
+def _modes() -> int:
+    """The floating-point categories NumPy warns about now (bits), or -1 when an error must
+    reach the caller at once (:func:`shoal.numpy._fperr.strict`)."""
+    global _seen
+    if _STATE is None:
+        return -1 if strict() else warned_categories()
+    state = _STATE.get()
+    seen = _seen
+    if state is not seen[0]:
+        seen = _seen = (state, -1 if _strict_modes() else warned_categories())
+    bits = seen[1]
+    if bits > 0 and filters_raise():
+        return -1
+    return bits
+
+
+_STATE = getattr(np._core.umath, "_extobj_contextvar", None)
+_seen: tuple[Any, int] = (object(), -1)  # NumPy's last error state object, and :func:`_modes` for it
 
 
 def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
@@ -109,36 +141,80 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
     runtime = None
-    small = True
     for value in inputs:
         if type(value) is ndarray:
             runtime = value._base.runtime
-            if small and math.prod(value._view.shape) >= runtime.settled_threshold:
-                small = False
-    if runtime is None:
+            break
+    else:
         return NOT_FAST
-    if small and (out is None or math.prod(out._view.shape) < runtime.settled_threshold):
+    limit = runtime.settled_threshold
+    small = limit > 0 and (out is None or math.prod(out._view.shape) < limit)  # decided first, as the general path does
+    if small:
+        for value in inputs:
+            if type(value) is ndarray and math.prod(value._view.shape) >= limit:
+                small = False
+                break
+    if small:
         eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
         if eager is not NOT_SETTLED:
             return eager
-    signature_key = key(ufunc, inputs, out)
-    if signature_key is None:
-        return NOT_FAST
-    signature = _SIGNATURES.get(signature_key)
-    if signature is None or strict():
-        return NOT_FAST
-    operands = []
-    for value in inputs:
-        if type(value) is ndarray:
-            operands.append(value._view)
+    kinds: list[Any] = [ufunc]
+    for value in inputs:  # the operands' kinds, as :func:`key` gives them
+        kind = type(value)
+        if kind is ndarray:
+            view = value._view
+            kinds.append((view.dtype, view.shape))
+        elif kind is float or kind is bool or kind is complex:
+            kinds.append(kind)
+        elif kind is int:
+            int_kind = _int_kind(value)
+            if int_kind is None:
+                return NOT_FAST
+            kinds.append(int_kind)
+        elif isinstance(value, np.generic) and kind is not np.object_:
+            kinds.append(value.dtype)
         else:
-            operands.append(Const(value))
+            return NOT_FAST
     if out is not None:
-        runtime.record(signature.opcode, (out._view,), tuple(operands))
+        view = out._view
+        if out._readonly or out._scalar:
+            return NOT_FAST
+        kinds.append(("out", view.dtype, view.shape))
+    signature = _SIGNATURES.get(tuple(kinds))
+    if signature is None:
+        return NOT_FAST
+    seen = _seen
+    if _STATE is not None and _STATE.get() is seen[0]:
+        modes = seen[1]
+        if modes > 0 and filters_raise():
+            return NOT_FAST
+    else:
+        modes = _modes()
+    if modes < 0:
+        return NOT_FAST
+    if len(inputs) == 2:
+        first, second = inputs
+        operands: tuple = (
+            first._view if type(first) is ndarray else Const(first),
+            second._view if type(second) is ndarray else Const(second),
+        )
+    else:
+        operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
+    # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
+    site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
+    if out is not None:
+        runtime.record_call(signature.opcode, view, operands, signature.out_size, signature.largest, site)
         return out
-    dtype = signature.dtype
     shape = signature.shape
-    base = runtime.new_base(dtype, math.prod(shape))
-    result = ndarray._wrap(base, View(base.id, dtype, 0, shape, signature.strides), None, False, not shape)
-    runtime.record(signature.opcode, (result._view,), tuple(operands))
+    base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
+    result = _new(ndarray)
+    result._base = base
+    result._view = view
+    result._owner = None
+    result._readonly = False
+    result._scalar = not shape
+    result._held = None
     return result
+
+
+_new = object.__new__

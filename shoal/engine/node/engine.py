@@ -178,7 +178,8 @@ class NodeEngine(Component):
         plan_seconds = time.perf_counter() - planning + keyed
         tracer = trace.TRACER
         if tracer is not None:
-            tracer.complete("plan (replayed)" if replayed else "plan", "scheduling", planning, planning + plan_seconds)
+            # The structure key was computed before verification: the event covers the planning after it.
+            tracer.complete("plan (replayed)" if replayed else "plan", "scheduling", planning, planning + plan_seconds - keyed)
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
         self._active = cached.storage
         ops, source = (cached.ops, None) if building is None else ([], more)

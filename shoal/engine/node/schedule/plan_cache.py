@@ -279,16 +279,16 @@ def check_binding(planned_ids: tuple[int, ...], shape: BatchShape, storage: Stor
     ids = shape.ids
     if len(ids) != len(planned_ids) or len(set(ids)) != len(ids):
         fail(f"planned bases {planned_ids} do not map one to one onto bases {ids}")
-    declared, outside = shape.key[0], shape.key[2]
-    for position, base in enumerate(ids):
-        decl = storage.decls.get(base)
-        planned = declared[position][1:4] if position < shape.declared else outside[position - shape.declared]
+    live = storage.decls
+    for position, (base, planned) in enumerate(zip(ids, planned_facts(shape))):
         if planned is None:
             continue
+        decl = live.get(base)
         if decl is None:
             fail(f"base {base} (planned as base {planned_ids[position]}) is not live")
-        if (decl.dtype, decl.dtype.char, decl.size) != tuple(planned):
-            fail(f"base {base} is {decl.dtype}[{decl.size}], planned as {planned[0]}[{planned[2]}]")
+        dtype, char, size = planned
+        if not ((decl.dtype is dtype or decl.dtype == dtype) and decl.dtype.char == char and decl.size == size):
+            fail(f"base {base} is {decl.dtype}[{decl.size}], planned as {dtype}[{size}]")
     aliases = storage.aliases()
     if not aliases:
         return
@@ -297,6 +297,25 @@ def check_binding(planned_ids: tuple[int, ...], shape: BatchShape, storage: Stor
         used = base in position_of or position_of.get(region.base) in shape.written
         if used and position_of.get(base) not in shape.released_first:
             fail(f"base {base} is an alias of a view of base {region.base} that the plan touches")
+
+
+def planned_facts(shape: BatchShape) -> list[tuple | None]:
+    """(dtype, dtype character, size) the plan expects of each of ``shape``'s bases (None: a
+    base only released), computed once per key object (a repeated batch takes over its key)."""
+    key = shape.key
+    known = _facts.get(id(key))
+    if known is not None and known[0] is key:
+        return known[1]
+    declared, outside = key[0], key[2]
+    facts = [tuple(declared[position][1:4]) for position in range(shape.declared)]
+    facts.extend(None if planned is None else tuple(planned) for planned in outside)
+    if len(_facts) >= PLAN_CACHE_ENTRIES:
+        _facts.clear()
+    _facts[id(key)] = (key, facts)
+    return facts
+
+
+_facts: dict[int, tuple[tuple, list[tuple | None]]] = {}  # id(key) -> (key, its planned_facts)
 
 
 class PlanCache:

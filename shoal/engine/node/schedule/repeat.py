@@ -28,7 +28,7 @@ from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
 class Previous:
     """What :func:`repeated_shape` compares a batch with: the last keyed batch and its shape."""
 
-    __slots__ = ("constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
+    __slots__ = ("carries", "constants", "decls", "direct", "direct_work", "instructions", "outside", "shape")
 
     def __init__(self, batch: Batch, shape: BatchShape, direct: bool, direct_work: int) -> None:
         self.shape = shape
@@ -36,8 +36,9 @@ class Previous:
         self.direct_work = direct_work
         self.instructions: tuple[Instruction, ...] = tuple(batch.instructions)
         self.decls = tuple((decl.dtype, decl.dtype.char, decl.size, decl.id in batch.data, decl.id in batch.donated) for decl in batch.bases)
+        self.carries = any(carried or given for _, _, _, carried, given in self.decls)
         self.outside = shape.key[2]
-        self.constants = [(constant_kind(const.value), exact_key(const.value)) for const in shape.constants]
+        self.constants = [(constant_kind(const.value), exact_key(const.value), const.value) for const in shape.constants]
 
 
 def _same_dtype(new: Any, old: Any) -> bool:
@@ -59,17 +60,16 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
     ids: list[int] = []
     data = batch.data
     donated = batch.donated
-    for decl, (dtype, char, size, carried, given) in zip(decls, previous.decls):
+    plain = not (data or donated or previous.carries)  # no data on either side: nothing to compare
+    for decl, (dtype, char, size, carried, given), old in zip(decls, previous.decls, old_ids):
         base = decl.id
         if (
             base in old_of
             or not (decl.dtype is dtype or (decl.dtype == dtype and decl.dtype.char == char))
             or decl.size != size
-            or (base in data) != carried
-            or (base in donated) != given
+            or not (plain or ((base in data) == carried and (base in donated) == given))
         ):
             return None
-        old = old_ids[len(ids)]
         new_of[old] = base
         old_of[base] = old
         ids.append(base)
@@ -83,19 +83,34 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
         if op != old.op:
             return None
         if op == "release":
-            pairs: Any = ((instruction.attr("base"), old.attr("base")),)
-        elif op == "gather":
+            attrs, old_attrs = instruction.attrs, old.attrs
+            if len(attrs) == 1 and len(old_attrs) == 1 and attrs[0][0] == "base" and old_attrs[0][0] == "base":
+                value, was = attrs[0][1], old_attrs[0][1]
+            else:
+                value, was = instruction.attr("base"), old.attr("base")
+            if type(value) is not int or type(was) is not int:
+                return None
+            mapped = new_of.get(was)
+            if mapped is None:
+                if value in old_of:
+                    return None
+                new_of[was] = value
+                old_of[value] = was
+                ids.append(value)
+            elif mapped != value:
+                return None
+            continue
+        if op == "gather":
             return None  # its index values are keyed (``row_gather``): the full key decides
-        else:
-            attrs = instruction.attrs
-            if attrs is not old.attrs and (attrs or old.attrs) and exact_key(attrs) != exact_key(old.attrs):
-                return None
-            if len(instruction.outputs) != len(old.outputs) or len(instruction.inputs) != len(old.inputs):
-                return None
-            pairs = zip((*instruction.outputs, *instruction.inputs), (*old.outputs, *old.inputs))
-        for value, was in pairs:
-            kind = type(value)
-            if kind is View:
+        attrs = instruction.attrs
+        if attrs is not old.attrs and (attrs or old.attrs) and exact_key(attrs) != exact_key(old.attrs):
+            return None
+        outputs, inputs = instruction.outputs, instruction.inputs
+        old_outputs, old_inputs = old.outputs, old.inputs
+        if len(outputs) != len(old_outputs) or len(inputs) != len(old_inputs):
+            return None
+        for value, was in zip(outputs + inputs, old_outputs + old_inputs):
+            if type(value) is View:
                 if type(was) is not View or not (
                     value is was
                     or (
@@ -107,30 +122,31 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
                 ):
                     return None
                 value, was = value.base, was.base
-            elif kind is int:  # a released base
-                if type(was) is not int:
+                mapped = new_of.get(was)
+                if mapped is None:
+                    if value in old_of:
+                        return None
+                    new_of[was] = value
+                    old_of[value] = was
+                    ids.append(value)
+                elif mapped != value:
                     return None
+            elif type(value) is int:  # not an operand: the full key decides
+                return None
             else:
                 if type(was) is View:
                     return None
                 new_value = value.value
-                old_kind, old_key = old_constants[len(constants)]
-                if constant_kind(new_value) != old_kind:
-                    return None
-                new_key = exact_key(new_value)
+                old_kind, old_key, old_value = old_constants[len(constants)]
+                if new_value is old_value:  # a loop's literal: the same object every iteration
+                    new_key = old_key
+                else:
+                    if constant_kind(new_value) != old_kind:
+                        return None
+                    new_key = exact_key(new_value)
                 if equal_new.setdefault(new_key, old_key) != old_key or equal_old.setdefault(old_key, new_key) != new_key:
                     return None
                 constants.append(value)
-                continue
-            mapped = new_of.get(was)
-            if mapped is None:
-                if value in old_of:
-                    return None
-                new_of[was] = value
-                old_of[value] = was
-                ids.append(value)
-            elif mapped != value:
-                return None
     if len(ids) != len(old_ids):
         return None
     for base, outside in zip(ids[shape.declared :], previous.outside):

@@ -1,0 +1,120 @@
+"""Recording a remembered ufunc call in one pass (``_fast_ufunc.record``, ``Runtime.record_new``,
+``fp_warnings.call_site``): the warnings NumPy gives name the line of each call, also when the
+same lines record again from the site cache; NumPy's error state and the warnings filters are
+read at every call; the lazy array built in place is the one ``ndarray._wrap`` builds.
+
+Every program runs on NumPy and on Shoal (every array lazy, the node and reference engines)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy
+import pytest
+
+import shoal.numpy as snp
+from shoal import runtime
+from shoal.numpy import _fast_ufunc
+from shoal.numpy._lazy import ndarray
+
+
+@pytest.fixture(params=["node", "reference"])
+def lazy(request, monkeypatch):
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    with runtime.configure(engine=request.param, eager_threshold=0, flush_threshold=64, settled_threshold=0) as rt:
+        yield rt
+
+
+@pytest.fixture
+def sites(monkeypatch):
+    """The number of warning sites the fast path looked up (the test must reach it)."""
+    calls = [0]
+    looked_up = _fast_ufunc.call_site
+
+    def counting(frame, warned):
+        calls[0] += 1
+        return looked_up(frame, warned)
+
+    monkeypatch.setattr(_fast_ufunc, "call_site", counting)
+    return calls
+
+
+def _warned(np, program) -> tuple[list, list]:
+    """(values read, (category, message, line) of each warning) of ``program`` under filters
+    that show every warning."""
+    reads: list = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program(np, reads)
+        values = [numpy.asarray(read) for read in reads]  # lazy work runs, and warns, here
+    return values, [(w.category, str(w.message), w.lineno) for w in caught]
+
+
+def _same(program) -> None:
+    expected, got = _warned(numpy, program), _warned(snp, program)
+    assert len(expected[0]) == len(got[0])
+    for want, have in zip(expected[0], got[0]):
+        numpy.testing.assert_array_equal(have, want)
+        assert have.dtype == want.dtype
+    assert got[1] == expected[1]
+
+
+def test_warnings_of_remembered_calls_name_each_calls_line(lazy, sites):
+    def program(np, reads):
+        a = np.arange(6.0) - 2.0
+        for _ in range(4):
+            b = 1.0 / a
+            c = np.log(a)
+            d = b * 0.5 + c
+            reads.append(d[:])
+
+    _same(program)
+    assert sites[0] > 0
+
+
+def test_error_state_changed_between_iterations_is_read_at_each_call(lazy, sites):
+    def program(np, reads):
+        a = np.arange(4.0)
+        for step in range(6):
+            if step % 3 == 1:
+                with np.errstate(divide="ignore"):
+                    reads.append(1.0 / a)
+            elif step % 3 == 2:
+                with np.errstate(divide="warn", invalid="ignore"):
+                    reads.append(np.divide(a, a))
+            else:
+                reads.append(1.0 / a)
+
+    _same(program)
+    assert sites[0] > 0
+
+
+def test_a_filter_made_an_error_after_learning_raises_at_the_call(lazy):
+    def program(np):
+        a = np.arange(3.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("always")
+            for _ in range(3):
+                b = 1.0 / (a + 1.0)
+                b += 0.5
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(RuntimeWarning, match="divide by zero encountered in divide"):
+                b = 1.0 / a
+        return b
+
+    program(numpy)
+    numpy.testing.assert_array_equal(numpy.asarray(program(snp)), numpy.asarray(program(numpy)))
+
+
+def test_an_array_wrapped_in_place_has_every_slot_wrap_sets(lazy):
+    a = snp.arange(8.0)
+    with numpy.errstate(all="ignore"):
+        for _ in range(3):
+            result = a * 2.0  # remembered from the second call on
+    assert type(result) is ndarray
+    expected = ndarray._wrap(result._base, result._view, None, False, False)
+    for slot in ndarray.__slots__:
+        if slot != "__weakref__":
+            assert getattr(result, slot) is getattr(expected, slot), slot
+    numpy.testing.assert_array_equal(numpy.asarray(result), numpy.arange(8.0) * 2.0)
