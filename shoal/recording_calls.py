@@ -49,6 +49,12 @@ class CallRecording:
                 read.add(value.base)
         limit = self.settled_threshold
         self._small_run = self._small_run + 1 if output_size < limit and largest_input <= PRODUCT_READ_FACTOR * limit else 0
+        self._recorded(instructions, site, kept)
+
+    def _recorded(self: Runtime, instructions: list, site: fp_warnings.Site | None, kept: object) -> None:
+        """After an instruction was appended (lock held): its warning site, the arrays carried
+        for it dropped, the batch run at once if NumPy views of a held base it touches are alive
+        (``kept``), or at the flush threshold."""
         if site is not None:
             self._sites[len(instructions) - 1] = site
         if self._carried:

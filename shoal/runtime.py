@@ -224,15 +224,7 @@ class Runtime(SettledMemory, CallRecording):
                         small = False
             self._small_run = self._small_run + 1 if small else 0
 
-            site = fp_warnings.site(op, outputs, inputs)
-            if site is not None:
-                self._sites[len(instructions) - 1] = site
-            if self._carried:
-                self._carried.clear()
-            if kept:  # NumPy views of a held base see the work now, as NumPy would have done it
-                self.flush(wait=True)
-            if len(instructions) >= self.flush_threshold and self._boundary.due(instructions, self.flush_threshold):
-                self.flush()
+            self._recorded(instructions, fp_warnings.site(op, outputs, inputs), kept)
 
     def record_new(
         self,
