@@ -158,38 +158,13 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
         if eager is not NOT_SETTLED:
             return eager
-    kinds: list[Any] = [ufunc]
-    for value in inputs:  # the operands' kinds, as :func:`key` gives them
-        kind = type(value)
-        if kind is ndarray:
-            view = value._view
-            kinds.append((view.dtype, view.shape))
-        elif kind is float or kind is bool or kind is complex:
-            kinds.append(kind)
-        elif kind is int:
-            int_kind = _int_kind(value)
-            if int_kind is None:
-                return NOT_FAST
-            kinds.append(int_kind)
-        elif isinstance(value, np.generic) and kind is not np.object_:
-            kinds.append(value.dtype)
-        else:
-            return NOT_FAST
-    if out is not None:
-        view = out._view
-        if out._readonly or out._scalar:
-            return NOT_FAST
-        kinds.append(("out", view.dtype, view.shape))
-    signature = _SIGNATURES.get(tuple(kinds))
+    signature_key = key(ufunc, inputs, out)
+    if signature_key is None:
+        return NOT_FAST
+    signature = _SIGNATURES.get(signature_key)
     if signature is None:
         return NOT_FAST
-    seen = _seen
-    if _STATE is not None and _STATE.get() is seen[0]:
-        modes = seen[1]
-        if modes > 0 and filters_raise():
-            return NOT_FAST
-    else:
-        modes = _modes()
+    modes = _modes()
     if modes < 0:
         return NOT_FAST
     if len(inputs) == 2:
@@ -203,7 +178,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
     site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
     if out is not None:
-        runtime.record_call(signature.opcode, view, operands, signature.out_size, signature.largest, site)
+        runtime.record_call(signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
         return out
     shape = signature.shape
     base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
