@@ -173,16 +173,16 @@ class ndarray(metaclass=_NdarrayMeta):
         self.imag[...] = value
 
     @property
-    def flat(self) -> _FlatIter:
-        return _FlatIter(self)
+    def flat(self) -> _flat.FlatIter:
+        return _flat.FlatIter(self)
 
     @flat.setter
     def flat(self, value: Any) -> None:
-        _FlatIter(self)[...] = value
+        _flat.FlatIter(self)[...] = value
 
     @property
-    def flags(self) -> Any:
-        return _Flags(self)
+    def flags(self) -> _flat.Flags:
+        return _flat.Flags(self)
 
     # reading values (flush triggers) ---------------------------------------------------------
     def _value(self) -> np.ndarray:
@@ -311,49 +311,6 @@ class ndarray(metaclass=_NdarrayMeta):
                 memory[key] = value
             return
         _index.setitem(self, key, value)
-
-
-class _FlatIter:
-    """``a.flat``: iteration reads values; indexing and assignment go through a flat view or copy."""
-
-    def __init__(self, array: ndarray) -> None:
-        self._array = array
-
-    def __iter__(self):
-        return iter(self._array._value().reshape(-1))
-
-    def __len__(self) -> int:
-        return self._array.size
-
-    def __getitem__(self, key: Any) -> Any:
-        result = self._array.reshape(-1)[key]
-        return result.copy() if is_lazy(result) and not result._scalar else result
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        array = self._array
-        if key is Ellipsis or key == slice(None):
-            value = value if is_lazy(value) and value.size == array.size else np.resize(materialize(value), array.size)
-            array[...] = value.reshape(array.shape)
-            return
-        if array._view.is_contiguous():
-            array.reshape(-1)[key] = value
-            return
-        flat = array.flatten()
-        flat[key] = value
-        array[...] = flat.reshape(array.shape)
-
-
-class _Flags:
-    def __init__(self, array: ndarray) -> None:
-        view = array._view
-        self.writeable = not array._readonly
-        self.c_contiguous = self.contiguous = view.is_contiguous()
-        self.f_contiguous = ndarray._wrap(array._base, View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]))._view.is_contiguous()
-        self.owndata = array._owner is None
-        self.aligned = True
-
-    def __getitem__(self, name: str) -> bool:
-        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}.get(name, name.lower()))
 
 
 def _held_memory(array: ndarray) -> np.ndarray:
@@ -489,6 +446,7 @@ from shoal.numpy import (  # noqa: E402
     _dispatch,
     _einsum,  # noqa: F401  (einsum as views, sums and matrix products)
     _fast_ufunc,
+    _flat,
     _index,
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
