@@ -8,6 +8,8 @@ spare buffers of released arrays in the way.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy
 import pytest
 
@@ -154,3 +156,40 @@ def test_a_zero_fill_dropped_by_the_node_engine_leaves_no_instruction(monkeypatc
         total = float(z.sum())
         assert total == 0.0
         assert rt.engine.last_stats.instructions == 1  # the sum alone; the fill went
+
+
+def _zeros_then_warnings(np):
+    """Two new zero arrays (fills the engine drops) recorded before two steps that warn on two
+    lines: the notes name positions in the batch as sent, fills included."""
+    a = np.zeros(4096)
+    b = np.zeros(4096)
+    quotient = np.divide(1.0, a)  # divide by zero
+    logarithm = np.log(b - 1.0)  # invalid
+    return quotient + logarithm
+
+
+def test_warnings_after_dropped_zero_fills_name_numpys_lines(monkeypatch):
+    from fp_engines import blocked_engine
+
+    from shoal.engine.node import engine as node_engine
+
+    dropped = []
+
+    def counting(batch, storage):
+        kept = drop_zero_fills(batch, storage)
+        dropped.append(len(batch.instructions) - len(kept.instructions))
+        return kept
+
+    monkeypatch.setattr(node_engine, "drop_zero_fills", counting)
+
+    def shown(np):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            numpy.asarray(_zeros_then_warnings(np))
+        return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+
+    expected = shown(numpy)
+    assert len(expected) == 2
+    with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
+        assert shown(snp) == expected
+    assert sum(dropped) == 2  # both fills went

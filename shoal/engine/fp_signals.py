@@ -141,10 +141,13 @@ class running:
             self._held.release()
 
 
-def planned(batch: Batch) -> None:
-    """``batch`` is being planned: its instructions' positions serve the plan's later replays."""
-    if not _running.watched:
+def planned() -> None:
+    """The batch being run is being planned: its instructions' positions, as sent (an engine may
+    plan fewer instructions), serve the plan's later replays."""
+    running = _running
+    if not running.watched:
         return
+    batch = running.batch
     with _lock:
         if len(_positions) > _PRUNE_AT:
             for key, (instruction, _position) in list(_positions.items()):

@@ -75,7 +75,6 @@ def _take_donated(batch: Batch) -> None:
 
 
 REMEMBERED_STRUCTURES = 8
-_NO_BATCH = Batch()
 
 
 class NodeEngine(Component):
@@ -94,7 +93,6 @@ class NodeEngine(Component):
         self._previous: dict[tuple, Previous] = {}  # the last keyed batch of each opcode sequence (``repeat.py``)
         self.repeated = 0  # batches that took the previous batch's key (a counter for tests)
         self._storage = Storage()
-        self._sent = _NO_BATCH  # the batch being run, as sent (before ``drop_zero_fills``)
         self._pool: WorkerPool | None = None
         self._kernels: KernelCache | None = None
         self.last_stats = BatchStats()
@@ -119,16 +117,12 @@ class NodeEngine(Component):
     def execute(self, batch: Batch) -> None:
         tracer = trace.TRACER
         with fp_signals.running(batch):  # the batch as sent: its positions name instructions
-            self._sent = batch
-            try:
-                batch = drop_zero_fills(batch, self._storage)
-                if tracer is None:
-                    self._execute(batch)
-                    return
-                with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
-                    self._execute(batch)
-            finally:
-                self._sent = _NO_BATCH  # the batch's data and instructions are not kept alive
+            batch = drop_zero_fills(batch, self._storage)
+            if tracer is None:
+                self._execute(batch)
+                return
+            with tracer.span("execute batch", "scheduling", {"instructions": len(batch.instructions)}):
+                self._execute(batch)
 
     def _execute(self, batch: Batch) -> None:
         pool, kernels = self._ready()
@@ -262,7 +256,7 @@ class NodeEngine(Component):
         storage: Storage | BoundStorage = self._storage
         if shape is not None:
             storage = BoundStorage(self._storage, {base: base for base in shape.ids}, shape.constants)
-        fp_signals.planned(self._sent)  # positions in the batch as sent (zero fills dropped since)
+        fp_signals.planned()
         plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
         positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions)
