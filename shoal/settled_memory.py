@@ -82,11 +82,11 @@ class SettledMemory:
         its memory, that work runs first (a flush) when ``element`` is true (one element is read)
         or the last ``SETTLING_RUN`` recorded instructions were all small (small results, reading
         up to ``PRODUCT_READ_FACTOR`` times the threshold: a column loop of matrix-vector
-        products settles too). An element loop over a
-        freshly computed array, or a row loop filling a new one, then costs one flush, not a
-        recorded instruction per element or row; an element read that flushed holds the base at
-        once (:mod:`shoal.held`), so the reads after it are NumPy's indexing; a batch of whole-array work (a stencil's loop
-        body writing a boundary row) is not cut for a small view."""
+        products settles too). An element loop over a freshly computed array, or a row loop
+        filling a new one, then costs one flush, not a recorded instruction per element or row;
+        an element read that flushed holds the base at once (:mod:`shoal.held`), so the reads
+        after it are NumPy's indexing; a batch of whole-array work (a stencil's loop body writing
+        a boundary row) is not cut for a small view."""
         with self._lock:
             memory = self.memory(view, write)
             if memory is not None or not self.settled_threshold:
