@@ -32,9 +32,9 @@ _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
 _last_state: tuple[Any, int] = (object(), 0)
 _last_filters: tuple[Any, int, Any, str, bool] = (None, 0, None, "", False)  # list, length, first, default, verdict
 _INTERNAL = (os.path.dirname(__file__), os.path.dirname(np.__file__))
-# id(code) -> (whether Shoal's or NumPy's, the code): a code object's hash is computed from its
-# contents on every call (0.3 µs), and a recording walks several frames.
-_internal_code: dict[int, tuple[bool, CodeType]] = {}
+# file name -> whether Shoal's or NumPy's (a string caches its hash; a code object's is computed
+# from its contents on every call, 0.3 µs, and a recording walks several frames)
+_internal_files: dict[str, bool] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,11 +127,11 @@ def _user_frame_and_caller(frame: Any) -> tuple[Any, Any]:
     ``frame`` is the user's own)."""
     outer = None
     while frame is not None:
-        code = frame.f_code
-        known = _internal_code.get(id(code))
-        if known is None or known[1] is not code:
-            known = _internal_code[id(code)] = (code.co_filename.startswith(_INTERNAL), code)
-        if not known[0]:
+        filename = frame.f_code.co_filename
+        inside = _internal_files.get(filename)
+        if inside is None:
+            inside = _internal_files[filename] = filename.startswith(_INTERNAL)
+        if not inside:
             return frame, outer
         outer = frame
         frame = frame.f_back
@@ -271,7 +271,6 @@ def call_site(frame: Any, warned: int) -> Site | None:
 
 SITE_ENTRIES = 4096
 _call_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}  # (id(code), bytecode offset, categories) -> its Site
-_internal_files: dict[str, bool] = {}  # file name -> whether Shoal's or NumPy's
 _sites: dict[tuple[Any, ...], tuple[CodeType, Site]] = {}  # (id(code), line, categories, entry) -> its Site
 
 
