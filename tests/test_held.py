@@ -178,3 +178,29 @@ def test_a_fresh_result_read_by_element_is_held_at_its_first_read(lazy):
     assert a._base.id in lazy.held
     same([source[2, 2] * 1.0], [first])
     same(diagonal_steps(numpy, source.copy(), 4), diagonal_steps(snp, snp.array(source), 4))
+
+
+def test_an_array_index_into_held_memory_gives_a_new_lazy_array(lazy, monkeypatch):
+    """``grid[mask]``, ``grid[[1, 3]]`` of a held base are new arrays NumPy computed from the held
+    memory; a large one is lazy, so a lazy operation takes it as it is (no snapshot copy)."""
+    from shoal.numpy import _uploads
+
+    snapshots = []
+    original = _uploads.UploadCache.store
+    monkeypatch.setattr(_uploads.UploadCache, "store", lambda self, *args: snapshots.append(args[0].shape) or original(self, *args))
+
+    def program(np, watch=None):
+        grid = np.arange(144.0).reshape(12, 12) / 7.0
+        mask = grid > 5.0  # lazy, computed before the hold
+        gauss_seidel(np, grid, 1)
+        picked, rows, columns = grid[mask], grid[[1, 3, 3]], grid[:, np.arange(3)]
+        if watch is not None:
+            watch += [grid._base.id in lazy.held, type(picked), type(rows), type(columns)]
+        doubled = picked * 2.0
+        grid[mask] = 0.0  # the picked values were copied out before
+        return [picked, rows, columns, doubled, grid]
+
+    watch: list = []
+    same(program(numpy), program(snp, watch))
+    assert watch == [True, snp.ndarray, snp.ndarray, snp.ndarray]
+    assert not snapshots

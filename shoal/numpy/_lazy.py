@@ -291,11 +291,14 @@ class ndarray(metaclass=_NdarrayMeta):
     # indexing --------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> Any:
         memory = self._held
-        if memory is not None:  # the base is held: NumPy's indexing of its memory (shoal.held)
-            return memory[key]
-        if self._base.held is not None and not self._scalar:
-            return _held_memory(self)[key]
-        return _index.getitem(self, key)
+        if memory is None:
+            if self._base.held is None or self._scalar:
+                return _index.getitem(self, key)
+            memory = _held_memory(self)
+        result = memory[key]  # the base is held: NumPy's indexing of its memory (shoal.held)
+        if type(result) is np.ndarray and not is_small(result.size) and _advanced(key):
+            return from_numpy(result, copy=False)  # a new array: lazy, as an indexed lazy array's
+        return result
 
     def __setitem__(self, key: Any, value: Any) -> None:
         memory = self._held
@@ -311,6 +314,12 @@ class ndarray(metaclass=_NdarrayMeta):
                 memory[key] = value
             return
         _index.setitem(self, key, value)
+
+
+def _advanced(key: Any) -> bool:
+    """Whether ``key`` indexes with an array or a list, so that NumPy's result is a new array."""
+    items = key if type(key) is tuple else (key,)
+    return any(isinstance(item, (np.ndarray, ndarray, list)) for item in items)
 
 
 def _held_memory(array: ndarray) -> np.ndarray:
