@@ -204,3 +204,46 @@ def test_an_array_index_into_held_memory_gives_a_new_lazy_array(lazy, monkeypatc
     same(program(numpy), program(snp, watch))
     assert watch == [True, snp.ndarray, snp.ndarray, snp.ndarray]
     assert not snapshots
+
+
+def test_products_of_held_bases_are_numpys(lazy, monkeypatch):
+    """``a @ v``, ``v @ a``, ``np.dot`` and ``np.matmul`` of held bases are NumPy's calls on the
+    held memory: values, dtypes, shape errors and overflow warnings (at the caller's line) as
+    NumPy's, nothing recorded or settled on the way."""
+    from shoal.numpy import _linalg
+
+    def program(np):
+        grid = np.arange(144.0).reshape(12, 12) / 7.0
+        ints = np.arange(144).reshape(12, 12)
+        gauss_seidel(np, grid, 1)
+        for i in range(12):
+            ints[i, 0] = ints[i, 1]
+        v = numpy.linspace(0.0, 1.0, 12)  # NumPy's: the products read held memory only
+        results = [grid @ v, v @ grid, np.dot(grid, v), np.matmul(grid, grid), grid @ ints, ints @ ints, np.dot(ints, 2)]
+        with pytest.raises(ValueError) as error:
+            grid @ numpy.ones(5)
+        results.append(str(error.value))
+        with pytest.raises(ValueError) as error:
+            np.dot(grid, numpy.ones(5))
+        results.append(str(error.value))
+        return results
+
+    expected = program(numpy)
+    monkeypatch.setattr(_linalg, "settled_product", lambda *args: pytest.fail("settled, not held"))
+    got = program(snp)
+    assert lazy.held
+    same(expected[:-2], got[:-2])
+    assert got[-2:] == expected[-2:]
+
+    big = snp.full((4, 4), 1e300)
+    for i in range(4):
+        big[i, 0] = big[i, 1]
+    assert big._base.id in lazy.held
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        big @ big  # overflows, as under NumPy
+        snp.dot(big, big)
+    assert [(w.category, str(w.message), w.filename) for w in caught] == [
+        (RuntimeWarning, "overflow encountered in matmul", __file__),
+        (RuntimeWarning, "overflow encountered in dot", __file__),
+    ]

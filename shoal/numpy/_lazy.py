@@ -316,6 +316,17 @@ class ndarray(metaclass=_NdarrayMeta):
         _index.setitem(self, key, value)
 
 
+def held_memory(value: Any) -> Any:
+    """``value``'s NumPy view of its held base (:mod:`shoal.held`) if it is a lazy array of one,
+    ``value`` itself if it is not a lazy array, else None."""
+    if type(value) is not ndarray:
+        return value
+    memory = value._held
+    if memory is None and value._base.held is not None and not value._scalar:
+        memory = _held_memory(value)
+    return memory
+
+
 def _advanced(key: Any) -> bool:
     """Whether ``key`` indexes with an array or a list, so that NumPy's result is a new array."""
     items = key if type(key) is tuple else (key,)

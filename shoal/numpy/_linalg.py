@@ -7,8 +7,17 @@ from typing import Any
 
 import numpy as np
 
+from shoal.fp_warnings import at_user_line
 from shoal.numpy._fperr import deliver_now, plain, strict
-from shoal.numpy._lazy import deliver, is_lazy, is_small, new_array, operand
+from shoal.numpy._lazy import (
+    deliver,
+    held_memory,
+    is_lazy,
+    is_small,
+    new_array,
+    operand,
+    wrap_numpy,
+)
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_product
 
@@ -22,8 +31,23 @@ def _info(value: Any) -> tuple[tuple[int, ...], np.dtype]:
     return array.shape, array.dtype
 
 
+def held_product(function: Any, a: Any, b: Any) -> Any:
+    """``function(a, b)`` (``np.matmul`` or ``np.dot``) computed by NumPy at once, with NumPy's
+    checks and errors, if a lazy operand is a view of a held base and every other one is too
+    (:mod:`shoal.held`); else :data:`NOT_SETTLED`."""
+    memory_a = held_memory(a)
+    memory_b = held_memory(b) if memory_a is not None else None
+    if memory_b is None or (memory_a is a and memory_b is b):
+        return NOT_SETTLED
+    return wrap_numpy(at_user_line(function, memory_a, memory_b))
+
+
 def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
     """``np.matmul``: shapes and errors as NumPy's, checked at the call."""
+    if out is None and not kwargs:
+        eager = held_product(np.matmul, a, b)
+        if eager is not NOT_SETTLED:
+            return eager
     if isinstance(out, tuple):
         out = out[0]
     (sa, da), (sb, db) = _info(a), _info(b)
@@ -48,6 +72,10 @@ def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
 
 def dot(a: Any, b: Any, out: Any = None) -> Any:
     """``np.dot``."""
+    if out is None:
+        eager = held_product(np.dot, a, b)
+        if eager is not NOT_SETTLED:
+            return eager
     (sa, da), (sb, db) = _info(a), _info(b)
     if not sa or not sb:
         from shoal.numpy._ufunc import apply_ufunc

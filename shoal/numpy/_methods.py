@@ -93,6 +93,9 @@ ndarray.__invert__ = lambda self: apply_ufunc(np.invert, (self,))
 ndarray.__divmod__ = lambda self, other: apply_ufunc(np.divmod, (self, other))
 ndarray.__rdivmod__ = lambda self, other: apply_ufunc(np.divmod, (other, self))
 def _matmul(a: Any, b: Any) -> Any:
+    eager = _linalg.held_product(np.matmul, a, b)
+    if eager is not NOT_SETTLED:
+        return eager
     eager = settled_call(np.matmul, (a, b))
     return _linalg.matmul(a, b) if eager is NOT_SETTLED else eager
 
