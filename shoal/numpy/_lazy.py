@@ -295,10 +295,10 @@ class ndarray(metaclass=_NdarrayMeta):
             if self._base.held is None or self._scalar:
                 return _index.getitem(self, key)
             memory = _held_memory(self)
-        result = memory[key]  # the base is held: NumPy's indexing of its memory (shoal.held)
-        if type(result) is np.ndarray and not is_small(result.size) and _advanced(key):
-            return from_numpy(result, copy=False)  # a new array: lazy, as an indexed lazy array's
-        return result
+        kind = type(key)
+        if kind is tuple or kind is int or kind is slice:  # the base is held: NumPy's indexing of its memory (shoal.held)
+            return memory[key]
+        return _held_index(memory, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         memory = self._held
@@ -327,10 +327,13 @@ def held_memory(value: Any) -> Any:
     return memory
 
 
-def _advanced(key: Any) -> bool:
-    """Whether ``key`` indexes with an array or a list, so that NumPy's result is a new array."""
-    items = key if type(key) is tuple else (key,)
-    return any(isinstance(item, (np.ndarray, ndarray, list)) for item in items)
+def _held_index(memory: np.ndarray, key: Any) -> Any:
+    """``memory[key]``, a large new array (``key`` an index array or list) as a lazy array, as
+    indexing a lazy array gives, so that a lazy operation takes it without a snapshot copy."""
+    result = memory[key]
+    if type(result) is np.ndarray and result.base is not memory.base and not is_small(result.size):
+        return from_numpy(result, copy=False)
+    return result
 
 
 def _held_memory(array: ndarray) -> np.ndarray:
