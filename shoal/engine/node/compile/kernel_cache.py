@@ -206,8 +206,9 @@ class KernelCache:
         self.compiled = 0
         self.errors: list[str] = []
 
-    def lookup(self, program: KernelProgram) -> Callable[..., Any] | None:
-        """The compiled kernel for ``program`` if ready; may start compiling or loading it.
+    def lookup(self, program: KernelProgram, key: str | None = None) -> Callable[..., Any] | None:
+        """The compiled kernel for ``program`` (``key``: its kernel key, if known) if ready; may
+        start compiling or loading it.
 
         Sync mode compiles now. Background mode counts the NumPy time the program's view-blocks
         would take: a structure whose blocks in this batch (with what it ran before) outweigh
@@ -217,7 +218,7 @@ class KernelCache:
         """
         if self.mode is CompileMode.OFF:
             return None
-        key = kernel_key(program.structure())
+        key = key or kernel_key(program.structure())
         kernel = self._ready.get(key)
         if kernel is not None or key in self._failed:
             return kernel

@@ -165,7 +165,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
 
     def slot_of(operand: View | Const, write: bool, strides: tuple[int, ...] | None = None) -> int:
         if isinstance(operand, Const):
-            slots.append(Slot(CONST, _const_dtype(operand), const=operand))
+            slots.append(Slot(CONST, const_dtype(operand), const=operand))
             raw_strides.append(())
             return len(slots) - 1
         if strides is None:
@@ -232,7 +232,7 @@ def lower(group: Group, temporaries: set[int], block_elements: int) -> KernelPro
     return KernelProgram(shape, slots, steps, reductions, blocks, math.prod(group.shape), reaches, reduced)
 
 
-def _const_dtype(const: Const) -> np.dtype:
+def const_dtype(const: Const) -> np.dtype:
     value = const.value
     if isinstance(value, np.generic):
         return value.dtype

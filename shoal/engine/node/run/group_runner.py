@@ -23,11 +23,11 @@ from shoal.engine.node.run.tiles import run_tiles
 class GroupRunner:
     """Runs view-blocks of one kernel program: compiled if ready, NumPy tiles otherwise."""
 
-    def __init__(self, program: KernelProgram, storage: Storage, kernels: KernelCache | None) -> None:
+    def __init__(self, program: KernelProgram, storage: Storage, kernels: KernelCache | None, key: str | None = None) -> None:
         self.program = program
         self.storage = storage
         self.kernels = kernels
-        self.key = kernel_key(program.structure()) if kernels is not None else ""
+        self.key = "" if kernels is None else key or kernel_key(program.structure())
         self.compiled_blocks = 0
         self._held: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._prepared: dict[int, PreparedCall] = {}  # view-block -> call of a library kernel

@@ -24,7 +24,7 @@ from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.geometry import base_blocks, extent
 from shoal.engine.node.codegen.kernel_source import compilable
 from shoal.engine.node.compile.kernel_cache import CompileMode, KernelCache, kernel_key
-from shoal.engine.node.lower.program import ARRAY, DEFERRED, KernelProgram, block_offset, lower
+from shoal.engine.node.lower.program import ARRAY, DEFERRED, KernelProgram, block_offset
 from shoal.engine.node.lower.sweeps import (
     DEFAULT_SWEEPS_PER_PASS,
     fused,
@@ -40,6 +40,7 @@ from shoal.engine.node.run.tiles import finalize
 from shoal.engine.node.run.whole import run_whole
 from shoal.engine.node.schedule.context import MIN_VIEW_BLOCK_ELEMENTS, BuildContext
 from shoal.engine.node.schedule.gather_slabs import gather_slabs
+from shoal.engine.node.schedule.lowering_memo import LoweringMemo
 from shoal.engine.node.schedule.panels import axis_panels, row_panels
 
 
@@ -67,6 +68,7 @@ class Builder:
         self.counts = self.context.counts
         self.runners: list[GroupRunner] = []
         self.awaiting: list[str] = []  # kernels of sweep passes built one sweep per pass as not compiled
+        self.lowered = LoweringMemo()
 
     def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
         """Build ``plan`` step by step, yielding each step's new block operations, so that a
@@ -140,7 +142,7 @@ class Builder:
         return len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64 and not group.reads_rows
 
     def _lower(self, group: Group, temporaries: set[int]) -> KernelProgram:
-        return lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
+        return self.lowered.lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
 
     def _view_block_elements(self, elements: int) -> int:
         """The block size, made smaller where that gives every thread two view-blocks."""
@@ -159,18 +161,20 @@ class Builder:
         self.counts.kernels += 1
         self.counts.fused_instructions += len(group.instructions)
         kernels = None
-        if compilable(program):
+        key = None
+        if self.lowered.shared(program, "compilable", partial(compilable, program)):
             self.counts.compilable_kernels += 1
             if self.kernels.mode is not CompileMode.OFF:
-                self.kernels.lookup(program)  # starts (or, in sync mode, finishes) compilation
+                key = self.lowered.shared(program, "key", lambda: kernel_key(program.structure()))
+                self.kernels.lookup(program, key)  # starts (or, in sync mode, finishes) compilation
                 kernels = self.kernels
-        runner = GroupRunner(program, self.storage, kernels)
+        runner = GroupRunner(program, self.storage, kernels, key)
         self.runners.append(runner)
         part = program.partition
         arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]
         bases = tuple({slot.base for slot in arrays})
         written = tuple({slot.base for slot in arrays if slot.written})
-        access_lists = [self._slot_blocks(program, slot) for slot in arrays]
+        access_lists = self.lowered.shared(program, "blocks", lambda: [self._slot_blocks(program, slot) for slot in arrays])
         origin = self.context.origin(group.instructions)
         ops = []
         for index in range(len(part)):

@@ -1,0 +1,133 @@
+"""Groups of one batch lowered once per structure (``shoal/engine/node/schedule/lowering_memo.py``).
+
+Each program records a loop into one batch (nothing is read inside the loop) on a node engine
+that plans every batch in small view-blocks, and is compared with NumPy: values (signs of zeros
+included), and the warnings each iteration makes. A group bound from an earlier one with the
+wrong constants, instructions or geometry gives other values or other warnings.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from fp_engines import blocked_engine
+from numpy_fixtures import needs_runtime
+
+from shoal.engine.node.schedule import lowering_memo
+
+
+@pytest.fixture
+def bound(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for each program bound from an earlier group's."""
+    calls: list[int] = []
+    original = lowering_memo._bound
+    monkeypatch.setattr(lowering_memo, "_bound", lambda *args: calls.append(1) or original(*args))
+    return calls
+
+
+def ping_pong(xp: ModuleType) -> list[Any]:
+    """A 1-D Jacobi from ``a`` into ``b`` and back, a weight that changes every sweep."""
+    a, b = xp.linspace(0.0, 1.0, 5000), xp.zeros(5000)
+    for k in range(6):
+        weight = 1.0 / (k + 3)
+        b[1:-1] = (a[:-2] + a[1:-1] + a[2:]) * weight
+        a[1:-1] = (b[:-2] + b[1:-1] + b[2:]) * weight
+    return [a, b]
+
+
+def signed_zeros(xp: ModuleType) -> list[Any]:
+    """A ping-pong scaled by 0.0 and -0.0 in turn: the zeros' signs, and so ``1 / x``, depend on
+    each sweep's own constant."""
+    a, b = xp.ones(4096), xp.ones(4096)
+    for c in (0.0, -0.0, np.float64(-0.0), 0.0, -0.0):
+        b[1:-1] = a[:-2] * c
+        a[1:-1] = b[2:] * c
+    with np.errstate(divide="ignore"):
+        return [1.0 / a, 1.0 / b]
+
+
+def field_steps(xp: ModuleType) -> list[Any]:
+    """FDTD-like steps: a row set to each NumPy scalar of a source, then in-place updates."""
+    ey, hz = xp.ones((64, 64)), xp.full((64, 64), 0.5)
+    source = np.arange(5.0) / 7.0
+    for t in range(source.shape[0]):
+        ey[0, :] = source[t]
+        ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
+        hz[:-1, :] -= 0.7 * (ey[1:, :] - ey[:-1, :])
+    return [ey, hz]
+
+
+def sliding_windows(xp: ModuleType) -> list[Any]:
+    """Views at a new offset each iteration: no two groups share a structure."""
+    a, total = xp.arange(6000.0), xp.zeros(4000)
+    for k in range(5):
+        total += a[k : k + 4000] * 2.0
+    return [total]
+
+
+def run(case: Callable[[ModuleType], list[Any]], xp: ModuleType) -> list[np.ndarray]:
+    return [np.array(np.asarray(value)) for value in case(xp)]
+
+
+@pytest.mark.parametrize("case", [ping_pong, signed_zeros, field_steps], ids=lambda case: case.__name__)
+def test_a_loop_in_one_batch_binds_later_iterations_and_gives_numpys_values(case, bound: list[int]) -> None:
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    expected = run(case, np)
+    with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
+        got = run(case, snp)
+    assert bound, "no group was bound from an earlier one"
+    for want, have in zip(expected, got, strict=True):
+        assert have.dtype == want.dtype
+        np.testing.assert_array_equal(have, want)
+        assert np.array_equal(np.signbit(have), np.signbit(want))
+
+
+def test_groups_of_other_geometry_are_lowered_apart(bound: list[int]) -> None:
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    expected = run(sliding_windows, np)
+    with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
+        got = run(sliding_windows, snp)
+    np.testing.assert_array_equal(got[0], expected[0])
+    assert not bound
+
+
+def each_iteration_divides_by_zero(xp: ModuleType) -> Any:
+    """A ping-pong whose first sweep divides by zero in every iteration (the fixed boundary
+    keeps a finite numerator)."""
+    a, b, z = xp.ones(4096), xp.ones(4096), xp.zeros(4096)
+    for k in range(3):
+        b[1:-1] = (a[:-2] + k) / z[1:-1]
+        a[1:-1] = (b[:-2] + b[2:]) * 0.5
+    return a
+
+
+@pytest.mark.parametrize("compile", ["off", pytest.param("sync", marks=pytest.mark.full)])
+def test_every_bound_iteration_warns_at_its_own_call(compile: str, bound: list[int]) -> None:
+    """With the "always" filter NumPy warns once per call: three iterations, three warnings. A
+    program bound with the first iteration's instructions would note all three on that one."""
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    def shown(xp: ModuleType) -> list[tuple[Any, ...]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            np.asarray(each_iteration_divides_by_zero(xp))
+        return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
+
+    expected = shown(np)
+    assert len(expected) == 3
+    with runtime.configure(engine=blocked_engine(compile), eager_threshold=0, settled_threshold=0):
+        assert shown(snp) == expected
+    assert bound
