@@ -118,3 +118,63 @@ def test_an_array_wrapped_in_place_has_every_slot_wrap_sets(lazy):
         if slot != "__weakref__":
             assert getattr(result, slot) is getattr(expected, slot), slot
     numpy.testing.assert_array_equal(numpy.asarray(result), numpy.arange(8.0) * 2.0)
+
+
+@pytest.fixture
+def any_shape(monkeypatch):
+    """The number of calls recorded from a signature learned with other shapes (nothing
+    remembered at the start)."""
+    _fast_ufunc.forget()
+    calls = [0]
+    recorded = _fast_ufunc._record_any_shape
+
+    def counting(*args):
+        result = recorded(*args)
+        calls[0] += result is not _fast_ufunc.NOT_FAST
+        return result
+
+    monkeypatch.setattr(_fast_ufunc, "_record_any_shape", counting)
+    return calls
+
+
+def test_calls_whose_shapes_change_every_iteration_are_numpys(lazy, any_shape):
+    """A column loop whose views shrink (``a[:, k + 1 :] -= x``), broadcasts of other shapes,
+    0-d results and in-place outputs: values, dtypes and the warnings at each call's line as
+    NumPy's, though the signature was learned from other shapes."""
+
+    def program(np, reads):
+        a = np.arange(30.0).reshape(5, 6) - 7.0
+        ints = np.arange(6, dtype=np.int32)
+        for k in range(5):
+            a[:, k + 1 :] -= a[:, k : k + 1] * 0.5
+            column = 1.0 / a[:, k]  # divides by zero where a holds 0
+            row = np.log(a[k, k:])  # invalid below zero
+            mixed = a[:, : k + 1] + ints[: k + 1]  # int32 promoted to float64
+            outer = a[:, k : k + 1] * a[k : k + 1, :]  # (5, 1) x (1, 6)
+            reads += [column, row, mixed, outer, a[k, k] * 2.0]
+        reads.append(a)
+
+    _same(program)
+    assert any_shape[0] > 0
+
+
+def test_shapes_that_do_not_broadcast_raise_numpys_error(lazy, any_shape):
+    def program(xp):
+        a = xp.arange(12.0).reshape(3, 4)
+        learned = a[:, :2] + a[:, 2:]
+        xp.add(a[:, :2], 1.0, out=xp.zeros((3, 2)))
+        other = a[:, 1:] + a[:, :3]  # the same kinds, other shapes
+        messages = []
+        with pytest.raises(ValueError) as error:
+            a[:, 1:] + a[:2, :3]
+        messages.append(str(error.value))
+        with pytest.raises(ValueError) as error:
+            xp.add(a[:, :3], 1.0, out=xp.zeros((3, 2)))  # an output of another shape
+        messages.append(str(error.value))
+        return messages, [numpy.asarray(learned), numpy.asarray(other)]
+
+    expected, got = program(numpy), program(snp)
+    assert got[0] == expected[0]
+    for want, have in zip(expected[1], got[1]):
+        numpy.testing.assert_array_equal(have, want)
+    assert any_shape[0] > 0

@@ -61,6 +61,9 @@ class Signature:
 
 
 _SIGNATURES: dict[tuple, Signature] = {}
+# The same answers without the operands' shapes (opcode, dtype, silent): for a loop whose views
+# change shape every iteration (``a[:, k + 1 :] -= x``), the shapes are worked out per call.
+_ANY_SHAPE: dict[tuple, tuple[str, np.dtype, bool]] = {}
 
 
 def _int_kind(value: int) -> tuple[bool, ...] | None:
@@ -108,10 +111,37 @@ def learn(key_: tuple | None, opcode: str | None, ufunc: np.ufunc, inputs: tuple
         return
     if math.prod(shape) * dtype.itemsize > _memory_limit():
         return
-    if len(_SIGNATURES) >= SIGNATURE_ENTRIES:
-        _SIGNATURES.clear()
     first = inputs[0]
-    _SIGNATURES[key_] = Signature(opcode, dtype, shape, key_, first._view.dtype if type(first) is ndarray else None)
+    signature = _keep(key_, Signature(opcode, dtype, shape, key_, first._view.dtype if type(first) is ndarray else None))
+    _ANY_SHAPE[_without_shapes(key_)] = (opcode, dtype, signature.silent)
+
+
+def _keep(key_: tuple, signature: Signature) -> Signature:
+    if len(_SIGNATURES) >= SIGNATURE_ENTRIES:
+        forget()
+    _SIGNATURES[key_] = signature
+    return signature
+
+
+def forget() -> None:
+    """Drop every remembered signature (the next call of each kind takes the general path)."""
+    _SIGNATURES.clear()
+    _ANY_SHAPE.clear()
+
+
+def _without_shapes(key_: tuple) -> tuple:
+    """``key_`` with each lazy operand's and the output's shape left out (dtype and type of
+    operand stay: the result's dtype and NumPy's errors other than broadcasting depend on
+    nothing else)."""
+    kinds: list[Any] = []
+    for kind in key_:
+        if type(kind) is tuple and len(kind) == 2 and isinstance(kind[0], np.dtype):
+            kinds.append(kind[0])
+        elif type(kind) is tuple and len(kind) == 3 and kind[0] == "out":
+            kinds.append(("out", kind[1]))
+        else:
+            kinds.append(kind)
+    return tuple(kinds)
 
 
 def _modes() -> int:
@@ -163,7 +193,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         return NOT_FAST
     signature = _SIGNATURES.get(signature_key)
     if signature is None:
-        return NOT_FAST
+        return _record_any_shape(runtime, signature_key, inputs, out)
     modes = _modes()
     if modes < 0:
         return NOT_FAST
@@ -193,3 +223,56 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
 
 
 _new = object.__new__
+
+
+def _record_any_shape(runtime: Any, signature_key: tuple, inputs: tuple[Any, ...], out: Any) -> Any:
+    """Record a call seen before only with operands of other shapes (see :data:`_ANY_SHAPE`),
+    its shape broadcast here; :data:`NOT_FAST` if it was not seen, if the shapes do not
+    broadcast to the output's (the general path raises NumPy's error) or if the result would
+    be too large to keep."""
+    known = _ANY_SHAPE.get(_without_shapes(signature_key))
+    if known is None:
+        return NOT_FAST
+    opcode, dtype, silent = known
+    shapes = [value._view.shape for value in inputs if type(value) is ndarray]
+    shape = _broadcast(shapes)
+    if shape is None or (out is not None and out._view.shape != shape):
+        return NOT_FAST
+    size = math.prod(shape)
+    if size * dtype.itemsize > _memory_limit():
+        return NOT_FAST
+    modes = _modes()
+    if modes < 0:
+        return NOT_FAST
+    signature = _keep(signature_key, Signature(opcode, dtype, shape, signature_key))  # these shapes again: the exact path
+    signature.silent = silent
+    operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
+    largest = max(math.prod(each) for each in shapes)
+    # Frame 2 is Shoal's dispatch, as in ``record``, one call further up.
+    site = None if silent or not modes else call_site(sys._getframe(3), modes)
+    if out is not None:
+        runtime.record_call(opcode, out._view, operands, size, largest, site)
+        return out
+    base, view = runtime.record_new(opcode, dtype, shape, contiguous_strides(shape, dtype.itemsize), size, operands, largest, site)
+    return ndarray._wrap(base, view, scalar=not shape)
+
+
+def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """NumPy's broadcast of ``shapes``, or None if they do not broadcast."""
+    shape = shapes[0]
+    for other in shapes[1:]:
+        if other == shape:
+            continue
+        if len(other) > len(shape):
+            shape, other = other, shape
+        other = (1,) * (len(shape) - len(other)) + other
+        merged = []
+        for n, m in zip(shape, other):
+            if n == m or m == 1:
+                merged.append(n)
+            elif n == 1:
+                merged.append(m)
+            else:
+                return None
+        shape = tuple(merged)
+    return shape

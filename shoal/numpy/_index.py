@@ -243,6 +243,10 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
         raise TypeError(f"'numpy.{array.dtype.type.__name__}' object does not support item assignment")
     if array._readonly:
         raise ValueError("assignment destination is read-only")
+    if type(value) is ndarray and value._base is array._base:
+        simple = simple_view(array._view, key)
+        if simple is not None and simple[0] == value._view:
+            return  # ``a[k:, k:] -= x`` stores the view onto itself: nothing to do, as in NumPy
     if indexed_set(array, key, value) is not NOT_SETTLED:
         return
     key = _normalize(key)

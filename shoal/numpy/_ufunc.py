@@ -55,10 +55,11 @@ def apply_ufunc(
     if eager is not NOT_SETTLED:
         return eager
     outs = _normalize_out(ufunc, out)
-    shapes, probes = [], []
+    shapes, probes, listed = [], [], []  # listed: every operand's shape, as NumPy's errors print them
     for value in inputs:
         shape, probe = _shape_and_probe(value)
         probes.append(probe)
+        listed.append(() if shape is None else shape)
         if shape is not None:
             shapes.append(shape)
     options: dict[str, Any] = {"casting": casting}
@@ -75,7 +76,7 @@ def apply_ufunc(
     try:
         shape = np.broadcast_shapes(*shapes) if shapes else ()
     except ValueError:
-        raise broadcast_error([*shapes, *out_shapes]) from None
+        raise broadcast_error([*listed, *out_shapes]) from None
     for o in outs:
         if o is None:
             continue
@@ -83,7 +84,7 @@ def apply_ufunc(
             raise ValueError("output array is read-only")
         full = _broadcast_or_none(shape, o.shape)
         if full is None:
-            raise broadcast_error([*shapes, o.shape])
+            raise broadcast_error([*listed, o.shape])
         if full != o.shape:
             raise ValueError(
                 f"non-broadcastable output operand with shape {format_shape(o.shape)} doesn't "
