@@ -52,14 +52,16 @@ def signed_zeros(xp: ModuleType) -> list[Any]:
 
 
 def field_steps(xp: ModuleType) -> list[Any]:
-    """FDTD-like steps: a row set to each NumPy scalar of a source, then in-place updates."""
-    ey, hz = xp.ones((64, 64)), xp.full((64, 64), 0.5)
+    """FDTD steps: a row set to each NumPy scalar of a source, then in-place updates, one of
+    them through an intermediate array that is new in every step."""
+    ex, ey, hz = xp.ones((64, 64)), xp.ones((64, 64)), xp.full((64, 64), 0.5)
     source = np.arange(5.0) / 7.0
     for t in range(source.shape[0]):
         ey[0, :] = source[t]
         ey[1:, :] -= 0.5 * (hz[1:, :] - hz[:-1, :])
-        hz[:-1, :] -= 0.7 * (ey[1:, :] - ey[:-1, :])
-    return [ey, hz]
+        ex[:, 1:] -= 0.5 * (hz[:, 1:] - hz[:, :-1])
+        hz[:-1, :-1] -= 0.7 * (ex[:-1, 1:] - ex[:-1, :-1] + ey[1:, :-1] - ey[:-1, :-1])
+    return [ex, ey, hz]
 
 
 def sliding_windows(xp: ModuleType) -> list[Any]:
@@ -131,3 +133,40 @@ def test_every_bound_iteration_warns_at_its_own_call(compile: str, bound: list[i
     with runtime.configure(engine=blocked_engine(compile), eager_threshold=0, settled_threshold=0):
         assert shown(snp) == expected
     assert bound
+
+
+def _accesses(case: Callable[[ModuleType], list[Any]], monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
+    """The reads and writes of every block operation ``case`` inserts, bases numbered by first
+    appearance (each run makes new bases)."""
+    import shoal.numpy as snp
+    from shoal import runtime
+    from shoal.engine.blocks.dependencies import DependencyLists
+
+    inserted: list[tuple] = []
+    insert_group = DependencyLists.insert_group
+
+    def recording(self: DependencyLists, ops: Any, after: Any = ()) -> None:
+        ops = list(ops)
+        inserted.extend((op.label.split(" ")[0], op.reads, op.writes) for op in ops)
+        insert_group(self, ops, after)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(DependencyLists, "insert_group", recording)
+        with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
+            run(case, snp)
+    names: dict[int, int] = {}
+    return [
+        (label, *(tuple((names.setdefault(base, len(names)), k) for base, k in keys) for keys in (reads, writes)))
+        for label, reads, writes in inserted
+    ]
+
+
+@pytest.mark.parametrize("case", [ping_pong, field_steps], ids=lambda case: case.__name__)
+def test_bound_groups_access_their_own_bases(case, monkeypatch: pytest.MonkeyPatch, bound: list[int]) -> None:
+    """Every block operation reads and writes the base-blocks it would without the memo: the
+    base-block lists shared from an earlier group name this group's bases."""
+    needs_runtime()
+    with_memo = _accesses(case, monkeypatch)
+    assert bound
+    monkeypatch.setattr(lowering_memo, "_key", lambda *args: None)
+    assert _accesses(case, monkeypatch) == with_memo

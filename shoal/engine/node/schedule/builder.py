@@ -68,7 +68,7 @@ class Builder:
         self.counts = self.context.counts
         self.runners: list[GroupRunner] = []
         self.awaiting: list[str] = []  # kernels of sweep passes built one sweep per pass as not compiled
-        self.lowered = LoweringMemo()
+        self.lowered = LoweringMemo(lambda base: storage.decls[base].dtype.itemsize)
 
     def steps(self, plan: Plan) -> Iterator[list[BlockOp]]:
         """Build ``plan`` step by step, yielding each step's new block operations, so that a
@@ -174,7 +174,7 @@ class Builder:
         arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]
         bases = tuple({slot.base for slot in arrays})
         written = tuple({slot.base for slot in arrays if slot.written})
-        access_lists = self.lowered.shared(program, "blocks", lambda: [self._slot_blocks(program, slot) for slot in arrays])
+        access_lists = self.lowered.base_blocks(program, lambda: [self._slot_blocks(program, slot) for slot in arrays])
         origin = self.context.origin(group.instructions)
         ops = []
         for index in range(len(part)):

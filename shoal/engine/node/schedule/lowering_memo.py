@@ -1,22 +1,26 @@
 """Groups of one batch lowered once per structure.
 
 A loop recorded into one batch (80 sweeps of a 1-D Jacobi, the time steps of an FDTD) gives
-groups that differ only in their temporaries, their instructions and their constants' values:
-their kernel programs have the same slots, geometry and view-blocks. Lowering a group and
-listing the base-blocks its view-blocks touch cost about 0.1 ms each per group; here a group
-whose structure was lowered before in the batch gets that program bound to its own
-instructions and constants, and shares the earlier program's base-block lists and kernel key.
+groups that differ only in their bases (temporaries and intermediate arrays are new every
+iteration), their instructions and their constants' values: their kernel programs have the same
+slots, geometry and view-blocks. Lowering a group and listing the base-blocks its view-blocks
+touch cost about 0.1 ms each per group; here a group whose structure was lowered before in the
+batch gets that program bound to its own bases, instructions and constants, and shares the
+earlier program's base-block lists (with its own bases) and kernel key.
 
-The key holds everything :func:`lower` reads: the group's shape, reduced axes and deferred
-bases, and per instruction its opcode, attributes, role (reduction, axis reduction, element
-step) and operands. Views enter with their base (a temporary as its position among the group's
-temporaries), dtype, offset, shape and strides; constants with the dtype their slot gets (their
-values are bound afresh). Groups that read rows through a gather are lowered every time.
+The key holds everything :func:`lower` and the base-block lists read: the group's shape,
+reduced axes and deferred bases, and per instruction its opcode, attributes, role (reduction,
+axis reduction, element step) and operands. Views enter with their base as its position among
+the group's bases (a temporary among the temporaries; any other with its element size, which
+sizes its base-blocks), dtype, offset, shape and strides; constants with the dtype their slot
+gets (their values are bound afresh). Groups that read rows through a gather are lowered every
+time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from shoal.bytecode import Const, Instruction, View
@@ -35,47 +39,66 @@ from shoal.engine.node.plan.plan import Group
 class LoweringMemo:
     """Kernel programs of one batch by group structure (see the module's text)."""
 
-    def __init__(self) -> None:
-        self._known: dict[tuple, tuple[KernelProgram, list[Instruction]]] = {}
-        self._templates: dict[int, KernelProgram] = {}  # a bound program -> the one it was bound from
+    def __init__(self, itemsize: Callable[[int], int]) -> None:
+        self._itemsize = itemsize  # a base's element size (it sizes the base's base-blocks)
+        self._known: dict[tuple, tuple[KernelProgram, list[Instruction], list[int]]] = {}
+        self._templates: dict[int, tuple[KernelProgram, dict[int, int]]] = {}  # bound -> (template, bases)
         self._facts: dict[tuple[int, str], tuple[KernelProgram, Any]] = {}  # (template id, what) -> (template, fact)
-        self.reused = 0
 
     def lower(self, group: Group, temporaries: set[int], block_elements: int) -> KernelProgram:
         """``lower(group, temporaries, block_elements)``, reusing an earlier group's program."""
-        found = _key(group, temporaries, block_elements)
+        found = _key(group, temporaries, block_elements, self._itemsize)
         if found is None:
             return lower(group, temporaries, block_elements)
-        key, constants = found
+        key, constants, bases = found
         known = self._known.get(key)
         if known is None:
             program = lower(group, temporaries, block_elements)
-            self._known[key] = (program, list(group.instructions))
+            self._known[key] = (program, list(group.instructions), bases)
             return program
-        template, instructions = known
-        program = _bound(template, instructions, group.instructions, constants)
-        self._templates[id(program)] = template
-        self.reused += 1
+        template, instructions, earlier = known
+        renamed = {old: new for old, new in zip(earlier, bases) if old != new}
+        program = _bound(template, instructions, group.instructions, constants, renamed)
+        self._templates[id(program)] = (template, renamed)
         return program
 
     def shared(self, program: KernelProgram, what: str, compute: Callable[[], Any]) -> Any:
-        """``compute()``, a fact of ``program``'s structure and geometry (its base-block lists,
-        its kernel's key), computed once for the programs bound from one template."""
-        template = self._templates.get(id(program), program)
+        """``compute()``, a fact of ``program``'s structure and geometry that names no base (its
+        kernel's key, whether it compiles), computed once for the programs bound from one
+        template."""
+        template = self._templates.get(id(program), (program, {}))[0]
         known = self._facts.get((id(template), what))
         if known is None:
             known = self._facts[(id(template), what)] = (template, compute())
         return known[1]
 
+    def base_blocks(self, program: KernelProgram, compute: Callable[[], list]) -> list:
+        """``compute()``: per array slot, per view-block, the ``(base, base_block)`` pairs it
+        touches; for a bound program, its template's with the bound program's bases."""
+        lists = self.shared(program, "blocks", compute)
+        renamed = self._templates.get(id(program), (program, {}))[1]
+        if not renamed:
+            return lists
+        return [[[(renamed.get(base, base), k) for base, k in blocks] for blocks in per_slot] for per_slot in lists]
 
-def _key(group: Group, temporaries: set[int], block_elements: int) -> tuple[tuple, list[Const]] | None:
-    """The group's structure and its constants in slot order; None if it is not memoised."""
+
+def _key(
+    group: Group, temporaries: set[int], block_elements: int, itemsize: Callable[[int], int]
+) -> tuple[tuple, list[Const], list[int]] | None:
+    """The group's structure, its constants in slot order and its bases in order of first use;
+    None if it is not memoised."""
     if group.reads_rows:
         return None
     names: dict[int, int] = {}
+    bases: list[int] = []
 
-    def canonical(base: int) -> int:
-        return -1 - names.setdefault(base, len(names)) if base in temporaries else base
+    def canonical(base: int) -> tuple:
+        if base in temporaries:
+            return ("t", names.setdefault(base, len(names)))
+        if base not in names:
+            names[base] = len(names)
+            bases.append(base)
+        return ("b", names[base], itemsize(base))
 
     def view(operand: View) -> tuple:
         return (canonical(operand.base), operand.dtype, operand.offset, operand.shape, operand.strides)
@@ -84,37 +107,39 @@ def _key(group: Group, temporaries: set[int], block_elements: int) -> tuple[tupl
     axis_reductions = {id(i) for i in group.axis_reductions}
     constants: list[Const] = []
     items: list[tuple] = []
-    for instruction in group.instructions:
-        role = "r" if id(instruction) in reductions else "a" if id(instruction) in axis_reductions else "e"
-        read = instruction.inputs[:1] if role != "e" else instruction.inputs
-        operands = []
-        for position, operand in enumerate(instruction.inputs):
-            if isinstance(operand, Const):
-                operands.append(("c", const_dtype(operand)))
-                if position < len(read):
-                    constants.append(operand)
-            elif type(operand) is View:
-                operands.append(view(operand))
-            else:
-                return None
-        outputs = []
-        for out in instruction.outputs:
-            if type(out) is not View:
-                return None
-            outputs.append(view(out))
-        items.append((instruction.op, instruction.attrs, role, tuple(outputs), tuple(operands)))
-    deferred = tuple(sorted(canonical(base) for base in group.deferred))
-    key = (block_elements, group.shape, group.reduced_axes, deferred, tuple(items))
     try:
+        for instruction in group.instructions:
+            role = "r" if id(instruction) in reductions else "a" if id(instruction) in axis_reductions else "e"
+            read = instruction.inputs[:1] if role != "e" else instruction.inputs
+            operands = []
+            for position, operand in enumerate(instruction.inputs):
+                if isinstance(operand, Const):
+                    operands.append(("c", const_dtype(operand)))
+                    if position < len(read):
+                        constants.append(operand)
+                elif type(operand) is View:
+                    operands.append(view(operand))
+                else:
+                    return None
+            outputs = []
+            for out in instruction.outputs:
+                if type(out) is not View:
+                    return None
+                outputs.append(view(out))
+            items.append((instruction.op, instruction.attrs, role, tuple(outputs), tuple(operands)))
+        deferred = tuple(sorted(canonical(base) for base in group.deferred))
+        key = (block_elements, group.shape, group.reduced_axes, deferred, tuple(items))
         hash(key)
-    except TypeError:
+    except (KeyError, TypeError):  # a base without a declaration, an attribute that does not hash
         return None
-    return key, constants
+    return key, constants, bases
 
 
-def _bound(template: KernelProgram, old: list[Instruction], new: list[Instruction], constants: list[Const]) -> KernelProgram:
-    """``template`` with ``new``'s instructions where it has ``old``'s, and ``constants`` in its
-    constant slots (in slot order)."""
+def _bound(
+    template: KernelProgram, old: list[Instruction], new: list[Instruction], constants: list[Const], renamed: dict[int, int]
+) -> KernelProgram:
+    """``template`` with ``new``'s instructions where it has ``old``'s, ``constants`` in its
+    constant slots (in slot order) and its bases ``renamed``."""
     position = {id(instruction): index for index, instruction in enumerate(old)}
     steps = [
         KernelStep(s.op, s.outputs, s.inputs, s.loop_in, s.loop_out, new[position[id(s.instruction)]], s.axis_reduction)
@@ -129,6 +154,8 @@ def _bound(template: KernelProgram, old: list[Instruction], new: list[Instructio
     for index, slot in enumerate(slots):
         if slot.kind == CONST:
             slots[index] = Slot(CONST, slot.dtype, const=next(values))
+        elif slot.base in renamed:
+            slots[index] = replace(slot, base=renamed[slot.base])
     return KernelProgram(
         template.shape, slots, steps, reductions, template.partition, template.elements,
         template.reaches, template.reduced, template.sweeps, template.stencil,
