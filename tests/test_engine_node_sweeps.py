@@ -144,8 +144,8 @@ def test_a_plan_built_before_its_sweep_pass_compiled_is_planned_again_once_it_is
     lookup = kernels.lookup
     compiled_late: set[str] = set()
 
-    def late(program):  # a sweep pass compiles, but is reported ready only from its second look-up
-        kernel = lookup(program)
+    def late(program, key=None):  # a sweep pass compiles, but is reported ready only from its second look-up
+        kernel = lookup(program, key)
         if program.sweeps > 1 and program.stencil not in compiled_late:
             compiled_late.add(program.stencil)
             return None
