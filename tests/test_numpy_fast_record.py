@@ -178,3 +178,31 @@ def test_shapes_that_do_not_broadcast_raise_numpys_error(lazy, any_shape):
     for want, have in zip(expected[1], got[1]):
         numpy.testing.assert_array_equal(have, want)
     assert any_shape[0] > 0
+
+
+def test_numpy_data_operands_are_taken_as_they_are_at_each_call(lazy, sites, monkeypatch):
+    """NumPy arrays beside lazy ones on the remembered path: promoted as NumPy promotes them,
+    broadcast, and carried with the values they hold at the call (the program changes them
+    right after), warnings at each call's line."""
+    carried = [0]
+    carry = _fast_ufunc._operand
+    monkeypatch.setattr(_fast_ufunc, "_operand", lambda value: carried.__setitem__(0, carried[0] + (type(value) is numpy.ndarray)) or carry(value))
+
+    def program(np, reads):
+        a = np.linspace(-1.0, 1.0, 12).reshape(3, 4)
+        weights = numpy.arange(4, dtype=numpy.float32)
+        column = numpy.arange(3, dtype=numpy.int32).reshape(3, 1)
+        for k in range(4):
+            scaled = a * weights  # (3, 4) x (4,)
+            shifted = column + a  # int32 NumPy data and float64: float64
+            ratio = a[:, k:] / weights[k:]  # shapes shrink; 0 in weights[0] divides by zero
+            weights += 1.0  # changed after the calls: the recorded values stay those of the call
+            column[0, 0] = -k
+            reads += [scaled, shifted, ratio]
+        with pytest.raises(ValueError) as error:
+            a + numpy.ones(5)
+        reads.append(numpy.asarray(str(error.value)))
+
+    _same(program)
+    assert sites[0] > 0
+    assert carried[0] > 0

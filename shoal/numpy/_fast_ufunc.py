@@ -8,8 +8,9 @@ integer dtypes hold it (NumPy's error for a weak integer out of an array's range
 the same ufuncs on operands of the same kinds every iteration, so the answer of the first call is
 kept under that key (:data:`_SIGNATURES`) and later calls record at once.
 
-Only plain calls take this path: every operand a lazy array, a Python scalar or a NumPy scalar
-(at least one lazy), one output, no ``where``, ``dtype`` or ``casting``, and ``out`` absent or
+Only plain calls take this path: every operand a lazy array, a numeric NumPy array of one or
+more dimensions (carried into the batch as the general path carries it), a Python scalar or a
+NumPy scalar (at least one lazy), one output, no ``where``, ``dtype`` or ``casting``, and ``out`` absent or
 one writable lazy array. A call NumPy refused is never kept (the next one probes again and
 raises NumPy's error); integer ``power`` is never kept (negative exponents are checked on the
 values). Settled operands (computed by NumPy at once, ``_settled.py``) are decided per call before
@@ -29,7 +30,7 @@ from shoal.bytecode import Const
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.numpy._fperr import _strict_modes, strict
-from shoal.numpy._lazy import _memory_limit, contiguous_strides, ndarray
+from shoal.numpy._lazy import _memory_limit, contiguous_strides, ndarray, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
@@ -91,6 +92,8 @@ def key(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> tuple | None:
             kinds.append(int_kind)
         elif isinstance(value, np.generic) and kind is not np.object_:
             kinds.append(value.dtype)
+        elif kind is np.ndarray and value.ndim and value.dtype.kind in "biufc":
+            kinds.append((value.dtype, value.shape))  # NumPy data: its dtype and shape decide as a lazy array's
         else:
             return None
     if not lazy:
@@ -200,11 +203,11 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     if len(inputs) == 2:
         first, second = inputs
         operands: tuple = (
-            first._view if type(first) is ndarray else Const(first),
-            second._view if type(second) is ndarray else Const(second),
+            first._view if type(first) is ndarray else _operand(first),
+            second._view if type(second) is ndarray else _operand(second),
         )
     else:
-        operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
+        operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
     # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
     site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
     if out is not None:
@@ -234,7 +237,7 @@ def _record_any_shape(runtime: Any, signature_key: tuple, inputs: tuple[Any, ...
     if known is None:
         return NOT_FAST
     opcode, dtype, silent = known
-    shapes = [value._view.shape for value in inputs if type(value) is ndarray]
+    shapes = [value._view.shape if type(value) is ndarray else value.shape for value in inputs if type(value) in _ARRAYS]
     shape = _broadcast(shapes)
     if shape is None or (out is not None and out._view.shape != shape):
         return NOT_FAST
@@ -246,7 +249,7 @@ def _record_any_shape(runtime: Any, signature_key: tuple, inputs: tuple[Any, ...
         return NOT_FAST
     signature = _keep(signature_key, Signature(opcode, dtype, shape, signature_key))  # these shapes again: the exact path
     signature.silent = silent
-    operands = tuple([value._view if type(value) is ndarray else Const(value) for value in inputs])
+    operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
     largest = max(math.prod(each) for each in shapes)
     # Frame 2 is Shoal's dispatch, as in ``record``, one call further up.
     site = None if silent or not modes else call_site(sys._getframe(3), modes)
@@ -255,6 +258,14 @@ def _record_any_shape(runtime: Any, signature_key: tuple, inputs: tuple[Any, ...
         return out
     base, view = runtime.record_new(opcode, dtype, shape, contiguous_strides(shape, dtype.itemsize), size, operands, largest, site)
     return ndarray._wrap(base, view, scalar=not shape)
+
+
+_ARRAYS = (ndarray, np.ndarray)
+
+
+def _operand(value: Any) -> Any:
+    """A scalar's constant, or NumPy data carried into the batch as the general path carries it."""
+    return operand(value) if type(value) is np.ndarray else Const(value)
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
