@@ -26,3 +26,16 @@ def count_compiled(engine: Any) -> list[int]:
 
     engine.execute = counting
     return compiled
+
+
+def warnings_shown(compute: Any) -> list[tuple[Any, ...]]:
+    """(category, message, file, line) of each warning ``compute()`` makes, its result read as
+    NumPy data, under filters that show every warning."""
+    import warnings
+
+    import numpy
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        numpy.asarray(compute())
+    return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]

@@ -8,14 +8,13 @@ wrong constants, instructions or geometry gives other values or other warnings.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
-from fp_engines import blocked_engine
+from fp_engines import blocked_engine, warnings_shown
 from numpy_fixtures import needs_runtime
 
 from shoal.engine.node.schedule import lowering_memo
@@ -122,16 +121,10 @@ def test_every_bound_iteration_warns_at_its_own_call(compile: str, bound: list[i
     import shoal.numpy as snp
     from shoal import runtime
 
-    def shown(xp: ModuleType) -> list[tuple[Any, ...]]:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            np.asarray(each_iteration_divides_by_zero(xp))
-        return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
-
-    expected = shown(np)
+    expected = warnings_shown(lambda: each_iteration_divides_by_zero(np))
     assert len(expected) == 3
     with runtime.configure(engine=blocked_engine(compile), eager_threshold=0, settled_threshold=0):
-        assert shown(snp) == expected
+        assert warnings_shown(lambda: each_iteration_divides_by_zero(snp)) == expected
     assert bound
 
 

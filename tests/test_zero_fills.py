@@ -8,8 +8,6 @@ spare buffers of released arrays in the way.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy
 import pytest
 
@@ -169,7 +167,7 @@ def _zeros_then_warnings(np):
 
 
 def test_warnings_after_dropped_zero_fills_name_numpys_lines(monkeypatch):
-    from fp_engines import blocked_engine
+    from fp_engines import blocked_engine, warnings_shown
 
     from shoal.engine.node import engine as node_engine
 
@@ -182,14 +180,8 @@ def test_warnings_after_dropped_zero_fills_name_numpys_lines(monkeypatch):
 
     monkeypatch.setattr(node_engine, "drop_zero_fills", counting)
 
-    def shown(np):
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            numpy.asarray(_zeros_then_warnings(np))
-        return [(w.category, str(w.message), w.filename, w.lineno) for w in caught]
-
-    expected = shown(numpy)
+    expected = warnings_shown(lambda: _zeros_then_warnings(numpy))
     assert len(expected) == 2
     with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
-        assert shown(snp) == expected
+        assert warnings_shown(lambda: _zeros_then_warnings(snp)) == expected
     assert sum(dropped) == 2  # both fills went
