@@ -10,12 +10,14 @@ kept under that key (:data:`_SIGNATURES`) and later calls record at once.
 
 Only plain calls take this path: every operand a lazy array, a numeric NumPy array of one or
 more dimensions (carried into the batch as the general path carries it), a Python scalar or a
-NumPy scalar (at least one lazy), one output, no ``where``, ``dtype`` or ``casting``, and ``out`` absent or
-one writable lazy array. A call NumPy refused is never kept (the next one probes again and
-raises NumPy's error); integer ``power`` is never kept (negative exponents are checked on the
-values). Settled operands (computed by NumPy at once, ``_settled.py``) are decided per call before
-the key is computed, NumPy's strict floating-point modes before it is used, exactly as the
-general path decides them.
+NumPy scalar (at least one lazy), one output, no ``where``, ``dtype`` or ``casting``, and
+``out`` absent or one writable lazy array. A call NumPy refused is never kept (the next one
+probes again and raises NumPy's error); integer ``power`` is never kept (negative exponents are
+checked on the values). A call whose operand kinds were seen only with other shapes records
+from the same answers, its shape broadcast per call (:data:`_ANY_SHAPE`). Settled operands
+(computed by NumPy at once, ``_settled.py``) are decided per call before the key is computed,
+NumPy's strict floating-point modes before it is used, exactly as the general path decides
+them.
 """
 
 from __future__ import annotations
