@@ -95,6 +95,26 @@ def test_matrix_transpose_and_outer(snp: ModuleType, value: np.ndarray) -> None:
 
 
 @DIFFERENTIAL
+@given(first=numeric, second=numeric)
+def test_outer_of_any_shapes_and_views(snp: ModuleType, first: np.ndarray, second: np.ndarray) -> None:
+    check_same(snp, lambda xp, a, b: xp.outer(a, b), first, second)
+    check_same(snp, lambda xp, a, b: xp.outer(a.T, b.reshape(-1)[::-2]), first, second)  # strided, reversed
+    check_same(snp, lambda xp, a, b: xp.outer(a, np.asarray(b)), first, second)  # NumPy data beside lazy
+    check_same(snp, lambda xp, a, b: xp.outer(a.reshape(-1).tolist(), b), first, second)
+
+
+@DIFFERENTIAL
+@given(first=numeric, second=numeric)
+def test_outer_into_an_output(snp: ModuleType, first: np.ndarray, second: np.ndarray) -> None:
+    def into(xp, a, b):
+        out = xp.zeros((a.size, b.size), np.result_type(a, b))
+        return xp.outer(a, b, out), out
+
+    check_same(snp, into, first, second)
+    check_same(snp, lambda xp, a, b: xp.outer(a, b, xp.zeros((a.size + 1, b.size))), first, second)  # NumPy's error
+
+
+@DIFFERENTIAL
 @given(
     value=numeric,
     axis=axes,

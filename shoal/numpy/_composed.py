@@ -17,7 +17,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from shoal.bytecode import spec
 from shoal.numpy import _dispatch, _reduce, _shape
-from shoal.numpy._lazy import as_lazy, is_lazy, materialize, ndarray, new_array
+from shoal.numpy._lazy import as_lazy, is_lazy, make_view, materialize, ndarray, new_array
 from shoal.numpy._probe import quietly, value_probe
 from shoal.numpy._ufunc import apply_ufunc
 
@@ -149,6 +149,23 @@ def linalg_outer(x1: Any, x2: Any, /) -> Any:
     return apply_ufunc(np.multiply, (first[:, None], second[None, :]))
 
 
+def outer(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.outer``: ``a`` raveled as a column times ``b`` raveled as a row, as NumPy defines
+    it, the column and the row of a one-dimensional lazy operand made as views at once."""
+    return np.multiply(_outer_side(a, column=True), _outer_side(b, column=False), out)
+
+
+def _outer_side(value: Any, column: bool) -> Any:
+    if not is_lazy(value):
+        flat = np.asarray(value).ravel()
+        return flat[:, np.newaxis] if column else flat[np.newaxis, :]
+    flat = value if value.ndim == 1 else _shape.ravel(value)
+    view = flat._view
+    (n,), (stride,) = view.shape, view.strides
+    shape, strides = ((n, 1), (stride, 0)) if column else ((1, n), (0, stride))
+    return flat._derive(make_view(view.base, view.dtype, view.offset, shape, strides))
+
+
 def _cumulative(name: str) -> Any:
     numpy_function = getattr(np, f"cumulative_{name}")
     identity = spec(f"cum{name}").identity
@@ -226,7 +243,7 @@ def _register() -> None:
     table[np.linalg.outer] = linalg_outer
     table[np.linalg.vecdot] = vecdot
     table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
-    table[np.outer] = _rebound(np.outer, asarray=_creation("asarray"))  # lazy inputs stay lazy
+    table[np.outer] = outer
     table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method

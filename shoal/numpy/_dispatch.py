@@ -28,7 +28,7 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 # running their Python implementation keeps the work lazy.
 COMPOSABLE: set[str] = {
     "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack", "column_stack",
-    "isclose", "allclose", "array_equal", "diff", "outer", "average", "nan_to_num",
+    "isclose", "allclose", "array_equal", "diff", "average", "nan_to_num",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
     "tril",
 }  # fmt: skip
