@@ -63,19 +63,28 @@ def field_steps(xp: ModuleType) -> list[Any]:
     return [ex, ey, hz]
 
 
-def sliding_windows(xp: ModuleType) -> list[Any]:
-    """Views at a new offset each iteration: no two groups share a structure."""
-    a, total = xp.arange(6000.0), xp.zeros(4000)
-    for k in range(5):
-        total += a[k : k + 4000] * 2.0
-    return [total]
+def shortest_paths(xp: ModuleType) -> list[Any]:
+    """Floyd-Warshall: every iteration reads another column and row of the last result, a new
+    array each time, so its group matches the earlier ones but for its bases and offsets."""
+    path = (xp.arange(64.0 * 64).reshape(64, 64) * 7.0) % 13.0
+    for k in range(0, 64, 9):  # row k lies in another base-block every other iteration
+        path = xp.minimum(path, path[:, k, None] + path[None, k, :])
+    return [path]
+
+
+def shrinking(xp: ModuleType) -> list[Any]:
+    """A loop whose arrays lose an element every iteration: no two groups share a shape."""
+    a = xp.linspace(0.0, 1.0, 5000)
+    for _ in range(5):
+        a = a[1:] * 0.5 + a[:-1]
+    return [a]
 
 
 def run(case: Callable[[ModuleType], list[Any]], xp: ModuleType) -> list[np.ndarray]:
     return [np.array(np.asarray(value)) for value in case(xp)]
 
 
-@pytest.mark.parametrize("case", [ping_pong, signed_zeros, field_steps], ids=lambda case: case.__name__)
+@pytest.mark.parametrize("case", [ping_pong, signed_zeros, field_steps, shortest_paths], ids=lambda case: case.__name__)
 def test_a_loop_in_one_batch_binds_later_iterations_and_gives_numpys_values(case, bound: list[int]) -> None:
     needs_runtime()
     import shoal.numpy as snp
@@ -91,14 +100,14 @@ def test_a_loop_in_one_batch_binds_later_iterations_and_gives_numpys_values(case
         assert np.array_equal(np.signbit(have), np.signbit(want))
 
 
-def test_groups_of_other_geometry_are_lowered_apart(bound: list[int]) -> None:
+def test_groups_of_other_shapes_are_lowered_apart(bound: list[int]) -> None:
     needs_runtime()
     import shoal.numpy as snp
     from shoal import runtime
 
-    expected = run(sliding_windows, np)
+    expected = run(shrinking, np)
     with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
-        got = run(sliding_windows, snp)
+        got = run(shrinking, snp)
     np.testing.assert_array_equal(got[0], expected[0])
     assert not bound
 
@@ -154,10 +163,11 @@ def _accesses(case: Callable[[ModuleType], list[Any]], monkeypatch: pytest.Monke
     ]
 
 
-@pytest.mark.parametrize("case", [ping_pong, field_steps], ids=lambda case: case.__name__)
+@pytest.mark.parametrize("case", [ping_pong, field_steps, shortest_paths], ids=lambda case: case.__name__)
 def test_bound_groups_access_their_own_bases(case, monkeypatch: pytest.MonkeyPatch, bound: list[int]) -> None:
     """Every block operation reads and writes the base-blocks it would without the memo: the
-    base-block lists shared from an earlier group name this group's bases."""
+    base-block lists shared from an earlier group name this group's bases, and a group at
+    other offsets has its own."""
     needs_runtime()
     with_memo = _accesses(case, monkeypatch)
     assert bound

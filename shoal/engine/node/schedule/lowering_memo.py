@@ -13,8 +13,10 @@ reduced axes and deferred bases, and per instruction its opcode, attributes, rol
 axis reduction, element step) and operands. Views enter with their base as its position among
 the group's bases (a temporary among the temporaries; any other with its element size, which
 sizes its base-blocks), dtype, offset, shape and strides; constants with the dtype their slot
-gets (their values are bound afresh). Groups that read rows through a gather are lowered every
-time.
+gets (their values are bound afresh). In a group without deferred writes an offset enters as
+its position among its base's offsets, so the groups of a loop sliding along an array
+(Floyd-Warshall's column ``k``) are bound too, at their own offsets and with their own
+base-block lists. Groups that read rows through a gather are lowered every time.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ class LoweringMemo:
 
     def __init__(self, itemsize: Callable[[int], int]) -> None:
         self._itemsize = itemsize  # a base's element size (it sizes the base's base-blocks)
-        self._known: dict[tuple, tuple[KernelProgram, list[Instruction], list[int]]] = {}
-        self._templates: dict[int, tuple[KernelProgram, dict[int, int]]] = {}  # bound -> (template, bases)
+        self._known: dict[tuple, tuple[KernelProgram, list[Instruction], list[int], list[tuple[int, int]]]] = {}
+        self._templates: dict[int, tuple[KernelProgram, dict[int, int], bool]] = {}  # bound -> (template, bases, offsets moved)
         self._facts: dict[tuple[int, str], tuple[KernelProgram, Any]] = {}  # (template id, what) -> (template, fact)
 
     def lower(self, group: Group, temporaries: set[int], block_elements: int) -> KernelProgram:
@@ -50,23 +52,24 @@ class LoweringMemo:
         found = _key(group, temporaries, block_elements, self._itemsize)
         if found is None:
             return lower(group, temporaries, block_elements)
-        key, constants, bases = found
+        key, constants, bases, offsets = found
         known = self._known.get(key)
         if known is None:
             program = lower(group, temporaries, block_elements)
-            self._known[key] = (program, list(group.instructions), bases)
+            self._known[key] = (program, list(group.instructions), bases, offsets)
             return program
-        template, instructions, earlier = known
+        template, instructions, earlier, earlier_offsets = known
         renamed = {old: new for old, new in zip(earlier, bases) if old != new}
-        program = _bound(template, instructions, group.instructions, constants, renamed)
-        self._templates[id(program)] = (template, renamed)
+        moved = {old: new for old, new in zip(earlier_offsets, offsets) if old != new}
+        program = _bound(template, instructions, group.instructions, constants, renamed, moved)
+        self._templates[id(program)] = (template, renamed, bool(moved))
         return program
 
     def shared(self, program: KernelProgram, what: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, a fact of ``program``'s structure and geometry that names no base (its
         kernel's key, whether it compiles), computed once for the programs bound from one
         template."""
-        template = self._templates.get(id(program), (program, {}))[0]
+        template = self._templates.get(id(program), (program, {}, False))[0]
         known = self._facts.get((id(template), what))
         if known is None:
             known = self._facts[(id(template), what)] = (template, compute())
@@ -74,9 +77,12 @@ class LoweringMemo:
 
     def base_blocks(self, program: KernelProgram, compute: Callable[[], list]) -> list:
         """``compute()``: per array slot, per view-block, the ``(base, base_block)`` pairs it
-        touches; for a bound program, its template's with the bound program's bases."""
+        touches; for a program bound at the template's offsets, its template's with the bound
+        program's bases."""
+        _template, renamed, moved = self._templates.get(id(program), (program, {}, False))
+        if moved:
+            return compute()
         lists = self.shared(program, "blocks", compute)
-        renamed = self._templates.get(id(program), (program, {}))[1]
         if not renamed:
             return lists
         return [[[(renamed.get(base, base), k) for base, k in blocks] for blocks in per_slot] for per_slot in lists]
@@ -84,13 +90,21 @@ class LoweringMemo:
 
 def _key(
     group: Group, temporaries: set[int], block_elements: int, itemsize: Callable[[int], int]
-) -> tuple[tuple, list[Const], list[int]] | None:
-    """The group's structure, its constants in slot order and its bases in order of first use;
-    None if it is not memoised."""
+) -> tuple[tuple, list[Const], list[int], list[tuple[int, int]]] | None:
+    """The group's structure, its constants in slot order, its bases in order of first use and
+    its ``(base, offset)`` pairs in order of first use; None if it is not memoised.
+
+    Without deferred writes an array's byte offset is left out of the structure (but for its
+    place in the element) and numbered per base by first use: the groups of a loop that slides
+    along an array (a column ``k`` per iteration) share one structure. A deferred write's
+    program depends on its base's offsets (how far its reads reach), so they stay in."""
     if group.reads_rows:
         return None
     names: dict[int, int] = {}
     bases: list[int] = []
+    places: dict[tuple[int, int], int] = {}
+    offsets: list[tuple[int, int]] = []
+    slide = not group.deferred
 
     def canonical(base: int) -> tuple:
         if base in temporaries:
@@ -101,7 +115,14 @@ def _key(
         return ("b", names[base], itemsize(base))
 
     def view(operand: View) -> tuple:
-        return (canonical(operand.base), operand.dtype, operand.offset, operand.shape, operand.strides)
+        offset = operand.offset
+        if slide and operand.base not in temporaries:
+            place = (operand.base, offset)
+            if place not in places:
+                places[place] = len(places)
+                offsets.append(place)
+            offset = ("o", places[place], offset % operand.dtype.itemsize)
+        return (canonical(operand.base), operand.dtype, offset, operand.shape, operand.strides)
 
     reductions = {id(i) for i in group.reductions}
     axis_reductions = {id(i) for i in group.axis_reductions}
@@ -132,14 +153,20 @@ def _key(
         hash(key)
     except (KeyError, TypeError):  # a base without a declaration, an attribute that does not hash
         return None
-    return key, constants, bases
+    return key, constants, bases, offsets
 
 
 def _bound(
-    template: KernelProgram, old: list[Instruction], new: list[Instruction], constants: list[Const], renamed: dict[int, int]
+    template: KernelProgram,
+    old: list[Instruction],
+    new: list[Instruction],
+    constants: list[Const],
+    renamed: dict[int, int],
+    moved: dict[tuple[int, int], tuple[int, int]],
 ) -> KernelProgram:
     """``template`` with ``new``'s instructions where it has ``old``'s, ``constants`` in its
-    constant slots (in slot order) and its bases ``renamed``."""
+    constant slots (in slot order), its bases ``renamed`` and its arrays' ``(base, offset)``
+    pairs ``moved``."""
     position = {id(instruction): index for index, instruction in enumerate(old)}
     steps = [
         KernelStep(s.op, s.outputs, s.inputs, s.loop_in, s.loop_out, new[position[id(s.instruction)]], s.axis_reduction)
@@ -154,6 +181,9 @@ def _bound(
     for index, slot in enumerate(slots):
         if slot.kind == CONST:
             slots[index] = Slot(CONST, slot.dtype, const=next(values))
+        elif (slot.base, slot.offset) in moved:
+            base, offset = moved[(slot.base, slot.offset)]
+            slots[index] = replace(slot, base=base, offset=offset)
         elif slot.base in renamed:
             slots[index] = replace(slot, base=renamed[slot.base])
     return KernelProgram(
