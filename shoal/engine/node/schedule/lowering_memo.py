@@ -44,7 +44,9 @@ class LoweringMemo:
     def __init__(self, itemsize: Callable[[int], int]) -> None:
         self._itemsize = itemsize  # a base's element size (it sizes the base's base-blocks)
         self._known: dict[tuple, tuple[KernelProgram, list[Instruction], list[int], list[tuple[int, int]]]] = {}
-        self._templates: dict[int, tuple[KernelProgram, dict[int, int], bool]] = {}  # bound -> (template, bases, offsets moved)
+        # A bound program's id -> (the program, kept so that its id is not reused; its template;
+        # its bases renamed; whether offsets moved).
+        self._templates: dict[int, tuple[KernelProgram, KernelProgram, dict[int, int], bool]] = {}
         self._facts: dict[tuple[int, str], tuple[KernelProgram, Any]] = {}  # (template id, what) -> (template, fact)
 
     def lower(self, group: Group, temporaries: set[int], block_elements: int) -> KernelProgram:
@@ -62,14 +64,22 @@ class LoweringMemo:
         renamed = {old: new for old, new in zip(earlier, bases) if old != new}
         moved = {old: new for old, new in zip(earlier_offsets, offsets) if old != new}
         program = _bound(template, instructions, group.instructions, constants, renamed, moved)
-        self._templates[id(program)] = (template, renamed, bool(moved))
+        self._templates[id(program)] = (program, template, renamed, bool(moved))
         return program
+
+    def _binding(self, program: KernelProgram) -> tuple[KernelProgram, dict[int, int], bool]:
+        """(template, bases renamed, offsets moved) of ``program``; itself, nothing, False for a
+        program not bound here."""
+        entry = self._templates.get(id(program))
+        if entry is None or entry[0] is not program:
+            return program, {}, False
+        return entry[1], entry[2], entry[3]
 
     def shared(self, program: KernelProgram, what: str, compute: Callable[[], Any]) -> Any:
         """``compute()``, a fact of ``program``'s structure and geometry that names no base (its
         kernel's key, whether it compiles), computed once for the programs bound from one
         template."""
-        template = self._templates.get(id(program), (program, {}, False))[0]
+        template = self._binding(program)[0]
         known = self._facts.get((id(template), what))
         if known is None:
             known = self._facts[(id(template), what)] = (template, compute())
@@ -79,7 +89,7 @@ class LoweringMemo:
         """``compute()``: per array slot, per view-block, the ``(base, base_block)`` pairs it
         touches; for a program bound at the template's offsets, its template's with the bound
         program's bases."""
-        _template, renamed, moved = self._templates.get(id(program), (program, {}, False))
+        _template, renamed, moved = self._binding(program)
         if moved:
             return compute()
         lists = self.shared(program, "blocks", compute)
