@@ -146,7 +146,7 @@ def linalg_outer(x1: Any, x2: Any, /) -> Any:
     """``np.linalg.outer``: one-dimensional inputs only."""
     first, second = as_lazy(x1), as_lazy(x2)
     quietly(np.linalg.outer, value_probe(first.dtype, first.shape), value_probe(second.dtype, second.shape))
-    return apply_ufunc(np.multiply, (first[:, None], second[None, :]))
+    return apply_ufunc(np.multiply, (_outer_side(first, column=True), _outer_side(second, column=False)))
 
 
 def outer(a: Any, b: Any, out: Any = None) -> Any:
