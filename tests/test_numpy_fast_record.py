@@ -122,18 +122,18 @@ def test_an_array_wrapped_in_place_has_every_slot_wrap_sets(lazy):
 
 @pytest.fixture
 def any_shape(monkeypatch):
-    """The number of calls recorded from a signature learned with other shapes (nothing
-    remembered at the start)."""
+    """The number of calls given a signature learned with other shapes (nothing remembered at
+    the start)."""
     _fast_ufunc.forget()
     calls = [0]
-    recorded = _fast_ufunc._record_any_shape
+    learned = _fast_ufunc._learned_at_other_shapes
 
     def counting(*args):
-        result = recorded(*args)
-        calls[0] += result is not _fast_ufunc.NOT_FAST
+        result = learned(*args)
+        calls[0] += result is not None
         return result
 
-    monkeypatch.setattr(_fast_ufunc, "_record_any_shape", counting)
+    monkeypatch.setattr(_fast_ufunc, "_learned_at_other_shapes", counting)
     return calls
 
 

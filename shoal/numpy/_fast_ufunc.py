@@ -64,9 +64,9 @@ class Signature:
 
 
 _SIGNATURES: dict[tuple, Signature] = {}
-# The same answers without the operands' shapes (opcode, dtype, silent): for a loop whose views
-# change shape every iteration (``a[:, k + 1 :] -= x``), the shapes are worked out per call.
-_ANY_SHAPE: dict[tuple, tuple[str, np.dtype, bool]] = {}
+# The same answers without the operands' shapes (opcode, dtype): for a loop whose views change
+# shape every iteration (``a[:, k + 1 :] -= x``), the shapes are worked out per call.
+_ANY_SHAPE: dict[tuple, tuple[str, np.dtype]] = {}
 
 
 def _int_kind(value: int) -> tuple[bool, ...] | None:
@@ -116,9 +116,13 @@ def learn(key_: tuple | None, opcode: str | None, ufunc: np.ufunc, inputs: tuple
         return
     if math.prod(shape) * dtype.itemsize > _memory_limit():
         return
+    _keep(key_, Signature(opcode, dtype, shape, key_, _first_dtype(inputs)))
+    _ANY_SHAPE[_without_shapes(key_)] = (opcode, dtype)
+
+
+def _first_dtype(inputs: tuple[Any, ...]) -> np.dtype | None:
     first = inputs[0]
-    signature = _keep(key_, Signature(opcode, dtype, shape, key_, first._view.dtype if type(first) is ndarray else None))
-    _ANY_SHAPE[_without_shapes(key_)] = (opcode, dtype, signature.silent)
+    return first._view.dtype if type(first) is ndarray else None
 
 
 def _keep(key_: tuple, signature: Signature) -> Signature:
@@ -196,9 +200,9 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     signature_key = key(ufunc, inputs, out)
     if signature_key is None:
         return NOT_FAST
-    signature = _SIGNATURES.get(signature_key)
+    signature = _SIGNATURES.get(signature_key) or _learned_at_other_shapes(signature_key, inputs, out)
     if signature is None:
-        return _record_any_shape(runtime, signature_key, inputs, out)
+        return NOT_FAST
     modes = _modes()
     if modes < 0:
         return NOT_FAST
@@ -230,36 +234,22 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
 _new = object.__new__
 
 
-def _record_any_shape(runtime: Any, signature_key: tuple, inputs: tuple[Any, ...], out: Any) -> Any:
-    """Record a call seen before only with operands of other shapes (see :data:`_ANY_SHAPE`),
-    its shape broadcast here; :data:`NOT_FAST` if it was not seen, if the shapes do not
-    broadcast to the output's (the general path raises NumPy's error) or if the result would
-    be too large to keep."""
+def _learned_at_other_shapes(signature_key: tuple, inputs: tuple[Any, ...], out: Any) -> Signature | None:
+    """The signature of a call seen before only with operands of other shapes (see
+    :data:`_ANY_SHAPE`), its shape broadcast here and kept for these shapes; None if it was not
+    seen, if the shapes do not broadcast to the output's (the general path raises NumPy's
+    error) or if the result would be too large to keep."""
     known = _ANY_SHAPE.get(_without_shapes(signature_key))
     if known is None:
-        return NOT_FAST
-    opcode, dtype, silent = known
-    shapes = [value._view.shape if type(value) is ndarray else value.shape for value in inputs if type(value) in _ARRAYS]
-    shape = _broadcast(shapes)
+        return None
+    opcode, dtype = known
+    shape = _broadcast([value._view.shape if type(value) is ndarray else value.shape for value in inputs if type(value) in _ARRAYS])
     if shape is None or (out is not None and out._view.shape != shape):
-        return NOT_FAST
-    size = math.prod(shape)
-    if size * dtype.itemsize > _memory_limit():
-        return NOT_FAST
-    modes = _modes()
-    if modes < 0:
-        return NOT_FAST
-    signature = _keep(signature_key, Signature(opcode, dtype, shape, signature_key))  # these shapes again: the exact path
-    signature.silent = silent
-    operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
-    largest = max(math.prod(each) for each in shapes)
-    # Frame 2 is Shoal's dispatch, as in ``record``, one call further up.
-    site = None if silent or not modes else call_site(sys._getframe(3), modes)
-    if out is not None:
-        runtime.record_call(opcode, out._view, operands, size, largest, site)
-        return out
-    base, view = runtime.record_new(opcode, dtype, shape, contiguous_strides(shape, dtype.itemsize), size, operands, largest, site)
-    return ndarray._wrap(base, view, scalar=not shape)
+        return None
+    signature = Signature(opcode, dtype, shape, signature_key, _first_dtype(inputs))
+    if signature.size * dtype.itemsize > _memory_limit():
+        return None
+    return _keep(signature_key, signature)
 
 
 _ARRAYS = (ndarray, np.ndarray)
