@@ -43,6 +43,8 @@ class Stats:
 
 
 _ref = weakref.ref
+
+
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
