@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,9 @@ from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
 from shoal.cluster.plan import Access, Op
 from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
 from shoal.engine.component import Component
+
+# Dependency graphs of recent batches kept for batches with the same operations (as plans are).
+GRAPHS_KEPT = 64
 
 
 @dataclass
@@ -75,6 +79,8 @@ class Flusher:
         self._sends: list[tuple[object, np.ndarray]] = []
         self._receiving: list[BlockOp] = []
         self._plan: dict[int, Op] = {}
+        self._graphs: OrderedDict[tuple, list[tuple[int, ...]]] = OrderedDict()
+        self.graphs_reused = 0  # batches whose dependency graph came from ``_graphs``
 
     # ------------------------------------------------------------------ dependency keys
 
@@ -265,10 +271,15 @@ class Flusher:
             self.stats.busy_seconds += time.perf_counter() - began
 
     def _blocks(self, ops: list[Op]) -> list[BlockOp]:
-        """``ops`` as block operations in the shared dependency lists, prioritised."""
+        """``ops`` as block operations in the shared dependency lists, prioritised.
+
+        A loop's batches give the same operations again with other local bases: their edges are
+        taken from the last such batch (``_graphs``, keyed by the operations' kinds and block
+        keys with bases numbered by first use), which the dependency lists would draw again."""
         count = len(ops)
-        lists = DependencyLists()
         blocks = []
+        numbers: dict[int, int] = {}
+        signature = []
         for position, op in enumerate(ops):
             if not self.latency_hiding:
                 seq, run = position, functools.partial(self._serial_run, op)
@@ -278,11 +289,35 @@ class Flusher:
                 seq, run = position - 2 * count, functools.partial(self._send, op)
             else:
                 seq, run = position, functools.partial(self._add_compute, op)
-            block = BlockOp(seq, run, self._keys(op.reads), self._keys(op.writes), inline=op.kind != "receive" or not self.latency_hiding, label=op.kind)
+            reads, writes = self._keys(op.reads), self._keys(op.writes)
+            block = BlockOp(seq, run, reads, writes, inline=op.kind != "receive" or not self.latency_hiding, label=op.kind)
             self._plan[id(block)] = op
-            lists.insert(block)
             blocks.append(block)
+            signature.append((op.kind, _numbered(reads, numbers), _numbered(writes, numbers)))
+        key = tuple(signature)
+        graph = self._graphs.get(key)
+        if graph is None:
+            lists = DependencyLists()
+            for block in blocks:
+                lists.insert(block)
+            index = {id(block): position for position, block in enumerate(blocks)}
+            self._graphs[key] = [tuple(index[id(dependent)] for dependent in block.dependents) for block in blocks]
+            while len(self._graphs) > GRAPHS_KEPT:
+                self._graphs.popitem(last=False)
+            return blocks
+        self._graphs.move_to_end(key)
+        self.graphs_reused += 1
+        for block, dependents in zip(blocks, graph):
+            block.dependents = [blocks[position] for position in dependents]
+            for position in dependents:
+                blocks[position].waits += 1
+                blocks[position].refcount += 1
         return blocks
+
+
+def _numbered(keys: tuple[tuple[int, int], ...], numbers: dict[int, int]) -> tuple[tuple[int, int], ...]:
+    """``keys`` with each base replaced by its number in order of first use."""
+    return tuple((numbers.setdefault(base, len(numbers)), block) for base, block in keys)
 
 
 def _never() -> None:

@@ -1,7 +1,7 @@
 """The loop of every rank but 0: run rank 0's commands until it says the program ended.
 
 Every payload is decoded from the wire format and verified against the bases this rank knows
-before it is planned or touches memory. An error of the loop itself (a malformed command, a bug)
+before it is planned or touches memory (a batch once per structure, :mod:`shoal.cluster.verified`). An error of the loop itself (a malformed command, a bug)
 ends the whole job at once with a message naming the rank, as ``mpiexec`` would for a rank that
 died; a failing computation is reported to rank 0 at the end of its batch instead
 (:mod:`shoal.cluster.rank`).
@@ -15,6 +15,7 @@ import time
 from shoal.bytecode import loads, verify
 from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
 from shoal.cluster.session import Command, Session
+from shoal.cluster.verified import VerifiedBatches
 
 
 def serve(session: Session) -> int:
@@ -33,12 +34,13 @@ def serve(session: Session) -> int:
         return 1
     try:
         stats = engine.flusher.stats
+        verified = VerifiedBatches()
         while True:
             command, payload, ints = session.receive()
             if command is Command.EXECUTE:
                 began = time.perf_counter()
                 batch = loads(payload)
-                verify(batch, engine.planner.decls)
+                verified.check(batch, engine.planner.decls, engine.planner.layouts)
                 if len(ints) > len(batch.bases):
                     raise ValueError(f"rank 0 named data for {len(ints)} bases of a batch declaring {len(batch.bases)}")
                 engine.receive_data(batch, ints)
