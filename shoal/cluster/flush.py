@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -36,11 +35,9 @@ import numpy as np
 from shoal import trace
 from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
 from shoal.cluster.plan import Access, Op
+from shoal.cluster.plan_cache import Template
 from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
 from shoal.engine.component import Component
-
-# Dependency graphs of recent batches kept for batches with the same operations (as plans are).
-GRAPHS_KEPT = 64
 
 
 @dataclass
@@ -79,8 +76,7 @@ class Flusher:
         self._sends: list[tuple[object, np.ndarray]] = []
         self._receiving: list[BlockOp] = []
         self._plan: dict[int, Op] = {}
-        self._graphs: OrderedDict[tuple, list[tuple[int, ...]]] = OrderedDict()
-        self.graphs_reused = 0  # batches whose dependency graph came from ``_graphs``
+        self.graphs_reused = 0  # batches whose dependency graph came with their plan
 
     # ------------------------------------------------------------------ dependency keys
 
@@ -245,8 +241,9 @@ class Flusher:
 
     # ------------------------------------------------------------------ the flush
 
-    def run(self, ops: list[Op]) -> None:
-        """Run ``ops`` (this rank's operations for one batch, in program order) to the end."""
+    def run(self, ops: list[Op], template: Template | None = None) -> None:
+        """Run ``ops`` (this rank's operations for one batch, in program order, following the
+        cached plan ``template`` if they do) to the end."""
         began = time.perf_counter()
         try:
             if all(op.kind == "compute" for op in ops):  # nothing to overlap: program order, one batch
@@ -254,7 +251,7 @@ class Flusher:
                     self._add_compute(op)
                 self.submit_batch()
                 return
-            blocks = self._blocks(ops)
+            blocks = self._blocks(ops, template)
             if self.latency_hiding:
                 receives = sum(1 for op in ops if op.kind == "receive")
                 run_ready(blocks, self._submit, self, capacity=receives + 1)
@@ -270,16 +267,15 @@ class Flusher:
             self._receiving = []
             self.stats.busy_seconds += time.perf_counter() - began
 
-    def _blocks(self, ops: list[Op]) -> list[BlockOp]:
+    def _blocks(self, ops: list[Op], template: Template | None = None) -> list[BlockOp]:
         """``ops`` as block operations in the shared dependency lists, prioritised.
 
-        A loop's batches give the same operations again with other local bases: their edges are
-        taken from the last such batch (``_graphs``, keyed by the operations' kinds and block
-        keys with bases numbered by first use), which the dependency lists would draw again."""
+        Operations replayed from ``template`` (the cached plan they follow) have the graph the
+        dependency lists drew for the plan's first operations: bases are renumbered one to one and
+        those of one layout have one block size. It is drawn once and kept with the plan."""
         count = len(ops)
+        graph = None if template is None else template.graph
         blocks = []
-        numbers: dict[int, int] = {}
-        signature = []
         for position, op in enumerate(ops):
             if not self.latency_hiding:
                 seq, run = position, functools.partial(self._serial_run, op)
@@ -289,35 +285,25 @@ class Flusher:
                 seq, run = position - 2 * count, functools.partial(self._send, op)
             else:
                 seq, run = position, functools.partial(self._add_compute, op)
-            reads, writes = self._keys(op.reads), self._keys(op.writes)
-            block = BlockOp(seq, run, reads, writes, inline=op.kind != "receive" or not self.latency_hiding, label=op.kind)
+            keys = ((), ()) if graph is not None else (self._keys(op.reads), self._keys(op.writes))
+            block = BlockOp(seq, run, *keys, inline=op.kind != "receive" or not self.latency_hiding, label=op.kind)
             self._plan[id(block)] = op
             blocks.append(block)
-            signature.append((op.kind, _numbered(reads, numbers), _numbered(writes, numbers)))
-        key = tuple(signature)
-        graph = self._graphs.get(key)
         if graph is None:
             lists = DependencyLists()
             for block in blocks:
                 lists.insert(block)
-            index = {id(block): position for position, block in enumerate(blocks)}
-            self._graphs[key] = [tuple(index[id(dependent)] for dependent in block.dependents) for block in blocks]
-            while len(self._graphs) > GRAPHS_KEPT:
-                self._graphs.popitem(last=False)
+            if template is not None:
+                index = {id(block): position for position, block in enumerate(blocks)}
+                template.graph = [tuple(index[id(dependent)] for dependent in block.dependents) for block in blocks]
             return blocks
-        self._graphs.move_to_end(key)
         self.graphs_reused += 1
-        for block, dependents in zip(blocks, graph):
+        for block, dependents in zip(blocks, graph, strict=True):
             block.dependents = [blocks[position] for position in dependents]
             for position in dependents:
                 blocks[position].waits += 1
                 blocks[position].refcount += 1
         return blocks
-
-
-def _numbered(keys: tuple[tuple[int, int], ...], numbers: dict[int, int]) -> tuple[tuple[int, int], ...]:
-    """``keys`` with each base replaced by its number in order of first use."""
-    return tuple((numbers.setdefault(base, len(numbers)), block) for base, block in keys)
 
 
 def _never() -> None:

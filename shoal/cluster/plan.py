@@ -47,7 +47,14 @@ from shoal.cluster.layout import (
 )
 from shoal.cluster.matmul import plan_matmul
 from shoal.cluster.ops import Access, Op, access, contiguous, release_of
-from shoal.cluster.plan_cache import PlanCache, Uncacheable, batch_key, make_template, replay
+from shoal.cluster.plan_cache import (
+    PlanCache,
+    Template,
+    Uncacheable,
+    batch_key,
+    make_template,
+    replay,
+)
 
 OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
@@ -100,6 +107,7 @@ class Planner(GatheredPlanning):
         self.valid: dict[int, Valid] = {}  # bases with halos: each rank's current bytes
         self.demand: dict[int, Valid] = {}  # bases with halos: the bytes each rank's own rows have read
         self.cache = PlanCache(config.cache_size)
+        self.template: Template | None = None  # the cached plan the last batch's operations follow
         self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
 
     # ------------------------------------------------------------------ bases
@@ -254,17 +262,20 @@ class Planner(GatheredPlanning):
 
     def plan(self, batch: Batch) -> list[Op]:
         """This rank's operations for ``batch``, in program order: replayed from the plan cache
-        when the same batch (up to its base numbers) was planned before."""
+        when the same batch (up to its base numbers) was planned before. ``template`` is then
+        the cached plan they came from or were kept as (None for a plan not kept)."""
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
         state = {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
         keyed = batch_key(batch, self.layouts, state) if self.cache.capacity else None
+        self.template = None
         if keyed is None:
             return self._plan(batch)
         key, order = keyed
         template = self.cache.get(key)
         if template is not None:
+            self.template = template
             return replay(self, template, order, batch)
         declared = {decl.id for decl in batch.bases}
         known = {base: self.local[base] for base in order if base not in declared and base in self.local}
@@ -275,6 +286,7 @@ class Planner(GatheredPlanning):
         except Uncacheable:
             template = None
         self.cache.put(key, template)
+        self.template = template
         return ops
 
     def _plan(self, batch: Batch) -> list[Op]:

@@ -95,6 +95,7 @@ class Template:
     data: list[tuple[int, int, int]] = field(default_factory=list)  # (op, slot, key number whose data it holds)
     valid: list[tuple[int, tuple, tuple | None]] = field(default_factory=list)  # (key number, its halos' current bytes and demand after the batch)
     first_ops: list[int] = field(default_factory=list)  # per instruction, the index of its first op
+    graph: list[tuple[int, ...]] | None = None  # per op, the ops that depend on it (``Flusher``)
 
 
 class PlanCache:

@@ -96,7 +96,7 @@ class RankEngine:
             stats.batches += 1
             stats.replayed = self.planner.cache.hits
             self.notes.planned(ops, self.planner.first_ops)
-            self.flusher.run(ops)
+            self.flusher.run(ops, self.planner.template)
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
