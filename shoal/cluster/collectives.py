@@ -177,7 +177,7 @@ def _tree(planner: Planner, merge: str, ranks: list[int], cell: Box, accumulator
             tag = planner._next_tag()
             if planner.rank == right:
                 accumulator = accumulators.pop((right, cell))
-                planner.ops.append(planner.send(accumulator, left, tag))
+                planner.ops.append(planner.send(accumulator, left, tag, late=True))
                 planner.ops.append(planner.compute([release_of(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
             if planner.rank == left:
                 accumulator = accumulators[(left, cell)]
@@ -205,7 +205,7 @@ def _deliver(planner: Planner, root: int, holder: int, cell: Box, accumulators: 
     if root != holder:
         tag = planner._next_tag()
         if planner.rank == root:
-            planner.ops.append(planner.send(accumulator, holder, tag))
+            planner.ops.append(planner.send(accumulator, holder, tag, late=True))
             planner.ops.append(planner.compute([release_of(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
         if planner.rank == holder:
             planner._receive_into(root, tag, planner.local_view(sub_view(whole, cell)))

@@ -12,7 +12,10 @@ bytes; a temporary base is one block), and :func:`~shoal.engine.blocks.run_ready
 
 With latency hiding the priorities (the loop runs the ready operation with the lowest ``seq``
 first) are receives, then sends, then computations, each class in program order: all
-communication that can start starts before any computation. When nothing more is ready, the
+communication that can start starts before any computation. A reduction's partial results
+(``late`` sends) come after the computations, which would otherwise leave the node-engine batch
+they read from at each of them: the heat example's ``center[:] = work`` after its ``np.sum``
+then ran as a batch of its own instead of in the sweep's fused kernel. When nothing more is ready, the
 loop polls: the gathered batch goes to the node engine (while the messages are in flight), the
 receives are tested, and only if no computation was pending does the rank wait (``Waitsome``).
 A send first hands the gathered batch over, since its data may come from it. In blocking mode
@@ -282,7 +285,7 @@ class Flusher:
             elif op.kind == "receive":
                 seq, run = position - 3 * count, _never
             elif op.kind == "send":
-                seq, run = position - 2 * count, functools.partial(self._send, op)
+                seq, run = position + (count if op.late else -2 * count), functools.partial(self._send, op)
             else:
                 seq, run = position, functools.partial(self._add_compute, op)
             keys = ((), ()) if graph is not None else (self._keys(op.reads), self._keys(op.writes))

@@ -18,7 +18,9 @@ class Op:
     ``kind``: ``"compute"`` (``instructions`` run on the rank's node engine), ``"send"`` (the
     contents of ``view``, a local view, go to ``peer``) or ``"receive"`` (``shape`` elements of
     ``dtype`` arrive from ``peer`` into a new temporary base ``temp``). ``needs``: receives whose
-    temporary bases the computation declares (with their data) before it runs."""
+    temporary bases the computation declares (with their data) before it runs. A ``late`` send
+    (a reduction's partial result, which only the end of the batch needs) waits for the
+    computations that are ready when it is, so that they join the node-engine batch it reads."""
 
     kind: str
     reads: list[Access] = field(default_factory=list)
@@ -32,6 +34,7 @@ class Op:
     temp: int = -1
     dtype: np.dtype | None = None
     shape: tuple[int, ...] = ()
+    late: bool = False
     buffer: np.ndarray | None = None
     data: dict[int, np.ndarray] = field(default_factory=dict)
     request: object = None

@@ -250,9 +250,9 @@ class Planner(GatheredPlanning):
         """A computation of this rank."""
         return Op("compute", reads=reads or [], writes=writes or [], instructions=instructions, declares=declares or [], needs=needs or [])
 
-    def send(self, view: View, peer: int, tag: int) -> Op:
-        """A send of local ``view`` to ``peer``."""
-        return Op("send", reads=[access(view)], peer=peer, tag=tag, view=view)
+    def send(self, view: View, peer: int, tag: int, late: bool = False) -> Op:
+        """A send of local ``view`` to ``peer`` (``late``: see :class:`~shoal.cluster.ops.Op`)."""
+        return Op("send", reads=[access(view)], peer=peer, tag=tag, view=view, late=late)
 
     def _next_tag(self) -> int:
         self._tag = (self._tag + 1) % self.tag_limit

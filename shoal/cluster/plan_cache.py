@@ -158,6 +158,7 @@ def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], 
             temp=local(op.temp) if op.temp >= 0 else op.temp,
             dtype=op.dtype,
             shape=op.shape,
+            late=op.late,
         )
         copies[id(op)] = copy
         result.append(copy)

@@ -1,0 +1,72 @@
+"""The order in which a rank's flush runs its ready operations (no MPI needed: sends and the
+node engine are recorded instead of run).
+
+A reduction's partial result is sent after the computations that are ready with it, so that
+``grid[:] = work`` after ``np.sum(...)`` joins the node-engine batch of the sweep it follows
+(the heat example: one fused kernel instead of a second batch copying the rows).
+"""
+
+from __future__ import annotations
+
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.cluster.flush import Flusher
+from shoal.cluster.plan import Op, PlanConfig, Planner
+from shoal.engine.blocks import run_ready
+from tests.cluster.test_cluster_plan_cache import COLUMNS, F8, ROWS, TAGS, Ids, creation, whole
+
+
+def relax_and_measure(grid: int, ids: Ids) -> Batch:
+    """``work = 0.5 * grid; delta = np.sum(np.abs(work - grid)); grid[:] = work``."""
+    shape = (ROWS, COLUMNS)
+    work, difference, delta = ids(), ids(), ids()
+    return Batch(
+        bases=[BaseDecl(work, F8, ROWS * COLUMNS), BaseDecl(difference, F8, ROWS * COLUMNS), BaseDecl(delta, F8, 1)],
+        instructions=[
+            Instruction("multiply", (whole(work, shape),), (Const(0.5), whole(grid, shape))),
+            Instruction("subtract", (whole(difference, shape),), (whole(work, shape), whole(grid, shape))),
+            Instruction("absolute", (whole(difference, shape),), (whole(difference, shape),)),
+            Instruction("sum", (View(delta, F8, 0, (), ()),), (whole(difference, shape),), make_attrs(axis=None)),
+            Instruction("release", (), (), make_attrs(base=difference)),
+            Instruction("copy", (whole(grid, shape),), (whole(work, shape),)),
+            Instruction("release", (), (), make_attrs(base=work)),
+        ],
+    )
+
+
+def handed_over(rank: int, late: bool) -> list[list[str]]:
+    """The opcodes of each node-engine batch rank ``rank`` of 2 hands over before each send ("send"
+    marks a send), running the batch above after the grid's creation."""
+    planner = Planner(rank, 2, PlanConfig(min_bytes=256, cache_size=0), TAGS)
+    ids = Ids()
+    grid = ids()
+    planner.plan(creation(grid, 1))
+    ops = planner.plan(relax_and_measure(grid, ids))
+    assert any(op.kind == "send" for op in ops) and not any(op.kind == "receive" for op in ops)
+    for op in ops:
+        op.late = op.late and late
+    flusher = Flusher(None, None, rank, True, planner.block_bytes)  # type: ignore[arg-type]
+    events: list[list[str]] = [[]]
+
+    def gather(op: Op) -> None:
+        events[-1].extend(instruction.op for instruction in op.instructions if instruction.op != "release")
+
+    def send(op: Op) -> None:
+        events.append(["send"])
+        events.append([])
+
+    flusher._add_compute = gather  # type: ignore[method-assign]
+    flusher._send = send  # type: ignore[method-assign]
+    run_ready(flusher._blocks(ops), flusher._submit, flusher, capacity=1)
+    return [batch for batch in events if batch]
+
+
+def test_the_copy_after_a_sum_joins_the_sweeps_batch_before_the_partial_is_sent() -> None:
+    batches = handed_over(1, late=True)
+    assert batches[-1] == ["send"]
+    assert "copy" in batches[-2] and "sum" in batches[-2]
+
+
+def test_without_late_sends_the_copy_was_a_batch_of_its_own() -> None:
+    batches = handed_over(1, late=False)
+    position = batches.index(["send"])
+    assert "sum" in batches[position - 1] and "copy" in batches[position + 1]
