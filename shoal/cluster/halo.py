@@ -261,7 +261,17 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
 def exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] | None = None) -> None:
     """Every rank sends its own bytes that lie in another rank's stale halo of ``bases`` (in
     each rank's ``wanted`` bytes only, if given); then those halos are current. Messages follow
-    one global order (receiver, base side, sender)."""
+    one global order (receiver, base side, sender); the copies of arrived rows into a rank's halo
+    come after all of its sends, which would otherwise wait for them (its edge rows share a
+    dependency block with the halo beside them) and so for the neighbour's message."""
+    copies_from = len(planner.ops)
+    _exchange(planner, bases, wanted)
+    copies = [op for op in planner.ops[copies_from:] if op.kind == "compute"]
+    if copies:
+        planner.ops[copies_from:] = [op for op in planner.ops[copies_from:] if op.kind != "compute"] + copies
+
+
+def _exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] | None) -> None:
     for base in bases:
         layout = planner.layouts[base]
         dtype = planner.decls[base].dtype

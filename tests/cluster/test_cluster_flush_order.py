@@ -8,11 +8,22 @@ A reduction's partial result is sent after the computations that are ready with 
 
 from __future__ import annotations
 
+import pytest
+
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.cluster.flush import Flusher
 from shoal.cluster.plan import Op, PlanConfig, Planner
 from shoal.engine.blocks import run_ready
-from tests.cluster.test_cluster_plan_cache import COLUMNS, F8, ROWS, TAGS, Ids, creation, whole
+from tests.cluster.test_cluster_plan_cache import (
+    COLUMNS,
+    F8,
+    ROWS,
+    TAGS,
+    Ids,
+    creation,
+    sweep,
+    whole,
+)
 
 
 def relax_and_measure(grid: int, ids: Ids) -> Batch:
@@ -70,3 +81,64 @@ def test_without_late_sends_the_copy_was_a_batch_of_its_own() -> None:
     batches = handed_over(1, late=False)
     position = batches.index(["send"])
     assert "sum" in batches[position - 1] and "copy" in batches[position + 1]
+
+
+def test_a_send_hands_the_gathered_batch_over_only_if_it_reads_from_it() -> None:
+    """The partial sum is computed in the gathered batch: its send needs that batch run first.
+    Computations it does not read from (gathered before it, or releases) do not hold it up."""
+    planner = Planner(1, 2, PlanConfig(min_bytes=256, cache_size=0), TAGS)
+    ids = Ids()
+    grid = ids()
+    planner.plan(creation(grid, 1))
+    ops = planner.plan(relax_and_measure(grid, ids))
+    flusher = Flusher(None, None, 1, True, planner.block_bytes)  # type: ignore[arg-type]
+    blocks = flusher._blocks(ops)
+    send = next(block for op, block in zip(ops, blocks, strict=True) if op.kind == "send")
+    feeding = [op for op, block in zip(ops, blocks, strict=True) if send in block.dependents]
+    others = [op for op in ops if op.kind == "compute" and op not in feeding]
+    assert feeding and others
+    for op in others:
+        flusher._add_compute(op)
+    assert not flusher.reads_gathered(flusher._plan[id(send)])
+    flusher._add_compute(feeding[0])
+    assert flusher.reads_gathered(flusher._plan[id(send)])
+    flusher.inner = type("Engine", (), {"execute": lambda self, batch: None})()  # type: ignore[assignment]
+    flusher.submit_batch()
+    assert not flusher.reads_gathered(flusher._plan[id(send)])
+
+
+def halo_sweep_graphs(rank: int) -> list[tuple[Op, int]]:
+    """Each op of rank ``rank`` of 2 in the second of two own-row sweeps, with the number of
+    operations it waits for."""
+    planner = Planner(rank, 2, PlanConfig(min_bytes=256, cache_size=0, halo_rows=1, redundant_rows=False), TAGS)
+    ids = Ids()
+    grid = ids()
+    planner.plan(creation(grid, 1))
+    planner.plan(sweep(grid, ids))
+    ops = planner.plan(sweep(grid, ids))
+    blocks = Flusher(None, None, rank, True, planner.block_bytes)._blocks(ops)  # type: ignore[arg-type]
+    return [(op, block.waits) for op, block in zip(ops, blocks, strict=True)]
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_ranks_halo_sends_wait_for_nothing_its_neighbour_sends(rank: int) -> None:
+    """Rank 0 receives its halo first in the global message order; the copy of those rows comes
+    after its own send, which waited for the neighbour's message while it came before."""
+    graph = halo_sweep_graphs(rank)
+    sends = [waits for op, waits in graph if op.kind == "send"]
+    assert sends and all(waits == 0 for waits in sends)
+    kinds = [op.kind for op, _ in graph]
+    last_send = max(position for position, kind in enumerate(kinds) if kind == "send")
+    copies = [position for position, (op, _) in enumerate(graph) if op.needs]
+    assert copies and min(copies) > last_send
+
+
+def test_releases_alone_are_not_handed_over_before_a_wait() -> None:
+    """Before waiting, the loop hands over gathered computations to overlap the wait; a batch of
+    releases only would cost a node-engine batch and overlap nothing."""
+    executed: list[list[str]] = []
+    flusher = Flusher(type("Engine", (), {"execute": lambda self, batch: executed.append([i.op for i in batch.instructions])})(), None, 0, True, {})  # type: ignore[arg-type]
+    flusher._add_compute(Op("compute", instructions=[Instruction("release", (), (), make_attrs(base=5))]))
+    assert flusher.poll(None) == [] and executed == []
+    flusher._add_compute(Op("compute", instructions=[Instruction("fill", (View(6, F8, 0, (2,), (8,)),), (Const(1.0),))]))
+    assert flusher.poll(None) == [] and executed == [["release", "fill"]]
