@@ -42,15 +42,19 @@ class RankNotes:
         """``inner`` (this rank's node engine) running its batches under this rank's watch."""
         return _Noting(inner, self)
 
-    def begin(self, batch: Batch) -> None:
-        """A cluster batch starts on every rank: rank 0 says which conditions it watches."""
-        record = fp_signals.claim(batch) if self.rank == 0 else None
-        bits = np.array([record.watched & ALL_CONDITIONS if record is not None else 0], dtype=np.int64)
-        self.session.control.Bcast(bits, root=0)
-        watched = int(bits[0])
-        if watched & ~ALL_CONDITIONS:
+    def claim(self, batch: Batch) -> int:
+        """Rank 0, before it sends ``batch``: the conditions the program watches for it (they
+        travel with the batch's command)."""
+        self._record = fp_signals.claim(batch)
+        return self._record.watched & ALL_CONDITIONS if self._record is not None else 0
+
+    def begin(self, batch: Batch, watched: int) -> None:
+        """A cluster batch starts on every rank, watching the conditions rank 0 sent."""
+        if watched & ~ALL_CONDITIONS or watched < 0:
             raise ValueError(f"rank 0 asked to watch unknown floating-point conditions {watched:#x}")
-        self.watched, self._record, self._size = watched, record, len(batch.instructions)
+        if self.rank != 0:
+            self._record = None
+        self.watched, self._size = watched, len(batch.instructions)
 
     def planned(self, ops: list[Any], first_ops: list[int]) -> None:
         """This rank's operations for the batch, and the index of each instruction's first."""
@@ -82,7 +86,7 @@ class RankNotes:
             return None
         found, record, size = list(self._found), self._record, self._size
         self.watched, self._record, self._found, self._sources, self._ops = 0, None, {}, {}, []
-        texts = self.session.gather_text(fp_notes.encode(found).decode("ascii"))
+        texts = self.session.gather_text(fp_notes.encode(found).decode("ascii") if found else None)
         if texts is None or record is None:
             return None
         combined: dict[tuple[int, str], None] = {}

@@ -119,10 +119,11 @@ class ClusterManager(Component):
         self._check_open()
         began = time.perf_counter()
         ids = [decl.id for decl in batch.bases if decl.id in batch.data]
-        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), ids)
+        watched = self.engine.notes.claim(batch)
+        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), [watched, *ids])
         self.engine.send_data(batch)  # each rank gets its part of the data only
         self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
-        raise_failure(self.engine.execute(batch))
+        raise_failure(self.engine.execute(batch, watched))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
             at_user_line(warnings.warn, text, ShoalFallbackWarning, stacklevel=1)  # at the program's line

@@ -82,14 +82,16 @@ class RankEngine:
             batch.data[base] = part
         self.planner.local_data = True
 
-    def execute(self, batch: Batch) -> str | None:
-        """Run ``batch`` on this rank; returns every rank's failures (at rank 0), joined.
+    def execute(self, batch: Batch, watched: int = 0) -> str | None:
+        """Run ``batch`` on this rank, noting the floating-point conditions ``watched`` (rank 0's
+        :meth:`~shoal.cluster.fp_notes.RankNotes.claim`); returns every rank's failures (at
+        rank 0), joined.
 
         A failed computation is reported at the end; anything else that goes wrong here (a
         message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
         stats = self.flusher.stats
         try:
-            self.notes.begin(batch)
+            self.notes.begin(batch, watched)
             began = time.perf_counter()
             ops = self.planner.plan(batch)
             stats.plan_seconds += time.perf_counter() - began

@@ -41,11 +41,14 @@ def serve(session: Session) -> int:
                 began = time.perf_counter()
                 batch = loads(payload)
                 verified.check(batch, engine.planner.decls, engine.planner.layouts)
-                if len(ints) > len(batch.bases):
-                    raise ValueError(f"rank 0 named data for {len(ints)} bases of a batch declaring {len(batch.bases)}")
-                engine.receive_data(batch, ints)
+                if not ints:
+                    raise ValueError("rank 0 sent a batch without the conditions it watches")
+                watched, ids = ints[0], ints[1:]
+                if len(ids) > len(batch.bases):
+                    raise ValueError(f"rank 0 named data for {len(ids)} bases of a batch declaring {len(batch.bases)}")
+                engine.receive_data(batch, ids)
                 stats.receive_seconds += time.perf_counter() - began
-                engine.execute(batch)
+                engine.execute(batch, watched)
             elif ints:
                 raise ValueError(f"rank 0 sent integers with {command.name}")
             elif command is Command.FETCH:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 from test_numpy_fp_warnings import MODES, PROGRAM
@@ -46,13 +45,8 @@ def test_program_at_two_ranks_warns_as_numpy(mode: str, action: str) -> None:
 class FakeSession:
     """The collectives of two ranks, seen from rank 0; the other rank's notes are ``theirs``."""
 
-    def __init__(self, watched: int, theirs: str | None) -> None:
-        self.control = self
-        self.watched = watched
+    def __init__(self, theirs: str | None) -> None:
         self.theirs = theirs
-
-    def Bcast(self, buffer: Any, root: int) -> None:
-        buffer[0] = self.watched
 
     def gather_text(self, text: str | None) -> list[str | None]:
         return [text, self.theirs]
@@ -61,8 +55,8 @@ class FakeSession:
 def rank_zero(theirs: str | None) -> tuple[RankNotes, fp_signals.Watch, list[str | None]]:
     batch = Batch(instructions=[Instruction("release", (), ()) for _ in range(3)])
     record = fp_signals.watch(batch, fp_signals.DIVIDE | fp_signals.INVALID)
-    notes = RankNotes(FakeSession(record.watched, theirs), 0)
-    notes.begin(batch)
+    notes = RankNotes(FakeSession(theirs), 0)
+    notes.begin(batch, notes.claim(batch))
     notes.planned([], [0, 0, 0])
     problem = notes.finish()
     return notes, record, [problem]
@@ -87,16 +81,16 @@ def test_notes_of_the_ranks_are_checked_combined_and_filtered() -> None:
 
 
 def test_an_unknown_condition_from_rank_zero_stops_the_batch() -> None:
-    notes = RankNotes(FakeSession(0x30, None), 1)
+    notes = RankNotes(FakeSession(None), 1)
     with pytest.raises(ValueError, match="unknown floating-point conditions"):
-        notes.begin(Batch())
+        notes.begin(Batch(), 0x30)
 
 
 def test_pieces_are_named_by_the_instruction_they_were_planned_from() -> None:
     from shoal.cluster.plan import Op
 
     ops = [Op("compute", instructions=[Instruction("add", (), ())]) for _ in range(4)]
-    notes = RankNotes(FakeSession(fp_signals.DIVIDE, None), 1)
-    notes.begin(Batch(instructions=[Instruction("release", (), ()) for _ in range(3)]))
+    notes = RankNotes(FakeSession(None), 1)
+    notes.begin(Batch(instructions=[Instruction("release", (), ()) for _ in range(3)]), fp_signals.DIVIDE)
     notes.planned(ops, [0, 2, 2])  # instruction 1 planned no operation here
     assert [notes._sources[id(op.instructions[0])] for op in ops] == [0, 0, 2, 2]
