@@ -56,6 +56,7 @@ class CommStats:
     busy_seconds: float = 0.0  # in flushes, waiting included
     batches: int = 0  # cluster batches run
     replayed: int = 0  # of which the plan came from the plan cache
+    by_number: int = 0  # of which rank 0 sent the plan's number instead of the batch
     receive_seconds: float = 0.0  # other ranks: receiving, decoding and verifying rank 0's batches
     plan_seconds: float = 0.0  # planning (or finding a cached plan)
     engine_seconds: float = 0.0  # inside the node engine (execute and fetch)

@@ -20,6 +20,7 @@ import numpy as np
 
 from shoal import settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
+from shoal.cluster import replayed
 from shoal.cluster.cyclic import parse_block
 from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
 from shoal.cluster.plan import PlanConfig
@@ -118,12 +119,18 @@ class ClusterManager(Component):
     def execute(self, batch: Batch) -> None:
         self._check_open()
         began = time.perf_counter()
-        ids = [decl.id for decl in batch.bases if decl.id in batch.data]
         watched = self.engine.notes.claim(batch)
-        self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), [watched, *ids])
+        keyed = self.engine.planner.keyed(batch)
+        replay = replayed.request(self.engine.planner, keyed)
+        if replay is None:
+            ids = [decl.id for decl in batch.bases if decl.id in batch.data]
+            self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), [watched, *ids])
+        else:  # a plan every rank keeps: its number and the batch's bases
+            self.session.send(Command.REPLAY, b"", [watched, *replay])
+            self.engine.flusher.stats.by_number += 1
         self.engine.send_data(batch)  # each rank gets its part of the data only
         self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
-        raise_failure(self.engine.execute(batch, watched))
+        raise_failure(self.engine.execute(batch, watched, keyed))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
             at_user_line(warnings.warn, text, ShoalFallbackWarning, stacklevel=1)  # at the program's line
@@ -185,6 +192,7 @@ def report(engine: RankEngine) -> dict:
         "busy_seconds": stats.busy_seconds,
         "batches": stats.batches,
         "replayed": stats.replayed,
+        "by_number": stats.by_number,
         "receive_seconds": stats.receive_seconds,
         "plan_seconds": stats.plan_seconds,
         "engine_seconds": stats.engine_seconds,
@@ -244,7 +252,8 @@ def format_reports(reports: list[dict]) -> str:
         )
         other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
         lines.append(
-            f"    batches {value['batches']} ({value['replayed']} replayed)  broadcast+decode+verify {value['receive_seconds']:.3f} s  "
+            f"    batches {value['batches']} ({value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers)  "
+            f"broadcast+decode+verify {value['receive_seconds']:.3f} s  "
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
             f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"
         )

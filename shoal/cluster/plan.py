@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -108,6 +109,7 @@ class Planner(GatheredPlanning):
         self.demand: dict[int, Valid] = {}  # bases with halos: the bytes each rank's own rows have read
         self.cache = PlanCache(config.cache_size)
         self.template: Template | None = None  # the cached plan the last batch's operations follow
+        self.key: tuple | None = None  # the last batch's plan-cache key
         self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
 
     # ------------------------------------------------------------------ bases
@@ -260,16 +262,25 @@ class Planner(GatheredPlanning):
 
     # ------------------------------------------------------------------ planning
 
-    def plan(self, batch: Batch) -> list[Op]:
+    def keyed(self, batch: Batch) -> tuple[tuple, list[int]] | None:
+        """``batch``'s plan-cache key and its bases in the key's order (None: not cached)."""
+        if not self.cache.capacity:
+            return None
+        state = {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
+        return batch_key(batch, self.layouts, state)
+
+    def plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> list[Op]:
         """This rank's operations for ``batch``, in program order: replayed from the plan cache
-        when the same batch (up to its base numbers) was planned before. ``template`` is then
-        the cached plan they came from or were kept as (None for a plan not kept)."""
+        when the same batch (up to its base numbers) was planned before (``keyed``: its
+        :meth:`keyed`, if known). ``template`` is then the cached plan they came from or were
+        kept as (None for a plan not kept), ``key`` the batch's key."""
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
-        state = {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
-        keyed = batch_key(batch, self.layouts, state) if self.cache.capacity else None
+        if keyed is False:
+            keyed = self.keyed(batch)
         self.template = None
+        self.key = None if keyed is None else keyed[0]
         if keyed is None:
             return self._plan(batch)
         key, order = keyed

@@ -96,16 +96,25 @@ class Template:
     valid: list[tuple[int, tuple, tuple | None]] = field(default_factory=list)  # (key number, its halos' current bytes and demand after the batch)
     first_ops: list[int] = field(default_factory=list)  # per instruction, the index of its first op
     graph: list[tuple[int, ...]] | None = None  # per op, the ops that depend on it (``Flusher``)
+    bases: int = 0  # bases the batch names (the length of the key's order)
 
 
 class PlanCache:
-    """The templates of the last ``capacity`` distinct batches, least recently used dropped."""
+    """The templates of the last ``capacity`` distinct batches, least recently used dropped.
+
+    A key whose batch every rank kept a template for gets a *number* (:meth:`number`, called on
+    every rank with the same verdict, in the same order): rank 0 may then send a later batch of
+    that key as its number and base ids (:mod:`shoal.cluster.replayed`). Every rank's cache sees
+    the same keys in the same order, so numbers and evictions agree across ranks."""
 
     def __init__(self, capacity: int) -> None:
         self.capacity = capacity
         self.templates: OrderedDict[tuple, Template | None] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        self._numbers: dict[tuple, int] = {}
+        self._keys: dict[int, tuple] = {}
+        self._next_number = 0
 
     def get(self, key: tuple) -> Template | None:
         template = self.templates.get(key)
@@ -120,7 +129,26 @@ class PlanCache:
         self.templates[key] = template
         self.templates.move_to_end(key)
         while len(self.templates) > self.capacity:
-            self.templates.popitem(last=False)
+            evicted, _ = self.templates.popitem(last=False)
+            number = self._numbers.pop(evicted, None)
+            if number is not None:
+                del self._keys[number]
+
+    def number(self, key: tuple) -> None:
+        """Every rank kept a template for ``key``: give it the next number (once)."""
+        if self.templates.get(key) is not None and key not in self._numbers:
+            self._numbers[key] = self._next_number
+            self._keys[self._next_number] = key
+            self._next_number += 1
+
+    def number_of(self, key: tuple) -> int | None:
+        return self._numbers.get(key)
+
+    def numbered(self, number: int) -> tuple[tuple, Template] | None:
+        """The key of ``number`` and this rank's template for it (None if unknown)."""
+        key = self._keys.get(number)
+        template = None if key is None else self.templates.get(key)
+        return None if template is None or key is None else (key, template)
 
 
 def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int]) -> list[Op]:
@@ -196,6 +224,7 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
             template.data.append((position, local(here), numbers[holders[here]]))
     template.valid = [(numbers[base], planner.valid[base], planner.demand.get(base)) for base in order if base in planner.valid]
     template.first_ops = list(planner.first_ops)
+    template.bases = len(order)
     return template
 
 

@@ -13,13 +13,14 @@ end of the batch, when all ranks combine their status; rank 0 then raises it as 
 from __future__ import annotations
 
 import time
+from typing import Literal
 
 import numpy as np
 
 from shoal.bytecode import Batch, View
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
-from shoal.cluster.layout import split, sub_view
+from shoal.cluster.layout import AnyLayout, split, sub_view
 from shoal.cluster.plan import PlanConfig, Planner
 from shoal.cluster.session import Session
 from shoal.engine.component import Component, EngineError, described
@@ -63,7 +64,7 @@ class RankEngine:
         if requests:
             MPI.Request.Waitall(requests)
 
-    def receive_data(self, batch: Batch, ids: list[int]) -> None:
+    def receive_data(self, batch: Batch, ids: list[int], layouts: dict[int, AnyLayout] | None = None) -> None:
         """Another rank: the parts :meth:`send_data` sends to it, put in ``batch.data`` (an empty
         array where it holds nothing of a base); later planning takes them as its own part."""
         from mpi4py import MPI
@@ -71,7 +72,8 @@ class RankEngine:
         decls = {decl.id: decl for decl in batch.bases}
         if len(set(ids)) != len(ids) or any(base not in decls for base in ids):
             raise ValueError("rank 0 named data for bases the batch does not declare")
-        layouts = self.planner.new_layouts(batch)
+        if layouts is None:
+            layouts = self.planner.new_layouts(batch)
         for number, base in enumerate(ids):
             part = np.empty(layouts[base].local_count(self.rank), dtype=decls[base].dtype)
             if part.size:
@@ -82,10 +84,10 @@ class RankEngine:
             batch.data[base] = part
         self.planner.local_data = True
 
-    def execute(self, batch: Batch, watched: int = 0) -> str | None:
+    def execute(self, batch: Batch, watched: int = 0, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> str | None:
         """Run ``batch`` on this rank, noting the floating-point conditions ``watched`` (rank 0's
-        :meth:`~shoal.cluster.fp_notes.RankNotes.claim`); returns every rank's failures (at
-        rank 0), joined.
+        :meth:`~shoal.cluster.fp_notes.RankNotes.claim`; ``keyed``: the batch's plan-cache key if
+        known); returns every rank's failures (at rank 0), joined.
 
         A failed computation is reported at the end; anything else that goes wrong here (a
         message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
@@ -93,7 +95,7 @@ class RankEngine:
         try:
             self.notes.begin(batch, watched)
             began = time.perf_counter()
-            ops = self.planner.plan(batch)
+            ops = self.planner.plan(batch, keyed)
             stats.plan_seconds += time.perf_counter() - began
             stats.batches += 1
             stats.replayed = self.planner.cache.hits
@@ -103,7 +105,10 @@ class RankEngine:
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
         failure, self.flusher.failure = self.flusher.failure, None
-        failures = self.session.gather_text(None if failure is None else f"rank {self.rank}: {described(failure)}")
+        kept = self.planner.template is not None
+        failures, everywhere = self.session.gather_status(None if failure is None else f"rank {self.rank}: {described(failure)}", kept)
+        if everywhere and self.planner.key is not None:
+            self.planner.cache.number(self.planner.key)  # later batches of its key go as REPLAY
         malformed = self.notes.finish()
         if failures is None:
             return None

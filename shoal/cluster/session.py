@@ -30,6 +30,7 @@ class Command(enum.IntEnum):
     EXECUTE = 1
     FETCH = 2
     SHUTDOWN = 3
+    REPLAY = 4  # a batch as the number of a plan every rank keeps (shoal.cluster.replayed)
 
 
 def launched(environ: Mapping[str, str] | None = None) -> bool:
@@ -96,22 +97,28 @@ class Session:
 
     def gather_text(self, text: str | None) -> list[str | None] | None:
         """Rank 0: each rank's ``text`` (None where a rank has none); None at the other ranks."""
+        return self.gather_status(text, True)[0]
+
+    def gather_status(self, text: str | None, flag: bool) -> tuple[list[str | None] | None, bool]:
+        """Each rank's ``text`` at rank 0 (as :meth:`gather_text`), and at every rank whether
+        every rank's ``flag`` is true."""
         from mpi4py import MPI
 
         data = b"" if text is None else text.encode("utf-8", "replace")
-        lengths = np.zeros(self.ranks, dtype=np.int64)
+        lengths = np.zeros((self.ranks, 2), dtype=np.int64)
         # every rank learns every length, so when no rank has text (a batch that ran everywhere)
         # one collective is the whole exchange
-        self.control.Allgather(np.array([len(data) if text is not None else -1], dtype=np.int64), lengths)
+        self.control.Allgather(np.array([len(data) if text is not None else -1, int(flag)], dtype=np.int64), lengths)
+        flags, lengths = bool(lengths[:, 1].all()), lengths[:, 0]
         if bool((lengths < 0).all()):
-            return [None] * self.ranks if self.rank == 0 else None
+            return ([None] * self.ranks if self.rank == 0 else None), flags
         counts = np.maximum(lengths, 0)
         received = np.empty(int(counts.sum()), dtype=np.uint8)
         displacements = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
         send = np.frombuffer(data, dtype=np.uint8).copy() if data else np.empty(0, dtype=np.uint8)
         self.control.Gatherv(send, [received, counts.tolist(), displacements.tolist(), MPI.BYTE], root=0)
         if self.rank != 0:
-            return None
+            return None, flags
         texts: list[str | None] = []
         for rank in range(self.ranks):
             if lengths[rank] < 0:
@@ -119,7 +126,7 @@ class Session:
             else:
                 begin = int(displacements[rank])
                 texts.append(received[begin : begin + int(counts[rank])].tobytes().decode("utf-8", "replace"))
-        return texts
+        return texts, flags
 
     def abort(self, message: str, code: int = 1) -> None:
         """Print ``message`` and end every rank of the job now."""

@@ -13,6 +13,7 @@ import sys
 import time
 
 from shoal.bytecode import loads, verify
+from shoal.cluster import replayed
 from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
 from shoal.cluster.session import Command, Session
 from shoal.cluster.verified import VerifiedBatches
@@ -49,6 +50,15 @@ def serve(session: Session) -> int:
                 engine.receive_data(batch, ids)
                 stats.receive_seconds += time.perf_counter() - began
                 engine.execute(batch, watched)
+            elif command is Command.REPLAY:
+                began = time.perf_counter()
+                if not ints:
+                    raise ValueError("rank 0 sent a replay without the conditions it watches")
+                batch, keyed, ids, layouts = replayed.receive(engine.planner, ints[1:])
+                engine.receive_data(batch, ids, layouts)
+                stats.receive_seconds += time.perf_counter() - began
+                stats.by_number += 1
+                engine.execute(batch, ints[0], keyed)
             elif ints:
                 raise ValueError(f"rank 0 sent integers with {command.name}")
             elif command is Command.FETCH:

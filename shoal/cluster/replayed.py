@@ -1,0 +1,80 @@
+"""Batches sent as the number of a plan every rank keeps.
+
+A loop sends the same batch again and again with new base ids. Once every rank has kept a
+template for a batch's plan-cache key (:meth:`~shoal.cluster.plan_cache.PlanCache.number`, agreed
+in the gather that ends every batch), rank 0 sends a later batch of that key as a ``REPLAY``
+command: the key's number and the batch's bases in the key's order, no bytecode. Rank 0 encodes
+nothing and the other ranks decode nothing; each rebuilds what replaying needs (the batch's
+declarations and releases: the rest is in its plan) from the key.
+
+Nothing is taken on trust: the number must name a plan this rank keeps, the ids must be as many
+as the key's bases and distinct, the bases the batch declares fresh non-negative ids, and every
+other base live here with the layout and halo state the key was made with. The key vouches for
+the rest: it was made from a batch this rank verified in full (or admitted by the key of one,
+:mod:`shoal.cluster.verified`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
+
+if TYPE_CHECKING:
+    from shoal.cluster.layout import AnyLayout
+    from shoal.cluster.plan import Planner
+
+_PLACEHOLDERS: dict[str, Instruction] = {}
+
+
+def request(planner: Planner, keyed: tuple[tuple, list[int]] | None) -> list[int] | None:
+    """Rank 0: the integers of a ``REPLAY`` command for the batch whose :meth:`Planner.keyed`
+    is ``keyed`` (its plan's number, then its bases in the key's order), or None: send it whole."""
+    if keyed is None:
+        return None
+    key, order = keyed
+    number = planner.cache.number_of(key)
+    return None if number is None else [number, *order]
+
+
+def receive(planner: Planner, ints: list[int]) -> tuple[Batch, tuple[tuple, list[int]], list[int], dict[int, AnyLayout]]:
+    """Another rank: the batch a ``REPLAY`` command with ``ints`` stands for (its declarations,
+    and its instructions as placeholders but for the releases), its key and order, the bases whose
+    data rank 0 sends, and the layouts of the bases it declares. Raises ``ValueError`` if the
+    command does not fit this rank's plans and bases."""
+    if not ints:
+        raise ValueError("rank 0 sent a replay without the number of a plan")
+    found = planner.cache.numbered(ints[0])
+    if found is None:
+        raise ValueError(f"rank 0 named plan {ints[0]}, which this rank does not keep")
+    key, template = found
+    order = list(ints[1:])
+    if len(order) != template.bases or len(set(order)) != len(order):
+        raise ValueError(f"rank 0 named {len(order)} bases for plan {ints[0]} of {template.bases} distinct bases")
+    declared, instructions, used = key
+    numbers = {number for number, *_ in declared}
+    for number in numbers:
+        base = order[number]
+        if base < 0 or base in planner.decls:
+            raise ValueError(f"rank 0 declared base {base} again, which is live here or negative")
+    state = {base: (planner.valid[base], planner.demand.get(base)) for base in order if base in planner.valid}
+    here = tuple((number, planner.layouts.get(base), state.get(base)) for number, base in enumerate(order) if number not in numbers)
+    if here != used:
+        raise ValueError(f"rank 0 replayed plan {ints[0]} over bases whose layouts or halos differ here")
+    bases = [BaseDecl(order[number], dtype, size) for number, dtype, size, _data in declared]
+    ids = [order[number] for number, _dtype, _size, data in declared if data]
+    steps = [_release(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0]) for entry in instructions]
+    layouts = {order[number]: layout for number, layout, _slot, _bytes in template.declared}
+    return Batch(bases=bases, instructions=steps), (key, order), ids, layouts
+
+
+def _release(base: int) -> Instruction:
+    return Instruction("release", (), (), make_attrs(base=base))
+
+
+def _placeholder(op: str) -> Instruction:
+    """An instruction standing for one the plan holds (it is counted, never run or read)."""
+    found = _PLACEHOLDERS.get(op)
+    if found is None:
+        found = _PLACEHOLDERS[op] = Instruction(op, (), ())
+    return found
