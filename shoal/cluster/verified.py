@@ -55,15 +55,10 @@ def _key(batch: Batch, known: Mapping[int, BaseDecl], layouts: dict[int, Layout]
         return None
     key, order = keyed
     declared = {decl.id for decl in batch.bases}
-    used = []
-    for base in order:
-        if base in declared:
-            continue
-        decl = known.get(base)
-        if decl is None or type(base) is not int:
-            return None
-        used.append((decl.dtype, decl.size))
-    return key, tuple(used)
+    used = [known.get(base) if type(base) is int else None for base in order if base not in declared]
+    if None in used:
+        return None
+    return key, tuple((decl.dtype, decl.size) for decl in used if decl is not None)
 
 
 def _ids_well_formed(batch: Batch, known: Mapping[int, BaseDecl]) -> bool:
