@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.bytecode import View
-from shoal.cluster.cyclic import CyclicLayout, pairwise_runs
+from shoal.cluster.cyclic import CyclicLayout, pairwise_runs, sorted_unique
 
 Box = tuple[tuple[int, int], ...]
 
@@ -268,7 +268,7 @@ def _block_candidates(operands: Sequence[tuple[View, AnyLayout]], first: Box, ax
             quotient = np.floor_divide(bounds * item - edge, stride)
             found += [quotient, quotient + 1]
     found.append(_candidates(extents, length))
-    candidates = np.unique(np.concatenate(found))
+    candidates = sorted_unique(np.concatenate(found))
     return candidates[(candidates >= 0) & (candidates < length)]
 
 
@@ -317,7 +317,7 @@ def _candidates(extents: list[tuple[int, int, int, Layout]], length: int) -> np.
         for edge in (start, stop):
             quotient = np.floor_divide(bounds - edge, stride)
             found += [quotient, quotient + 1]
-    candidates = np.unique(np.concatenate(found))
+    candidates = sorted_unique(np.concatenate(found))
     return candidates[(candidates >= 0) & (candidates < length)]
 
 
