@@ -15,10 +15,10 @@ first) are receives, then sends, then computations, each class in program order:
 communication that can start starts before any computation. A reduction's partial results
 (``late`` sends) come after the computations, which would otherwise leave the node-engine batch
 they read from at each of them: the heat example's ``center[:] = work`` after its ``np.sum``
-then ran as a batch of its own instead of in the sweep's fused kernel. When nothing more is ready, the
-loop polls: the gathered batch goes to the node engine (while the messages are in flight), the
-receives are tested, and only if no computation was pending does the rank wait (``Waitsome``).
-A send first hands the gathered batch over, since its data may come from it. In blocking mode
+then ran as a batch of its own instead of in the sweep's fused kernel. When nothing more is
+ready, the loop polls: the gathered batch goes to the node engine (while the messages are in
+flight), the receives are tested, and only if no computation was pending does the rank wait
+(``Waitsome``). A send first hands the gathered batch over if its data comes from it. In blocking mode
 (``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program order and each send and
 receive is waited for where it stands; every rank plans its messages in the same global order,
 so this finishes too.
