@@ -266,8 +266,12 @@ class Planner(GatheredPlanning):
         """``batch``'s plan-cache key and its bases in the key's order (None: not cached)."""
         if not self.cache.capacity:
             return None
-        state = {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
-        return batch_key(batch, self.layouts, state)
+        return batch_key(batch, self.layouts, self.halo_state())
+
+    def halo_state(self) -> dict[int, tuple]:
+        """Per base with halos: its current bytes per rank and the bytes its own rows read (the
+        plan-cache key's halo state)."""
+        return {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
 
     def plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> list[Op]:
         """This rank's operations for ``batch``, in program order: replayed from the plan cache

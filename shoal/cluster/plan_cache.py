@@ -71,16 +71,24 @@ def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] 
                 repr(instruction.attrs),
             )
         )
-    fresh = {decl.id for decl in batch.bases}
+    used = used_bases(order, {decl.id for decl in batch.bases}, layouts, valid)
+    if used is None:
+        return None
+    return (declared, tuple(instructions), used), order
+
+
+def used_bases(order: list[int], fresh: set[int], layouts: dict[int, Layout], valid: dict[int, tuple] | None) -> tuple | None:
+    """The key's part for the bases in ``order`` not in ``fresh`` (the batch uses them, earlier
+    batches declared them): number, layout and halo state of each; None if one has no layout."""
     used = []
-    for base in order:
+    for number, base in enumerate(order):
         if base in fresh:
             continue
         layout = layouts.get(base)
         if layout is None:
             return None
-        used.append((numbers[base], layout, None if valid is None else valid.get(base)))
-    return (declared, tuple(instructions), tuple(used)), order
+        used.append((number, layout, None if valid is None else valid.get(base)))
+    return tuple(used)
 
 
 @dataclass

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
+from shoal.cluster.plan_cache import used_bases
 
 if TYPE_CHECKING:
     from shoal.cluster.layout import AnyLayout
@@ -57,9 +58,7 @@ def receive(planner: Planner, ints: list[int]) -> tuple[Batch, tuple[tuple, list
         base = order[number]
         if base < 0 or base in planner.decls:
             raise ValueError(f"rank 0 declared base {base} again, which is live here or negative")
-    state = {base: (planner.valid[base], planner.demand.get(base)) for base in order if base in planner.valid}
-    here = tuple((number, planner.layouts.get(base), state.get(base)) for number, base in enumerate(order) if number not in numbers)
-    if here != used:
+    if used_bases(order, {order[number] for number in numbers}, planner.layouts, planner.halo_state()) != used:
         raise ValueError(f"rank 0 replayed plan {ints[0]} over bases whose layouts or halos differ here")
     bases = [BaseDecl(order[number], dtype, size) for number, dtype, size, _data in declared]
     ids = [order[number] for number, _dtype, _size, data in declared if data]
