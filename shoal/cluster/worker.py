@@ -41,6 +41,8 @@ def serve(session: Session) -> int:
             if command is Command.EXECUTE:
                 began = time.perf_counter()
                 batch = loads(payload)
+                # Keyed here without its data (which arrives only once the batch is verified) and
+                # again when planned: the key records which declarations carry data.
                 verified.check(batch, engine.planner.decls, engine.planner.layouts)
                 if not ints:
                     raise ValueError("rank 0 sent a batch without the conditions it watches")
