@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal import held
+from shoal import drawn, held
 from shoal.bytecode import View
 from shoal.engine import Component
 
@@ -128,6 +128,8 @@ class SettledMemory:
         is declared to the component (given that array) and its memory there is held."""
         if data.dtype != view.dtype:
             return None
+        if write:
+            drawn.spoil(data)
         self.direct_run += 1
         if self._engine is not None and data.size and held.due(self, view.base):
             self._declare_deferred(view.base)
@@ -145,4 +147,6 @@ class SettledMemory:
         data = self._pending.data.get(view.base)
         if data is None or data.dtype != view.dtype or not data.flags.c_contiguous or (write and not data.flags.writeable):
             return None
+        if write:
+            drawn.spoil(data)
         return data

@@ -57,6 +57,7 @@ class CommStats:
     batches: int = 0  # cluster batches run
     replayed: int = 0  # of which the plan came from the plan cache
     by_number: int = 0  # of which rank 0 sent the plan's number instead of the batch
+    parts_drawn: int = 0  # parts of random draws sent (rank 0) or drawn here (others) as recipes
     receive_seconds: float = 0.0  # other ranks: receiving, decoding and verifying rank 0's batches
     plan_seconds: float = 0.0  # planning (or finding a cached plan)
     engine_seconds: float = 0.0  # inside the node engine (execute and fetch)

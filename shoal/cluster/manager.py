@@ -193,6 +193,7 @@ def report(engine: RankEngine) -> dict:
         "batches": stats.batches,
         "replayed": stats.replayed,
         "by_number": stats.by_number,
+        "parts_drawn": stats.parts_drawn,
         "receive_seconds": stats.receive_seconds,
         "plan_seconds": stats.plan_seconds,
         "engine_seconds": stats.engine_seconds,
@@ -253,6 +254,7 @@ def format_reports(reports: list[dict]) -> str:
         other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
         lines.append(
             f"    batches {value['batches']} ({value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers)  "
+            f"random parts drawn where they live {value.get('parts_drawn', 0)}  "
             f"broadcast+decode+verify {value['receive_seconds']:.3f} s  "
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
             f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"

@@ -17,10 +17,11 @@ from typing import Literal
 
 import numpy as np
 
+from shoal import drawn
 from shoal.bytecode import Batch, View
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
-from shoal.cluster.layout import AnyLayout, split, sub_view
+from shoal.cluster.layout import AnyLayout, Layout, split, sub_view
 from shoal.cluster.plan import PlanConfig, Planner
 from shoal.cluster.session import Session
 from shoal.engine.component import Component, EngineError, described
@@ -49,24 +50,35 @@ class RankEngine:
     def send_data(self, batch: Batch) -> None:
         """Rank 0: each other rank's part (its own elements and halo) of every base ``batch``
         carries data for, point to point, in the order of ``batch.bases``; the batch itself went
-        out without its data."""
+        out without its data. A part of a remembered random draw (:mod:`shoal.drawn`) goes as
+        the draw's recipe, from which the rank draws its part itself."""
         from mpi4py import MPI
 
         layouts = self.planner.new_layouts(batch)
         requests = []
         ids = [decl.id for decl in batch.bases if decl.id in batch.data]
+        half = self.tag_limit // 2  # tags below are parts, above recipes
         for number, base in enumerate(ids):
             data = batch.data[base]
+            layout = layouts[base]
+            made = drawn.recipe_of(data) if isinstance(layout, Layout) else None
+            recipe = None if made is None else made.encode()
             for rank in range(1, self.ranks):
-                if layouts[base].local_count(rank):
-                    part = layouts[base].part(data, rank)
-                    requests.append(self.session.control.Isend([part.view(np.uint8), MPI.BYTE], dest=rank, tag=number % self.tag_limit))
+                if not layout.local_count(rank):
+                    continue
+                if recipe is not None:
+                    requests.append(self.session.control.Isend([recipe, MPI.BYTE], dest=rank, tag=half + number % half))
+                    self.flusher.stats.parts_drawn += 1
+                else:
+                    part = layout.part(data, rank)
+                    requests.append(self.session.control.Isend([part.view(np.uint8), MPI.BYTE], dest=rank, tag=number % half))
         if requests:
             MPI.Request.Waitall(requests)
 
     def receive_data(self, batch: Batch, ids: list[int], layouts: dict[int, AnyLayout] | None = None) -> None:
         """Another rank: the parts :meth:`send_data` sends to it, put in ``batch.data`` (an empty
-        array where it holds nothing of a base); later planning takes them as its own part."""
+        array where it holds nothing of a base), or drawn here from a recipe; later planning
+        takes them as its own part."""
         from mpi4py import MPI
 
         decls = {decl.id: decl for decl in batch.bases}
@@ -74,15 +86,40 @@ class RankEngine:
             raise ValueError("rank 0 named data for bases the batch does not declare")
         if layouts is None:
             layouts = self.planner.new_layouts(batch)
+        half = self.tag_limit // 2
         for number, base in enumerate(ids):
-            part = np.empty(layouts[base].local_count(self.rank), dtype=decls[base].dtype)
+            layout = layouts[base]
+            part = np.empty(layout.local_count(self.rank), dtype=decls[base].dtype)
             if part.size:
                 status = MPI.Status()
-                self.session.control.Recv([part.view(np.uint8), MPI.BYTE], source=0, tag=number % self.tag_limit, status=status)
-                if status.Get_count(MPI.BYTE) != part.nbytes:
-                    raise ValueError(f"rank 0 sent {status.Get_count(MPI.BYTE)} bytes of base {base}, not {part.nbytes}")
+                self.session.control.Probe(source=0, tag=MPI.ANY_TAG, status=status)
+                tag = status.Get_tag()
+                if tag == half + number % half:
+                    part = self._draw(base, decls[base].dtype, layout, part.size, tag)
+                elif tag != number % half:
+                    raise ValueError(f"rank 0 sent a message tagged {tag} where base {base}'s data was due")
+                else:
+                    self.session.control.Recv([part.view(np.uint8), MPI.BYTE], source=0, tag=number % half, status=status)
+                    if status.Get_count(MPI.BYTE) != part.nbytes:
+                        raise ValueError(f"rank 0 sent {status.Get_count(MPI.BYTE)} bytes of base {base}, not {part.nbytes}")
             batch.data[base] = part
         self.planner.local_data = True
+
+    def _draw(self, base: int, dtype: np.dtype, layout: AnyLayout, count: int, tag: int) -> np.ndarray:
+        """This rank's ``count`` elements of base ``base``, drawn from the recipe rank 0 sends."""
+        from mpi4py import MPI
+
+        buffer = np.empty(drawn.WIRE_BYTES, dtype=np.uint8)
+        status = MPI.Status()
+        self.session.control.Recv([buffer, MPI.BYTE], source=0, tag=tag, status=status)
+        if status.Get_count(MPI.BYTE) != drawn.WIRE_BYTES:
+            raise ValueError(f"rank 0 sent {status.Get_count(MPI.BYTE)} bytes as the recipe of base {base}, not {drawn.WIRE_BYTES}")
+        made = drawn.Recipe.decode(buffer)
+        if dtype != np.float64 or not isinstance(layout, Layout):
+            raise ValueError(f"rank 0 sent a recipe for base {base}, which is not a float64 base split in ranges")
+        begin, _ = layout.local_range(self.rank)
+        self.flusher.stats.parts_drawn += 1
+        return made.draw(begin, count)
 
     def execute(self, batch: Batch, watched: int = 0, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> str | None:
         """Run ``batch`` on this rank, noting the floating-point conditions ``watched`` (rank 0's

@@ -12,9 +12,11 @@ import sys
 import sysconfig
 from typing import Any
 
+import numpy as np
 import numpy.random as _random
 
-from shoal.numpy._lazy import is_lazy, materialize, wrap_numpy
+from shoal import drawn
+from shoal.numpy._lazy import is_lazy, is_small, materialize, new_array, wrap_numpy
 
 _IN_PLACE = {"shuffle"}
 # Methods whose results are not drawn arrays: they keep NumPy's behaviour untouched.
@@ -34,8 +36,13 @@ def _wrap_function(function: Any, name: str) -> Any:
             kwargs = dict(kwargs, out=None)
             out[...] = function(*materialize(args), **materialize(kwargs))
             return out
+        before = drawn.state_before(args[0], name) if args and _is_method(function) else None
         result = function(*materialize(args), **materialize(kwargs))
-        return result if _called_from_library() else wrap_numpy(result)
+        if _called_from_library():
+            return result
+        if before is not None and type(result) is np.ndarray and not is_small(result.size):
+            return _remembered(args, kwargs, name, before, result)
+        return wrap_numpy(result)
 
     return call
 
@@ -53,6 +60,19 @@ def _called_from_library() -> bool:
     if filename == __file__:  # a NumPy method that calls another one of ours (``choice``)
         return True
     return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
+
+
+def _remembered(args: tuple[Any, ...], kwargs: dict[str, Any], name: str, before: dict[str, Any], result: np.ndarray) -> Any:
+    """``result`` as a lazy array whose data remembers how it was drawn, where it can be drawn
+    again range by range (:mod:`shoal.drawn`)."""
+    low = kwargs.get("low", args[1] if len(args) > 1 else 0.0)
+    high = kwargs.get("high", args[2] if len(args) > 2 else 1.0)
+    made = drawn.recipe(args[0], before, name, low, high, result)
+    if made is None:
+        return wrap_numpy(result)
+    flat = result.reshape(-1)
+    drawn.note(flat, made)
+    return new_array(result.dtype, result.shape, flat)
 
 
 def _is_method(function: Any) -> bool:
