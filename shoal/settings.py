@@ -220,6 +220,11 @@ CLUSTER_HALO_SWEEPS = _choice(
     ("auto", "own", "redundant"),
     "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip.",
 )
+CLUSTER_WAIT = _choice(
+    "SHOAL_CLUSTER_WAIT",
+    ("auto", "spin", "yield"),
+    "How a rank waits for messages: in MPI's busy loop (`spin`), or testing and giving the processor up between tests (`yield`), so ranks sharing a core run; `auto` yields where a host has more ranks than cores.",
+)
 LATENCY_HIDING = _choice("SHOAL_LATENCY_HIDING", ("on", "off"), "Start communication first and wait last (paper 003 §5.7), or wait for each message where it stands.")
 
 # ---------------------------------------------------------------- threads

@@ -37,6 +37,7 @@ import numpy as np
 
 from shoal import trace
 from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
+from shoal.cluster import waiting
 from shoal.cluster.plan import Access, Op
 from shoal.cluster.plan_cache import Template
 from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
@@ -69,8 +70,9 @@ class Flusher:
     ``block_bytes`` maps a local base to the bytes per dependency block (bases it lacks, the
     temporary ones, are one block)."""
 
-    def __init__(self, inner: Component, comm: object, rank: int, latency_hiding: bool, block_bytes: dict[int, int]) -> None:
+    def __init__(self, inner: Component, comm: object, rank: int, latency_hiding: bool, block_bytes: dict[int, int], yielding: bool = False) -> None:
         self.inner = inner
+        self.yielding = yielding  # waits give the processor up (shoal.cluster.waiting)
         self.comm = comm
         self.rank = rank
         self.latency_hiding = latency_hiding
@@ -192,10 +194,9 @@ class Flusher:
         self.stats.bytes_received += op.buffer.nbytes
 
     def wait_for(self, requests: list, what: str) -> None:
-        from mpi4py import MPI
 
         began = time.perf_counter()
-        MPI.Request.Waitall(requests)
+        waiting.wait_all(requests, self.yielding)
         self._waited(began, what)
 
     def _waited(self, began: float, what: str) -> None:
@@ -234,7 +235,7 @@ class Flusher:
         requests = [self._plan[id(block)].request for block in receiving]
         if wait:
             began = time.perf_counter()
-            indices = MPI.Request.Waitsome(requests, statuses)
+            indices = waiting.wait_some(requests, statuses, self.yielding)
             self._waited(began, "wait for receive")
         else:
             indices = MPI.Request.Testsome(requests, statuses)
@@ -259,7 +260,7 @@ class Flusher:
             self._post(op)
             status = MPI.Status()
             began = time.perf_counter()
-            op.request.Wait(status)  # type: ignore[attr-defined]
+            waiting.wait(op.request, status, self.yielding)
             self._waited(began, "wait for receive")
             self._received(op, status)
 

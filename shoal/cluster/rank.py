@@ -19,6 +19,7 @@ import numpy as np
 
 from shoal import drawn
 from shoal.bytecode import Batch, View
+from shoal.cluster import waiting
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
 from shoal.cluster.layout import AnyLayout, Layout, split, sub_view
@@ -45,7 +46,7 @@ class RankEngine:
         self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
         self.notes = RankNotes(session, self.rank)
         self.round_trip: float | None = None  # seconds of the link probe, where one was taken (shoal.cluster.link)
-        self.flusher = Flusher(self.notes.engine(inner), comm, self.rank, latency_hiding, self.planner.block_bytes)
+        self.flusher = Flusher(self.notes.engine(inner), comm, self.rank, latency_hiding, self.planner.block_bytes, session.yielding)
 
     def send_data(self, batch: Batch) -> None:
         """Rank 0: each other rank's part (its own elements and halo) of every base ``batch``
@@ -73,7 +74,7 @@ class RankEngine:
                     part = layout.part(data, rank)
                     requests.append(self.session.control.Isend([part.view(np.uint8), MPI.BYTE], dest=rank, tag=number % half))
         if requests:
-            MPI.Request.Waitall(requests)
+            waiting.wait_all(requests, self.session.yielding)
 
     def receive_data(self, batch: Batch, ids: list[int], layouts: dict[int, AnyLayout] | None = None) -> None:
         """Another rank: the parts :meth:`send_data` sends to it, put in ``batch.data`` (an empty

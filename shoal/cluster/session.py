@@ -22,6 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from shoal import settings
+from shoal.cluster import waiting
 
 LAUNCH_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -56,6 +57,7 @@ class Session:
         self.host = MPI.Get_processor_name()
         local = world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_ranks: int = local.Get_size()
+        self.yielding = _yielding(self.local_ranks)  # how waits wait (shoal.cluster.waiting)
         _unlink_shared_segments(local)
         local.Free()
         world.Barrier()
@@ -70,7 +72,7 @@ class Session:
         integers after it."""
         values = np.array(ints or [], dtype=np.int64)
         header = np.array([int(command), len(payload), values.size], dtype=np.int64)
-        self.control.Bcast(header, root=0)
+        waiting.wait(self.control.Ibcast(header, root=0), yielding=self.yielding)
         if payload or values.size:
             self.control.Bcast(np.concatenate([np.frombuffer(payload, dtype=np.uint8), values.view(np.uint8)]), root=0)
         if command is Command.SHUTDOWN:
@@ -80,7 +82,7 @@ class Session:
         """Another rank: the next command from rank 0, its payload and integers (a malformed
         header raises)."""
         header = np.zeros(3, dtype=np.int64)
-        self.control.Bcast(header, root=0)
+        waiting.wait(self.control.Ibcast(header, root=0), yielding=self.yielding)  # the rank idles here
         kind, length, count = (int(value) for value in header)
         try:
             command = Command(kind)
@@ -108,7 +110,8 @@ class Session:
         lengths = np.zeros((self.ranks, 2), dtype=np.int64)
         # every rank learns every length, so when no rank has text (a batch that ran everywhere)
         # one collective is the whole exchange
-        self.control.Allgather(np.array([len(data) if text is not None else -1, int(flag)], dtype=np.int64), lengths)
+        mine = np.array([len(data) if text is not None else -1, int(flag)], dtype=np.int64)
+        waiting.wait(self.control.Iallgather(mine, lengths), yielding=self.yielding)
         flags, lengths = bool(lengths[:, 1].all()), lengths[:, 0]
         if bool((lengths < 0).all()):
             return ([None] * self.ranks if self.rank == 0 else None), flags
@@ -140,6 +143,17 @@ class Session:
         if self.rank == 0 and not self.finished:
             self.send(Command.SHUTDOWN)
             self.gather_text(None)
+
+
+def _yielding(local_ranks: int) -> bool:
+    """Whether waits give the processor up (``SHOAL_CLUSTER_WAIT``; ``auto``: where this host
+    runs more ranks than it has cores)."""
+    choice = settings.CLUSTER_WAIT.value()
+    if choice == "auto":
+        from shoal.threads import available_cores
+
+        return local_ranks > available_cores()
+    return choice == "yield"
 
 
 def _unlink_shared_segments(local: object) -> None:

@@ -54,6 +54,15 @@ def test_blocking_and_latency_hiding_agree_bit_for_bit(expected: dict[str, np.nd
     assert_same(blocking, expected)
 
 
+def test_waiting_in_mpi_or_yielding_agrees_bit_for_bit(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    yielding = cluster_results(2, tmp_path / "yield.npz", SHOAL_CLUSTER_WAIT="yield")
+    spinning = cluster_results(2, tmp_path / "spin.npz", SHOAL_CLUSTER_WAIT="spin")
+    assert sorted(yielding) == sorted(spinning)
+    for name in yielding:
+        assert yielding[name].tobytes() == spinning[name].tobytes(), name
+    assert_same(yielding, expected)
+
+
 def test_every_base_distributed_still_gives_numpys_results(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
     """Even one-element bases split over the ranks (where they have elements enough)."""
     assert_same(cluster_results(2, tmp_path / "got.npz", SHOAL_CLUSTER_MIN_BYTES="0", SHOAL_CLUSTER_MAX_PIECES="8"), expected)

@@ -1,0 +1,88 @@
+"""How a rank waits (``shoal/cluster/waiting.py``): MPI's own wait, or tests that give the
+processor up between them, yielding first and sleeping once the wait is long; and when a
+session chooses which."""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.cluster import session, waiting
+
+
+class Clock:
+    """``time.perf_counter`` that moves only when a wait sleeps or yields."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.yields = 0
+        self.sleeps: list[float] = []
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def sched_yield(self) -> None:
+        self.yields += 1
+        self.now += 0.0004
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(waiting.time, "perf_counter", fake.perf_counter)
+    monkeypatch.setattr(waiting.time, "sleep", fake.sleep)
+    monkeypatch.setattr(waiting.os, "sched_yield", fake.sched_yield)
+    return fake
+
+
+def test_a_finished_request_costs_one_test(clock: Clock) -> None:
+    calls = []
+    assert waiting._poll(lambda: calls.append(1) or [3]) == [3]
+    assert len(calls) == 1 and clock.yields == 0 and not clock.sleeps
+
+
+def test_a_wait_yields_then_sleeps_between_tests(clock: Clock) -> None:
+    answers = iter([[]] * 12 + [[0, 2]])
+    assert waiting._poll(lambda: next(answers)) == [0, 2]
+    assert clock.yields == 3  # 0.4 ms each: the first millisecond
+    assert clock.sleeps == [waiting.SLEEP_SECONDS] * 9
+
+
+class Request:
+    """An MPI request's ``Test`` and ``Wait``: finished after ``tests`` tests."""
+
+    def __init__(self, tests: int) -> None:
+        self.tests = tests
+        self.waited = False
+
+    def Test(self, status: object = None) -> bool:
+        self.tests -= 1
+        return self.tests <= 0
+
+    def Wait(self, status: object = None) -> None:
+        self.waited = True
+
+
+def test_yielding_tests_where_spinning_waits_in_mpi(clock: Clock) -> None:
+    spun, polled = Request(5), Request(5)
+    waiting.wait(spun, yielding=False)
+    waiting.wait(polled, yielding=True)
+    assert spun.waited and spun.tests == 5
+    assert not polled.waited and polled.tests == 0 and (clock.yields, len(clock.sleeps)) == (3, 1)
+
+
+@pytest.mark.parametrize(
+    "choice, local_ranks, cores, expected",
+    [("auto", 2, 2, False), ("auto", 3, 2, True), ("auto", 4, 8, False), ("spin", 8, 2, False), ("yield", 1, 8, True)],
+)
+def test_ranks_yield_where_a_host_has_more_ranks_than_cores(
+    monkeypatch: pytest.MonkeyPatch, choice: str, local_ranks: int, cores: int, expected: bool
+) -> None:
+    import shoal.threads
+
+    monkeypatch.setenv("SHOAL_CLUSTER_WAIT", choice)
+    monkeypatch.setattr(shoal.threads, "available_cores", lambda: cores)
+    assert session._yielding(local_ranks) is expected
