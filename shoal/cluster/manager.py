@@ -125,8 +125,8 @@ class ClusterManager(Component):
         if replay is None:
             ids = [decl.id for decl in batch.bases if decl.id in batch.data]
             self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), [watched, *ids])
-        else:  # a plan every rank keeps: its number and the batch's bases
-            self.session.send(Command.REPLAY, b"", [watched, *replay])
+        else:  # a plan every rank keeps: its number, the batch's bases and its constants
+            self.session.send(Command.REPLAY, replayed.encode_constants(batch), [watched, *replay])
             self.engine.flusher.stats.by_number += 1
         self.engine.send_data(batch)  # each rank gets its part of the data only
         self.engine.flusher.stats.receive_seconds += time.perf_counter() - began

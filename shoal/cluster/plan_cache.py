@@ -6,12 +6,13 @@ sees the same batches in the same order, so every rank finds the same batches in
 replays them in step; no rank tells another.
 
 :func:`batch_key` names a batch up to its base numbers: bases are numbered in order of first
-appearance, and the key holds every instruction (operation, views, constants by type and
-``repr``, attributes), every declaration (dtype, size, whether it carries data) and the layout of
+appearance, and the key holds every instruction (operation, views, constants by type,
+attributes), every declaration (dtype, size, whether it carries data) and the layout of
 every base the batch uses but does not declare. Anything planning reads is in the key, so a batch
 that differs in any of it plans afresh; a replay gives exactly the operations planning would.
 
-A :class:`Template` keeps a plan with its local base numbers, tags and data made symbolic:
+A :class:`Template` keeps a plan with its local base numbers, tags, data and constants made
+symbolic (planning reads a constant's type, never its value):
 a local base is either a base the batch uses (by its number in the key) or one planning created
 (by its order), a tag is counted from the first one the plan took, and data is the part of a
 declared base's data this rank holds.
@@ -50,8 +51,8 @@ def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] 
         return found
 
     def operand(value: View | Const) -> tuple:
-        if isinstance(value, Const):
-            return (type(value.value), repr(value.value))
+        if isinstance(value, Const):  # its value is the template's to fill in (``Template.constants``)
+            return (type(value.value),)
         return (number(value.base), value.dtype, value.offset, value.shape, value.strides)
 
     declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in batch.data) for decl in batch.bases)
@@ -105,6 +106,7 @@ class Template:
     first_ops: list[int] = field(default_factory=list)  # per instruction, the index of its first op
     graph: list[tuple[int, ...]] | None = None  # per op, the ops that depend on it (``Flusher``)
     bases: int = 0  # bases the batch names (the length of the key's order)
+    constants: list[tuple[int, int, int, int]] = field(default_factory=list)  # (op, its instruction, input, the batch's constant)
 
 
 class PlanCache:
@@ -157,6 +159,41 @@ class PlanCache:
         key = self._keys.get(number)
         template = None if key is None else self.templates.get(key)
         return None if template is None or key is None else (key, template)
+
+
+def constants(batch: Batch) -> list[Const]:
+    """The batch's constants in the key's order: each instruction's constant inputs in turn."""
+    return [value for instruction in batch.instructions for value in instruction.inputs if isinstance(value, Const)]
+
+
+def _constant_places(ops: list[Op], batch: Batch) -> list[tuple[int, int, int, int]]:
+    """Where each of ``batch``'s constants stands in ``ops`` (just planned for it), as
+    ``Template.constants`` holds them; constants planning made itself stay as they are. Raises
+    :class:`Uncacheable` if one constant object stands for two of the batch's."""
+    slots: dict[int, int] = {}
+    twice: set[int] = set()
+    for slot, value in enumerate(constants(batch)):
+        if id(value) in slots:
+            twice.add(id(value))
+        slots.setdefault(id(value), slot)
+    places = []
+    for position, op in enumerate(ops):
+        for index, instruction in enumerate(op.instructions):
+            for place, value in enumerate(instruction.inputs):
+                if isinstance(value, Const) and id(value) in slots:
+                    if id(value) in twice:
+                        raise Uncacheable("a constant object the batch uses twice")
+                    places.append((position, index, place, slots[id(value)]))
+    return places
+
+
+def _fill_constants(ops: list[Op], places: list[tuple[int, int, int, int]], values: list[Const]) -> None:
+    for position, index, place, slot in places:
+        op = ops[position]
+        instruction = op.instructions[index]
+        inputs = list(instruction.inputs)
+        inputs[place] = values[slot]
+        op.instructions[index] = Instruction(instruction.op, instruction.outputs, tuple(inputs), instruction.attrs)
 
 
 def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int]) -> list[Op]:
@@ -233,6 +270,7 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
     template.valid = [(numbers[base], planner.valid[base], planner.demand.get(base)) for base in order if base in planner.valid]
     template.first_ops = list(planner.first_ops)
     template.bases = len(order)
+    template.constants = _constant_places(ops, batch)
     return template
 
 
@@ -248,6 +286,8 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
         return first_local + slot if slot >= 0 else planner.local[order[-1 - slot]]
 
     ops = renumbered(template.ops, local, lambda tag: (tag + first_tag) % limit)
+    if template.constants:
+        _fill_constants(ops, template.constants, constants(batch))
     for number, layout, slot, block_bytes in template.declared:
         base = order[number]
         planner.layouts[base] = layout

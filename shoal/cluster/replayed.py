@@ -3,9 +3,9 @@
 A loop sends the same batch again and again with new base ids. Once every rank has kept a
 template for a batch's plan-cache key (:meth:`~shoal.cluster.plan_cache.PlanCache.number`, agreed
 in the gather that ends every batch), rank 0 sends a later batch of that key as a ``REPLAY``
-command: the key's number and the batch's bases in the key's order, no bytecode. Rank 0 encodes
-nothing and the other ranks decode nothing; each rebuilds what replaying needs (the batch's
-declarations and releases: the rest is in its plan) from the key.
+command: the key's number and the batch's bases in the key's order, and its constants (the key
+holds their types, not their values), no bytecode. Each rank rebuilds what replaying needs (the
+batch's declarations, releases and constants: the rest is in its plan) from the key.
 
 Nothing is taken on trust: the number must name a plan this rank keeps, the ids must be as many
 as the key's bases and distinct, the bases the batch declares fresh non-negative ids, and every
@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
-from shoal.cluster.plan_cache import used_bases
+from shoal.bytecode import BaseDecl, Batch, BytecodeError, Const, Instruction, make_attrs
+from shoal.bytecode.codec import DEFAULT_LIMITS, SCALAR_TAGS, Reader, Writer
+from shoal.cluster.plan_cache import constants, used_bases
 
 if TYPE_CHECKING:
     from shoal.cluster.layout import AnyLayout
@@ -38,11 +39,42 @@ def request(planner: Planner, keyed: tuple[tuple, list[int]] | None) -> list[int
     return None if number is None else [number, *order]
 
 
-def receive(planner: Planner, ints: list[int]) -> tuple[Batch, tuple[tuple, list[int]], list[int], dict[int, AnyLayout]]:
-    """Another rank: the batch a ``REPLAY`` command with ``ints`` stands for (its declarations,
-    and its instructions as placeholders but for the releases), its key and order, the bases whose
-    data rank 0 sends, and the layouts of the bases it declares. Raises ``ValueError`` if the
-    command does not fit this rank's plans and bases."""
+def encode_constants(batch: Batch) -> bytes:
+    """Rank 0: the payload of a ``REPLAY`` command, the batch's constants in the key's order."""
+    values = constants(batch)
+    if not values:
+        return b""
+    writer = Writer(DEFAULT_LIMITS)
+    for value in values:
+        writer.value(value.value, "constant")
+    return b"".join(writer.chunks)
+
+
+def _decode_constants(payload: bytes, types: list[type]) -> list[Const]:
+    """The constants of a ``REPLAY`` payload, each of the type the key names for its place."""
+    reader = Reader(memoryview(payload), DEFAULT_LIMITS)
+    values = []
+    try:
+        for place, kind in enumerate(types):
+            if not reader.remaining or reader.buffer[reader.pos] not in SCALAR_TAGS:
+                raise ValueError(f"constant {place} of the replay is missing or not a scalar")
+            value = reader.value("constant")
+            if type(value) is not kind:
+                raise ValueError(f"constant {place} of the replay is a {type(value).__name__}, not the {kind.__name__} of the plan")
+            values.append(Const(value))
+    except BytecodeError as error:
+        raise ValueError(f"rank 0 sent malformed constants with a replay: {error}") from None
+    if reader.remaining:
+        raise ValueError(f"rank 0 sent {reader.remaining} bytes more than the replay's {len(types)} constants")
+    return values
+
+
+def receive(planner: Planner, ints: list[int], payload: bytes = b"") -> tuple[Batch, tuple[tuple, list[int]], list[int], dict[int, AnyLayout]]:
+    """Another rank: the batch a ``REPLAY`` command with ``ints`` and ``payload`` (its constants)
+    stands for (its declarations, and its instructions as placeholders holding its constants but
+    for the releases), its key and order, the bases whose data rank 0 sends, and the layouts of
+    the bases it declares. Raises ``ValueError`` if the command does not fit this rank's plans and
+    bases."""
     if not ints:
         raise ValueError("rank 0 sent a replay without the number of a plan")
     found = planner.cache.numbered(ints[0])
@@ -62,7 +94,13 @@ def receive(planner: Planner, ints: list[int]) -> tuple[Batch, tuple[tuple, list
         raise ValueError(f"rank 0 replayed plan {ints[0]} over bases whose layouts or halos differ here")
     bases = [BaseDecl(order[number], dtype, size) for number, dtype, size, _data in declared]
     ids = [order[number] for number, _dtype, _size, data in declared if data]
-    steps = [_release(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0]) for entry in instructions]
+    kinds = [[operand[0] for operand in entry[2] if len(operand) == 1] for entry in instructions if entry[0] != "release"]
+    values = iter(_decode_constants(payload, [kind for entry in kinds for kind in entry]))
+    places = iter(kinds)
+    steps = [
+        _release(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0], tuple(next(values) for _ in next(places)))
+        for entry in instructions
+    ]
     layouts = {order[number]: layout for number, layout, _slot, _bytes in template.declared}
     return Batch(bases=bases, instructions=steps), (key, order), ids, layouts
 
@@ -71,8 +109,11 @@ def _release(base: int) -> Instruction:
     return Instruction("release", (), (), make_attrs(base=base))
 
 
-def _placeholder(op: str) -> Instruction:
-    """An instruction standing for one the plan holds (it is counted, never run or read)."""
+def _placeholder(op: str, values: tuple[Const, ...]) -> Instruction:
+    """An instruction standing for one the plan holds (it is counted, never run; its constants
+    fill the plan's places for them)."""
+    if values:
+        return Instruction(op, (), values)
     found = _PLACEHOLDERS.get(op)
     if found is None:
         found = _PLACEHOLDERS[op] = Instruction(op, (), ())

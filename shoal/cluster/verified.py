@@ -5,8 +5,8 @@ batches of one structure again and again, and full verification costs about 5 µ
 instruction on the critical path of every sweep (the other ranks send their halos only after
 it). The plan cache's key (:func:`~shoal.cluster.plan_cache.batch_key`) holds every fact of a
 batch that verification reads except the base ids themselves: every instruction with its views
-(bases numbered by first use, dtype, offset, shape, strides), constants by type and ``repr``,
-attributes by ``repr``, releases, and every declaration (dtype, size, whether it carries data).
+(bases numbered by first use, dtype, offset, shape, strides), constants by type (verification
+checks a constant's type, not its value), attributes by ``repr``, releases, and every declaration (dtype, size, whether it carries data).
 Together with the dtype and size of each base the batch uses from earlier batches, a key that
 passed full verification here vouches for any batch with the same key whose ids are well formed:
 its declared ids are non-negative ``int``\\ s not live on this rank (distinct, as the key's

@@ -56,7 +56,7 @@ def serve(session: Session) -> int:
                 began = time.perf_counter()
                 if not ints:
                     raise ValueError("rank 0 sent a replay without the conditions it watches")
-                batch, keyed, ids, layouts = replayed.receive(engine.planner, ints[1:])
+                batch, keyed, ids, layouts = replayed.receive(engine.planner, ints[1:], payload)
                 engine.receive_data(batch, ids, layouts)
                 stats.receive_seconds += time.perf_counter() - began
                 stats.by_number += 1

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
-from shoal.bytecode import Batch
+from shoal.bytecode import Batch, Const, Instruction
 from shoal.cluster import replayed
 from shoal.cluster.plan import PlanConfig, Planner
 from shoal.cluster.plan_cache import PlanCache
@@ -27,8 +28,8 @@ from tests.cluster.test_cluster_plan_cache import (
 
 
 def loop(ids: Ids, grid: int, sweeps: int = 6) -> Iterator[Batch]:
-    for _ in range(sweeps):
-        yield sweep(grid, ids)
+    for step in range(sweeps):
+        yield sweep(grid, ids, factor=0.2 + step / 64)  # a constant that changes every sweep
         yield reduction(grid, ids)
 
 
@@ -54,7 +55,7 @@ def test_a_replayed_command_plans_what_the_whole_batch_plans(ranks: int, halo_ro
                 ops = here.plan(batch)
             else:
                 replays += 1
-                skeleton, here_keyed, data_ids, _layouts = replayed.receive(here, request)
+                skeleton, here_keyed, data_ids, _layouts = replayed.receive(here, request, replayed.encode_constants(batch))
                 assert data_ids == [] and here_keyed[1] == keyed[1]
                 assert [decl.id for decl in skeleton.bases] == [decl.id for decl in batch.bases]
                 ops = here.plan(skeleton, here_keyed)
@@ -90,7 +91,7 @@ def test_the_next_sweep_goes_as_its_number_and_bases() -> None:
     batch = sweep(grid, ids)
     request = request_for(root, batch)
     assert request[1:] == [decl.id for decl in batch.bases] + [grid]
-    skeleton, _, _, _ = replayed.receive(here, request)
+    skeleton, _, _, _ = replayed.receive(here, request, replayed.encode_constants(batch))
     assert [i.op for i in skeleton.instructions] == [i.op for i in batch.instructions]
     assert [i.attrs for i in skeleton.instructions if i.op == "release"] == [i.attrs for i in batch.instructions if i.op == "release"]
 
@@ -112,9 +113,44 @@ def test_the_next_sweep_goes_as_its_number_and_bases() -> None:
 def test_a_command_that_does_not_fit_this_ranks_state_is_refused(change, message: str) -> None:  # type: ignore[no-untyped-def]
     root, here, ids, grid = prepared()
     live = next(base for base in here.decls if base != grid)  # the last sum's result
+    batch = sweep(grid, ids)
+    request = request_for(root, batch)
+    with pytest.raises(ValueError, match=message):
+        replayed.receive(here, change(request, grid, live), replayed.encode_constants(batch))
+
+
+def _payload(*values: object) -> bytes:
+    return replayed.encode_constants(Batch(instructions=[Instruction("add", (), tuple(Const(value) for value in values))]))
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"", "constant 0 of the replay is missing"),
+        (_payload(3), "is a int, not the float"),
+        (_payload(np.float32(0.5)), "is a float32, not the float"),
+        (_payload(0.5, 0.5), "bytes more than"),
+        (_payload(0.5) + b"\x00", "bytes more than"),
+        (_payload(0.5)[:-1], "malformed constants"),
+        (_payload(("a", 1)), "not a scalar"),
+    ],
+    ids=["none", "an int", "a float32", "two", "a byte more", "a byte less", "a tuple"],
+)
+def test_constants_that_do_not_fit_the_plan_are_refused(payload: bytes, message: str) -> None:
+    root, here, ids, grid = prepared()
     request = request_for(root, sweep(grid, ids))
     with pytest.raises(ValueError, match=message):
-        replayed.receive(here, change(request, grid, live))
+        replayed.receive(here, request, payload)
+
+
+def test_a_replay_runs_with_its_own_constants() -> None:
+    root, here, ids, grid = prepared()
+    batch = sweep(grid, ids, factor=0.75)
+    skeleton, keyed, _, _ = replayed.receive(here, request_for(root, batch), replayed.encode_constants(batch))
+    ops = here.plan(skeleton, keyed)
+    assert here.template is not None
+    found = [value.value for op in ops for instruction in op.instructions for value in instruction.inputs if isinstance(value, Const)]
+    assert found and set(found) == {0.75}
 
 
 def test_numbers_go_only_to_plans_every_rank_kept_and_leave_with_them() -> None:
