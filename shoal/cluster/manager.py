@@ -109,6 +109,7 @@ class ClusterManager(Component):
         self.config = config or ClusterConfig()
         self.inner = inner
         self.session = session
+        session.send(Command.START)  # the other ranks wait for it to start their engines
         self.engine = rank_engine(session, inner, self.config)
         self._closed = False
 

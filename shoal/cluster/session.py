@@ -32,6 +32,7 @@ class Command(enum.IntEnum):
     FETCH = 2
     SHUTDOWN = 3
     REPLAY = 4  # a batch as the number of a plan every rank keeps (shoal.cluster.replayed)
+    START = 5  # the program's first use of Shoal's arrays: every rank starts its engine
 
 
 def launched(environ: Mapping[str, str] | None = None) -> bool:

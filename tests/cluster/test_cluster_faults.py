@@ -139,3 +139,21 @@ def test_a_program_that_never_uses_the_cluster_ends_every_rank(tmp_path: Path) -
     result = run(3, program, env=environment(SHOAL_EAGER_THRESHOLD="1000000"))
     assert result.returncode == 0, result.stderr
     assert result.stdout == "sum: 10\n"
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize(
+    "text",
+    ["print('hello')\n", "import runpy, sys\nrunpy.run_path(sys.argv[1], run_name='__main__')\n"],
+    ids=["no NumPy", "NumPy only in a program it runs"],
+)
+def test_a_program_that_never_starts_shoal_ends_every_rank(tmp_path: Path, ranks: int, text: str) -> None:
+    """The other ranks start their engines (and time the link with rank 0) only when rank 0
+    starts the cluster; a program that never does must not leave them waiting for it."""
+    inner = tmp_path / "inner.py"
+    inner.write_text("import numpy as np\nprint('sum:', float(np.ones((300, 300)).sum()))\n")
+    program = tmp_path / "outer.py"
+    program.write_text(text)
+    result = run(ranks, program, str(inner), timeout=60, env=environment(SHOAL_CLUSTER_HALO_SWEEPS="auto"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout in ("hello\n", "sum: 90000.0\n")
