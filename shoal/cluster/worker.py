@@ -27,25 +27,24 @@ def serve(session: Session) -> int:
     if settings.TRACE.value():
         trace.start()  # no file: the events go to rank 0's trace at the end
     try:
-        # Rank 0 starts the cluster when the program first uses Shoal's arrays, and a program
-        # that never does ends it at exit: the engines (and the collective link probe) start
-        # only on the first command.
-        first, payload, ints = session.receive()
-    except BaseException as error:
-        session.abort(f"cluster rank {session.rank} ({session.host}) failed: {type(error).__name__}: {error}")
-        return 1
-    if first is Command.SHUTDOWN and not payload and not ints:
-        session.gather_text(None)
-        return 0
-    if first is not Command.START or payload or ints:
-        session.abort(f"cluster rank {session.rank} ({session.host}) failed: rank 0 sent {first.name} before starting the cluster")
-        return 1
-    try:
         names = stack_names()
-        below = ":".join(names[names.index("cluster") + 1 :])
-        engine = rank_engine(session, create(below), ClusterConfig.from_settings())
+        inner = create(":".join(names[names.index("cluster") + 1 :]))  # while rank 0 starts up
     except Exception as error:
         session.abort(f"cluster rank {session.rank} could not start: {type(error).__name__}: {error}")
+        return 1
+    try:
+        # Rank 0 starts the cluster when the program first uses Shoal's arrays, and a program
+        # that never does ends it at exit: the link is timed (collectively) only on ``START``.
+        first, payload, ints = session.receive()
+        if first is Command.SHUTDOWN and not payload and not ints:
+            inner.shutdown()
+            session.gather_text(None)
+            return 0
+        if first is not Command.START or payload or ints:
+            raise ValueError(f"rank 0 sent {first.name} before starting the cluster")
+        engine = rank_engine(session, inner, ClusterConfig.from_settings())
+    except BaseException as error:
+        session.abort(f"cluster rank {session.rank} ({session.host}) failed: {type(error).__name__}: {error}")
         return 1
     try:
         stats = engine.flusher.stats
