@@ -59,6 +59,7 @@ class Session:
         local = world.Split_type(MPI.COMM_TYPE_SHARED, key=self.rank)
         self.local_ranks: int = local.Get_size()
         self.yielding = _yielding(self.local_ranks)  # how waits wait (shoal.cluster.waiting)
+        self._idle_long = False  # the last wait for a command was long
         _unlink_shared_segments(local)
         local.Free()
         world.Barrier()
@@ -83,7 +84,12 @@ class Session:
         """Another rank: the next command from rank 0, its payload and integers (a malformed
         header raises)."""
         header = np.zeros(3, dtype=np.int64)
-        waiting.wait(self.control.Ibcast(header, root=0), yielding=self.yielding)  # the rank idles here
+        # The rank idles here while rank 0 runs the program's Python, and its node engine alone
+        # for work on arrays that live there. After a long idle, the next one gives the
+        # processor up: MPI's busy wait took it from rank 0's threads (and BLAS's).
+        began = time.perf_counter()
+        waiting.wait(self.control.Ibcast(header, root=0), yielding=self.yielding or self._idle_long)
+        self._idle_long = time.perf_counter() - began > waiting.LONG_IDLE_SECONDS
         kind, length, count = (int(value) for value in header)
         try:
             command = Command(kind)

@@ -5,6 +5,10 @@ message (or for rank 0's next command) then takes processor time from the rank i
 With ``yielding`` a wait tests its requests and gives the processor up between tests:
 ``sched_yield`` for the first :data:`SPIN_SECONDS`, short sleeps after that (a rank idle while
 rank 0 runs the program's Python). Without it, MPI's own wait runs.
+
+A rank waiting for rank 0's next command yields also where it has a core of its own, once its
+last such wait took :data:`LONG_IDLE_SECONDS` or more (:meth:`shoal.cluster.session.Session.receive`):
+rank 0 is then running work alone, whose threads (and BLAS's) MPI's busy wait would slow.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any, TypeVar
 
 SPIN_SECONDS = 0.001  # tests between yields before sleeping between them
 SLEEP_SECONDS = 50e-6
+LONG_IDLE_SECONDS = 0.002  # a rank that waited this long for a command gives the processor up in the next wait
 
 T = TypeVar("T")
 

@@ -86,3 +86,40 @@ def test_ranks_yield_where_a_host_has_more_ranks_than_cores(
     monkeypatch.setenv("SHOAL_CLUSTER_WAIT", choice)
     monkeypatch.setattr(shoal.threads, "available_cores", lambda: cores)
     assert session._yielding(local_ranks) is expected
+
+
+class Control:
+    """A communicator whose ``Ibcast`` of a command header takes ``durations`` seconds in turn."""
+
+    def __init__(self, clock: Clock, durations: list[float]) -> None:
+        self.clock = clock
+        self.durations = iter(durations)
+        self.how: list[str] = []
+
+    def Ibcast(self, header: object, root: int) -> object:
+        header[:] = [int(session.Command.START), 0, 0]  # type: ignore[index]
+        control, seconds = self, next(self.durations)
+
+        class Request:
+            def Wait(self, status: object = None) -> None:
+                control.how.append("wait")
+                control.clock.now += seconds
+
+            def Test(self, status: object = None) -> bool:
+                control.how.append("test")
+                control.clock.now += seconds
+                return True
+
+        return Request()
+
+
+def test_a_rank_gives_the_processor_up_after_a_long_idle(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session.time, "perf_counter", clock.perf_counter)
+    idle = object.__new__(session.Session)
+    idle.yielding = False
+    idle._idle_long = False
+    control = Control(clock, [0.0005, 0.05, 0.0005, 0.0005, 0.01])
+    idle.control = control
+    for _ in range(5):
+        assert idle.receive()[0] is session.Command.START
+    assert control.how == ["wait", "wait", "test", "wait", "wait"]
