@@ -45,22 +45,17 @@ def test_cluster_gives_numpys_results(ranks: int, expected: dict[str, np.ndarray
     assert_same(cluster_results(ranks, tmp_path / "got.npz"), expected)
 
 
-def test_blocking_and_latency_hiding_agree_bit_for_bit(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
-    hiding = cluster_results(3, tmp_path / "hiding.npz", SHOAL_LATENCY_HIDING="on")
-    blocking = cluster_results(3, tmp_path / "blocking.npz", SHOAL_LATENCY_HIDING="off")
-    assert sorted(hiding) == sorted(blocking)
-    for name in hiding:
-        assert hiding[name].tobytes() == blocking[name].tobytes(), name
-    assert_same(blocking, expected)
-
-
-def test_waiting_in_mpi_or_yielding_agrees_bit_for_bit(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
-    yielding = cluster_results(2, tmp_path / "yield.npz", SHOAL_CLUSTER_WAIT="yield")
-    spinning = cluster_results(2, tmp_path / "spin.npz", SHOAL_CLUSTER_WAIT="spin")
-    assert sorted(yielding) == sorted(spinning)
-    for name in yielding:
-        assert yielding[name].tobytes() == spinning[name].tobytes(), name
-    assert_same(yielding, expected)
+@pytest.mark.parametrize(
+    ("ranks", "setting", "modes"),
+    [(3, "SHOAL_LATENCY_HIDING", ("on", "off")), (2, "SHOAL_CLUSTER_WAIT", ("yield", "spin"))],
+    ids=["blocking and latency hiding", "waiting in MPI or yielding"],
+)
+def test_modes_agree_bit_for_bit(ranks: int, setting: str, modes: tuple[str, str], expected: dict[str, np.ndarray], tmp_path: Path) -> None:
+    first, second = (cluster_results(ranks, tmp_path / f"{mode}.npz", **{setting: mode}) for mode in modes)
+    assert sorted(first) == sorted(second)
+    for name in first:
+        assert first[name].tobytes() == second[name].tobytes(), name
+    assert_same(second, expected)
 
 
 def test_every_base_distributed_still_gives_numpys_results(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
