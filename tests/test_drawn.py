@@ -32,14 +32,14 @@ def remembered(generator: np.random.Generator, kind: str, size: int) -> tuple[np
 @settings(max_examples=60, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
-    generator=st.sampled_from(sorted(drawn.GENERATORS)),
+    generator=st.sampled_from(["PCG64", "PCG64DXSM"]),
     kind=st.sampled_from(sorted(DRAWS)),
     halves=st.integers(0, 3),
     size=st.integers(1, 3000),
     cut=st.tuples(st.floats(0, 1), st.floats(0, 1)),
 )
 def test_any_range_drawn_again_is_numpys(seed: int, generator: str, kind: str, halves: int, size: int, cut: tuple[float, float]) -> None:
-    rng = np.random.Generator(drawn.GENERATORS[generator](seed))
+    rng = np.random.Generator(getattr(np.random, generator)(seed))
     rng.integers(0, 7, size=halves, dtype=np.uint32)  # leaves half a 64-bit output buffered when odd
     result, made = remembered(rng, kind, size)
     assert made is not None
