@@ -65,4 +65,9 @@ def wait_some(requests: list, statuses: list, yielding: bool = False) -> list[in
 
     if not yielding:
         return MPI.Request.Waitsome(requests, statuses) or []
-    return _poll(lambda: MPI.Request.Testsome(requests, statuses) or [])
+
+    def test() -> tuple[list[int]] | None:
+        found = MPI.Request.Testsome(requests, statuses)  # None: no request is active
+        return ([],) if found is None else ((found,) if found else None)
+
+    return _poll(test)[0]

@@ -123,3 +123,16 @@ def test_a_rank_gives_the_processor_up_after_a_long_idle(clock: Clock, monkeypat
     for _ in range(5):
         assert idle.receive()[0] is session.Command.START
     assert control.how == ["wait", "wait", "test", "wait", "wait"]
+
+
+def test_waiting_for_some_of_no_active_request_returns_at_once(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MPI's ``Testsome`` answers None when no request is active; ``Waitsome`` returns then."""
+    import sys
+    import types
+
+    answers = iter([[], None])
+    fake = types.SimpleNamespace(Request=types.SimpleNamespace(Testsome=lambda requests, statuses: next(answers)))
+    monkeypatch.setitem(sys.modules, "mpi4py", types.SimpleNamespace(MPI=fake))
+    monkeypatch.setitem(sys.modules, "mpi4py.MPI", fake)
+    assert waiting.wait_some([object()], [object()], yielding=True) == []
+    assert clock.yields == 1
