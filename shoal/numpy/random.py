@@ -65,8 +65,10 @@ def _called_from_library() -> bool:
 def _remembered(args: tuple[Any, ...], kwargs: dict[str, Any], name: str, before: dict[str, Any], result: np.ndarray) -> Any:
     """``result`` as a lazy array whose data remembers how it was drawn, where it can be drawn
     again range by range (:mod:`shoal.drawn`)."""
-    low = kwargs.get("low", args[1] if len(args) > 1 else 0.0)
-    high = kwargs.get("high", args[2] if len(args) > 2 else 1.0)
+    low, high = 0.0, 1.0
+    if name == "uniform":  # Generator.uniform(low=0.0, high=1.0, size=None)
+        low = kwargs.get("low", args[1] if len(args) > 1 else low)
+        high = kwargs.get("high", args[2] if len(args) > 2 else high)
     made = drawn.recipe(args[0], before, name, low, high, result)
     if made is None:
         return wrap_numpy(result)
