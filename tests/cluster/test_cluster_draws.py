@@ -34,5 +34,5 @@ def test_parts_drawn_where_they_live_are_numpys(ranks: int, settled: str, expect
         np.testing.assert_array_equal(arrays[name], value, strict=True, err_msg=name)
     drawn = [int(line.split("random parts drawn where they live ")[1].split()[0]) for line in result.stderr.splitlines() if "drawn where they live" in line]
     assert len(drawn) == ranks, result.stderr[-3000:]
-    used = 4 if settled == "0" else 2  # with views settled, only the arrays computed on reach the ranks
+    used = 5 if settled == "0" else 2  # with views settled, only the arrays computed on reach the ranks
     assert drawn[0] >= used * (ranks - 1) and all(count >= used for count in drawn[1:]), result.stderr[-3000:]

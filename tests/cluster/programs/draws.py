@@ -13,6 +13,7 @@ results = {
     "grid": rng.random((37, 23)),
     "wide": rng.uniform(-2.0, 3.0, 1201),
     "narrow": rng.uniform(5, 6, size=(3, 401)),
+    "keywords": rng.uniform(high=2.5, low=-1.0, size=999),
 }
 spoiled = rng.random(999)
 spoiled[-5] = 2.0  # written before the array reaches the cluster: its data goes as bytes
