@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -123,7 +124,9 @@ def test_heartbeats_keep_a_slow_answer_alive():
     import shoal.numpy as snp
 
     with live_server(SlowEngine, heartbeat_seconds=0.1) as server:
-        client = client_for(server, timeout=0.5)
+        client = client_for(server, timeout=10)  # the first handshake may be slow on a loaded machine
+        client.settings = dataclasses.replace(client.settings, timeout=0.5)  # then 0.5 s per frame,
+        client._sock.settimeout(0.5)  # and the answer, 1.5 s away, lives by its heartbeats alone
         with runtime.configure(engine=client, eager_threshold=0):
             assert float(snp.ones(100).sum()) == 100.0
 
