@@ -65,12 +65,13 @@ def _info(arguments: Sequence[str]) -> int:
         return 0  # under mpiexec, rank 0 prints for every rank
     from shoal.info import report
 
-    print(report())
-    for line in extra:
-        print(line)
     threads = _optional_module("shoal.threads.info")
-    if threads is not None:
-        print(threads.report())
+    text = "\n".join([report(), *extra, *([threads.report()] if threads is not None else [])])
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:  # `shoal info | head`: the reader has gone, so stop without a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -323,3 +323,15 @@ def test_info_names_engine_and_cores(capsys: pytest.CaptureFixture[str]) -> None
     report = capsys.readouterr().out
     assert "engine" in report
     assert "cores" in report
+
+
+def test_info_into_a_closed_pipe_ends_without_a_traceback() -> None:
+    """``shoal info | head``: the reader goes before the report is written."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        result = subprocess.run([sys.executable, "-m", "shoal", "info"], stdout=writer, stderr=subprocess.PIPE, text=True, timeout=120, check=False)
+    finally:
+        os.close(writer)
+    assert result.returncode == 1
+    assert result.stderr == ""
