@@ -36,8 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal import trace
-from shoal.bytecode import BaseDecl, Batch, Instruction, make_attrs
+from shoal.bytecode import BaseDecl, Batch
 from shoal.cluster import waiting
+from shoal.cluster.ops import release_of
 from shoal.cluster.plan import Access, Op
 from shoal.cluster.plan_cache import Template
 from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
@@ -120,7 +121,7 @@ class Flusher:
             batch.donated.add(need.temp)
         batch.instructions.extend(op.instructions)
         for need in op.needs:
-            batch.instructions.append(Instruction("release", (), (), make_attrs(base=need.temp)))
+            batch.instructions.append(release_of(need.temp))
             need.buffer = None
 
     def reads_gathered(self, op: Op) -> bool:
@@ -194,7 +195,6 @@ class Flusher:
         self.stats.bytes_received += op.buffer.nbytes
 
     def wait_for(self, requests: list, what: str) -> None:
-
         began = time.perf_counter()
         waiting.wait_all(requests, self.yielding)
         self._waited(began, what)

@@ -25,8 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
 from shoal.cluster.layout import local_part
+from shoal.cluster.ops import release_of
 
 if TYPE_CHECKING:
     from shoal.cluster.layout import Layout
@@ -212,7 +213,7 @@ def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], 
 
     def instruction(value: Instruction) -> Instruction:
         if value.op == "release":
-            return Instruction("release", (), (), make_attrs(base=local(int(value.attr("base")))))
+            return release_of(local(int(value.attr("base"))))
         return Instruction(value.op, tuple(map(view, value.outputs)), tuple(map(operand, value.inputs)), value.attrs)
 
     copies: dict[int, Op] = {}

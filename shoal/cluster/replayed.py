@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shoal.bytecode import BaseDecl, Batch, BytecodeError, Const, Instruction, make_attrs
+from shoal.bytecode import BaseDecl, Batch, BytecodeError, Const, Instruction
 from shoal.bytecode.codec import DEFAULT_LIMITS, SCALAR_TAGS, Reader, Writer
+from shoal.cluster.ops import release_of
 from shoal.cluster.plan_cache import constants, used_bases
 
 if TYPE_CHECKING:
@@ -98,15 +99,11 @@ def receive(planner: Planner, ints: list[int], payload: bytes = b"") -> tuple[Ba
     values = iter(_decode_constants(payload, [kind for entry in kinds for kind in entry]))
     places = iter(kinds)
     steps = [
-        _release(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0], tuple(next(values) for _ in next(places)))
+        release_of(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0], tuple(next(values) for _ in next(places)))
         for entry in instructions
     ]
     layouts = {order[number]: layout for number, layout, _slot, _bytes in template.declared}
     return Batch(bases=bases, instructions=steps), (key, order), ids, layouts
-
-
-def _release(base: int) -> Instruction:
-    return Instruction("release", (), (), make_attrs(base=base))
 
 
 def _placeholder(op: str, values: tuple[Const, ...]) -> Instruction:
