@@ -95,11 +95,10 @@ def receive(planner: Planner, ints: list[int], payload: bytes = b"") -> tuple[Ba
         raise ValueError(f"rank 0 replayed plan {ints[0]} over bases whose layouts or halos differ here")
     bases = [BaseDecl(order[number], dtype, size) for number, dtype, size, _data in declared]
     ids = [order[number] for number, _dtype, _size, data in declared if data]
-    kinds = [[operand[0] for operand in entry[2] if len(operand) == 1] for entry in instructions if entry[0] != "release"]
-    values = iter(_decode_constants(payload, [kind for entry in kinds for kind in entry]))
-    places = iter(kinds)
+    kinds = [operand[0] for entry in instructions if entry[0] != "release" for operand in entry[2] if len(operand) == 1]
+    values = iter(_decode_constants(payload, kinds))  # a constant's key is its type alone
     steps = [
-        release_of(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0], tuple(next(values) for _ in next(places)))
+        release_of(order[entry[1]]) if entry[0] == "release" else _placeholder(entry[0], tuple(next(values) for operand in entry[2] if len(operand) == 1))
         for entry in instructions
     ]
     layouts = {order[number]: layout for number, layout, _slot, _bytes in template.declared}
