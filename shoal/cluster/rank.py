@@ -43,6 +43,7 @@ class RankEngine:
         limit = comm.Get_attr(MPI.TAG_UB)  # type: ignore[attr-defined]
         self.tag_limit = int(limit) if limit else 32767  # MPI promises at least 32767
         self.fetch_tags = self.tag_limit // 2  # tags above this are the fetches', below the batches'
+        self.recipe_tags = self.tag_limit // 2  # on the control communicator: data parts below, draws' recipes above
         self.planner = Planner(self.rank, self.ranks, plan, self.fetch_tags)
         self.notes = RankNotes(session, self.rank)
         self.round_trip: float | None = None  # seconds of the link probe, where one was taken (shoal.cluster.link)
@@ -58,7 +59,7 @@ class RankEngine:
         layouts = self.planner.new_layouts(batch)
         requests = []
         ids = [decl.id for decl in batch.bases if decl.id in batch.data]
-        half = self.tag_limit // 2  # tags below are parts, above recipes
+        half = self.recipe_tags
         for number, base in enumerate(ids):
             data = batch.data[base]
             layout = layouts[base]
@@ -87,7 +88,7 @@ class RankEngine:
             raise ValueError("rank 0 named data for bases the batch does not declare")
         if layouts is None:
             layouts = self.planner.new_layouts(batch)
-        half = self.tag_limit // 2
+        half = self.recipe_tags
         for number, base in enumerate(ids):
             layout = layouts[base]
             part = np.empty(layout.local_count(self.rank), dtype=decls[base].dtype)
