@@ -17,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.cluster_layout import mpiexec
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 PROGRAMS: dict[str, list[str]] = {
@@ -29,11 +31,6 @@ PROGRAMS: dict[str, list[str]] = {
     "nbody.py": ["1000", "--steps", "5"],
     "knn.py": ["10000"],
 }
-
-
-def mpiexec() -> str:
-    beside = Path(sys.executable).parent / "mpiexec"
-    return str(beside) if beside.exists() else "mpiexec"
 
 
 def once(program: str, ranks: int) -> tuple[float, float]:
