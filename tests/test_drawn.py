@@ -139,3 +139,19 @@ def test_a_recipe_never_outlives_a_write_to_its_data(settled: int | None, steps:
             found = drawn.recipe_of(data)
             assert found is None or np.array_equal(made.draw(0, 1000), data)
         assert np.array_equal(np.asarray(array), np.random.default_rng(3).random(1000)) == (steps == ["read"])
+
+
+def test_only_large_draws_read_the_generator_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the state costs more than a scalar draw: small draws skip it."""
+    needs_runtime()
+    runtime = importlib.import_module("shoal.runtime")
+    snp = importlib.import_module("shoal.numpy")
+    calls: list[str] = []
+    original = drawn.state_before
+    monkeypatch.setattr(drawn, "state_before", lambda generator, kind: calls.append(kind) or original(generator, kind))
+    with runtime.configure(engine="node", eager_threshold=100):
+        rng = snp.random.default_rng(3)
+        rng.random(), rng.random(5), rng.uniform(0.0, 1.0, 3), rng.uniform(size=(2, 2)), rng.random(size=None)
+        assert calls == []
+        rng.random((10, 20)), rng.uniform(0.0, 1.0, 100), rng.uniform(high=2.0, size=[5, 40])
+        assert calls == ["random", "uniform", "uniform"]

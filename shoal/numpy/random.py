@@ -8,6 +8,8 @@ types (SciPy's ``random_state=``, ``check_random_state``) accept them; they pick
 from __future__ import annotations
 
 import functools
+import math
+import operator
 import sys
 import sysconfig
 from typing import Any
@@ -36,7 +38,7 @@ def _wrap_function(function: Any, name: str) -> Any:
             kwargs = dict(kwargs, out=None)
             out[...] = function(*materialize(args), **materialize(kwargs))
             return out
-        before = drawn.state_before(args[0], name) if args and _is_method(function) else None
+        before = _state_before_large_draw(function, name, args, kwargs)
         result = function(*materialize(args), **materialize(kwargs))
         if _called_from_library():
             return result
@@ -60,6 +62,23 @@ def _called_from_library() -> bool:
     if filename == __file__:  # a NumPy method that calls another one of ours (``choice``)
         return True
     return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
+
+
+def _state_before_large_draw(function: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The generator's state before a ``random`` or ``uniform`` method call that asks for a large
+    array (:mod:`shoal.drawn`), else None: reading the state costs about 1 µs, more than a scalar
+    draw."""
+    if name not in drawn.KINDS or not args or not _is_method(function):
+        return None
+    position = 1 if name == "random" else 3  # random(size, ...), uniform(low, high, size)
+    size = kwargs.get("size", args[position] if len(args) > position else None)
+    if size is None:  # a scalar
+        return None
+    try:
+        count = math.prod(size) if isinstance(size, tuple | list) else operator.index(size)
+    except TypeError:  # a size NumPy itself will refuse
+        return None
+    return None if is_small(count) else drawn.state_before(args[0], name)
 
 
 def _remembered(args: tuple[Any, ...], kwargs: dict[str, Any], name: str, before: dict[str, Any], result: np.ndarray) -> Any:
