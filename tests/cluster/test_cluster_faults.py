@@ -54,6 +54,9 @@ def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Sign
         except ProcessLookupError:
             pass
         process.wait(timeout=30)
+        for stream in (process.stdout, process.stderr):  # left open when the job outlived the timeout
+            if stream is not None:
+                stream.close()
     assert process.returncode != 0
     assert "last:" not in stdout
     assert f"shoal: cluster rank 2 ({os.uname().nodename}) was killed by signal {int(number)} ({number.name})" in stderr
