@@ -12,8 +12,10 @@ The quick tier runs a few dozen programs; the full tier a fixed budget of severa
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
+from unittest import mock
 
 import numpy
 import pytest
@@ -39,6 +41,7 @@ class NodeSettings:
     threads: int
     schedule: str
     direct_work: str
+    verify: str  # "0": batches reach the engine as recorded (one View object may be input and output)
 
     @classmethod
     def draw(cls, seed: int) -> NodeSettings:
@@ -49,6 +52,7 @@ class NodeSettings:
             threads=rng.choice((1, 2, 2)),
             schedule=rng.choice(("program", "reverse")),
             direct_work=rng.choice(("0", "0", "64", str(1 << 23))),
+            verify=rng.choice(("1", "0")),
         )
 
 
@@ -67,7 +71,8 @@ def check_program(seed: int) -> None:
         expected = run_program(source, numpy, inputs)
         reference = run_on_shoal(source, inputs, "reference", settings.flush_threshold)
         assert_same_run(reference, expected, "reference engine vs NumPy")
-        node = run_on_shoal(source, inputs, configured_node_engine(settings), settings.flush_threshold)
+        with mock.patch.dict(os.environ, {"SHOAL_VERIFY": settings.verify}):
+            node = run_on_shoal(source, inputs, configured_node_engine(settings), settings.flush_threshold)
         assert_same_run(node, expected, "node engine vs NumPy")
     except AssertionError as failure:
         raise AssertionError(f"program {seed} under {settings}:\n{source}\n{failure}") from None

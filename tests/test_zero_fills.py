@@ -185,3 +185,31 @@ def test_warnings_after_dropped_zero_fills_name_numpys_lines(monkeypatch):
     with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
         assert warnings_shown(lambda: _zeros_then_warnings(snp)) == expected
     assert sum(dropped) == 2  # both fills went
+
+
+@pytest.mark.parametrize("compiled", ["off", "sync"])
+def test_an_accumulator_of_zeros_released_in_its_own_batch_starts_at_zero(monkeypatch, compiled):
+    """The zeros' fill is dropped; the planner then saw the in-place ``acc += ...`` read of the
+    accumulator (one View object as input and output) as a write and kept the accumulator per
+    tile, never allocated zeroed: a function returning ``acc.sum()`` summed leftover values."""
+    if compiled == "sync":
+        pytest.importorskip("numba")
+    monkeypatch.setenv("SHOAL_COMPILE", compiled)
+    monkeypatch.setenv("SHOAL_VERIFY", "0")  # the wire's round trip gives input and output separate View objects
+    monkeypatch.setenv("SHOAL_DIRECT_WORK", "0")
+    monkeypatch.setenv("SHOAL_BLOCK_SIZE", str(1 << 19))  # tiles of one block reuse one buffer
+
+    def accumulated(np, n: int) -> float:
+        ones = np.ones(n)
+        acc = np.zeros(n)
+        for k in range(3):
+            acc += np.sqrt(ones * k)
+        return acc.sum()  # acc dies here: its release joins the batch
+
+    expected = accumulated(numpy, 1 << 20)
+    with runtime.configure(engine="node", eager_threshold=0):
+        garbage = snp.ones(1 << 20) * 7.0  # leaves memory that is not zero behind
+        float(garbage.sum())
+        del garbage
+        for _ in range(3):
+            assert float(accumulated(snp, 1 << 20)) == pytest.approx(expected, rel=1e-12)

@@ -388,14 +388,14 @@ def _temporaries(steps: list[Step], candidates: set[int], known: dict[int, BaseD
                     seen_in[view.base] = None
             continue
         for instruction in step.instructions:
-            ordered = [v for v in instruction.inputs if isinstance(v, View)] + list(instruction.outputs)
-            for view in ordered:
+            # By position: an in-place instruction may name one View object as input and output.
+            ordered = [(v, False) for v in instruction.inputs if isinstance(v, View)] + [(v, True) for v in instruction.outputs]
+            for view, is_output in ordered:
                 if view.base not in candidates:
                     continue
                 if isinstance(view, RowView):
                     seen_in[view.base] = None
                     continue
-                is_output = any(view is out for out in instruction.outputs)
                 if is_output and instruction.op in FUSIBLE_REDUCTIONS:
                     seen_in[view.base] = None
                     continue
