@@ -185,3 +185,18 @@ def test_an_unchanged_array_read_twice_crosses_the_network_once():
             a[1] = 7.0
             assert np.asarray(a)[0] == 0.0 and np.asarray(a)[1] == 7.0
             assert client.round_trips == trips + 1
+
+
+def test_scalar_results_come_back_as_numpys_scalars():
+    """A 0-d result crossed the wire as a 1-element array (``ascontiguousarray`` makes 0-d 1-d):
+    ``np.asarray(x.sum())`` had shape (1,), and a list of row sums stacked to (rows, 1)."""
+    import shoal.numpy as snp
+
+    values = np.arange(12.0).reshape(3, 4)
+    with live_server() as server, runtime.configure(engine=client_for(server), eager_threshold=0):
+        lazy = snp.arange(12.0).reshape(3, 4) * 1.0  # computed on the server: no local copy to read
+        total, largest, item = lazy.sum(), lazy.max(axis=None), lazy[1, 2]
+        for got, expected in ((total, values.sum()), (largest, values.max()), (item, values[1, 2])):
+            assert np.asarray(got).shape == () and repr(got) == repr(expected)
+        sums = np.array([lazy[i].sum() for i in range(3)])
+        assert sums.shape == (3,) and sums.tolist() == values.sum(axis=1).tolist()

@@ -282,7 +282,7 @@ class Session:
     # --------------------------------------------------------------------- answers
 
     def _send_array(self, sequence: int, array: np.ndarray, codecs: frozenset) -> None:
-        array = np.ascontiguousarray(array)
+        array = np.asarray(array, order="C")  # not ascontiguousarray: it makes a 0-d array 1-d
         codec, body = compression.encode(array, codecs)
         head = server_data(array.dtype, array.shape, codec, array.nbytes)
         self._reply(Kind.DATA, sequence, (head, body))
