@@ -122,6 +122,17 @@ class SettledMemory:
             return None
         return held.hold(self, base, memory)
 
+    def hold_for_tasks(self: Runtime, base_id: int) -> None:
+        """Hold base ``base_id`` now (after every recorded instruction ran), if the component
+        offers its memory: a lazy array passed to a task (``shoal.numpy._task_values``)."""
+        with self._lock:
+            if base_id in self._deferred:
+                self._declare_deferred(base_id)
+            self.flush(wait=True)
+            base = self.lazy_base(base_id)
+            if base is not None and base.held is None:
+                self._hold(base_id)
+
     def _deferred_view(self: Runtime, view: View, data: np.ndarray, write: bool) -> np.ndarray | None:
         """``view`` of a held-back base's data (its memory until an instruction names it), if
         the data is of ``view``'s dtype. Once the run of settled accesses is long enough the base

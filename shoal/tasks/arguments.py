@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,6 +32,17 @@ def task_slots(
     for name, value in bound.kwargs.items():
         slots.append((name, function.specs.get(name, ParameterSpec(name)), value))
     return slots
+
+
+def plain_value(value: object) -> object:
+    """``value``, or for a lazy array of ``shoal.numpy`` (a program run with ``python -m shoal``)
+    the NumPy array that stands for it (``shoal.numpy._task_values``): the same object each time."""
+    lazy = sys.modules.get("shoal.numpy._lazy")
+    if lazy is None or type(value) is not lazy.ndarray:
+        return value
+    from shoal.numpy._task_values import task_value
+
+    return task_value(value)
 
 
 def check_argument(qualname: str, slot: int | str, spec: ParameterSpec, value: object, datum: Datum | None) -> None:

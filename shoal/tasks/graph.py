@@ -66,6 +66,7 @@ class Version:
     holders: set[int] = field(default_factory=set)  # workers caching the value
     segment: SegmentRef | None = None
     snapshot: SegmentRef | None = None  # first-sight copy, reused at promotion if unchanged
+    retired: list[SegmentRef] = field(default_factory=list)  # snapshots tasks sent them may still map
     mapped_by: set[int] = field(default_factory=set)  # workers that mapped the segment
     share_refused: bool = False  # no room in shared memory: always sent by value
     locked_owner: bool = False  # the caller's array was made read-only on promotion

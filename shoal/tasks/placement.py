@@ -78,10 +78,13 @@ class Placement(RuntimeState):
             return None
 
     def _drop_snapshot(self, version: Version) -> None:
-        if version.snapshot is not None:
-            shm.unlink(version.snapshot.name)
-            self._segments.discard(version.snapshot.name)
-            version.snapshot = None
+        """Remove the version's snapshot and those retired at promotion."""
+        doomed = version.retired + ([] if version.snapshot is None else [version.snapshot])
+        version.snapshot = None
+        version.retired.clear()
+        for snapshot in doomed:
+            shm.unlink(snapshot.name)
+            self._segments.discard(snapshot.name)
 
     def _place(self, version: Version, value: np.ndarray, explicit: bool) -> None:
         snapshot = version.snapshot
@@ -90,7 +93,13 @@ class Placement(RuntimeState):
             version.snapshot = None
             self._publish(version, snapshot, value, explicit)
             return
-        self._drop_snapshot(version)
+        if snapshot is not None and version.pending_readers > 1:
+            # The program changed the array since, and a task sent that snapshot may not have
+            # mapped it yet (the one placed now is a pending reader too): it goes with the version.
+            version.retired.append(snapshot)
+            version.snapshot = None
+        else:
+            self._drop_snapshot(version)  # nothing was retired before: a version is placed once
         name = shm.segment_name(self.job, version.datum.data_id, version.number)
         if not shm.fits(value.nbytes):
             version.share_refused = True

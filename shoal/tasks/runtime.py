@@ -20,7 +20,7 @@ import numpy as np
 
 from shoal import trace
 from shoal.tasks import shm, signals, wire
-from shoal.tasks.arguments import check_argument, task_slots
+from shoal.tasks.arguments import check_argument, plain_value, task_slots
 from shoal.tasks.directions import Direction, ParameterSpec
 from shoal.tasks.errors import RuntimeShutdownError, TaskCancelledError, TaskDependencyError
 from shoal.tasks.future import Future
@@ -116,7 +116,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             return self._submit(function, args, kwargs)
 
     def _submit(self, function: TaskFunction, args: tuple[object, ...], kwargs: dict[str, object]) -> object:
-        slots = task_slots(function, args, kwargs)
+        slots = [(slot, spec, plain_value(value)) for slot, spec, value in task_slots(function, args, kwargs)]
         code = function.code()
         with self._lock:
             self._check_open()
@@ -192,6 +192,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
             return self._wait(value, deadline, timeout)
 
     def _wait(self, value: object, deadline: float | None, timeout: float | None) -> object:
+        value = plain_value(value)
         with self._lock:
             if isinstance(value, list | tuple) and self._graph.lookup(value) is None:
                 return type(value)(self._wait(item, deadline, timeout) for item in value)
@@ -262,6 +263,7 @@ class Runtime(Scheduling, Placement, Receiving, Recovery, Release):
 
     def delete(self, value: object) -> None:
         """Release data: its versions, worker copies and shared segments, once no task needs them."""
+        value = plain_value(value)
         with self._lock:
             if isinstance(value, list | tuple) and self._graph.lookup(value) is None:
                 for item in value:
