@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,7 +100,7 @@ def state_before(generator: Any, kind: str) -> dict[str, Any] | None:
     if kind not in KINDS or not isinstance(generator, np.random.Generator):
         return None
     bits = generator.bit_generator
-    if type(bits) not in (np.random.PCG64, np.random.PCG64DXSM):
+    if type(bits) not in {getattr(np.random, name) for name in _NAMES}:
         return None
     return bits.state
 
@@ -148,3 +149,11 @@ def spoil(data: np.ndarray) -> None:
     """Forget ``data``'s recipe: something may write it."""
     if _noted:
         _noted.pop(id(data), None)
+
+
+def spoil_all(arrays: Iterable[np.ndarray]) -> None:
+    """Forget the recipes of ``arrays``: a component that was given them may write them (the
+    cluster sends each rank its part of a batch's data before the batch runs)."""
+    if _noted:
+        for data in arrays:
+            _noted.pop(id(data), None)

@@ -119,10 +119,12 @@ WRITES: dict[str, Callable] = {
 }
 
 
+@pytest.mark.parametrize("verify", ["1", "0"], ids=["wire copies", "data handed over"])
 @pytest.mark.parametrize("settled", [None, 0], ids=["settled views", "recorded views"])
 @pytest.mark.parametrize("steps", [["read"], ["element"], ["read", "slice"], ["in place"], ["read", "element", "read"]])
-def test_a_recipe_never_outlives_a_write_to_its_data(settled: int | None, steps: list[str]) -> None:
+def test_a_recipe_never_outlives_a_write_to_its_data(settled: int | None, steps: list[str], verify: str, monkeypatch: pytest.MonkeyPatch) -> None:
     needs_runtime()
+    monkeypatch.setenv("SHOAL_VERIFY", verify)  # without the wire's copy the engine writes the very data
     runtime = importlib.import_module("shoal.runtime")
     snp = importlib.import_module("shoal.numpy")
     with runtime.configure(engine="node", eager_threshold=0, settled_threshold=settled):

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Batch, View
+from shoal.bytecode import Batch, Kind, View, spec
 from shoal.engine import fp_notes, fp_signals
 from shoal.engine.component import Component
 
@@ -37,6 +37,7 @@ class RankNotes:
         self._sources: dict[int, int] = {}  # id(node-engine instruction) -> cluster position
         self._ops: list[Any] = []  # keeps those instructions alive while their ids name them
         self._found: dict[tuple[int, str], None] = {}
+        self._reductions: set[int] = set()  # positions of the batch's reductions
 
     def engine(self, inner: Component) -> Component:
         """``inner`` (this rank's node engine) running its batches under this rank's watch."""
@@ -55,6 +56,8 @@ class RankNotes:
         if self.rank != 0:
             self._record = None
         self.watched, self._size = watched, len(batch.instructions)
+        if watched:
+            self._reductions = {position for position, instruction in enumerate(batch.instructions) if _reduces(instruction.op)}
 
     def planned(self, ops: list[Any], first_ops: list[int]) -> None:
         """This rank's operations for the batch, and the index of each instruction's first."""
@@ -73,9 +76,12 @@ class RankNotes:
     def ran(self, batch: Batch, record: fp_signals.Watch) -> None:
         """The node engine ran ``batch`` (part of the cluster batch) under ``record``."""
         instructions = batch.instructions
+        reductions = self._reductions
         for position, message in fp_signals.take(record):
             source = self._sources.get(id(instructions[position]))
             if source is not None and source >= 0:
+                if source in reductions and not _reduces(instructions[position].op):
+                    message = _in_reduce(message)  # a merge of partial results: NumPy's reduce said it
                 self._found[(source, message)] = None
 
     def finish(self) -> str | None:
@@ -86,6 +92,7 @@ class RankNotes:
             return None
         found, record, size = list(self._found), self._record, self._size
         self.watched, self._record, self._found, self._sources, self._ops = 0, None, {}, {}, []
+        self._reductions = set()
         texts = self.session.gather_text(fp_notes.encode(found).decode("ascii") if found else None)
         if texts is None or record is None:
             return None
@@ -101,6 +108,20 @@ class RankNotes:
         fp_signals.received(record, list(combined))
         record.done = True
         return "; ".join(problems) if problems else None
+
+
+def _reduces(op: str) -> bool:
+    try:
+        return spec(op).kind is Kind.REDUCTION
+    except KeyError:
+        return False
+
+
+def _in_reduce(message: str) -> str:
+    """``message`` as NumPy words it for a reduction ("overflow encountered in reduce"): the
+    ranks merge their partial results element-wise ("... in add")."""
+    head, found, _name = message.rpartition(" encountered in ")
+    return f"{head} encountered in reduce" if found else message
 
 
 class _Noting(Component):

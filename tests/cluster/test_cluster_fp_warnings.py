@@ -15,7 +15,7 @@ import sys
 import pytest
 from test_numpy_fp_warnings import MODES, PROGRAM
 
-from cluster.harness import run
+from cluster.harness import PROGRAMS, run
 from shoal.bytecode import Batch, Instruction
 from shoal.cluster.fp_notes import RankNotes
 from shoal.engine import fp_signals
@@ -40,6 +40,21 @@ def test_program_at_two_ranks_warns_as_numpy(mode: str, action: str) -> None:
     assert result.returncode == 0, result.stderr[-4000:]
     assert shown(result.stdout) == expected
     assert any(line.startswith(("W ", "E ")) for line in expected) or mode == "errstate-all-ignore"
+
+
+@pytest.mark.full
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_a_condition_met_where_ranks_merge_partial_sums_is_named_as_numpy_names_it(ranks: int) -> None:
+    """The ranks merge their partial sums element-wise; the note said "... encountered in add"
+    where NumPy's reduction says "... encountered in reduce"."""
+    program = PROGRAMS / "merge_warnings.py"
+    plain = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=100)
+    assert plain.returncode == 0, plain.stderr
+    result = run(ranks, program, timeout=240)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert shown(result.stdout) == shown(plain.stdout)
+    assert sum(line.startswith("W ") for line in shown(plain.stdout)) == 3
 
 
 class FakeSession:
