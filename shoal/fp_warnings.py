@@ -190,7 +190,8 @@ class relayed:
 def _call(function: Any, args: Any, kwargs: Any) -> Any: return function(*args, **kwargs)  # fmt: skip
 
 
-_TEMPLATE = _call.__code__.replace(co_name="<numpy call>", co_qualname="<numpy call>")
+TRAMPOLINE_NAME = "<numpy call>"  # the frame a NumPy call Shoal makes runs in (``at_user_line``)
+_TEMPLATE = _call.__code__.replace(co_name=TRAMPOLINE_NAME, co_qualname=TRAMPOLINE_NAME)
 _trampolines: dict[tuple[int, int], tuple[CodeType, Any]] = {}  # (id(code), line) -> (code, trampoline)
 
 

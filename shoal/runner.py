@@ -160,6 +160,9 @@ def _main_module(program: Program) -> types.ModuleType:
 
 
 FRONTEND_DIRECTORY = str(Path(__file__).resolve().parent / "numpy") + os.sep
+# The frame NumPy's calls made for the program run in (``shoal.fp_warnings.at_user_line``): it
+# carries the program's file and line, and the module that makes it.
+USER_LINE_FILE = str(Path(__file__).resolve().parent / "fp_warnings.py")
 
 
 def _user_traceback(
@@ -184,11 +187,32 @@ def _user_traceback(
     while entry is not None:
         entries.append(entry)
         entry = entry.tb_next
+    # The run of Shoal's frontend frames at the end, with NumPy's own frames among or below them
+    # (a probe, a fallback's call): if Shoal's are in it, the error came through Shoal and ends
+    # at the program's line; NumPy's frames alone (the program called NumPy) stay.
+    numpy = sys.modules.get("numpy")
+    library = os.path.dirname(numpy.__file__) + os.sep if numpy is not None else None
     kept = len(entries)
-    while kept > 1 and entries[kept - 1].tb_frame.f_code.co_filename.startswith(FRONTEND_DIRECTORY):
+    while kept > 1 and _frontends_or_in(entries[kept - 1].tb_frame.f_code, library):
         kept -= 1
+    if not any(_frontends(entry.tb_frame.f_code) for entry in entries[kept:]):
+        kept = len(entries)
     entries[kept - 1].tb_next = None
     return start
+
+
+def _frontends(code: types.CodeType) -> bool:
+    """True for a frame of Shoal's frontend, or of the NumPy calls it makes for the program
+    (their module is loaded only if the program made such a call)."""
+    filename = code.co_filename
+    if filename.startswith(FRONTEND_DIRECTORY) or filename == USER_LINE_FILE:
+        return True
+    user_line = sys.modules.get("shoal.fp_warnings")
+    return user_line is not None and code.co_name == user_line.TRAMPOLINE_NAME
+
+
+def _frontends_or_in(code: types.CodeType, library: str | None) -> bool:
+    return _frontends(code) or (library is not None and code.co_filename.startswith(library))
 
 
 def load_engine() -> None:

@@ -181,6 +181,64 @@ def test_numpy_error_is_reported_at_the_users_line(project: Path) -> None:
     assert "shoal/numpy/" in full.stderr
 
 
+def test_an_error_numpy_raises_in_a_call_shoal_makes_at_once_shows_no_shoal_frames(project: Path) -> None:
+    """A product with a settled operand is NumPy's call, made in a frame carrying the program's
+    line (``fp_warnings.at_user_line``): that frame and Shoal's module around it stayed in the
+    traceback."""
+    program = write(
+        project / "app" / "products.py",
+        """
+        import numpy as np
+
+        def inner(a):
+            return a[:, :5] @ np.ones(7)
+
+        a = np.ones((1024, 1024))
+        b = a * 2
+        c = np.log(b - 1.0)
+        print(float(c[0, 0]))
+        inner(b)
+        """,
+    )
+    shoal_run = run_python(program, cwd=project)
+    python_run = run_python(program, cwd=project, shoal=False)
+    assert shoal_run.returncode == python_run.returncode == 1
+    assert shoal_run.stderr.splitlines() == python_run.stderr.splitlines()
+    assert "matmul: Input operand 1 has a mismatch" in python_run.stderr
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["g.sum(axis=3)", "np.unwrap(g, axis=5)", "np.linalg.inv(g[:, :3])"],
+    ids=["probe", "fallback", "linalg"],
+)
+def test_an_error_raised_through_numpys_code_under_shoal_ends_at_the_programs_line(project: Path, statement: str) -> None:
+    """NumPy's frames below Shoal's (a probe, a fallback's call) kept Shoal's in the traceback."""
+    program = write(
+        project / "app" / "through.py",
+        f"""
+        import warnings
+        import numpy as np
+
+        warnings.simplefilter("ignore")
+
+        def f(g):
+            {statement}
+
+        g = np.ones((1024, 1024)) * 2
+        float((g + 1)[0, 0])
+        f(g)
+        """,
+    )
+    shoal_run = run_python(program, cwd=project)
+    python_run = run_python(program, cwd=project, shoal=False)
+    assert shoal_run.returncode == python_run.returncode == 1
+    shoal_lines, python_lines = ([line for line in run.stderr.splitlines() if line.strip(" ^~")] for run in (shoal_run, python_run))
+    assert "shoal" not in shoal_run.stderr and shoal_lines[-1] == python_lines[-1]
+    assert shoal_lines[-3:-1] == [f'  File "{program}", line 8, in f', f"    {statement}"]
+    assert shoal_lines[:-1] == python_lines[: len(shoal_lines) - 1]  # NumPy's own frames below it: not shown
+
+
 @pytest.mark.parametrize(
     "source",
     [

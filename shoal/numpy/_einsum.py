@@ -16,6 +16,7 @@ NumPy; the result is then written into ``out`` (its shape checked against the re
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import string
@@ -195,8 +196,22 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any
             form[position] = stand_in
         return quietly(np.einsum, *form, optimize=optimize, **kwargs, **extra)
 
+    def conflicting(subscripts: Any) -> None:
+        """NumPy's error for axes of one label with different sizes, raised on stand-ins of the
+        operands' own shapes (NumPy's message names them), which hold no memory: a conflict
+        fails before NumPy computes anything."""
+        labels, _output = _parse(subscripts, [len(shape) for shape in shapes])
+        if _sizes(labels, shapes)[1]:
+            numpy_einsum([np.broadcast_to(np.zeros((), dtype), shape) for shape, dtype in zip(shapes, dtypes)])
+
     probes = [value_probe(dtype, shape) for dtype, shape in zip(dtypes, shapes)]
-    probe = np.asarray(numpy_einsum(probes))  # NumPy's errors and the result dtype
+    try:
+        probe = np.asarray(numpy_einsum(probes))  # NumPy's errors and the result dtype
+    except ValueError:
+        if not sublists:  # the probes' small shapes would stand in NumPy's message
+            with contextlib.suppress(ValueError, KeyError, IndexError, TypeError):
+                conflicting(operands[0])
+        raise
     dtype = probe.dtype
     if sublists:
         spelled = _sublist_subscripts(operands)
@@ -208,11 +223,7 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any
     labels, output = _parse(subscripts, [len(shape) for shape in shapes])
     sizes, conflicts = _sizes(labels, shapes)
     if conflicts:  # NumPy's error, on probes with the conflicting axes at their sizes
-        probes = [
-            np.zeros(tuple(n if label in conflicts else min(n, 1) for label, n in zip(term, shape)), dtype)
-            for term, shape, dtype in zip(labels, shapes, dtypes)
-        ]
-        numpy_einsum(probes)
+        conflicting(subscripts)
         return _dispatch.fallback_call("einsum", np.einsum, *arguments)
     if out is not None:
         shape = tuple(sizes[label] for label in output)

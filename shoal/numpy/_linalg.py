@@ -18,7 +18,7 @@ from shoal.numpy._lazy import (
     operand,
     wrap_numpy,
 )
-from shoal.numpy._probe import broadcast_shape, quietly, value_probe
+from shoal.numpy._probe import broadcast_shape, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_product
 
 _SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
@@ -84,7 +84,7 @@ def dot(a: Any, b: Any, out: Any = None) -> Any:
     contract_b = 0 if len(sb) == 1 else len(sb) - 2
     if sa[-1] != sb[contract_b]:
         raise ValueError(
-            f"shapes {sa} and {sb} not aligned: {sa[-1]} (dim {len(sa) - 1}) != {sb[contract_b]} (dim {contract_b})"
+            f"shapes {format_shape(sa)} and {format_shape(sb)} not aligned: {sa[-1]} (dim {len(sa) - 1}) != {sb[contract_b]} (dim {contract_b})"
         )
     shape = sa[:-1] + sb[:contract_b] + sb[contract_b + 1 :]
     dtype = np.asarray(quietly(np.dot, value_probe(da, (1,) * len(sa)), value_probe(db, (1,) * len(sb)))).dtype
