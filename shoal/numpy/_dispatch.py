@@ -28,7 +28,7 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 # running their Python implementation keeps the work lazy.
 COMPOSABLE: set[str] = {
     "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack", "column_stack",
-    "isclose", "allclose", "array_equal", "diff", "average", "nan_to_num",
+    "isclose", "allclose", "array_equal", "average", "nan_to_num",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
     "tril",
 }  # fmt: skip
@@ -48,7 +48,7 @@ _MUTATING_FUNCTIONS: dict[str, tuple[int, str]] = {
 }
 
 # ndarray methods that change the array in place: the fallback writes the result back.
-_MUTATING_METHODS = {"sort", "partition", "fill", "put", "itemset", "byteswap", "resize", "setfield", "setflags"}
+_MUTATING_METHODS = {"sort", "partition", "fill", "put", "itemset", "byteswap", "resize", "setfield"}
 
 
 def fallbacks_used() -> dict[str, int]:
@@ -56,7 +56,16 @@ def fallbacks_used() -> dict[str, int]:
     return dict(FALLBACKS)
 
 
+# Functions whose work is to hand an array's values out (to a file, to bytes): computing the
+# array and calling NumPy is their implementation, not a fallback, so they warn nothing.
+HANDS_VALUES_OUT = frozenset(
+    {"save", "savez", "savez_compressed", "savetxt", "ndarray.tobytes", "ndarray.tofile", "ndarray.dump", "ndarray.dumps"}
+)
+
+
 def _warn_once(name: str) -> None:
+    if name in HANDS_VALUES_OUT:
+        return
     FALLBACKS[name] += 1
     if FALLBACKS[name] == 1:
         warnings.warn(

@@ -40,16 +40,41 @@ class FlatIter:
         array[...] = flat.reshape(array.shape)
 
 
+_FLAG_NAMES = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}
+
+
 class Flags:
-    """``a.flags``: NumPy's flags of the array's view (a snapshot, as NumPy's own reads them)."""
+    """``a.flags``: NumPy's flags of the array's view; ``writeable`` reads and sets the array's."""
 
     def __init__(self, array: ndarray) -> None:
         view = array._view
-        self.writeable = not array._readonly
+        self._array = array
         self.c_contiguous = self.contiguous = view.is_contiguous()
         self.f_contiguous = View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]).is_contiguous()
         self.owndata = array._owner is None
         self.aligned = True
 
+    @property
+    def writeable(self) -> bool:
+        return not self._array._readonly
+
+    @writeable.setter
+    def writeable(self, value: bool) -> None:
+        set_writeable(self._array, bool(value))
+
     def __getitem__(self, name: str) -> bool:
-        return getattr(self, {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}.get(name, name.lower()))
+        return getattr(self, _FLAG_NAMES.get(name, name.lower()))
+
+    def __setitem__(self, name: str, value: bool) -> None:
+        if _FLAG_NAMES.get(name, name.lower()) != "writeable":
+            raise KeyError(f"Unknown flag: {name}" if name.lower() not in _FLAG_NAMES.values() else f"cannot set flag {name}")
+        self.writeable = value
+
+
+def set_writeable(array: ndarray, writeable: bool) -> None:
+    """NumPy's ``a.flags.writeable = ...`` and ``a.setflags(write=...)`` for a lazy array: a view
+    of a read-only array cannot be made writeable."""
+    if writeable and array._readonly and array._owner is not None and array._owner._readonly:
+        raise ValueError("cannot set WRITEABLE flag to True of this array")
+    array._readonly = not writeable
+    array._held = None  # its NumPy view of a held base is made again, with the flag

@@ -16,9 +16,9 @@ import psutil
 
 from shoal import fp_warnings, held
 from shoal import runtime as _runtime
+from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
 from shoal.numpy._uploads import cacheable
-from shoal.runtime import LazyBase
 
 
 class _NdarrayMeta(type):
@@ -471,6 +471,7 @@ from shoal.numpy import (  # noqa: E402
     _fast_ufunc,
     _flat,
     _index,
+    _memory_overlap,  # noqa: F401  (shares_memory, may_share_memory)
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)

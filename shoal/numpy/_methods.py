@@ -11,29 +11,45 @@ import numpy as np
 from shoal.numpy import _linalg, _reduce, _shape, _sorting
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
+from shoal.numpy._flat import set_writeable
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._settled import NOT_SETTLED, settled_call
+from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
 
 
 def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
     # Each tries the recording of a call seen before (``_fast_ufunc``) before the general path.
     def forward(self: ndarray, other: Any) -> Any:
+        if type(other) is np.ndarray and (taken := adopted(other)) is not other:
+            return _then_run_carried(self, forward(self, taken))
         fast = record_seen(ufunc, (self, other), None)
         return apply_ufunc(ufunc, (self, other)) if fast is NOT_FAST else fast
 
     def reflected(self: ndarray, other: Any) -> Any:
+        if type(other) is np.ndarray and (taken := adopted(other)) is not other:
+            return _then_run_carried(self, reflected(self, taken))
         fast = record_seen(ufunc, (other, self), None)
         return apply_ufunc(ufunc, (other, self)) if fast is NOT_FAST else fast
 
     def inplace(self: ndarray, other: Any) -> ndarray:
         if self._scalar:  # NumPy scalars are immutable: ``x += y`` rebinds x
             return apply_ufunc(ufunc, (self, other))
+        if type(other) is np.ndarray and (taken := adopted(other)) is not other:
+            return _then_run_carried(self, inplace(self, taken))
         if record_seen(ufunc, (self, other), self) is NOT_FAST:
             apply_ufunc(ufunc, (self, other), out=(self,))
         return self
 
     return forward, reflected, inplace
+
+
+def _then_run_carried(array: ndarray, result: Any) -> Any:
+    """``result``, once the batch ran if it carries enough NumPy data: the temporary taken by
+    the operation (``_temporaries``) died with its lazy array, so its release runs with the
+    batch and NumPy can give its memory to the program's next temporary."""
+    array._base.runtime.run_if_carrying()
+    return result
 
 
 _OPERATORS = {
@@ -85,6 +101,17 @@ def _ipow(self: ndarray, other: Any) -> Any:
 
 
 ndarray.__pow__ = _pow
+
+
+def _setflags(self: ndarray, /, *, write: Any = None, align: Any = None, uic: Any = None) -> None:
+    """``ndarray.setflags``: ``write`` as NumPy sets it; lazy arrays are always aligned."""
+    if uic:
+        raise ValueError("cannot set WRITEBACKIFCOPY flag to True")
+    if write is not None:
+        set_writeable(self, bool(write))
+
+
+ndarray.setflags = _setflags
 ndarray.__ipow__ = _ipow
 ndarray.__neg__ = lambda self: apply_ufunc(np.negative, (self,))
 ndarray.__pos__ = lambda self: apply_ufunc(np.positive, (self,))
