@@ -61,6 +61,7 @@ KERNELS: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {
     "jacobi_1d": {"small": (100000, ("--steps", "300")), "medium": (1000000, ("--steps", "40")), "large": (32000000, ("--steps", "1"))},
     "lu": {"small": (200, ("--repeat", "20")), "medium": (1000, ("--steps", "300")), "large": (4000, ("--steps", "20"))},
     "mlp": {"small": (500, ("--steps", "10")), "medium": (4000, ("--steps", "5")), "large": (60000, ("--steps", "1"))},
+    "rank_one_updates": {"small": (200, ("--steps", "400")), "medium": (1000, ("--steps", "100")), "large": (4000, ("--steps", "8"))},
     "softmax_rows": {"small": (200, ("--repeat", "20")), "medium": (1000, ("--repeat", "4")), "large": (4000, ())},
     "syrk": {"small": (200, ("--repeat", "30")), "medium": (1000, ()), "large": (4000, ("--steps", "1000"))},
     "trisolv": {"small": (200, ("--repeat", "100")), "medium": (1000, ("--repeat", "50")), "large": (4000, ("--repeat", "10"))},

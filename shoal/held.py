@@ -31,7 +31,8 @@ import numpy as np
 from shoal.bytecode import View
 
 if TYPE_CHECKING:
-    from shoal.runtime import LazyBase, Runtime
+    from shoal.base_lives import LazyBase
+    from shoal.runtime import Runtime
 
 # Settled accesses in a row (no instruction recorded), and as many more to the base itself,
 # before a base is held.

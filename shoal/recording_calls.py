@@ -30,6 +30,8 @@ class CallRecording:
         """:meth:`record_call` with the lock held."""
         if self._released or self._dropped:
             self._record_releases()
+        if self._dead_bytes >= self.flush_bytes:
+            self.flush()
         self.direct_run = 0
         outputs = (output,)
         kept = self._unhold(outputs, inputs) if self.held else ()

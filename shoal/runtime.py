@@ -1,7 +1,8 @@
 """The frontend's runtime: records instructions into a batch and hands batches to a component.
 
-A lazy array owns a :class:`LazyBase`; when the last array using a base is garbage collected, a
-``release`` instruction is recorded so the component frees it (a long loop's memory stays flat).
+A lazy array owns a :class:`~shoal.base_lives.LazyBase`; when the last array using a base is
+garbage collected, a ``release`` instruction is recorded so the component frees it (a long
+loop's memory stays flat; ``shoal.base_lives``).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import fp_warnings, held, salvage, settings, trace
+from shoal import drawn, fp_warnings, held, salvage, settings, trace
+from shoal.base_lives import BaseLives, LazyBase
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
-from shoal.frozen_values import new_decl, new_instruction, new_view
+from shoal.frozen_values import new_decl, new_view
 from shoal.recording_calls import CallRecording
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
@@ -45,29 +47,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class LazyBase:
-    """A base array living in the component; releases itself when no array refers to it."""
-
-    __slots__ = ("__weakref__", "accesses", "dtype", "held", "holders", "id", "runtime", "size")
-
-    def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
-        self.runtime = runtime
-        self.id = base_id
-        self.dtype = dtype
-        self.size = size
-        self.held: np.ndarray | None = None  # its memory, handed to NumPy while a loop holds it (``shoal.held``)
-        self.holders: list[weakref.ref] = []  # lazy arrays keeping a view of the held memory
-        self.accesses = 0  # settled accesses once a run was long enough to hold (``shoal.held``)
-
-    def __del__(self) -> None:
-        runtime = self.runtime
-        self.held = None
-        if runtime is not None and not runtime.closed:
-            runtime.release(self.id)
-
-
-
-class Runtime(SettledMemory, CallRecording):
+class Runtime(SettledMemory, CallRecording, BaseLives):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -88,6 +68,8 @@ class Runtime(SettledMemory, CallRecording):
             self._engine = create(engine)
         self.eager_threshold: int = settings.EAGER_THRESHOLD.value(eager_threshold)
         self.flush_threshold: int = max(1, settings.FLUSH_THRESHOLD.value(flush_threshold))
+        self.flush_bytes: int = settings.FLUSH_BYTES.value()
+        self._dead_bytes = 0  # bytes of NumPy data the pending batch carries for bases released since
         self.settled_threshold: int = settings.SETTLED_THRESHOLD.value(settled_threshold)
         self.dump: bool = settings.DUMP.value()
         self.verify: bool = settings.VERIFY.value()
@@ -198,10 +180,14 @@ class Runtime(SettledMemory, CallRecording):
 
     def record(self, op: str, outputs: tuple[View, ...], inputs: tuple = (), **attrs) -> None:
         """Append one instruction; flush once the batch reaches its size threshold, at the point
-        of the program's loop where the previous batch began (``batch_boundary``)."""
+        of the program's loop where the previous batch began (``batch_boundary``), and before
+        appending to a batch that carries ``flush_bytes`` of NumPy data for bases already released
+        (temporaries NumPy would have freed)."""
         with self._lock:
             if self._released or self._dropped:
                 self._record_releases()
+            if self._dead_bytes >= self.flush_bytes:
+                self.flush()
             self.direct_run = 0
             kept = self._unhold(outputs, inputs) if self.held else ()
             deferred = self._deferred
@@ -265,37 +251,6 @@ class Runtime(SettledMemory, CallRecording):
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
         self._carried.append(array)
 
-    def release(self, base_id: int) -> None:
-        """Note the end of a base's life. It may run inside garbage collection on any thread,
-        also one the component runs a batch on while this thread waits for it holding the lock:
-        it never takes the lock; the next instruction or flush records the release. A base still
-        held back (``_deferred``, never named by an instruction) drops its data at once: a loop
-        whose results NumPy computes (``_settled.py``) may record nothing for a long time, and
-        holding every result until then would make its memory grow without bound."""
-        self._bases.pop(base_id, None)
-        if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL
-            self._dropped.append(base_id)
-            return
-        if self.held and held.orphaned(self, base_id):
-            return
-        self._released.append(base_id)
-
-    def _record_releases(self) -> None:
-        """Record a ``release`` instruction for every base noted dead (the lock is held)."""
-        if self.orphans:
-            self._released.extend(held.released_orphans(self))
-        dropped = self._dropped
-        count = 0
-        while dropped:
-            dropped.popleft()
-            count += 1
-        released = self._released
-        append = self._pending.instructions.append
-        while released:
-            append(new_instruction("release", (), (), (("base", released.popleft()),)))
-            count += 1
-        self.stats.bases_released += count
-
     # running ---------------------------------------------------------------------------------
     def flush(self, wait: bool = False) -> None:
         """Hand everything recorded so far to the component; with ``wait``, return once it has
@@ -309,6 +264,7 @@ class Runtime(SettledMemory, CallRecording):
                     self._warn(settled=True)
                 return
             self._pending = Batch()
+            self._dead_bytes = 0
             self._declared = set()
             self._small_run = 0
             self._written = set()
@@ -323,6 +279,7 @@ class Runtime(SettledMemory, CallRecording):
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
             known = dict(self._known) if self.verify else None
+            carried = list(batch.data.values()) if batch.data else None  # the component may take them out
             try:
                 self._execute(batch, sites, wait)
             except BytecodeError as error:
@@ -334,6 +291,9 @@ class Runtime(SettledMemory, CallRecording):
                 if first is None:
                     raise
                 raise first from None
+            finally:
+                if carried:  # the component holds them now and may write them
+                    drawn.spoil_all(carried)
             self._warn(settled=wait)
 
     def _execute(self, batch: Batch, sites: dict[int, fp_warnings.Site], wait: bool) -> None:

@@ -154,6 +154,18 @@ SETTLED_THRESHOLD = _integer(
     "Views of fewer elements of a base with no pending writes are read and written in place and computed at once by NumPy (0: never).",
 )
 FLUSH_THRESHOLD = _integer("SHOAL_FLUSH_THRESHOLD", 2048, "Instructions per batch before it is handed to the stack.", minimum=1)
+# A loop that updates a lazy array from large NumPy arrays (``a += np.outer(u, v)``) carries each
+# one into the batch, where NumPy frees it after the call: without a bound, 300 updates of a 1000²
+# array held 2.3 GB (NumPy: 16 MB). 100 such updates: 8, 16, 32, 64, 256 MiB gave 0.137, 0.137,
+# 0.148, 0.16, 0.21 s (NumPy 0.07 s): temporaries kept alive make NumPy take fresh memory. Only
+# data of arrays that died counts: bounding all carried data cut the batch after a drawn grid's
+# first use (Jacobi 4096² x 10: 0.065 -> 0.30-0.51 s).
+FLUSH_BYTES = _integer(
+    "SHOAL_FLUSH_BYTES",
+    16 << 20,
+    "Bytes of NumPy data a batch may carry for arrays that died before it is handed to the stack.",
+    minimum=1,
+)
 DUMP = _flag("SHOAL_DUMP", "Print every batch's disassembly to standard error.")
 VERIFY = _flag("SHOAL_VERIFY", "Verify every batch and round-trip it through the wire format before it runs.")
 VERIFY_EXECUTE = _choice(

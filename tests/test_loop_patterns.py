@@ -54,6 +54,7 @@ FULL: list = [
     Kernel("jacobi_1d", ("500", "--steps", "5")),
     Kernel("lu", ("30", "--repeat", "2")),
     Kernel("mlp", ("40", "--steps", "2")),
+    Kernel("rank_one_updates", ("30", "--steps", "5")),
     Kernel("softmax_rows", ("30",)),
     Kernel("syrk", ("30",)),
     Kernel("trmm", ("30",)),

@@ -1,5 +1,6 @@
 """Functions Shoal composes from its lazy operations (``std``/``var`` with ``correction``,
-``flip``, ``take``, ``repeat``, ``tile``, ``trace``, ``matrix_transpose``, ``cumulative_sum``,
+``flip``, ``take``, ``repeat``, ``tile``, ``trace``, ``matrix_transpose``, ``cumulative_sum``, ``diff``, ``gradient``,
+``nansum``, ``nanprod``, ``nancumsum``, ``nancumprod``,
 ...): NumPy's results and errors, and no fallback (a ``ShoalFallbackWarning`` fails the test)."""
 
 from __future__ import annotations
@@ -162,3 +163,63 @@ def test_tensordot_and_kron(snp: ModuleType, first: np.ndarray, second: np.ndarr
 def test_vecdot(snp: ModuleType, first: np.ndarray, second: np.ndarray, axis: int) -> None:
     check_same(snp, lambda xp, a, b: xp.vecdot(a, b, axis=axis), first, second, rtol=1e-5)
     check_same(snp, lambda xp, a, b: xp.linalg.vecdot(a, a, axis=axis), first, second, rtol=1e-5)
+
+
+@DIFFERENTIAL
+@given(value=numeric, n=st.integers(0, 3), axis=st.integers(-3, 2), ends=st.sampled_from([None, "scalars", "rows"]))
+def test_diff(snp: ModuleType, value: np.ndarray, n: int, axis: int, ends: str | None) -> None:
+    def differences(xp, v):
+        if ends == "scalars":
+            return xp.diff(v, n=n, axis=axis, prepend=1, append=2.5)
+        if ends == "rows":
+            return xp.diff(v, n=n, axis=axis, prepend=xp.take(v, [0], axis=axis), append=xp.take(v, [-1], axis=axis))
+        return xp.diff(v, n=n, axis=axis)
+
+    check_same(snp, differences, value)
+    check_same(snp, lambda xp, v: xp.diff(v > 0, axis=axis), value)  # booleans: not_equal
+
+
+@DIFFERENTIAL
+@given(
+    value=numeric,
+    axis=st.none() | st.integers(-3, 2),
+    spacing=st.sampled_from(["none", "scalar", "coordinates", "uniform coordinates"]),
+    edge_order=st.sampled_from([1, 2, 3]),
+)
+def test_gradient(snp: ModuleType, value: np.ndarray, axis, spacing: str, edge_order: int) -> None:
+    def gradient(xp, v):
+        arguments: tuple = ()
+        if spacing == "scalar":
+            arguments = (0.5,)
+        elif spacing != "none" and axis is not None and -v.ndim <= axis < v.ndim:
+            extent = v.shape[axis]
+            steps = np.full(extent, 0.5) if spacing == "uniform coordinates" else np.arange(1.0, extent + 1.0)
+            arguments = (np.cumsum(steps),)
+        return xp.gradient(v, *arguments, axis=axis, edge_order=edge_order)
+
+    check_same(snp, gradient, value, rtol=1e-9)
+
+
+def test_diff_and_gradient_of_a_lazy_array_stay_lazy() -> None:
+    """NumPy's own implementations began with ``asanyarray``, which computed the array."""
+    import shoal.numpy as snp
+    from shoal import runtime
+    from shoal.numpy import _lazy
+
+    with runtime.configure(engine="reference", eager_threshold=0):
+        values = snp.arange(24.0).reshape(4, 6) ** 2
+        assert _lazy.is_lazy(snp.diff(values, axis=0)) and _lazy.is_lazy(snp.gradient(values, axis=1))
+        rows, columns = snp.gradient(values, 2.0)
+        assert _lazy.is_lazy(rows) and _lazy.is_lazy(columns)
+        expected = np.arange(24.0).reshape(4, 6) ** 2
+        np.testing.assert_array_equal(np.asarray(columns), np.gradient(expected, 2.0)[1])
+
+
+@DIFFERENTIAL
+@given(value=numeric, axis=st.none() | st.integers(-3, 2), name=st.sampled_from(["nansum", "nanprod", "nancumsum", "nancumprod"]), keepdims=st.booleans())
+def test_nan_ignoring_sums_and_products(snp: ModuleType, value: np.ndarray, axis, name: str, keepdims: bool) -> None:
+    if value.dtype.kind in "fc" and value.size:
+        value = value.copy()
+        value.flat[::3] = np.nan
+    options = {"keepdims": keepdims} if name in ("nansum", "nanprod") else {}
+    check_same(snp, lambda xp, v: getattr(xp, name)(v, axis=axis, **options), value, rtol=1e-5)

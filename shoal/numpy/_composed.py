@@ -207,6 +207,15 @@ def _rebound(numpy_function: Any, **names: Any) -> Any:
     return rebound
 
 
+def _numpy_with(**names: Any) -> types.ModuleType:
+    """A stand-in for the ``numpy`` module that a rebound implementation reads as ``np``:
+    NumPy's names with ``names`` replaced (``np.asanyarray`` in ``np.gradient``)."""
+    stand_in = types.ModuleType(np.__name__)
+    stand_in.__dict__.update(np.__dict__)
+    stand_in.__dict__.update(names)
+    return stand_in
+
+
 def _creation(name: str) -> Any:
     """Shoal's ``asarray``/``asanyarray``/``array``, found at call time (``_create`` imports
     this module's dependencies first)."""
@@ -217,6 +226,19 @@ def _creation(name: str) -> Any:
         return getattr(_create, name)(*args, **kwargs)
 
     return create
+
+
+def _nan_replaced(a: Any, value: Any) -> tuple[Any, Any]:
+    """NumPy's ``_replace_nan`` for the nan-ignoring sums and products, recorded lazily: ``a``
+    with its NaNs replaced by ``value`` (a new array), and the mask of where they were (None for
+    dtypes without NaN, which come back as they are)."""
+    from shoal.numpy import _create
+
+    a = _create.asanyarray(a)
+    if not issubclass(a.dtype.type, np.inexact):
+        return a, None
+    mask = apply_ufunc(np.isnan, (a,))
+    return np.where(mask, np.array(value, a.dtype), a), mask
 
 
 def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
@@ -245,6 +267,14 @@ def _register() -> None:
     table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
     table[np.outer] = outer
     table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
+    # NumPy's own diff and gradient made a lazy array a NumPy one first (gradient through the
+    # fallback): 3 x 10^6 elements 1.3x and 2.5x NumPy's time.
+    keeps_lazy = _numpy_with(asanyarray=_creation("asanyarray"))
+    table[np.diff] = _rebound(np.diff, asanyarray=_creation("asanyarray"), np=keeps_lazy)
+    table[np.gradient] = _rebound(np.gradient, np=keeps_lazy)
+    # The nan-ignoring sums and products (their NumPy versions warn nothing of their own).
+    for function in (np.nansum, np.nanprod, np.nancumsum, np.nancumprod):
+        table[function] = _rebound(function, np=keeps_lazy, _replace_nan=_nan_replaced)
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method
     ndarray.trace = _trace_method
