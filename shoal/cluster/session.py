@@ -22,7 +22,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from shoal import settings
-from shoal.cluster import waiting
+from shoal.cluster import peers, waiting
 
 LAUNCH_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -62,6 +62,9 @@ class Session:
         self._idle_long = False  # the last wait for a command was long
         _unlink_shared_segments(local)
         local.Free()
+        identities = np.empty((self.ranks, peers.FIELDS), dtype=np.int64)
+        world.Allgather(peers.identity(), identities)
+        self.watch = peers.PeerWatch(self.rank, self.host, peers.neighbours(identities, self.rank))
         world.Barrier()
         self.origin = time.perf_counter()  # the ranks' common time origin: their traces align on it
         self.finished = False
@@ -95,6 +98,7 @@ class Session:
             command = Command(kind)
         except ValueError:
             raise ValueError(f"rank 0 sent an unknown command {kind}") from None
+        self.finished = command is Command.SHUTDOWN
         if not 0 <= length <= max_bytes:
             raise ValueError(f"rank 0 announced a payload of {length} bytes")
         if not 0 <= count <= max_ints:
@@ -119,6 +123,8 @@ class Session:
         # one collective is the whole exchange
         mine = np.array([len(data) if text is not None else -1, int(flag)], dtype=np.int64)
         waiting.wait(self.control.Iallgather(mine, lengths), yielding=self.yielding)
+        if self.finished:  # every rank reached the shutdown: peers may exit now
+            self.watch.disarm()
         flags, lengths = bool(lengths[:, 1].all()), lengths[:, 0]
         if bool((lengths < 0).all()):
             return ([None] * self.ranks if self.rank == 0 else None), flags

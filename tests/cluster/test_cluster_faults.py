@@ -31,22 +31,25 @@ def job_processes(launcher: int) -> list[psutil.Process]:
         return []
 
 
-@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGSEGV])
-def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Signals) -> None:
-    before = segments()
-    temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
-    command = [mpiexec(), "-n", "3", sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
+def the_rank(job: list[psutil.Process], rank: int) -> psutil.Process:
+    """The process that is rank ``rank`` of ``dies.py``: the child of the guardian mpiexec started."""
+    guarded = [p for p in job if p.environ().get("PMI_RANK") == str(rank) and "dies.py" in " ".join(p.cmdline())]
+    assert len(guarded) == 2
+    (found,) = [p for p in guarded if p.ppid() in {q.pid for q in guarded}]
+    return found
+
+
+def kill_a_rank(ranks: int, rank: int, number: signal.Signals, *options: str) -> tuple[subprocess.Popen, list[psutil.Process], str, str]:
+    """Run ``dies.py`` on ``ranks`` ranks, kill rank ``rank`` with ``number`` once it printed its
+    first line; the job, its processes, and its output once it ended (within 30 s)."""
+    command = [mpiexec(), *options, "-n", str(ranks), sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), start_new_session=True)
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
         assert first.startswith("first:"), first + process.stderr.read()  # type: ignore[union-attr]
         job = job_processes(process.pid)
-        rank_2 = [p for p in job if p.environ().get("PMI_RANK") == "2" and "dies.py" in " ".join(p.cmdline())]
-        # the guardian mpiexec started, and the rank it forked
-        assert len(rank_2) == 2
-        (victim,) = [p for p in rank_2 if p.ppid() in {q.pid for q in rank_2}]
-        victim.send_signal(number)
+        the_rank(job, rank).send_signal(number)
         stdout, stderr = process.communicate(timeout=30)
     finally:
         try:
@@ -57,6 +60,14 @@ def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Sign
         for stream in (process.stdout, process.stderr):  # left open when the job outlived the timeout
             if stream is not None:
                 stream.close()
+    return process, job, stdout, stderr
+
+
+@pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGSEGV])
+def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Signals) -> None:
+    before = segments()
+    temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
+    process, job, stdout, stderr = kill_a_rank(3, 2, number)
     assert process.returncode != 0
     assert "last:" not in stdout
     assert f"shoal: cluster rank 2 ({os.uname().nodename}) was killed by signal {int(number)} ({number.name})" in stderr
@@ -65,6 +76,19 @@ def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Sign
     assert segments() <= before
     for leftover in {path.name for path in SHM.glob("mpich_shar_tmp*")} - temporaries:
         (SHM / leftover).unlink()  # MPICH's transfer buffer of a rank killed mid-transfer (docs/cluster.md)
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_killed_rank_ends_the_job_where_the_launcher_does_not(rank: int) -> None:
+    """With MPICH's clean-up off, no rank learns from MPI that another died: each watches the
+    ranks of its host, and ends itself when one ends before the job does."""
+    process, job, stdout, stderr = kill_a_rank(2, rank, signal.SIGKILL, "-disable-auto-cleanup")
+    assert process.returncode != 0
+    assert "last:" not in stdout
+    assert f"shoal: cluster rank {rank} ({os.uname().nodename}) was killed by signal 9 (SIGKILL)" in stderr
+    assert re.search(rf"shoal: cluster rank {rank} \(pid \d+\) ended before the job did; ending rank {1 - rank} \(", stderr), stderr
+    _, alive = psutil.wait_procs(job, timeout=10)
+    assert alive == []
 
 
 def test_a_guardian_passes_the_exit_code_and_signals_on(tmp_path: Path) -> None:
@@ -81,7 +105,7 @@ def test_a_guardian_passes_the_exit_code_and_signals_on(tmp_path: Path) -> None:
     exits = run(2, program)
     assert exits.returncode == 7, exits.stderr
     assert exits.stdout == "sum: 4096.0\n"
-    assert "killed by signal" not in exits.stderr
+    assert "killed by signal" not in exits.stderr and "ended before the job did" not in exits.stderr
     terminated = run(2, program, "kill")
     assert terminated.returncode != 0
     assert "shoal: cluster rank 0 (" in terminated.stderr and "was killed by signal 15 (SIGTERM)" in terminated.stderr
