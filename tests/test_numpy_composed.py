@@ -12,7 +12,16 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from numpy_fixtures import DIFFERENTIAL, NUMERIC_DTYPES, arrays, check_same, dtypes, shapes
+from numpy_fixtures import (
+    DIFFERENTIAL,
+    NUMERIC_DTYPES,
+    arrays,
+    assert_same,
+    check_same,
+    dtypes,
+    needs_runtime,
+    shapes,
+)
 
 axes = st.none() | st.integers(-4, 3)
 small = arrays(dtypes, shapes, bound=100)
@@ -102,6 +111,31 @@ def test_outer_of_any_shapes_and_views(snp: ModuleType, first: np.ndarray, secon
     check_same(snp, lambda xp, a, b: xp.outer(a.T, b.reshape(-1)[::-2]), first, second)  # strided, reversed
     check_same(snp, lambda xp, a, b: xp.outer(a, np.asarray(b)), first, second)  # NumPy data beside lazy
     check_same(snp, lambda xp, a, b: xp.outer(a.reshape(-1).tolist(), b), first, second)
+
+
+@DIFFERENTIAL
+@given(first=numeric, second=numeric)
+def test_outer_of_numpy_inputs_recorded_as_at_the_call(snp: ModuleType, first: np.ndarray, second: np.ndarray) -> None:
+    """NumPy data in: a large result is recorded (every result is large here), from the inputs'
+    values at the call, also where the program writes to them before the result is read."""
+
+    def written_after(xp, a, b):
+        a, b = np.asarray(a).copy(), np.asarray(b).copy()
+        result = xp.outer(a, b)
+        a[...] = 0
+        b[...] = 0
+        return result
+
+    check_same(snp, written_after, first, second)
+    check_same(snp, lambda xp, a, b: xp.outer(np.asarray(a).T, np.asarray(b)[..., ::-1]), first, second)
+
+
+def test_outer_of_numpy_inputs_is_lazy_where_large_and_numpys_where_not(snp: ModuleType) -> None:
+    needs_runtime()
+    recorded = snp.outer(np.arange(3.0), np.arange(4))
+    assert type(recorded) is snp.ndarray
+    assert type(snp.outer(np.array(["a"], dtype=object), np.arange(2))) is np.ndarray  # object: NumPy's
+    assert_same(recorded, np.outer(np.arange(3.0), np.arange(4)))
 
 
 @DIFFERENTIAL

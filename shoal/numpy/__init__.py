@@ -36,7 +36,7 @@ from shoal.numpy._create import (
     zeros_like,
 )
 from shoal.numpy._dispatch import fallbacks_used
-from shoal.numpy._functions import clip, where
+from shoal.numpy._functions import clip, outer, where
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
 
@@ -69,7 +69,7 @@ __all__ = [
     "ShoalFallbackWarning", "arange", "array", "asanyarray", "asarray", "ascontiguousarray",
     "broadcast_arrays", "broadcast_to", "clip", "copy", "empty", "empty_like", "eye",
     "fallbacks_used", "fromfunction", "full", "full_like", "identity", "indices", "linalg",
-    "linspace", "meshgrid", "ndarray", "ones", "ones_like", "random", "where", "zeros", "zeros_like",
+    "linspace", "meshgrid", "ndarray", "ones", "ones_like", "outer", "random", "where", "zeros", "zeros_like",
 ]  # fmt: skip
 __all__ += sorted({name for name in _np.__all__ if name not in _LAZY_SUBMODULES} - set(__all__))
 

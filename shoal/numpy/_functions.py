@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from shoal import runtime as _runtime
-from shoal.numpy import _create, _dispatch, _linalg, _reduce, _shape, _sorting
+from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import from_numpy, is_lazy, ndarray, new_array, operand, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_call
@@ -50,6 +50,16 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
     result = new_array(dtype, shape)
     result._base.runtime.record("where", (result._view,), tuple(operand(v) for v in (condition, x, y)))
     return result
+
+
+def outer(a: Any, b: Any, out: Any = None) -> Any:
+    """``np.outer`` as ``shoal.numpy`` exports it: also with NumPy inputs, whose products NumPy
+    never hands to Shoal, recorded where the result is large (``a -= np.outer(x, y)`` then runs
+    as one pass over ``a``), the column copied at the call as any NumPy operand is."""
+    if out is None and not is_lazy(a) and not is_lazy(b) and type(a) is np.ndarray and type(b) is np.ndarray:
+        if a.dtype.kind in "biuf" and b.dtype.kind in "biuf" and a.size * b.size >= _runtime.current().eager_threshold:
+            return _composed.outer(from_numpy(a), b)
+    return np.outer(a, b, out)
 
 
 def clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *, min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any) -> Any:
