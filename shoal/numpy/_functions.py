@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import held
 from shoal import runtime as _runtime
 from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import from_numpy, is_lazy, ndarray, new_array, operand, wrap_numpy
@@ -55,9 +56,11 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
 def outer(a: Any, b: Any, out: Any = None) -> Any:
     """``np.outer`` as ``shoal.numpy`` exports it: also with NumPy inputs, whose products NumPy
     never hands to Shoal, recorded where the result is large (``a -= np.outer(x, y)`` then runs
-    as one pass over ``a``), the column copied at the call as any NumPy operand is."""
-    if out is None and not is_lazy(a) and not is_lazy(b) and type(a) is np.ndarray and type(b) is np.ndarray:
-        if a.dtype.kind in "biuf" and b.dtype.kind in "biuf" and a.size * b.size >= _runtime.current().eager_threshold:
+    as one pass over ``a``), the column copied at the call as any NumPy operand is. Views of a
+    held base (:mod:`shoal.held`) stay NumPy's: the loop around them runs in NumPy."""
+    if out is None and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
+        runtime = _runtime.current()
+        if a.size * b.size >= runtime.eager_threshold and held.base_viewed(runtime, a) is None and held.base_viewed(runtime, b) is None:
             return _composed.outer(from_numpy(a), b)
     return np.outer(a, b, out)
 
