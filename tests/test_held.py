@@ -206,6 +206,32 @@ def test_an_array_index_into_held_memory_gives_a_new_lazy_array(lazy, monkeypatc
     assert not snapshots
 
 
+def test_lazy_index_arrays_into_held_memory_are_read_in_place(lazy, monkeypatch):
+    """``x[indices]`` of a held ``x`` with a lazy index (a CSR product's gather): NumPy's result,
+    with the index's pending work run first and its memory read in place, not fetched as a copy
+    (a tuple key holding one is NumPy's indexing as before: fetched)."""
+    fetched = []
+    original = type(lazy).read
+    monkeypatch.setattr(type(lazy), "read", lambda self, view, *args, **kwargs: fetched.append(view.dtype.kind) or original(self, view, *args, **kwargs))
+
+    def program(np, watch=None):
+        grid = np.arange(144.0).reshape(12, 12) / 7.0
+        gauss_seidel(np, grid, 1)
+        rows = (np.arange(12) * 5) % 12  # still recorded when it indexes
+        before = len(fetched)
+        picked, masked = grid[rows], grid[grid > 9.0]
+        if watch is not None:
+            watch.extend(fetched[before:])
+        pairs = grid[rows, rows[::-1]]
+        rows[0] = 11  # the results were taken before
+        return [picked, pairs, masked, picked.sum(axis=0)]
+
+    expected = program(numpy)
+    watch: list = []
+    same(expected, program(snp, watch))
+    assert watch == []
+
+
 def test_products_of_held_bases_are_numpys(lazy, monkeypatch):
     """``a @ v``, ``v @ a``, ``np.dot`` and ``np.matmul`` of held bases are NumPy's calls on the
     held memory: values, dtypes, shape errors and overflow warnings (at the caller's line) as

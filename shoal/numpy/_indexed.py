@@ -47,6 +47,21 @@ def _memory_key(items: tuple[Any, ...]) -> tuple[Any, ...] | None:
     return tuple(key)
 
 
+def settled_key(key: Any) -> Any:
+    """``key`` with its lazy index arrays replaced by their memory, read in place once the
+    recorded work has run (``x[indices]`` of a held ``x``: no copy of the index); ``key`` itself
+    if it holds none or one is refused."""
+    items = _lazy_index(key)
+    if items is None:
+        return key
+    runtime = next(item for item in items if type(item) is ndarray)._base.runtime
+    runtime.flush()
+    memory_key = _memory_key(items)
+    if memory_key is None:
+        return key
+    return memory_key if type(key) is tuple else memory_key[0]
+
+
 def indexed_get(array: ndarray, key: Any) -> Any:
     """``array[key]`` computed by NumPy on settled memory when ``key`` holds a lazy index array
     (the recorded work runs first); else :data:`NOT_SETTLED`."""

@@ -330,7 +330,7 @@ def held_memory(value: Any) -> Any:
 def _held_index(memory: np.ndarray, key: Any) -> Any:
     """``memory[key]``, a large new array (``key`` an index array or list) as a lazy array, as
     indexing a lazy array gives, so that a lazy operation takes it without a snapshot copy."""
-    result = memory[key]
+    result = memory[_indexed.settled_key(key)]
     if type(result) is np.ndarray and result.base is not memory.base and not is_small(result.size):
         return from_numpy(result, copy=False)
     return result
@@ -471,6 +471,7 @@ from shoal.numpy import (  # noqa: E402
     _fast_ufunc,
     _flat,
     _index,
+    _indexed,
     _memory_overlap,  # noqa: F401  (shares_memory, may_share_memory)
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
