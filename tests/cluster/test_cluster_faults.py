@@ -42,8 +42,10 @@ def the_rank(job: list[psutil.Process], rank: int) -> psutil.Process:
 def kill_a_rank(ranks: int, rank: int, number: signal.Signals, *options: str) -> tuple[subprocess.Popen, list[psutil.Process], str, str]:
     """Run ``dies.py`` on ``ranks`` ranks, kill rank ``rank`` with ``number`` once it printed its
     first line; the job, its processes, and its output once it ended (within 30 s)."""
+    temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
     command = [mpiexec(), *options, "-n", str(ranks), sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), start_new_session=True)
+    job: list[psutil.Process] = []
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
@@ -60,13 +62,15 @@ def kill_a_rank(ranks: int, rank: int, number: signal.Signals, *options: str) ->
         for stream in (process.stdout, process.stderr):  # left open when the job outlived the timeout
             if stream is not None:
                 stream.close()
+        psutil.wait_procs(job, timeout=10)  # then MPICH's files of a killed rank are all there
+        for leftover in {path.name for path in SHM.glob("mpich_shar_tmp*")} - temporaries:
+            (SHM / leftover).unlink(missing_ok=True)  # MPICH's transfer buffer of a rank killed mid-transfer (docs/cluster.md)
     return process, job, stdout, stderr
 
 
 @pytest.mark.parametrize("number", [signal.SIGKILL, signal.SIGSEGV])
 def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Signals) -> None:
     before = segments()
-    temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
     process, job, stdout, stderr = kill_a_rank(3, 2, number)
     assert process.returncode != 0
     assert "last:" not in stdout
@@ -74,8 +78,6 @@ def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Sign
     _, alive = psutil.wait_procs(job, timeout=10)
     assert alive == []
     assert segments() <= before
-    for leftover in {path.name for path in SHM.glob("mpich_shar_tmp*")} - temporaries:
-        (SHM / leftover).unlink()  # MPICH's transfer buffer of a rank killed mid-transfer (docs/cluster.md)
 
 
 @pytest.mark.parametrize("rank", [0, 1])
