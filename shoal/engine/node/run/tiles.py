@@ -57,7 +57,7 @@ def run_tiles(
     offsets = [block_offset(part, index, s) if s.kind == ARRAY else 0 for s in slots]
     block_strides = [s.strides[part.axis :] if s.kind == ARRAY else () for s in slots]
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
-    scratch = {i: np.empty((min(tile_rows, shape[axis]), *inner_shape), s.dtype) for i, s in enumerate(slots) if s.kind == TEMP}
+    scratch = _scratch(program, (min(tile_rows, shape[axis]), *inner_shape))
     steps = [(_implementation(program, step), step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
     reduced = [p - part.axis for p in program.reduced]  # axes of the view-block
     reductions = program.reductions
@@ -114,6 +114,54 @@ def run_tiles(
     if log is not None:
         log.current = None
     return tuple(combined)
+
+
+def _scratch(program: KernelProgram, tile_shape: tuple[int, ...]) -> dict[int, np.ndarray]:
+    """A tile-sized array for each temporary slot; temporaries whose lives do not overlap share
+    one (a 20-update loop body fused into one program has 40 temporaries, 10 MiB of tiles that
+    no cache holds, but needs two at a time).
+
+    A temporary lives from the step that writes it to the last step or reduction that reads it;
+    it may take the array of one whose last read came at an earlier step, so no step writes an
+    array that one of its own inputs reads. A temporary written by more than one step, or read
+    before it is written (an axis reduction's output accumulates across tiles), keeps its own."""
+    first: dict[int, int] = {}
+    last: dict[int, int] = {}
+    own: set[int] = set()
+    for position, step in enumerate(program.steps):
+        for slot in step.inputs:
+            last[slot] = position
+            if slot not in first:
+                own.add(slot)
+        for slot in step.outputs:
+            if slot in first or step.axis_reduction:
+                own.add(slot)
+            first.setdefault(slot, position)
+            last[slot] = max(last.get(slot, position), position)
+    for reduction in program.reductions:
+        last[reduction.source] = max(last.get(reduction.source, reduction.position), reduction.position)
+    slots = program.slots
+    temporaries = [i for i, slot in enumerate(slots) if slot.kind == TEMP]
+    arrays: dict[int, np.ndarray] = {}
+    free: dict[np.dtype, list[np.ndarray]] = {}
+    in_use: list[tuple[int, np.ndarray]] = []  # (last read, array)
+    for slot in sorted(temporaries, key=lambda i: first.get(i, -1)):
+        dtype = slots[slot].dtype
+        if slot in own or slot not in first:
+            arrays[slot] = np.empty(tile_shape, dtype)
+            continue
+        start = first[slot]
+        still = []
+        for end, array in in_use:
+            if end < start:
+                free.setdefault(array.dtype, []).append(array)
+            else:
+                still.append((end, array))
+        pool = free.get(dtype)
+        array = pool.pop() if pool else np.empty(tile_shape, dtype)
+        arrays[slot] = array
+        in_use = [*still, (last[slot], array)]
+    return arrays
 
 
 def _implementation(program: KernelProgram, step: KernelStep) -> Callable[..., None] | None:
