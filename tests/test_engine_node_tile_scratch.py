@@ -98,3 +98,31 @@ def test_tile_path_with_shared_arrays_matches_numpy(program_of) -> None:
     assert engine.last_stats is not None
     assert got == pytest.approx(program_of(numpy), rel=1e-12)
 
+
+
+@pytest.mark.parametrize("tile_elements", [1, 7, 1000, 1 << 18])
+def test_every_tile_size_gives_numpys_values(tile_elements: int) -> None:
+    """Tiles of one element, of a few (rows split mid-way through the block's rows), of whole
+    rows and of whole view-blocks: the same values as NumPy's."""
+    config = NodeConfig(compile="off", block_size=4096, direct_work=0, threads=2, tile_elements=tile_elements)
+    engine = NodeEngine(config)
+    with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=100_000, settled_threshold=0):
+        got = rank_one_updates(snp, 97, 5)
+    assert got == pytest.approx(rank_one_updates(numpy, 97, 5), rel=1e-12)
+
+
+def test_the_tile_size_setting_reaches_the_tile_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    import shoal.engine.node.run.group_runner as group_runner
+
+    seen: list[int] = []
+    run_tiles = group_runner.run_tiles
+
+    def recording(*args: object) -> object:
+        seen.append(args[-1])  # type: ignore[arg-type]
+        return run_tiles(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(group_runner, "run_tiles", recording)
+    engine = NodeEngine(NodeConfig.from_settings({"SHOAL_TILE_ELEMENTS": "333"}, compile="off", direct_work=0, threads=1))
+    with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=100_000, settled_threshold=0):
+        rank_one_updates(snp, 40, 3)
+    assert seen and set(seen) == {333}

@@ -37,6 +37,7 @@ class NodeConfig:
 
     threads: int = field(default=1, metadata={"setting": settings.NUM_THREADS})
     block_size: int = field(default=settings.BLOCK_SIZE.default, metadata={"setting": settings.BLOCK_SIZE})
+    tile_elements: int = field(default=settings.TILE_ELEMENTS.default, metadata={"setting": settings.TILE_ELEMENTS})
     compile: CompileMode = field(default=CompileMode.BACKGROUND, metadata={"setting": settings.COMPILE, "enum": CompileMode})
     compile_exit: ExitMode = field(default=ExitMode.DETACH, metadata={"setting": settings.COMPILE_EXIT, "enum": ExitMode})
     schedule: Schedule = field(default=Schedule.PROGRAM, metadata={"setting": settings.SCHEDULE, "enum": Schedule})

@@ -259,7 +259,7 @@ class NodeEngine(Component):
         fp_signals.planned()
         plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
         positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
-        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions)
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions, self.config.tile_elements)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
         cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)
         return cached, builder, plan

@@ -17,14 +17,22 @@ from shoal.engine.node.lower.program import CONST, KernelProgram, block_offset
 from shoal.engine.node.run import fp_flags
 from shoal.engine.node.run.kernel_calls import PreparedCall, kernel_args
 from shoal.engine.node.run.storage import Storage
-from shoal.engine.node.run.tiles import run_tiles
+from shoal.engine.node.run.tiles import TILE_ELEMENTS, run_tiles
 
 
 class GroupRunner:
     """Runs view-blocks of one kernel program: compiled if ready, NumPy tiles otherwise."""
 
-    def __init__(self, program: KernelProgram, storage: Storage, kernels: KernelCache | None, key: str | None = None) -> None:
+    def __init__(
+        self,
+        program: KernelProgram,
+        storage: Storage,
+        kernels: KernelCache | None,
+        key: str | None = None,
+        tile_elements: int = TILE_ELEMENTS,
+    ) -> None:
         self.program = program
+        self.tile_elements = tile_elements
         self.storage = storage
         self.kernels = kernels
         self.key = "" if kernels is None else key or kernel_key(program.structure())
@@ -88,7 +96,7 @@ class GroupRunner:
 
     def _compute(self, index: int, buffers: dict[int, np.ndarray]) -> Any:
         if self.kernels is None:
-            return run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants())
+            return run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants(), self.tile_elements)
         kernel = self.kernels.ready(self.key)
         if isinstance(kernel, NativeKernel):
             self.compiled_blocks += 1
@@ -101,7 +109,7 @@ class GroupRunner:
             self.compiled_blocks += 1
             return kernel(*kernel_args(self.program, index, self.storage.typed, buffers, constants=self.constants()))
         started = time.perf_counter()
-        result = run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants())
+        result = run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants(), self.tile_elements)
         self.kernels.note_numpy_time(self.key, self.program, time.perf_counter() - started)
         return result
 

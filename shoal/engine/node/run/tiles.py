@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import settings
 from shoal.bytecode import GroupOp, spec
 from shoal.engine.fp_signals import NumpyLog
 from shoal.engine.node.lower.program import (
@@ -27,7 +28,7 @@ from shoal.engine.node.lower.program import (
     block_offset,
 )
 
-TILE_ELEMENTS = 32768
+TILE_ELEMENTS = settings.TILE_ELEMENTS.default
 
 
 def run_tiles(
@@ -36,6 +37,7 @@ def run_tiles(
     buffer_of: Callable[[int], np.ndarray],
     block_buffers: dict[int, np.ndarray],
     constants: Mapping[int, Any],
+    tile_elements: int = TILE_ELEMENTS,
 ) -> Any:
     """Run view-block ``index`` of ``program``; the block's partial reductions (a tuple) or None.
 
@@ -49,10 +51,10 @@ def run_tiles(
     part = program.partition
     shape = part.block_shape(index)
     axis = 0
-    while axis < len(shape) - 1 and math.prod(shape[axis + 1 :]) > TILE_ELEMENTS:
+    while axis < len(shape) - 1 and math.prod(shape[axis + 1 :]) > tile_elements:
         axis += 1
     inner_shape = shape[axis + 1 :]
-    tile_rows = max(1, TILE_ELEMENTS // max(math.prod(inner_shape), 1))
+    tile_rows = max(1, tile_elements // max(math.prod(inner_shape), 1))
     slots = program.slots
     offsets = [block_offset(part, index, s) if s.kind == ARRAY else 0 for s in slots]
     block_strides = [s.strides[part.axis :] if s.kind == ARRAY else () for s in slots]

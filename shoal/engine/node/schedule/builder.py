@@ -36,6 +36,7 @@ from shoal.engine.node.plan.copy_chain import CopyChain
 from shoal.engine.node.plan.plan import Group, Plan, Release, WholeOp
 from shoal.engine.node.run.group_runner import GroupRunner
 from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.run.tiles import TILE_ELEMENTS as DEFAULT_TILE_ELEMENTS
 from shoal.engine.node.run.tiles import finalize
 from shoal.engine.node.run.whole import run_whole
 from shoal.engine.node.schedule.context import MIN_VIEW_BLOCK_ELEMENTS, BuildContext
@@ -56,12 +57,14 @@ class Builder:
         direct_work: int = 0,
         sweeps_per_pass: int = DEFAULT_SWEEPS_PER_PASS,
         positions: Mapping[int, int] | None = None,
+        tile_elements: int = DEFAULT_TILE_ELEMENTS,
     ) -> None:
         self.storage = storage
         self.sweeps_per_pass = sweeps_per_pass
         self.direct_work = direct_work  # a lone instruction under 1/64 of this runs whole
         self.kernels = kernels
         self.block_elements = block_elements
+        self.tile_elements = tile_elements  # elements per NumPy call on the tile path
         self.threads = threads
         self.context = BuildContext(storage, block_elements, threads, positions)
         self.deps = self.context.deps
@@ -168,7 +171,7 @@ class Builder:
                 key = self.lowered.shared(program, "key", lambda: kernel_key(program.structure()))
                 self.kernels.lookup(program, key)  # starts (or, in sync mode, finishes) compilation
                 kernels = self.kernels
-        runner = GroupRunner(program, self.storage, kernels, key)
+        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements)
         self.runners.append(runner)
         part = program.partition
         arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]
