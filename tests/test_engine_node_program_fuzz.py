@@ -42,6 +42,7 @@ class NodeSettings:
     schedule: str
     direct_work: str
     verify: str  # "0": batches reach the engine as recorded (one View object may be input and output)
+    tile: int  # elements per NumPy call on the tile path (several tiles per view-block below the block size)
 
     @classmethod
     def draw(cls, seed: int) -> NodeSettings:
@@ -53,12 +54,13 @@ class NodeSettings:
             schedule=rng.choice(("program", "reverse")),
             direct_work=rng.choice(("0", "0", "64", str(1 << 23))),
             verify=rng.choice(("1", "0")),
+            tile=rng.choice((1, 5, 64, 1 << 18)),
         )
 
 
 def configured_node_engine(settings: NodeSettings) -> NodeEngine:
     """A node engine set up as ``settings`` say."""
-    config = NodeConfig(threads=settings.threads, block_size=settings.block, compile="off", schedule=settings.schedule, direct_work=settings.direct_work)
+    config = NodeConfig(threads=settings.threads, block_size=settings.block, compile="off", schedule=settings.schedule, direct_work=settings.direct_work, tile_elements=settings.tile)
     return NodeEngine(config)
 
 
