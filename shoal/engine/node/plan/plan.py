@@ -137,14 +137,15 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     A run of fusible instructions longer than ``MAX_GROUP_STEPS`` is found whole first, then
     planned again cut where cutting costs least (``group_cuts``), so that a loop's iterations
     are cut alike and share their kernels."""
-    steps = _grouped(batch, None, set())
+    memo: dict[int, tuple[Instruction, tuple[int, ...] | None, list[Access] | None]] = {}
+    steps = _grouped(batch, None, set(), memo)
     runs = [(k, step) for k, step in enumerate(steps) if isinstance(step, Group) and len(step.instructions) > MAX_GROUP_STEPS]
     if runs:
         cuts: set[int] = set()
         for position, run in runs:
             points = cut_points(run.instructions, MAX_GROUP_STEPS, _outliving(steps, position))
             cuts.update(id(run.origins[point]) for point in points)
-        steps = _grouped(batch, MAX_GROUP_STEPS, cuts)
+        steps = _grouped(batch, MAX_GROUP_STEPS, cuts, memo)
     declared = {decl.id for decl in batch.bases} - set(batch.data)
     released = {step.base for step in steps if isinstance(step, Release)}
     temporaries = _temporaries(steps, declared, known)
@@ -154,9 +155,11 @@ def plan_batch(batch: Batch, known: dict[int, BaseDecl]) -> Plan:
     return Plan(steps, (temporaries & released) | set(aliases), aliases)
 
 
-def _grouped(batch: Batch, limit: int | None, cuts: set[int]) -> list[Step]:
+def _grouped(batch: Batch, limit: int | None, cuts: set[int], memo: dict[int, tuple[Instruction, tuple[int, ...] | None, list[Access] | None]]) -> list[Step]:
     """``batch`` as steps: groups of at most ``limit`` instructions (None: no limit), a group
-    also closed before an instruction whose ``id`` is in ``cuts`` (a set this consumes)."""
+    also closed before an instruction whose ``id`` is in ``cuts`` (a set this consumes).
+    ``memo`` keeps each instruction's fusible shape and accesses for a second pass (by ``id``,
+    with the instruction itself, so that an id is never taken for another object's)."""
     steps: list[Step] = []
     pending_releases: list[Release] = []
     current: Group | None = None
@@ -201,10 +204,17 @@ def _grouped(batch: Batch, limit: int | None, cuts: set[int]) -> list[Step]:
             steps.append(chain)
             continue
         original = instruction  # what runs if it does not fuse (a gather stays a gather)
-        if instruction.op == "gather":
-            instruction = row_copy(batch, instruction, written) or instruction
-        shape = fusible_shape(instruction)
-        accesses = None if shape is None else _accesses(instruction, shape)
+        known = memo.get(id(original))
+        if known is not None and known[0] is original:
+            shape, accesses = known[1], known[2]
+            if instruction.op == "gather":
+                instruction = row_copy(batch, instruction, written) or instruction
+        else:
+            if instruction.op == "gather":
+                instruction = row_copy(batch, instruction, written) or instruction
+            shape = fusible_shape(instruction)
+            accesses = None if shape is None else _accesses(instruction, shape)
+            memo[id(original)] = (original, shape, accesses)
         joined = None
         if accesses is not None and current is not None and current.shape == shape and _same_axes(current, instruction):
             joined = _without_deferral(current, instruction, _join(current, accesses))
