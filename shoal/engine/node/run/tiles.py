@@ -1,8 +1,11 @@
-"""Running a kernel program with NumPy over cache-sized tiles of one view-block.
+"""Running a kernel program with NumPy over tiles of one view-block.
 
 This is the path before a kernel is compiled, and always when Numba is absent. Each step runs
 through its opcode's reference implementation, so values match the reference engine exactly;
-temporaries are tile-sized scratch arrays reused for every tile of the block. Under a
+temporaries are tile-sized scratch arrays reused for every tile of the block, shared by
+temporaries whose lives do not overlap. A tile holds up to ``SHOAL_TILE_ELEMENTS`` (2^18)
+elements: the Python of each NumPy call, under the interpreter lock, costs more here than the
+temporaries' trips to the L3 cache (docs/decisions.md). Under a
 :class:`~shoal.engine.fp_signals.NumpyLog` each step's NumPy messages are kept with its
 instruction, so a block's conditions are known per step without computing anything again.
 """
@@ -45,8 +48,8 @@ def run_tiles(
     constant slots read their values from ``constants`` (slot -> value in the batch being run).
 
     Tiles are runs along the first axis of the block whose trailing axes hold at most
-    ``TILE_ELEMENTS`` elements, the axes before it fixed: a (2, 250, 500) block runs as tiles of
-    (65, 500), so temporaries stay in the L2 cache however wide the block is.
+    ``tile_elements`` elements, the axes before it fixed: with 32768, a (2, 250, 500) block runs
+    as tiles of (65, 500), so temporaries stay one size however wide the block is.
     """
     part = program.partition
     shape = part.block_shape(index)
