@@ -77,6 +77,30 @@ class SettledMemory:
                     return held.view_of(kept, view)
             return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
 
+    def held_view(self: Runtime, view: View) -> np.ndarray | None:
+        """``view`` of its base's held memory, for the program to keep (a row ``a[i]`` that an
+        indexing loop passes on), if the base is held or this access, counted as a settled one,
+        completes the run that holds it (:func:`shoal.held.due`); else None. A base the pending
+        batch declares or writes is flushed first, as an element read flushes. Only held memory
+        is handed out: the component may reuse a settled base's memory once it is released."""
+        with self._lock:
+            base = view.base
+            memory = self.memory(view)  # counts the access where the base is settled
+            if memory is not None:
+                if base in self.held:
+                    return memory
+                if base not in self._declared:
+                    return None  # counted and not due yet
+            elif base not in self._written or base in self._deferred:
+                return None
+            else:
+                self.direct_run += 1
+            if not held.due(self, base):
+                return None
+            self.flush()
+            kept = self._hold(base)
+            return None if kept is None else held.view_of(kept, view)
+
     def settle(self: Runtime, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
         its memory, that work runs first (a flush) when ``element`` is true (one element is read)

@@ -273,3 +273,37 @@ def test_products_of_held_bases_are_numpys(lazy, monkeypatch):
         (RuntimeWarning, "overflow encountered in matmul", __file__),
         (RuntimeWarning, "overflow encountered in dot", __file__),
     ]
+
+
+def test_a_loop_that_only_indexes_rows_holds_its_base(lazy):
+    """Rows indexed and handed on without a Shoal operation on them (a list of rows, rows passed
+    to plain Python) count towards holding as operations on them do; they were lazy views for
+    ever before, each costing a lazy array's creation. The base's data still in the pending
+    batch (``copy`` of a row recorded) is flushed first."""
+
+    def program(np, watch=None):
+        grid = np.arange(120.0).reshape(10, 12) + 0.5
+        first = grid[0].copy()  # recorded: the base is declared in the pending batch
+        rows = [grid[i % 10, 1:-1] for i in range(30)]
+        if watch is not None:
+            watch.append(type(rows[-1]) is numpy.ndarray)
+        totals = [sum(float(x) for x in row) for row in rows[-5:]]
+        grid[3, 1:-1] = -1.0
+        kept = rows[-7]  # grid[3, 1:-1]: a view of the held memory sees the write
+        return [first, *rows[-3:], kept, numpy.asarray(totals), grid[3]]
+
+    watch: list[bool] = []
+    expected = program(numpy)
+    got = program(snp, watch)
+    same(expected, got)
+    assert watch == [True]
+
+
+def test_a_read_only_array_indexed_in_a_loop_gives_read_only_rows(lazy):
+    grid = snp.arange(120.0).reshape(10, 12) + 1.0  # pending: held by the indexing loop, not a read
+    grid.flags.writeable = False
+    rows = [grid[i % 10] for i in range(30)]
+    assert type(rows[-1]) is numpy.ndarray
+    assert not rows[-1].flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        rows[-1][0] = 1.0

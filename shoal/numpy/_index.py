@@ -116,6 +116,13 @@ def getitem(array: ndarray, key: Any) -> Any:
     if simple is not None:
         view, element = simple
         if not element:
+            runtime = array._base.runtime
+            if math.prod(view.shape) < runtime.settled_threshold:
+                memory = runtime.held_view(view)  # a loop indexing rows holds the base, as one computing on them does
+                if memory is not None:
+                    if array._readonly:
+                        memory.flags.writeable = False
+                    return memory
             return array._derive(view)
         memory = array._base.runtime.settle(view, element=True)
         if memory is not None:  # a settled base: NumPy's own scalar, read in place
