@@ -307,3 +307,35 @@ def test_a_read_only_array_indexed_in_a_loop_gives_read_only_rows(lazy):
     assert not rows[-1].flags.writeable
     with pytest.raises(ValueError, match="read-only"):
         rows[-1][0] = 1.0
+
+
+@pytest.mark.parametrize(
+    ("dtype", "value"),
+    [("float64", 7), ("float64", True), ("float64", -(10**300)), ("int64", 2**63 - 1), ("uint8", 255), ("int8", -128)],
+)
+def test_python_ints_stored_into_held_memory_as_numpy_stores_them(lazy, dtype, value):
+    def program(np):
+        grid = np.zeros((12, 10), dtype=dtype) + np.ones((12, 10), dtype=dtype)
+        rows = [grid[i % 12] for i in range(20)]  # held by now
+        for j in range(10):
+            grid[:, j] = value
+        return [grid, rows[-1]]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same(program(numpy), program(snp))
+
+
+@pytest.mark.parametrize(("dtype", "value"), [("float64", 10**400), ("int64", 2**63), ("uint8", 256), ("int8", -129), ("uint8", -1)])
+def test_python_ints_out_of_range_raise_numpys_error_from_held_memory(lazy, dtype, value):
+    def program(np):
+        grid = np.zeros((12, 10), dtype=dtype) + np.ones((12, 10), dtype=dtype)
+        rows = [grid[i % 12] for i in range(20)]
+        grid[:, 3] = value
+        return rows
+
+    with pytest.raises(OverflowError) as expected:
+        program(numpy)
+    with pytest.raises(OverflowError) as got:
+        program(snp)
+    assert str(got.value) == str(expected.value)

@@ -307,8 +307,8 @@ class ndarray(metaclass=_NdarrayMeta):
         if memory is not None:
             dtype = memory.dtype
             kind = type(value)
-            if (kind is np.ndarray and value.dtype is dtype) or (dtype is _FLOAT64 and (kind is float or kind is np.float64)):
-                memory[key] = value  # no cast, so no warning
+            if (kind is np.ndarray and value.dtype is dtype) or (dtype is _FLOAT64 and kind in _WARNING_FREE_INTO_FLOAT64) or (kind is int and dtype.kind in "iu"):
+                memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
                 return
             with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
                 memory[key] = value
@@ -352,6 +352,7 @@ def _held_memory(array: ndarray) -> np.ndarray:
 
 # helpers shared by the frontend modules ----------------------------------------------------------
 _FLOAT64 = np.dtype(np.float64)
+_WARNING_FREE_INTO_FLOAT64 = frozenset((float, np.float64, int, bool))  # values whose store into float64 never warns
 _SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
 
 
