@@ -339,3 +339,34 @@ def test_python_ints_out_of_range_raise_numpys_error_from_held_memory(lazy, dtyp
     with pytest.raises(OverflowError) as got:
         program(snp)
     assert str(got.value) == str(expected.value)
+
+
+def test_the_transpose_of_a_held_array_is_numpys_view_of_its_memory(lazy):
+    """``a.T`` of a held ``a`` is NumPy's transpose of the held memory (as ``a[i]`` is NumPy's
+    row): a loop reading ``a.T[i]`` costs NumPy's indexing, a kept transpose sees later writes,
+    and a read-only array's transpose is read-only."""
+
+    def program(np, watch=None):
+        grid = np.arange(120.0).reshape(10, 12) * 0.5
+        total = 0.0
+        for i in range(30):
+            total += float(grid.T[i % 12][i % 10])
+        kept = grid.T
+        if watch is not None:
+            watch.append(type(kept) is numpy.ndarray)
+        grid[2, 3] = -7.0
+        grid *= 2.0  # recorded: the base is handed back (or runs at once while kept lives)
+        return [numpy.float64(total), kept, grid.T, grid.T.sum()]
+
+    watch: list[bool] = []
+    same(program(numpy), program(snp, watch))
+    assert watch == [True]
+
+
+def test_the_transpose_of_a_held_read_only_array_is_read_only(lazy):
+    grid = snp.arange(120.0).reshape(10, 12) + 1.0
+    grid.flags.writeable = False
+    rows = [grid[i % 10] for i in range(30)]
+    assert type(rows[-1]) is numpy.ndarray
+    with pytest.raises(ValueError, match="read-only"):
+        grid.T[0, 0] = 5.0

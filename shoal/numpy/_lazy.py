@@ -134,8 +134,13 @@ class ndarray(metaclass=_NdarrayMeta):
         return self._owner
 
     @property
-    def T(self) -> ndarray:
-        return self.transpose()
+    def T(self) -> Any:
+        memory = self._held
+        if memory is None:
+            if self._base.held is None or self._scalar:
+                return self.transpose()
+            memory = _held_memory(self)
+        return memory.T  # the base is held: NumPy's transpose of its memory, as indexing gives
 
     @property
     def mT(self) -> ndarray:
