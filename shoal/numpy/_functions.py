@@ -41,6 +41,9 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
         return tuple(wrap_numpy(i) for i in np.nonzero(condition._value() if is_lazy(condition) else condition))
     if x is None or y is None:
         raise ValueError("either both or neither of x and y should be given")
+    eager = settled_call(_numpy_where, (condition, x, y))  # small views of settled bases: NumPy at once
+    if eager is not NOT_SETTLED:
+        return eager
     shapes, probes = [], []
     for value in (condition, x, y):
         shape, probe = _probe_of(value)

@@ -25,8 +25,10 @@ from shoal.numpy._lazy import (
     ndarray,
     new_array,
     operand,
+    wrap_numpy,
 )
 from shoal.numpy._probe import data_address, geometry_probe, quietly, value_probe
+from shoal.numpy._settled import readable
 
 
 def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]) -> ndarray:
@@ -41,7 +43,13 @@ def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]
 
 def copy(array: ndarray, dtype: Any = None) -> ndarray:
     """A C-contiguous copy (cast to ``dtype`` if given; NumPy's own array for a dtype bytecode
-    cannot carry, such as ``datetime64`` or strings)."""
+    cannot carry, such as ``datetime64`` or strings). A small view of a settled base is copied
+    by NumPy at once, as any operation on such views runs (``shoal.numpy._settled``): a loop
+    copying rows (``row = a[i].copy()``) then records nothing and flushes nothing."""
+    if (dtype is None or np.dtype(dtype) == array.dtype) and not array._scalar:
+        memory = readable(array)
+        if memory is not None:
+            return wrap_numpy(memory.copy())
     if dtype is not None and not is_supported(np.dtype(dtype)):
         with fp_warnings.relayed():
             return array._value().astype(dtype)
