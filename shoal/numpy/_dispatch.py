@@ -20,6 +20,8 @@ import numpy as np
 from shoal import fp_warnings
 from shoal.errors import ShoalFallbackWarning
 from shoal.numpy._lazy import is_lazy, materialize, ndarray, wrap_numpy
+from shoal.numpy._settled import NOT_SETTLED
+from shoal.numpy._settled_functions import PURE_FUNCTIONS, settled_function
 
 FALLBACKS: collections.Counter[str] = collections.Counter()
 IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
@@ -131,6 +133,10 @@ def _wrap_all(result: Any) -> Any:
 
 def array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     """``__array_function__`` for lazy arrays."""
+    if func in PURE_FUNCTIONS:
+        eager = settled_function(func, args, kwargs)
+        if eager is not NOT_SETTLED:
+            return eager
     implementation = IMPLEMENTATIONS.get(func)
     if implementation is not None:
         return implementation(*args, **kwargs)

@@ -46,10 +46,13 @@ def copy(array: ndarray, dtype: Any = None) -> ndarray:
     cannot carry, such as ``datetime64`` or strings). A small view of a settled base is copied
     by NumPy at once, as any operation on such views runs (``shoal.numpy._settled``): a loop
     copying rows (``row = a[i].copy()``) then records nothing and flushes nothing."""
-    if (dtype is None or np.dtype(dtype) == array.dtype) and not array._scalar:
+    if not array._scalar and (dtype is None or array.dtype.kind != "c"):  # complex casts warn in astype
         memory = readable(array)
         if memory is not None:
-            return wrap_numpy(memory.copy())
+            if dtype is None or np.dtype(dtype) == array.dtype:
+                return wrap_numpy(memory.copy())
+            with fp_warnings.relayed():  # a cast's warning at the caller's line, as NumPy's
+                return wrap_numpy(memory.astype(dtype))
     if dtype is not None and not is_supported(np.dtype(dtype)):
         with fp_warnings.relayed():
             return array._value().astype(dtype)
