@@ -51,6 +51,7 @@ PATTERNS: dict[str, Callable[[ModuleType, Any], float]] = {
     "`np.clip(a[i], 0.2, 0.8)[4]`": lambda np, a: sum(float(np.clip(a[i], 0.2, 0.8)[4]) for i in range(a.shape[0])),
     "`a.T[i][0]`": lambda np, a: sum(float(a.T[i][0]) for i in range(a.shape[0])),
     "`a[:, j] = j`": lambda np, a: _assign_columns(a),
+    "`a.item(i, 7)`": lambda np, a: sum(a.item(i, 7) for i in range(a.shape[0])),
 }
 
 

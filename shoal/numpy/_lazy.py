@@ -203,9 +203,6 @@ class ndarray(metaclass=_NdarrayMeta):
             value = value.astype(dtype)
         return value
 
-    def item(self, /, *args: Any) -> Any:
-        return self._value().item(*args)
-
     def tolist(self, /) -> Any:
         return self._value().tolist()
 
