@@ -135,11 +135,9 @@ class ndarray(metaclass=_NdarrayMeta):
 
     @property
     def T(self) -> Any:
-        memory = self._held
+        memory = held_memory(self)
         if memory is None:
-            if self._base.held is None or self._scalar:
-                return self.transpose()
-            memory = _held_memory(self)
+            return self.transpose()
         return memory.T  # the base is held: NumPy's transpose of its memory, as indexing gives
 
     @property

@@ -101,25 +101,6 @@ def _ipow(self: ndarray, other: Any) -> Any:
     return self
 
 
-
-def _item(self: ndarray, /, *args: Any) -> Any:
-    """``a.item(...)``: the one element asked for, read alone (reading the whole array for it
-    cost 1.4 ms a call at 10^6 elements), NumPy's errors checked on a probe without memory."""
-    memory = held_memory(self)
-    if memory is not None:  # held in NumPy memory (a loop's base): NumPy's own item
-        return memory.item(*args)
-    if not args or self.size <= 1:
-        return self._value().item(*args)
-    if len(args) == 1 and type(args[0]) is int and self.ndim == 1 and -self.size <= args[0] < self.size:
-        return self[args[0]].item()  # the loop's case: a flat index into a vector
-    probe = np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape, (0,) * self.ndim)
-    probe.item(*args)  # NumPy's errors for a bad index or a wrong count
-    key = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
-    if len(key) == 1:
-        key = np.unravel_index(operator.index(key[0]) % self.size, self.shape)
-    element = self[tuple(operator.index(k) for k in key)]
-    return element.item()
-
 ndarray.__pow__ = _pow
 
 
@@ -267,6 +248,25 @@ def _clip(self: ndarray, /, min: Any = None, max: Any = None, out: Any = None, *
 
 def _copy(self: ndarray, /, order: str = "C") -> ndarray:
     return _shape.copy(self)
+
+
+def _item(self: ndarray, /, *args: Any) -> Any:
+    """``a.item(...)``: the one element asked for, read alone (reading the whole array for it
+    cost 1.4 ms a call at 10^6 elements), NumPy's errors checked on a probe without memory."""
+    memory = held_memory(self)
+    if memory is not None:  # held in NumPy memory (a loop's base): NumPy's own item
+        return memory.item(*args)
+    if not args or self.size <= 1:
+        return self._value().item(*args)
+    if len(args) == 1 and type(args[0]) is int and self.ndim == 1 and -self.size <= args[0] < self.size:
+        return self[args[0]].item()  # the loop's case: a flat index into a vector
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, self.dtype), self.shape, (0,) * self.ndim)
+    probe.item(*args)  # NumPy's errors for a bad index or a wrong count
+    key = args[0] if len(args) == 1 and isinstance(args[0], tuple) else args
+    if len(key) == 1:
+        key = np.unravel_index(operator.index(key[0]) % self.size, self.shape)
+    element = self[tuple(operator.index(k) for k in key)]
+    return element.item()
 
 
 def _ravel(self: ndarray, /, order: str = "C") -> ndarray:

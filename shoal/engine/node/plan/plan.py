@@ -204,14 +204,12 @@ def _grouped(batch: Batch, limit: int | None, cuts: set[int], memo: dict[int, tu
             steps.append(chain)
             continue
         original = instruction  # what runs if it does not fuse (a gather stays a gather)
+        if instruction.op == "gather":
+            instruction = row_copy(batch, instruction, written) or instruction
         known = memo.get(id(original))
         if known is not None and known[0] is original:
             shape, accesses = known[1], known[2]
-            if instruction.op == "gather":
-                instruction = row_copy(batch, instruction, written) or instruction
         else:
-            if instruction.op == "gather":
-                instruction = row_copy(batch, instruction, written) or instruction
             shape = fusible_shape(instruction)
             accesses = None if shape is None else _accesses(instruction, shape)
             memo[id(original)] = (original, shape, accesses)
