@@ -8,6 +8,12 @@ out of the batch, and the storage allocates that base zeroed (``Storage.zero_on_
 fresh memory from ``np.zeros``, or a reused spare buffer filled with zeros (a spare is not zero).
 Object dtypes keep their fill (zero bytes are null references, not the integer 0), and so does
 negative zero (its sign bit is set).
+
+``np.eye`` is zeros with ones on a diagonal, and NumPy writes only the diagonal into ``calloc``'s
+pages; the recorded ``eye`` of a whole new (numeric) base wrote every byte, through a temporary
+as large. It becomes a zeroed allocation and a ``fill`` of the diagonal with one: ``np.eye(4000)``
+touches 4,000 pages of 31,250 instead of writing 128 MB (fresh pages cost about 2.5 ms per MB
+here: 0.53 s against NumPy's 0.01 s).
 """
 
 from __future__ import annotations
@@ -27,31 +33,62 @@ def drop_zero_fills(batch: Batch, storage: Storage) -> Batch:
         return batch
     if not dropped:
         return batch
-    for base in dropped.values():
+    for base, _replacement in dropped.values():
         storage.zero_on_allocation(base)
-    kept = [instruction for index, instruction in enumerate(batch.instructions) if index not in dropped]
+    kept = []
+    for index, instruction in enumerate(batch.instructions):
+        if index not in dropped:
+            kept.append(instruction)
+        elif dropped[index][1] is not None:
+            kept.append(dropped[index][1])
     return Batch(bases=batch.bases, data=batch.data, instructions=kept, donated=batch.donated)
 
 
-def _zero_fills(batch: Batch) -> dict[int, int]:
-    """The positions of the fills to drop, with the bases they fill."""
-    fills = [index for index, instruction in enumerate(batch.instructions) if isinstance(instruction, Instruction) and instruction.op == "fill"]
-    if not fills:
+def _zero_fills(batch: Batch) -> dict[int, tuple[int, Instruction | None]]:
+    """The positions of the zero fills and identity matrices of new bases, with the bases they
+    fill and what takes their place (None: nothing)."""
+    candidates = [index for index, instruction in enumerate(batch.instructions) if isinstance(instruction, Instruction) and instruction.op in ("fill", "eye")]
+    if not candidates:
         return {}
     fresh = {decl.id: decl for decl in batch.bases if isinstance(decl, BaseDecl) and decl.id not in batch.data}
-    dropped: dict[int, int] = {}
-    for index in fills:
+    dropped: dict[int, tuple[int, Instruction | None]] = {}
+    filled: set[int] = set()
+    for index in candidates:
         instruction = batch.instructions[index]
         if len(instruction.outputs) != 1 or not isinstance(instruction.outputs[0], View):
             continue
         out = instruction.outputs[0]
         decl = fresh.get(out.base)
-        if decl is None or out.base in dropped.values() or not _whole(out, decl.dtype, decl.size) or not _zero_bytes(instruction, out.dtype):
+        if decl is None or out.base in filled or not _whole(out, decl.dtype, decl.size):
             continue
+        if instruction.op == "fill":
+            if not _zero_bytes(instruction, out.dtype):
+                continue
+            replacement = None
+        elif out.dtype.kind not in "biufc" or len(out.shape) != 2 or instruction.inputs:
+            continue
+        else:
+            replacement = _diagonal_of_ones(out, instruction.attr("k"))
         if any(_touches(earlier, out.base) for earlier in batch.instructions[:index]):
             continue
-        dropped[index] = out.base
+        dropped[index] = (out.base, replacement)
+        filled.add(out.base)
     return dropped
+
+
+def _diagonal_of_ones(out: View, k: int) -> Instruction | None:
+    """A fill with one of diagonal ``k`` of the whole C-ordered 2-D view ``out``; None if it
+    has no element."""
+    rows, columns = out.shape
+    if type(k) is not int:
+        raise TypeError(f"eye's k must be an int, got {type(k).__name__}")
+    first_row, first_column = (0, k) if k >= 0 else (-k, 0)
+    count = min(rows - first_row, columns - first_column)
+    if count <= 0:
+        return None
+    item = out.dtype.itemsize
+    diagonal = View(out.base, out.dtype, out.offset + (first_row * columns + first_column) * item, (count,), ((columns + 1) * item,))
+    return Instruction("fill", (diagonal,), (Const(out.dtype.type(1)),))
 
 
 def _whole(view: View, dtype: np.dtype, size: int) -> bool:
