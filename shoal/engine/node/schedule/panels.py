@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from itertools import pairwise
 
 from shoal.bytecode import Instruction, Kind, View, spec
 from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
-from shoal.engine.node.run.whole import run_panel, run_whole
+from shoal.engine.node.run.whole import run_lower_panel, run_mirror, run_panel, run_whole
 from shoal.engine.node.schedule.context import MIN_VIEW_BLOCK_ELEMENTS, BuildContext
 
 PANEL_ROWS_MIN = 64
@@ -33,6 +34,9 @@ def row_panels(context: BuildContext, instruction: Instruction) -> bool:
         return False
     if out.base in (a.base, b.base) or a.shape[0] < 2 * PANEL_ROWS_MIN:
         return False
+    if _symmetric(a, b, out):
+        _symmetric_panels(context, instruction, a, b, out)
+        return True
     rows = max(PANEL_ROWS_MIN, -(-a.shape[0] // (4 * context.threads)))
     b_blocks = tuple(context.view_blocks(b))
     origin = context.origin((instruction,))
@@ -47,6 +51,49 @@ def row_panels(context: BuildContext, instruction: Instruction) -> bool:
     context.deps.insert_group(ops)
     context.counts.product_panels += len(ops)
     return True
+
+def _symmetric(a: View, b: View, out: View) -> bool:
+    """True if ``a @ b`` is ``x @ x.T`` (or ``x.T @ x``): ``b`` shows ``a``'s elements transposed,
+    a product NumPy computes as one triangle (BLAS ``syrk``) and mirrors."""
+    return (
+        a.base == b.base
+        and a.offset == b.offset
+        and b.shape == a.shape[::-1]
+        and b.strides == a.strides[::-1]
+        and a.dtype == b.dtype == out.dtype
+        and a.dtype.kind == "f"
+    )
+
+
+def _symmetric_panels(context: BuildContext, instruction: Instruction, a: View, b: View, out: View) -> None:
+    """``out = a @ a.T`` as row panels that compute the lower triangle only (each a one-thread
+    BLAS call over the columns up to its last row; boundaries give every panel the same work),
+    then copies of each panel's upper part from the transposed lower part below it: half the
+    multiplications, and a result as exactly symmetric as NumPy's."""
+    rows = a.shape[0]
+    count = max(1, min(4 * context.threads, rows // PANEL_ROWS_MIN))
+    bounds = sorted({0, rows, *(round(rows * math.sqrt(k / count)) for k in range(1, count))})
+    origin = context.origin((instruction,))
+    ops = []
+    for start, stop in reversed(list(pairwise(bounds))):  # the largest first
+        a_panel = View(a.base, a.dtype, a.offset + start * a.strides[0], (stop - start, a.shape[1]), a.strides)
+        b_columns = View(b.base, b.dtype, b.offset, (b.shape[0], stop), b.strides)
+        out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, stop), out.strides)
+        run = partial(run_lower_panel, context.storage, a_panel, b_columns, out_panel, instruction)
+        reads = tuple(context.view_blocks(a_panel)) + tuple(context.view_blocks(b_columns))
+        ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(out_panel)), (a.base, out.base), (out.base,), label="panel", origin=origin))
+    mirrors = []
+    for start, stop in pairwise(bounds):
+        if stop == rows:
+            continue
+        upper = View(out.base, out.dtype, out.offset + start * out.strides[0] + stop * out.strides[1], (stop - start, rows - stop), out.strides)
+        lower = View(out.base, out.dtype, out.offset + stop * out.strides[0] + start * out.strides[1], (rows - stop, stop - start), out.strides)
+        run = partial(run_mirror, context.storage, upper, lower)
+        mirrors.append(BlockOp(context.next_seq(), run, tuple(context.view_blocks(lower)), tuple(context.view_blocks(upper)), (out.base,), (out.base,), label="mirror", origin=origin))
+    context.deps.insert_group(ops)
+    context.deps.insert_group(mirrors, after=ops)  # each reads the lower parts of the panels below
+    context.counts.product_panels += len(ops) + len(mirrors)
+
 
 def axis_panels(context: BuildContext, instruction: Instruction) -> bool:
     """A reduction or scan along some axes, split along the first axis it keeps.
