@@ -9,10 +9,14 @@ from typing import Any
 
 import numpy as np
 
+from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._lazy import from_numpy, is_lazy, is_small, materialize, new_array, wrap_numpy
 from shoal.numpy._shape import astype, broadcast_to, reshape
 from shoal.numpy._shape import copy as _copy
+
+_PLAIN_SCALARS = frozenset({int, float, bool, complex})
+_REAL = frozenset({int, float})
 
 
 def _shape_tuple(shape: Any) -> tuple[int, ...]:
@@ -49,21 +53,29 @@ def _fill_constant(probe: np.ndarray) -> Any:
 
 def empty(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.empty``."""
+    if type(shape) is int and 0 <= shape < _runtime.current().eager_threshold:  # NumPy's call at NumPy's cost
+        return np.empty(shape, float if dtype is None else dtype, order)
     return _filled(shape, float if dtype is None else dtype, None, np.empty, order)
 
 
 def zeros(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.zeros``."""
+    if type(shape) is int and 0 <= shape < _runtime.current().eager_threshold:  # NumPy's call at NumPy's cost
+        return np.zeros(shape, float if dtype is None else dtype, order)
     return _filled(shape, float if dtype is None else dtype, 0, np.zeros, order)
 
 
 def ones(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.ones``."""
+    if type(shape) is int and 0 <= shape < _runtime.current().eager_threshold:  # NumPy's call at NumPy's cost
+        return np.ones(shape, float if dtype is None else dtype, order)
     return _filled(shape, float if dtype is None else dtype, 1, np.ones, order)
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
     """``np.full``."""
+    if type(fill_value) in _PLAIN_SCALARS and type(shape) is int and 0 <= shape < _runtime.current().eager_threshold:
+        return np.full(shape, fill_value, dtype, order)
     if is_lazy(fill_value) or np.ndim(fill_value) > 0:
         value = fill_value if is_lazy(fill_value) else np.asarray(fill_value, dtype=dtype)
         result = empty(shape, value.dtype if dtype is None else dtype, order)
@@ -74,6 +86,12 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
     return _filled(shape, dtype, fill_value, np.empty, order)
 
 
+def _numpy_like(prototype: Any, shape: Any) -> bool:
+    """True if a ``*_like`` call is NumPy's own: a small NumPy prototype (whose memory layout
+    and subclass NumPy's call keeps) and no new shape."""
+    return shape is None and isinstance(prototype, np.ndarray) and prototype.size < _runtime.current().eager_threshold
+
+
 def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
     proto_shape = prototype.shape if is_lazy(prototype) else np.shape(prototype)
     proto_dtype = prototype.dtype if is_lazy(prototype) else np.asarray(prototype).dtype
@@ -82,24 +100,32 @@ def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
 
 def empty_like(prototype: Any, /, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.empty_like``."""
+    if _numpy_like(prototype, shape):
+        return np.empty_like(prototype, dtype, order, subok)
     s, d = _like(prototype, dtype, shape)
     return empty(s, d)
 
 
 def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.zeros_like``."""
+    if _numpy_like(a, shape):
+        return np.zeros_like(a, dtype, order, subok)
     s, d = _like(a, dtype, shape)
     return zeros(s, d)
 
 
 def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.ones_like``."""
+    if _numpy_like(a, shape):
+        return np.ones_like(a, dtype, order, subok)
     s, d = _like(a, dtype, shape)
     return ones(s, d)
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.full_like``."""
+    if type(fill_value) in _PLAIN_SCALARS and _numpy_like(a, shape):
+        return np.full_like(a, fill_value, dtype, order, subok)
     s, d = _like(a, dtype, shape)
     return full(s, fill_value, d)
 
@@ -108,6 +134,12 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
     """``np.array``."""
     obj = object
     options = {"ndmax": ndmax} if ndmax else {}
+    if _plain_sequence(obj):  # a list of Python numbers: nothing lazy in it
+        if copy is True and order == "K" and not subok and not ndmin and not options:
+            value = np.array(obj, dtype)  # the defaults, by position: a third of the call's cost
+        else:
+            value = np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
+        return value if value.size < _runtime.current().eager_threshold else from_numpy(value, copy=False)
     if is_lazy(obj):
         result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
         if copy is True and result is obj:
@@ -119,6 +151,16 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
     if is_small(value.size) or value is obj:
         return value
     return from_numpy(value, copy=copy is not True)
+
+
+def _plain_sequence(value: Any) -> bool:
+    """True if ``value`` is a list or tuple of Python numbers (no array, no nesting)."""
+    if type(value) is not list and type(value) is not tuple:
+        return False
+    for item in value:
+        if type(item) not in _PLAIN_SCALARS:
+            return False
+    return True
 
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None, like: Any = None) -> Any:
@@ -175,12 +217,21 @@ def _arange_arguments(
 
 def arange(*args: Any, **kwargs: Any) -> Any:
     """``np.arange``: large ranges are created lazily."""
+    if len(args) == 1 and not kwargs and type(args[0]) is int and args[0] < _runtime.current().eager_threshold:
+        return np.arange(args[0])  # ``np.arange(n)`` in a loop: NumPy's call at NumPy's cost
     try:
         start, stop, step, dtype = _arange_arguments(*args, **kwargs)
     except TypeError:  # NumPy raises its own error below
         start = stop = step = dtype = None
     plain = (start, stop, step)
-    if any(v is None or is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in plain):
+    if type(start) in _REAL and type(stop) in _REAL and type(step) in _REAL:  # Python numbers: nothing to check
+        try:
+            small = _arange_length(start, stop, step) < _runtime.current().eager_threshold
+        except (ZeroDivisionError, ValueError, OverflowError):
+            small = True  # a zero step or a length that cannot be computed: NumPy's own error
+        if small:
+            return np.arange(*args, **kwargs)
+    elif any(v is None or is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in plain):
         return wrap_numpy(np.arange(*materialize(args), **materialize(kwargs)))
     length = _arange_length(start, stop, step)
     if is_small(length):
@@ -197,6 +248,8 @@ arange.__signature__ = inspect.signature(np.arange)  # type: ignore[attr-defined
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype: Any = None, axis: int = 0, *, device: Any = None) -> Any:
     """``np.linspace``."""
+    if type(num) is int and 0 <= num < _runtime.current().eager_threshold and type(start) in _REAL and type(stop) in _REAL:
+        return np.linspace(start, stop, num, endpoint, retstep, dtype, axis)
     num = operator.index(num)
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")

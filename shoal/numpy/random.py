@@ -18,7 +18,7 @@ import numpy as np
 import numpy.random as _random
 
 from shoal import drawn
-from shoal.numpy._lazy import is_lazy, is_small, materialize, new_array, wrap_numpy
+from shoal.numpy._lazy import is_lazy, is_small, materialize, ndarray, new_array, wrap_numpy
 
 _IN_PLACE = {"shuffle"}
 # Methods whose results are not drawn arrays: they keep NumPy's behaviour untouched.
@@ -39,14 +39,27 @@ def _wrap_function(function: Any, name: str) -> Any:
             out[...] = function(*materialize(args), **materialize(kwargs))
             return out
         before = _state_before_large_draw(function, name, args, kwargs)
-        result = function(*materialize(args), **materialize(kwargs))
-        if _called_from_library():
-            return result
-        if before is not None and type(result) is np.ndarray and not is_small(result.size):
+        if _plain(args) and _plain(kwargs.values()):
+            result = function(*args, **kwargs)
+        else:
+            result = function(*materialize(args), **materialize(kwargs))
+        if type(result) is not np.ndarray or is_small(result.size) or _called_from_library():
+            return result  # what wrap_numpy gives a small result: the draw as NumPy made it
+        if before is not None:
             return _remembered(args, kwargs, name, before, result)
         return wrap_numpy(result)
 
     return call
+
+
+def _plain(values: Any) -> bool:
+    """True if no value is a lazy array or a container that may hold one (a draw's usual
+    arguments: the generator, numbers, a dtype)."""
+    for value in values:
+        kind = type(value)
+        if kind is ndarray or kind is list or kind is tuple or kind is dict:
+            return False
+    return True
 
 
 _LIBRARY_DIRECTORIES = tuple(
