@@ -70,8 +70,11 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
 
 def clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *, min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any) -> Any:
     """``np.clip``."""
-    if out is None and not kwargs and not is_lazy(a) and not is_lazy(a_min) and not is_lazy(a_max) and not is_lazy(min) and not is_lazy(max):
-        return wrap_numpy(np.clip(a, a_min, a_max, min=min, max=max))  # NumPy data in: NumPy clips (a row of a held array)
+    if out is None and not kwargs and type(a) is not ndarray and type(a_min) is not ndarray and type(a_max) is not ndarray:
+        if min is np._NoValue and max is np._NoValue:  # NumPy data in: NumPy clips (a row of a held array)
+            return wrap_numpy(np.clip(a, a_min, a_max))
+        if type(min) is not ndarray and type(max) is not ndarray:
+            return wrap_numpy(np.clip(a, a_min, a_max, min=min, max=max))
     low = a_min if a_min is not np._NoValue else (None if min is np._NoValue else min)
     high = a_max if a_max is not np._NoValue else (None if max is np._NoValue else max)
     dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
