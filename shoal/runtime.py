@@ -332,7 +332,16 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
         for instruction in batch.instructions:
             if instruction.op == "release":
                 self._known.pop(instruction.attr("base"), None)
-        return loads(dumps(batch))
+        carried = loads(dumps(batch))
+        for base in batch.donated:
+            # Data given away stays the very array the program wrote (the wire carries no
+            # ownership): a view of it taken before the flush (a settled write whose value
+            # completes a hold) must write what the component holds.
+            if not np.array_equal(carried.data[base], batch.data[base], equal_nan=True):
+                raise BytecodeError(f"the wire format changed the data of base {base}")
+            carried.data[base] = batch.data[base]
+        carried.donated = set(batch.donated)
+        return carried
 
     def read(self, view: View) -> np.ndarray:
         """The current contents of ``view`` as a new ndarray (recorded work that writes its base

@@ -58,6 +58,8 @@ class ReferenceEngine(Component):
             data = batch.data.get(decl.id)
             if data is None:
                 self._declared[decl.id] = decl  # allocated when first used
+            elif decl.id in batch.donated and data.dtype == decl.dtype and data.flags.c_contiguous and data.flags.writeable:
+                self._bases[decl.id] = data.reshape(decl.size).view(np.uint8)  # given away: kept, as the node engine keeps it
             else:
                 storage = np.array(data, dtype=decl.dtype, copy=True).reshape(decl.size)
                 self._bases[decl.id] = storage.view(np.uint8)
