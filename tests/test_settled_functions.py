@@ -131,3 +131,46 @@ def test_a_cast_of_a_settled_view_warns_at_the_callers_line(lazy, monkeypatch):
         program(snp)
     assert [(w.category, str(w.message), w.lineno) for w in got_warnings] == [(w.category, str(w.message), w.lineno) for w in expected_warnings]
     assert expected_warnings
+
+
+def _row_methods(np, a):
+    reads = []
+    for i in range(6):
+        row = a[i, :7]
+        reads += [np.minimum.accumulate(row), np.multiply.accumulate(row[:3]), np.add.reduce(row), np.maximum.reduce(row[::2])]
+        reads += [np.add.reduceat(row, [0, 2, 5]), np.logical_or.reduce(row > 3.0), np.subtract.accumulate(row, dtype=np.float32)]
+    return reads
+
+
+def test_ufunc_methods_of_small_settled_views_run_at_once(lazy, monkeypatch):
+    """``np.minimum.accumulate(row)``, ``np.add.reduce(row)``, ``np.add.reduceat(row, ...)`` of
+    small settled views are NumPy's calls at once: a row loop of them records nothing (each was
+    recorded and read back by a flush per row)."""
+    monkeypatch.setattr(held, "HOLD_RUN", 10**9)
+    expected = _row_methods(numpy, numpy.arange(48.0).reshape(6, 8) - 20.0)
+    a = snp.arange(48.0).reshape(6, 8) - 20.0
+    lazy.flush()
+    recorded = lazy.stats.instructions
+    got = _row_methods(snp, a)
+    lazy.flush()
+    assert lazy.stats.instructions == recorded
+    assert_same_reads(expected, got)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda np, row: np.add.accumulate(row, axis=1),
+        lambda np, row: np.add.reduceat(row, [0, 9]),
+        lambda np, row: np.maximum.reduce(row[:0]),
+    ],
+)
+def test_ufunc_methods_of_settled_views_raise_numpys_errors(lazy, monkeypatch, call):
+    monkeypatch.setattr(held, "HOLD_RUN", 10**9)
+    with pytest.raises(Exception) as expected:
+        call(numpy, (numpy.arange(48.0).reshape(6, 8))[1, :6])
+    a = snp.arange(48.0).reshape(6, 8)
+    lazy.flush()
+    with pytest.raises(type(expected.value)) as got:
+        call(snp, a[1, :6])
+    assert str(got.value) == str(expected.value)

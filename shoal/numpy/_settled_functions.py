@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal.bytecode.dtypes import is_supported
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import ndarray, wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED, has_lazy, operands, readable
@@ -43,6 +44,24 @@ def settled_function(function: Callable[..., Any], args: tuple[Any, ...], kwargs
     inputs = PURE_FUNCTIONS.get(function, -1)
     if inputs == -1 or (inputs is not None and len(args) > inputs):
         return NOT_SETTLED
+    return _settled_call(function, args, kwargs)
+
+
+# Methods of binary ufuncs whose result is at most as large as their input (``outer`` is not:
+# a large outer product stays lazy, to fuse with what uses it).
+UFUNC_METHODS = frozenset({"reduce", "accumulate", "reduceat"})
+
+
+def settled_method(ufunc: np.ufunc, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ufunc.method(*args, **kwargs)`` (:data:`UFUNC_METHODS`) computed by NumPy at once if
+    every lazy argument is a small view of a settled base and no ``out`` is given (a row loop's
+    ``np.minimum.accumulate(row)``); else :data:`NOT_SETTLED`."""
+    if method not in UFUNC_METHODS:
+        return NOT_SETTLED
+    return _settled_call(getattr(ufunc, method), args, kwargs)
+
+
+def _settled_call(function: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if kwargs and ("out" in kwargs or has_lazy(tuple(kwargs.values()))):
         return NOT_SETTLED
     values: list[Any] = []
@@ -67,9 +86,18 @@ def settled_function(function: Callable[..., Any], args: tuple[Any, ...], kwargs
     result = at_user_line(function, *values, **kwargs)
     if _shares_memory(result, memories):
         return NOT_SETTLED
+    if not _engine_kinds(result):
+        return result  # ``object`` and other dtypes the engine does not hold stay NumPy's arrays
     if isinstance(result, tuple):
         return tuple(wrap_numpy(item) for item in result)
     return wrap_numpy(result)
+
+
+def _engine_kinds(result: Any) -> bool:
+    """True if every array in ``result`` has a dtype the engine holds (not ``object``: such a
+    result is NumPy's, through the general path)."""
+    items = result if isinstance(result, tuple) else (result,)
+    return all(is_supported(item.dtype) for item in items if isinstance(item, np.ndarray))
 
 
 def _shares_memory(result: Any, memories: list[np.ndarray]) -> bool:

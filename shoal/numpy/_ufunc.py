@@ -189,6 +189,12 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     """``__array_ufunc__`` for lazy arrays."""
     from shoal.numpy import _dispatch, _linalg, _reduce
 
+    if method != "__call__":
+        from shoal.numpy._settled_functions import settled_method
+
+        eager = settled_method(ufunc, method, inputs, kwargs)
+        if eager is not NOT_SETTLED:
+            return eager
     if method == "__call__":
         if ufunc is np.matmul and not (set(kwargs) - {"out"}):
             return _linalg.matmul(*inputs, **kwargs)
