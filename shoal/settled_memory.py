@@ -77,6 +77,11 @@ class SettledMemory:
                     return held.view_of(kept, view)
             return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
 
+    def offers_memory(self: Runtime) -> bool:
+        """True if the component hands out the memory of settled bases (it runs in this process)."""
+        engine = self.engine
+        return type(engine).memory is not Component.memory
+
     def held_view(self: Runtime, view: View) -> np.ndarray | None:
         """``view`` of its base's held memory, for the program to keep (a row ``a[i]`` that an
         indexing loop passes on), if the base is held or this access, counted as a settled one,

@@ -198,7 +198,7 @@ from shoal.runtime import configure
 import shoal.numpy as snp
 
 engine = NodeEngine(NodeConfig(threads=2))
-with configure(engine=engine, eager_threshold=16):
+with configure(engine=engine, eager_threshold=16, settled_threshold=0):  # recorded, run directly
     a = snp.arange(1000.0)
     print(float(((a * 2.0 + 1.0) ** 2).sum()))
     assert engine.last_stats.direct

@@ -238,7 +238,7 @@ def test_numpy_tiles_in_blocks_warn_as_numpy(case: Callable[[ModuleType], Any]) 
 
     expected = shown(case, np)
     engine = blocked_engine("off")
-    with runtime.configure(engine=engine, eager_threshold=0):
+    with runtime.configure(engine=engine, eager_threshold=0, settled_threshold=0):
         assert shown(case, snp) == expected
         assert not engine.last_stats.direct
 
@@ -253,7 +253,7 @@ def test_compiled_kernels_warn_as_numpy(case: Callable[[ModuleType], Any]) -> No
     expected = shown(case, np)
     engine = blocked_engine("sync")
     compiled = count_compiled(engine)
-    with runtime.configure(engine=engine, eager_threshold=0):
+    with runtime.configure(engine=engine, eager_threshold=0, settled_threshold=0):
         assert shown(case, snp) == expected  # compiles
         compiled.clear()
         assert shown(case, snp) == expected  # runs compiled

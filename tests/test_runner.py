@@ -286,7 +286,7 @@ def test_pending_work_is_flushed_when_the_program_ends(tmp_path: Path) -> None:
         atexit.register(lambda: print("flushes", shoal.runtime.current().stats.flushes))
         """,
     )
-    result = run_python(program, cwd=tmp_path, env=LAZY)
+    result = run_python(program, cwd=tmp_path, env={**LAZY, "SHOAL_SETTLED_THRESHOLD": "0"})  # recorded
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["flushes", "1"]
 

@@ -84,6 +84,7 @@ def test_releasing_a_deferred_base_records_nothing_and_counts_it(lazy):
         temporary = snp.array(numpy.ones(4))
         del temporary
     gc.collect()
+    lazy.settled_threshold = 0  # ones(3) and its sum recorded, not made at once
     snp.ones(3) + 1.0  # records: releases noted so far are taken then
     gc.collect()
     assert lazy.stats.bases_created == created + 7  # the five, ones(3) and its sum

@@ -109,3 +109,60 @@ def test_small_draws_are_numpys_and_keep_the_stream(default_thresholds):
     large = ours.random(default_thresholds.eager_threshold)
     assert type(large) is snp.ndarray
     numpy.testing.assert_array_equal(numpy.asarray(large), theirs.random(default_thresholds.eager_threshold))
+
+
+@pytest.fixture
+def every_array_lazy():
+    with runtime.configure(engine="node", eager_threshold=0) as rt:
+        yield rt
+
+
+IN_MEMORY = {
+    "empty(7)": lambda np: np.empty(7) * 0 + 1,
+    "zeros((3, 4))": lambda np: np.zeros((3, 4)),
+    "ones(5, int32)": lambda np: np.ones(5, numpy.int32),
+    "full((2, 3), 2.5)": lambda np: np.full((2, 3), 2.5),
+    "arange(3, 40, 3)": lambda np: np.arange(3, 40, 3),
+    "linspace(0, 1, 9)": lambda np: np.linspace(0, 1, 9),
+    "eye(4, 6, 1)": lambda np: np.eye(4, 6, 1),
+    "identity(3)": lambda np: np.identity(3, numpy.int8),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_MEMORY))
+def test_small_arrays_made_lazy_hold_their_values_from_the_start(every_array_lazy, name):
+    """With every array lazy, a small new array is made by NumPy at once and handed to its base
+    (nothing recorded): operations on it then run at once as on any settled base."""
+    call = IN_MEMORY[name]
+    expected = call(numpy)
+    got = call(snp)
+    assert type(got) is snp.ndarray
+    assert not every_array_lazy._pending.instructions
+    assert got.dtype == expected.dtype
+    numpy.testing.assert_array_equal(numpy.asarray(got), expected)
+
+
+def test_a_row_loop_over_small_new_arrays_records_nothing_per_row(every_array_lazy):
+    """The edit-distance loop of the loop-pattern suite: a new row each step, written element by
+    element and by slices, scanned and stored into a table; every array lazy. Each step used to
+    record its row and flush before the scan: one batch per row."""
+
+    def table(np):
+        a, b = numpy.array([0, 1, 2, 3, 1, 0, 2, 2]), numpy.array([1, 1, 2, 0, 3, 2, 0, 1])
+        columns = np.arange(b.shape[0] + 1, dtype=numpy.float64)
+        result = np.zeros((a.shape[0] + 1, b.shape[0] + 1))
+        result[0] = columns
+        for i in range(1, a.shape[0] + 1):
+            candidates = np.empty(b.shape[0] + 1)
+            candidates[0] = i
+            candidates[1:] = np.minimum(result[i - 1, 1:] + 1.0, result[i - 1, :-1] + (b != a[i - 1]))
+            result[i] = np.minimum.accumulate(candidates - columns) + columns
+        return result
+
+    expected = table(numpy)
+    stats = every_array_lazy.stats
+    flushes, instructions = stats.flushes, stats.instructions + len(every_array_lazy._pending.instructions)
+    got = table(snp)
+    assert stats.flushes - flushes <= 2  # the table is held after a few rows; before: a flush per row
+    assert stats.instructions + len(every_array_lazy._pending.instructions) - instructions <= 4
+    numpy.testing.assert_array_equal(numpy.asarray(got), expected)

@@ -246,7 +246,7 @@ def _run(tmp_path: Path, source: str, trace_name: str | None, **environ: str) ->
 
 
 def test_shoal_trace_writes_the_run_and_tracing_off_writes_nothing(tmp_path):
-    lazy = {"SHOAL_EAGER_THRESHOLD": "0", "SHOAL_DIRECT_WORK": "0", "SHOAL_BLOCK_SIZE": "512"}
+    lazy = {"SHOAL_EAGER_THRESHOLD": "0", "SHOAL_SETTLED_THRESHOLD": "0", "SHOAL_DIRECT_WORK": "0", "SHOAL_BLOCK_SIZE": "512"}
     plain = _run(tmp_path, HEAT, None, **lazy)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["app.py"]
     traced = _run(tmp_path, HEAT, "out.json", **lazy)

@@ -149,7 +149,7 @@ def test_negative_zero_object_zeros_and_zeros_written_in_place_match_numpy(lazy)
 
 def test_a_zero_fill_dropped_by_the_node_engine_leaves_no_instruction(monkeypatch):
     monkeypatch.setenv("SHOAL_COMPILE", "off")
-    with runtime.configure(engine="node", eager_threshold=0) as rt:
+    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
         z = snp.zeros(1000)
         total = float(z.sum())
         assert total == 0.0

@@ -38,11 +38,28 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
     dims = _shape_tuple(shape)
     if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
         return numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order)
+    if _settled_size(math.prod(dims)):
+        return _in_memory(numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order))
     probe = np.full((), 0 if value is None else value, dtype=dtype)
     result = new_array(probe.dtype, dims)
     if value is not None:
         result._base.runtime.record("fill", (result._view,), (_fill_constant(probe),))
     return result
+
+
+def _settled_size(size: int) -> bool:
+    """True if an array of ``size`` elements, lazy because the eager threshold is below the
+    settled one, is small enough for NumPy to make at once (its small views are settled), and
+    the component keeps such data in this process (a remote one would be sent the values, not
+    the instruction that makes them)."""
+    runtime = _runtime.current()
+    return size < runtime.settled_threshold and runtime.offers_memory()
+
+
+def _in_memory(value: np.ndarray) -> Any:
+    """``value`` as a lazy array whose base holds it from the start: operations on its small
+    views run at once, as on any settled base, instead of recording its creation."""
+    return new_array(value.dtype, value.shape, value.reshape(-1))
 
 
 def _fill_constant(probe: np.ndarray) -> Any:
@@ -236,6 +253,8 @@ def arange(*args: Any, **kwargs: Any) -> Any:
     length = _arange_length(start, stop, step)
     if is_small(length):
         return np.arange(*args, **kwargs)
+    if _settled_size(length):
+        return _in_memory(np.arange(*args, **kwargs))
     kind = np.arange(start, type(stop)(start), step, dtype=dtype).dtype
     result = new_array(kind, (length,))
     plain = [v.item() if isinstance(v, np.generic) else v for v in (start, stop, step)]
@@ -254,7 +273,7 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, retste
     if num < 0:
         raise ValueError(f"Number of samples, {num}, must be non-negative.")
     scalar = all(np.ndim(v) == 0 and not is_lazy(v) and not isinstance(v, complex) for v in (start, stop))
-    if is_small(num) or not scalar:
+    if is_small(num) or not scalar or _settled_size(num):
         return wrap_numpy(np.linspace(materialize(start), materialize(stop), num, endpoint, retstep, dtype, axis))
     kind = np.linspace(start, stop, 2, endpoint, dtype=dtype).dtype
     result = new_array(kind, (num,))
@@ -276,6 +295,8 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
         raise ValueError("negative dimensions are not allowed")
     if is_small(N * cols) or order != "C":
         return np.eye(N, M, k, dtype, order)
+    if _settled_size(N * cols):
+        return _in_memory(np.eye(N, M, k, dtype, order))
     result = new_array(np.dtype(dtype), (operator.index(N), operator.index(cols)))
     result._base.runtime.record("eye", (result._view,), (), k=operator.index(k))
     return result
