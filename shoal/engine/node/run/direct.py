@@ -26,6 +26,7 @@ import numpy as np
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
 from shoal.engine import fp_signals
 from shoal.engine.component import name_instruction
+from shoal.engine.node.run.chunked_pairs import run_chunked_pair
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
@@ -59,12 +60,21 @@ def run_direct(batch: Batch, storage: Storage) -> None:
 
     An element-wise instruction that fills a new base in place of an operand released right after
     it writes into that operand's memory, as NumPy does with temporaries it elides: ``(a + b) + c``
-    makes one temporary, not two.
+    makes one temporary, not two. A temporary that only the next instruction reads is made a
+    chunk at a time (``chunked_pairs.py``).
     """
     instructions = batch.instructions
+    skip = 0
     for index, instruction in enumerate(instructions):
+        if skip:
+            skip -= 1
+            continue
         if instruction.op == "release":
             storage.release(instruction.attr("base"))
+            continue
+        paired = run_chunked_pair(instructions, index, storage)
+        if paired:
+            skip = paired - 1  # the releases between the pair and its second instruction
             continue
         dying = _dying_operand(instructions, index, storage)
         ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]

@@ -1,0 +1,176 @@
+"""A temporary between two element-wise instructions of a direct batch, made a chunk at a time.
+
+``a[:, k + 1:] -= np.outer(q, r)`` records a product into a new base and a subtraction that
+reads it, then the new base's release: NumPy's way, the batch writes the whole temporary (8 MB
+at 1000 x 1000) and reads it back. Run chunk by chunk of rows instead, the temporary is a buffer
+of :data:`CHUNK_ELEMENTS` elements that stays in cache: the first instruction fills it for some
+rows, the second reads it for the same rows, and the temporary's base never gets memory. Each
+element goes through the same NumPy loops with the same operands, so results are bit for bit
+the whole calls'; NumPy's messages are noted for the instruction whose call made them, once each
+as NumPy's one call reports them.
+
+Releases between the two (of the first one's operands) run after the pair. A pair is run so
+only where chunk order cannot matter: the second instruction's output must not
+overlap any operand of the first, nor any of its own other operands unless it is that very view
+(``a -= t`` in place).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from shoal.bytecode import Const, Instruction, Kind, View, spec
+from shoal.engine import fp_signals
+from shoal.engine.component import name_instruction
+from shoal.engine.fp_signals import NumpyLog, category, logging_state, named
+from shoal.engine.node.run.storage import Storage
+
+CHUNK_ELEMENTS = 1 << 16  # a temporary's chunk: 512 KiB of float64, inside the 1 MiB L2
+MIN_ELEMENTS = 1 << 17  # below this the whole calls are as fast: no chunking
+_NUMERIC = frozenset("biufc")
+
+
+def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: Storage) -> int:
+    """Run instruction ``index`` and the next one that is not a release chunk by chunk if they
+    are such a pair, and the releases between them after it: how many instructions that was
+    (0: none, nothing run). The temporary's own release must follow the pair, among releases."""
+    first = instructions[index]
+    if not _element_wise(first):
+        return 0
+    temporary = first.outputs[0]
+    second_at = index + 1
+    while second_at < len(instructions) and instructions[second_at].op == "release":
+        second_at += 1
+    if second_at >= len(instructions) or not _element_wise(instructions[second_at]):
+        return 0
+    second = instructions[second_at]
+    between = [instruction.attr("base") for instruction in instructions[index + 1 : second_at]]
+    used = {operand.base for operand in (*second.inputs, *second.outputs) if isinstance(operand, View)}
+    if temporary.base in between or used & set(between) or storage.has_memory(temporary.base):
+        return 0
+    if not _released_next(instructions, second_at + 1, temporary.base):
+        return 0
+    out = second.outputs[0]
+    shape = out.shape
+    if temporary.shape != shape or len(shape) == 0 or shape[0] < 2 or math.prod(shape) < MIN_ELEMENTS:
+        return 0
+    if not _whole(temporary, storage) or out.base == temporary.base:
+        return 0
+    reads = [operand for operand in second.inputs if isinstance(operand, View) and operand.base == temporary.base]
+    if not reads or any(view != temporary for view in reads):
+        return 0
+    storage.ensure(out.base)
+    storage.make_writable(out.base)  # first: operands of its base read its own memory, as the writes will
+    target = storage.array(out)
+    first_ins = [_value(operand, storage) for operand in first.inputs]
+    second_ins = [None if isinstance(operand, View) and operand.base == temporary.base else _value(operand, storage) for operand in second.inputs]
+    if not _independent(target, first_ins, second_ins):
+        return 0
+    buffer = np.empty((max(1, CHUNK_ELEMENTS // max(1, math.prod(shape[1:]))), *shape[1:]), temporary.dtype)
+    _run(first, second, (index, second_at), first_ins, second_ins, target, buffer)
+    for base in between:
+        storage.release(base)
+    return second_at - index + 1
+
+
+def _released_next(instructions: Sequence[Instruction], start: int, base: int) -> bool:
+    """True if ``base`` is released among the releases from position ``start`` on."""
+    for instruction in instructions[start:]:
+        if instruction.op != "release":
+            return False
+        if instruction.attr("base") == base:
+            return True
+    return False
+
+
+def _element_wise(instruction: Instruction) -> bool:
+    entry = spec(instruction.op)
+    return entry.kind is Kind.ELEMENTWISE and entry.ufunc is not None and len(instruction.outputs) == 1 and instruction.outputs[0].dtype.kind in _NUMERIC
+
+
+def _whole(view: View, storage: Storage) -> bool:
+    """True if ``view`` is all of its base, C-ordered."""
+    decl = storage.decl(view.base)
+    if view.offset != 0 or view.dtype != decl.dtype or view.size != decl.size:
+        return False
+    step = view.dtype.itemsize
+    for extent, stride in zip(reversed(view.shape), reversed(view.strides)):
+        if extent != 1 and stride != step:
+            return False
+        step *= extent
+    return True
+
+
+def _value(operand: Any, storage: Storage) -> Any:
+    return operand.value if isinstance(operand, Const) else storage.array(operand)
+
+
+def _independent(target: np.ndarray, first_ins: list[Any], second_ins: list[Any]) -> bool:
+    """True if writing ``target`` a chunk at a time changes no value a later chunk reads."""
+    for value in (*first_ins, *second_ins):
+        if isinstance(value, np.ndarray) and value.dtype.kind not in _NUMERIC:
+            return False
+    for value in first_ins:
+        if isinstance(value, np.ndarray) and np.may_share_memory(target, value):
+            return False
+    for value in second_ins:
+        if isinstance(value, np.ndarray) and np.may_share_memory(target, value) and not _same_elements(target, value):
+            return False
+    return True
+
+
+def _same_elements(target: np.ndarray, value: np.ndarray) -> bool:
+    return (
+        value.shape == target.shape
+        and value.strides == target.strides
+        and value.dtype == target.dtype
+        and value.__array_interface__["data"][0] == target.__array_interface__["data"][0]
+    )
+
+
+def _rows(value: Any, ndim: int, start: int, stop: int) -> Any:
+    """``value``'s share of output rows ``[start, stop)`` (broadcast operands stay whole)."""
+    if not isinstance(value, np.ndarray):
+        return value
+    axis = value.ndim - ndim
+    if axis < 0 or value.shape[axis] == 1:
+        return value
+    index = [slice(None)] * value.ndim
+    index[axis] = slice(start, stop)
+    return value[tuple(index)]
+
+
+def _run(
+    first: Instruction,
+    second: Instruction,
+    positions: tuple[int, int],
+    first_ins: list[Any],
+    second_ins: list[Any],
+    target: np.ndarray,
+    buffer: np.ndarray,
+) -> None:
+    rows, ndim = target.shape[0], target.ndim
+    first_call, second_call = spec(first.op).reference, spec(second.op).reference
+    first_attrs, second_attrs = first.attr_dict(), second.attr_dict()
+    watched = fp_signals.watched()
+    log = NumpyLog()
+    step = buffer.shape[0]
+    with logging_state(watched, log) if watched else np.errstate(all="ignore"):
+        for start in range(0, rows, step):
+            stop = min(rows, start + step)
+            chunk = buffer[: stop - start]
+            log.current = first
+            try:
+                first_call([chunk], [_rows(value, ndim, start, stop) for value in first_ins], first_attrs)
+                log.current = second
+                second_call([target[start:stop]], [chunk if value is None else _rows(value, ndim, start, stop) for value in second_ins], second_attrs)
+            except Exception as error:
+                name_instruction(error, positions[0] if log.current is first else positions[1], log.current)
+                raise
+    for source, message in zip(log.sources, log.messages):
+        if source is not None and category(message) & watched:
+            fp_signals.note(source, named(source, message))
