@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 class LazyBase:
     """A base array living in the component; releases itself when no array refers to it."""
 
-    __slots__ = ("__weakref__", "accesses", "dtype", "held", "holders", "id", "runtime", "size")
+    __slots__ = ("__weakref__", "accesses", "dtype", "held", "holders", "id", "large", "runtime", "size")
 
     def __init__(self, runtime: Runtime, base_id: int, dtype: np.dtype, size: int) -> None:
         self.runtime = runtime
@@ -29,6 +29,7 @@ class LazyBase:
         self.held: np.ndarray | None = None  # its memory, handed to NumPy while a loop holds it (``shoal.held``)
         self.holders: list[weakref.ref] = []  # lazy arrays keeping a view of the held memory
         self.accesses = 0  # settled accesses once a run was long enough to hold (``shoal.held``)
+        self.large = 0  # while held: views of at least this many elements go back to lazy work
 
     def __del__(self) -> None:
         runtime = self.runtime

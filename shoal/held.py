@@ -69,6 +69,7 @@ def hold(runtime: Runtime, base: LazyBase, memory: np.ndarray) -> np.ndarray | N
         return None
     kept = np.frombuffer(memory.reshape(-1).data, base.dtype)  # no copy; see _OWN_REFERENCES
     base.held = kept
+    base.large = max(1, runtime.settled_threshold)
     runtime.held[base.id] = kept
     return kept
 

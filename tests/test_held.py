@@ -370,3 +370,36 @@ def test_the_transpose_of_a_held_read_only_array_is_read_only(lazy):
     assert type(rows[-1]) is numpy.ndarray
     with pytest.raises(ValueError, match="read-only"):
         grid.T[0, 0] = 5.0
+
+
+def test_a_large_view_of_a_held_base_goes_back_to_lazy_work(lazy):
+    """A boundary loop of small column writes holds a grid; the stencil after it takes views of
+    most of the grid. Those views are lazy again (the base handed back), not NumPy views of the
+    held memory, which lazy work would copy into every batch; with a NumPy row of the memory
+    still alive the base stays held and the view is NumPy's. Values are NumPy's throughout."""
+    from shoal.numpy._lazy import held_memory
+
+    def program(np, watch=None):
+        grid = np.arange(400.0).reshape(20, 20) * 0.5
+        for _ in range(6):
+            for j in (0, -1):
+                grid[:, j] = 2.0 * grid[:, j + 1 if j == 0 else j - 1]
+        held_before = watch is not None and held_memory(grid) is not None
+        inner = grid[1:-1, 1:-1]
+        smoothed = 0.25 * (grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
+        if watch is not None:
+            watch += [held_before, type(inner) is snp.ndarray, held_memory(grid) is None]
+        row = grid[3, 1:5]  # kept: a NumPy view once the base is held again
+        for _ in range(6):
+            for j in (0, -1):
+                grid[:, j] = grid[:, j] + 1.0
+        kept_view = grid[:-2, :]
+        if watch is not None:
+            watch.append(type(kept_view) is numpy.ndarray or held_memory(grid) is None)
+        return [inner, smoothed, row, kept_view, grid]
+
+    watch: list[bool] = []
+    expected = program(numpy)
+    got = program(snp, watch)
+    same(expected, got)
+    assert watch == [True, True, True, True]

@@ -296,8 +296,22 @@ class ndarray(metaclass=_NdarrayMeta):
                 return _index.getitem(self, key)
             memory = _held_memory(self)
         kind = type(key)
-        if kind is tuple or kind is int or kind is slice:  # the base is held: NumPy's indexing of its memory (shoal.held)
+        if kind is tuple:  # the base is held: NumPy's indexing of its memory (shoal.held)
+            if type(key[0]) is not slice:  # a row or an element: small
+                return memory[key]
+            result = memory[key]
+            if type(result) is not _NDARRAY or result.size < self._base.large:
+                return result
+            del result, memory
+            return _large_held_view(self, key)
+        if kind is int:
             return memory[key]
+        if kind is slice:
+            result = memory[key]
+            if result.size < self._base.large:
+                return result
+            del result, memory
+            return _large_held_view(self, key)
         return _held_index(memory, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -325,6 +339,20 @@ def held_memory(value: Any) -> Any:
     if memory is None and value._base.held is not None and not value._scalar:
         memory = _held_memory(value)
     return memory
+
+
+_NDARRAY = np.ndarray
+
+
+def _large_held_view(array: ndarray, key: Any) -> Any:
+    """``array[key]`` of a held base where the view is large (the settled threshold or more):
+    whole-array work on it belongs to the engine, which would otherwise take a NumPy view of the
+    held memory as outside data, copying it for every operation. The base goes back to the engine
+    and the view is lazy, unless NumPy views of its memory are alive (then NumPy's view)."""
+    runtime = array._base.runtime
+    if runtime.release_hold(array._base.id):
+        return _index.getitem(array, key)
+    return _held_memory(array)[key]
 
 
 def _held_index(memory: np.ndarray, key: Any) -> Any:
