@@ -403,3 +403,25 @@ def test_a_large_view_of_a_held_base_goes_back_to_lazy_work(lazy):
     got = program(snp, watch)
     same(expected, got)
     assert watch == [True, True, True, True]
+
+
+def test_a_large_view_updated_in_place_stays_numpys(lazy):
+    """``a[k + 1:, k + 1:] -= np.outer(...)`` (an LU step) reads its large target view only to
+    update it in place with NumPy data: that view stays NumPy's view of the held memory, so the
+    loop stays in NumPy instead of handing the base back every step."""
+    from shoal.numpy._lazy import held_memory
+
+    def program(np, watch=None):
+        a = np.arange(400.0).reshape(20, 20) % 7.0 + np.eye(20) * 20.0
+        for k in range(12):
+            a[k + 1 :, k] /= a[k, k]
+            a[k + 1 :, k + 1 :] -= np.outer(a[k + 1 :, k], a[k, k + 1 :])
+            if watch is not None and k >= 8:
+                watch.append(held_memory(a) is not None)
+        return [a]
+
+    watch: list[bool] = []
+    expected = program(numpy)
+    got = program(snp, watch)
+    same(expected, got)
+    assert watch == [True] * 4

@@ -7,8 +7,11 @@ keeps working.
 
 from __future__ import annotations
 
+import dis
 import functools
 import math
+import sys
+import types
 from typing import Any
 
 import numpy as np
@@ -348,11 +351,27 @@ def _large_held_view(array: ndarray, key: Any) -> Any:
     """``array[key]`` of a held base where the view is large (the settled threshold or more):
     whole-array work on it belongs to the engine, which would otherwise take a NumPy view of the
     held memory as outside data, copying it for every operation. The base goes back to the engine
-    and the view is lazy, unless NumPy views of its memory are alive (then NumPy's view)."""
-    runtime = array._base.runtime
-    if runtime.release_hold(array._base.id):
+    and the view is lazy, unless NumPy views of its memory are alive or the view is the target of
+    an in-place update (``a[k:, k:] -= np.outer(...)`` of an LU step, whose operands are NumPy's
+    views of the held memory): then NumPy's view."""
+    if _augmented_target(sys._getframe(2)):
+        return _held_memory(array)[key]  # ``a[k:, k:] -= outer``: NumPy's update of the held memory in place
+    if array._base.runtime.release_hold(array._base.id):
         return _index.getitem(array, key)
     return _held_memory(array)[key]
+
+
+_COPY, _CACHE = dis.opmap["COPY"], dis.opmap["CACHE"]
+
+
+def _augmented_target(frame: types.FrameType) -> bool:
+    """True if ``frame`` is reading ``x[key]`` to update it in place (``x[key] -= y``): the
+    interpreter copies the array and the key first (``COPY 2`` twice), and only there. A
+    specialized subscript reports the last of its inline cache entries as the instruction."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    while at >= 2 and code[at] == _CACHE:
+        at -= 2
+    return at >= 4 and code[at - 4] == _COPY and code[at - 3] == 2 and code[at - 2] == _COPY and code[at - 1] == 2
 
 
 def _held_index(memory: np.ndarray, key: Any) -> Any:
