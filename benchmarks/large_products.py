@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy
 
-import shoal.numpy
+from benchmarks.side_by_side import measured
 
 
 def _gram(np: ModuleType, x: Any) -> Any:
@@ -67,15 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     print("| case | NumPy s | Shoal s | Shoal / NumPy |")
     print("|---|---:|---:|---:|")
     for name, case in CASES.items():
-        times: dict[str, list[float]] = {"numpy": [], "shoal": []}
-        checksums: dict[str, set[float]] = {"numpy": set(), "shoal": set()}
-        for repeat in range(args.repeats):
-            order = [("numpy", numpy), ("shoal", shoal.numpy)]
-            for label, np in order if repeat % 2 == 0 else order[::-1]:
-                seconds, checksum = once(np, case, args.side)
-                times[label].append(seconds)
-                checksums[label].add(checksum)
-        expected, got = sorted(checksums["numpy"]), sorted(checksums["shoal"])
+        runs = measured(args.repeats, lambda np, case=case: once(np, case, args.side))
+        times = {label: [seconds for seconds, _ in pairs] for label, pairs in runs.items()}
+        expected, got = (sorted({checksum for _, checksum in runs[label]}) for label in ("numpy", "shoal"))
         if len(expected) != 1 or len(got) != 1 or not numpy.isclose(expected[0], got[0], rtol=1e-9, atol=0):
             raise SystemExit(f"{name}: checksums differ: NumPy {expected}, Shoal {got}")
         numpy_s, shoal_s = (statistics.median(times[label]) for label in ("numpy", "shoal"))

@@ -19,9 +19,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import numpy
-
-import shoal.numpy
+from benchmarks.side_by_side import measured
 
 SOURCES: dict[str, Callable[[ModuleType, int], Any]] = {
     "random": lambda np, side: np.random.default_rng(1).random((side, side)),
@@ -79,14 +77,9 @@ def main(argv: list[str] | None = None) -> None:
     print("| loop | NumPy µs/row | Shoal µs/row | Shoal / NumPy |")
     print("|---|---:|---:|---:|")
     for name, pattern in PATTERNS.items():
-        times: dict[str, list[float]] = {"numpy": [], "shoal": []}
-        checksums = set()
-        for repeat in range(args.repeats):
-            order = [("numpy", numpy), ("shoal", shoal.numpy)]
-            for label, np in order if repeat % 2 == 0 else order[::-1]:
-                seconds, checksum = per_row(np, args.source, pattern, args.side)
-                times[label].append(seconds)
-                checksums.add(checksum)
+        runs = measured(args.repeats, lambda np, pattern=pattern: per_row(np, args.source, pattern, args.side))
+        times = {label: [seconds for seconds, _ in pairs] for label, pairs in runs.items()}
+        checksums = {checksum for pairs in runs.values() for _, checksum in pairs}
         if len(checksums) != 1:
             raise SystemExit(f"{name}: checksums differ: {sorted(checksums)}")
         numpy_us, shoal_us = (statistics.median(times[label]) * 1e6 for label in ("numpy", "shoal"))

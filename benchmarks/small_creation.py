@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy
 
-import shoal.numpy
+from benchmarks.side_by_side import measured
 
 PROTOTYPE = numpy.ones((30, 30))
 POINT = [1.0, 2.0, 3.0]
@@ -55,11 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     print("| call | NumPy ns | Shoal ns | Shoal / NumPy |")
     print("|---|---:|---:|---:|")
     for name, call in CALLS.items():
-        times: dict[str, list[float]] = {"numpy": [], "shoal": []}
-        for repeat in range(args.repeats):
-            order = [("numpy", numpy), ("shoal", shoal.numpy)]
-            for label, np in order if repeat % 2 == 0 else order[::-1]:
-                times[label].append(per_call(np, call, args.calls))
+        times = measured(args.repeats, lambda np, call=call: per_call(np, call, args.calls))
         numpy_ns, shoal_ns = (statistics.median(times[label]) * 1e9 for label in ("numpy", "shoal"))
         print(f"| {name} | {numpy_ns:.0f} | {shoal_ns:.0f} | {shoal_ns / numpy_ns:.2f}x |")
 

@@ -95,14 +95,7 @@ def _element_wise(instruction: Instruction) -> bool:
 def _whole(view: View, storage: Storage) -> bool:
     """True if ``view`` is all of its base, C-ordered."""
     decl = storage.decl(view.base)
-    if view.offset != 0 or view.dtype != decl.dtype or view.size != decl.size:
-        return False
-    step = view.dtype.itemsize
-    for extent, stride in zip(reversed(view.shape), reversed(view.strides)):
-        if extent != 1 and stride != step:
-            return False
-        step *= extent
-    return True
+    return view.offset == 0 and view.dtype == decl.dtype and view.size == decl.size and view.is_contiguous()
 
 
 def _value(operand: Any, storage: Storage) -> Any:
