@@ -63,11 +63,14 @@ def _row_functions(np, a):
         reads += [np.searchsorted(np.sort(row), 0.5), np.convolve(row, row[:2]), np.outer(row[:3], row[:2])]
         reads += [np.nonzero(row > 0.0)[0], np.count_nonzero(row > 1.0), np.repeat(row[:2], 3), np.average(row)]
         reads += [row.astype(np.int32), row.astype(np.float32), row.copy(), np.clip(row, -4.0, 4.0)]
+        reads += [np.minimum.accumulate(row), np.multiply.accumulate(row[:3]), np.add.reduce(row), np.maximum.reduce(row[::2])]
+        reads += [np.add.reduceat(row, [0, 2, 5]), np.logical_or.reduce(row > 3.0), np.subtract.accumulate(row, dtype=np.float32)]
     return reads
 
 
 def test_numpy_functions_of_small_settled_views_run_at_once(lazy, monkeypatch):
-    """Functions that build new arrays from small views of a settled base run in NumPy at once:
+    """Functions that build new arrays from small views of a settled base, and the methods of
+    binary ufuncs (``np.minimum.accumulate(row)``, ``np.add.reduceat``), run in NumPy at once:
     the loop records nothing, and every value and dtype is NumPy's."""
     monkeypatch.setattr(held, "HOLD_RUN", 10**9)  # the rows stay lazy views
     expected = _row_functions(numpy, numpy.arange(48.0).reshape(6, 8) - 20.0)
@@ -135,26 +138,3 @@ def test_a_cast_of_a_settled_view_warns_at_the_callers_line(lazy, monkeypatch):
     assert [(w.category, str(w.message), w.lineno) for w in got_warnings] == [(w.category, str(w.message), w.lineno) for w in expected_warnings]
     assert expected_warnings
 
-
-def _row_methods(np, a):
-    reads = []
-    for i in range(6):
-        row = a[i, :7]
-        reads += [np.minimum.accumulate(row), np.multiply.accumulate(row[:3]), np.add.reduce(row), np.maximum.reduce(row[::2])]
-        reads += [np.add.reduceat(row, [0, 2, 5]), np.logical_or.reduce(row > 3.0), np.subtract.accumulate(row, dtype=np.float32)]
-    return reads
-
-
-def test_ufunc_methods_of_small_settled_views_run_at_once(lazy, monkeypatch):
-    """``np.minimum.accumulate(row)``, ``np.add.reduce(row)``, ``np.add.reduceat(row, ...)`` of
-    small settled views are NumPy's calls at once: a row loop of them records nothing (each was
-    recorded and read back by a flush per row)."""
-    monkeypatch.setattr(held, "HOLD_RUN", 10**9)
-    expected = _row_methods(numpy, numpy.arange(48.0).reshape(6, 8) - 20.0)
-    a = snp.arange(48.0).reshape(6, 8) - 20.0
-    lazy.flush()
-    recorded = lazy.stats.instructions
-    got = _row_methods(snp, a)
-    lazy.flush()
-    assert lazy.stats.instructions == recorded
-    assert_same_reads(expected, got)
