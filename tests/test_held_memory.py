@@ -221,9 +221,9 @@ def test_an_update_of_a_held_view_by_a_lazy_value_is_numpys(lazy):
     expected = _program(numpy)
     a = _held(snp)
     assert a._base.id in lazy.held
-    view = a[:, 1:]
-    assert type(view) is numpy.ndarray  # held: NumPy's view of the engine's memory
-    got = _program(snp)
+    view = a[:, 1:]  # a large view read for lazy work: the base goes back to the engine
+    assert type(view) is snp.ndarray and a._base.id not in lazy.held
+    got = _program(snp)  # its updates in place (``a[:, k + 1:] -= ...``) are NumPy's views
     _assert_same(expected, got)
 
 
