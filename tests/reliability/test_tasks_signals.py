@@ -25,6 +25,8 @@ APP = textwrap.dedent(
     # Ctrl-C as in a terminal, whatever dispositions or mask the test runner left to inherit
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM, signal.SIGHUP})
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a runner started under ``nohup`` leaves SIGHUP ignored
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
     import numpy as np
     import psutil
     import shoal.tasks as tasks
