@@ -377,7 +377,7 @@ def test_a_large_view_of_a_held_base_goes_back_to_lazy_work(lazy):
     most of the grid. Those views are lazy again (the base handed back), not NumPy views of the
     held memory, which lazy work would copy into every batch; with a NumPy row of the memory
     still alive the base stays held and the view is NumPy's. Values are NumPy's throughout."""
-    from shoal.numpy._lazy import held_memory
+    from shoal.numpy._held_indexing import held_memory
 
     def program(np, watch=None):
         grid = np.arange(400.0).reshape(20, 20) * 0.5
@@ -409,7 +409,7 @@ def test_a_large_view_updated_in_place_stays_numpys(lazy):
     """``a[k + 1:, k + 1:] -= np.outer(...)`` (an LU step) reads its large target view only to
     update it in place with NumPy data: that view stays NumPy's view of the held memory, so the
     loop stays in NumPy instead of handing the base back every step."""
-    from shoal.numpy._lazy import held_memory
+    from shoal.numpy._held_indexing import held_memory
 
     def program(np, watch=None):
         a = np.arange(400.0).reshape(20, 20) % 7.0 + np.eye(20) * 20.0

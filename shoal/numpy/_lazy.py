@@ -7,17 +7,14 @@ keeps working.
 
 from __future__ import annotations
 
-import dis
 import functools
 import math
-import sys
-import types
 from typing import Any
 
 import numpy as np
 import psutil
 
-from shoal import fp_warnings, held
+from shoal import fp_warnings
 from shoal import runtime as _runtime
 from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
@@ -138,7 +135,7 @@ class ndarray(metaclass=_NdarrayMeta):
 
     @property
     def T(self) -> Any:
-        memory = held_memory(self)
+        memory = _held_indexing.held_memory(self)
         if memory is None:
             return self.transpose()
         return memory.T  # the base is held: NumPy's transpose of its memory, as indexing gives
@@ -297,16 +294,16 @@ class ndarray(metaclass=_NdarrayMeta):
         if memory is None:
             if self._base.held is None or self._scalar:
                 return _index.getitem(self, key)
-            memory = _held_memory(self)
+            memory = _held_indexing.own_view(self)
         kind = type(key)
         if kind is tuple:  # the base is held: NumPy's indexing of its memory (shoal.held)
             if type(key[0]) is not slice:  # a row or an element: small
                 return memory[key]
             result = memory[key]
-            if type(result) is not _NDARRAY or result.size < self._base.large:
+            if type(result) is not np.ndarray or result.size < self._base.large:
                 return result
             del result, memory
-            return _large_held_view(self, key)
+            return _held_indexing.large_view(self, key)
         if kind is int:
             return memory[key]
         if kind is slice:
@@ -314,13 +311,13 @@ class ndarray(metaclass=_NdarrayMeta):
             if result.size < self._base.large:
                 return result
             del result, memory
-            return _large_held_view(self, key)
-        return _held_index(memory, key)
+            return _held_indexing.large_view(self, key)
+        return _held_indexing.indexed(memory, key)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         memory = self._held
         if memory is None and self._base.held is not None and not self._scalar:
-            memory = _held_memory(self)
+            memory = _held_indexing.own_view(self)
         if memory is not None:
             dtype = memory.dtype
             kind = type(value)
@@ -331,70 +328,6 @@ class ndarray(metaclass=_NdarrayMeta):
                 memory[key] = value
             return
         _index.setitem(self, key, value)
-
-
-def held_memory(value: Any) -> Any:
-    """``value``'s NumPy view of its held base (:mod:`shoal.held`) if it is a lazy array of one,
-    ``value`` itself if it is not a lazy array, else None."""
-    if type(value) is not ndarray:
-        return value
-    memory = value._held
-    if memory is None and value._base.held is not None and not value._scalar:
-        memory = _held_memory(value)
-    return memory
-
-
-_NDARRAY = np.ndarray
-
-
-def _large_held_view(array: ndarray, key: Any) -> Any:
-    """``array[key]`` of a held base where the view is large (the settled threshold or more):
-    whole-array work on it belongs to the engine, which would otherwise take a NumPy view of the
-    held memory as outside data, copying it for every operation. The base goes back to the engine
-    and the view is lazy, unless NumPy views of its memory are alive or the view is the target of
-    an in-place update (``a[k:, k:] -= np.outer(...)`` of an LU step, whose operands are NumPy's
-    views of the held memory): then NumPy's view."""
-    if _augmented_target(sys._getframe(2)):
-        return _held_memory(array)[key]  # ``a[k:, k:] -= outer``: NumPy's update of the held memory in place
-    if array._base.runtime.release_hold(array._base.id):
-        return _index.getitem(array, key)
-    return _held_memory(array)[key]
-
-
-_COPY, _CACHE = dis.opmap["COPY"], dis.opmap["CACHE"]
-
-
-def _augmented_target(frame: types.FrameType) -> bool:
-    """True if ``frame`` is reading ``x[key]`` to update it in place (``x[key] -= y``): the
-    interpreter copies the array and the key first (``COPY 2`` twice), and only there. A
-    specialized subscript reports the last of its inline cache entries as the instruction."""
-    code, at = frame.f_code.co_code, frame.f_lasti
-    while at >= 2 and code[at] == _CACHE:
-        at -= 2
-    return at >= 4 and code[at - 4] == _COPY and code[at - 3] == 2 and code[at - 2] == _COPY and code[at - 1] == 2
-
-
-def _held_index(memory: np.ndarray, key: Any) -> Any:
-    """``memory[key]``, a large new array (``key`` an index array or list) as a lazy array, as
-    indexing a lazy array gives, so that a lazy operation takes it without a snapshot copy."""
-    result = memory[_indexed.settled_key(key)]
-    if type(result) is np.ndarray and result.base is not memory.base and not is_small(result.size):
-        return from_numpy(result, copy=False)
-    return result
-
-
-def _held_memory(array: ndarray) -> np.ndarray:
-    """``array``'s view of its base's held memory, read-only if ``array`` is, kept by ``array``
-    for its next indexing (a loop indexes the same array again and again) until the base is
-    handed back."""
-    base = array._base
-    view = array._view
-    memory = np.ndarray(view.shape, view.dtype, base.held, view.offset, view.strides)
-    if array._readonly:
-        memory.flags.writeable = False
-    array._held = memory
-    held.remember(base, array)
-    return memory
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------
@@ -518,8 +451,8 @@ from shoal.numpy import (  # noqa: E402
     _einsum,  # noqa: F401  (einsum as views, sums and matrix products)
     _fast_ufunc,
     _flat,
+    _held_indexing,
     _index,
-    _indexed,
     _memory_overlap,  # noqa: F401  (shares_memory, may_share_memory)
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)

@@ -9,9 +9,9 @@ import numpy as np
 
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._fperr import deliver_now, plain, strict
+from shoal.numpy._held_indexing import held_memory
 from shoal.numpy._lazy import (
     deliver,
-    held_memory,
     is_lazy,
     is_small,
     new_array,

@@ -13,7 +13,8 @@ from shoal.numpy import _linalg, _reduce, _shape, _sorting
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
-from shoal.numpy._lazy import held_memory, ndarray
+from shoal.numpy._held_indexing import held_memory
+from shoal.numpy._lazy import ndarray
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.numpy._lazy import held_memory, ndarray
+from shoal.numpy._held_indexing import held_memory
+from shoal.numpy._lazy import ndarray
 
 
 def task_value(value: Any) -> Any:

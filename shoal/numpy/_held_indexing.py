@@ -1,0 +1,74 @@
+"""Indexing a lazy array whose base is held (:mod:`shoal.held`): NumPy's views of the held
+memory, and the large views that go back to lazy work instead."""
+
+from __future__ import annotations
+
+import dis
+import sys
+import types
+from typing import Any
+
+import numpy as np
+
+from shoal import held
+from shoal.numpy import _index, _indexed
+from shoal.numpy._lazy import from_numpy, is_small, ndarray
+
+
+def held_memory(value: Any) -> Any:
+    """``value``'s NumPy view of its held base (:mod:`shoal.held`) if it is a lazy array of one,
+    ``value`` itself if it is not a lazy array, else None."""
+    if type(value) is not ndarray:
+        return value
+    memory = value._held
+    if memory is None and value._base.held is not None and not value._scalar:
+        memory = own_view(value)
+    return memory
+
+
+def own_view(array: ndarray) -> np.ndarray:
+    """``array``'s view of its base's held memory, read-only if ``array`` is, kept by ``array``
+    for its next indexing (a loop indexes the same array again and again) until the base is
+    handed back."""
+    base = array._base
+    view = array._view
+    memory = np.ndarray(view.shape, view.dtype, base.held, view.offset, view.strides)
+    if array._readonly:
+        memory.flags.writeable = False
+    array._held = memory
+    held.remember(base, array)
+    return memory
+
+
+def large_view(array: ndarray, key: Any) -> Any:
+    """``array[key]`` of a held base where the view is large (the settled threshold or more):
+    whole-array work on it belongs to the engine, which would otherwise take a NumPy view of the
+    held memory as outside data, copying it for every operation. The base goes back to the engine
+    and the view is lazy, unless NumPy views of its memory are alive or the view is the target of
+    an in-place update (``a[k:, k:] -= np.outer(...)`` of an LU step, whose operands are NumPy's
+    views of the held memory): then NumPy's view."""
+    if not _augmented_target(sys._getframe(2)) and array._base.runtime.release_hold(array._base.id):
+        return _index.getitem(array, key)
+    return own_view(array)[key]
+
+
+_COPY, _CACHE = dis.opmap["COPY"], dis.opmap["CACHE"]
+
+
+def _augmented_target(frame: types.FrameType) -> bool:
+    """True if ``frame`` is reading ``x[key]`` to update it in place (``x[key] -= y``): the
+    interpreter copies the array and the key first (``COPY 2`` twice), and only there. A
+    specialized subscript reports the last of its inline cache entries as the instruction."""
+    code, at = frame.f_code.co_code, frame.f_lasti
+    while at >= 2 and code[at] == _CACHE:
+        at -= 2
+    return at >= 4 and code[at - 4] == _COPY and code[at - 3] == 2 and code[at - 2] == _COPY and code[at - 1] == 2
+
+
+def indexed(memory: np.ndarray, key: Any) -> Any:
+    """``memory[key]``, a large new array (``key`` an index array or list) as a lazy array, as
+    indexing a lazy array gives, so that a lazy operation takes it without a snapshot copy."""
+    result = memory[_indexed.settled_key(key)]
+    if type(result) is np.ndarray and result.base is not memory.base and not is_small(result.size):
+        return from_numpy(result, copy=False)
+    return result
