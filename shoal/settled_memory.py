@@ -85,8 +85,7 @@ class SettledMemory:
 
     def offers_memory(self: Runtime) -> bool:
         """True if the component hands out the memory of settled bases (it runs in this process)."""
-        engine = self.engine
-        return type(engine).memory is not Component.memory
+        return _offers_memory(self.engine)
 
     def held_view(self: Runtime, view: View) -> np.ndarray | None:
         """``view`` of its base's held memory, for the program to keep (a row ``a[i]`` that an
@@ -132,7 +131,7 @@ class SettledMemory:
             if not element and self._small_run < SETTLING_RUN:
                 return None
             engine = self._engine
-            if engine is None or type(engine).memory is Component.memory:
+            if engine is None or not _offers_memory(engine):
                 return None
             self.flush()
             if element and base not in self._declared and base not in self.held:
@@ -196,3 +195,7 @@ class SettledMemory:
         if write:
             drawn.spoil(data)
         return data
+
+
+def _offers_memory(engine: Component) -> bool:
+    return type(engine).memory is not Component.memory

@@ -106,7 +106,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
 def _numpy_like(prototype: Any, shape: Any) -> bool:
     """True if a ``*_like`` call is NumPy's own: a small NumPy prototype (whose memory layout
     and subclass NumPy's call keeps) and no new shape."""
-    return shape is None and isinstance(prototype, np.ndarray) and prototype.size < _runtime.current().eager_threshold
+    return shape is None and isinstance(prototype, np.ndarray) and is_small(prototype.size)
 
 
 def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
@@ -156,7 +156,7 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
             value = np.array(obj, dtype)  # the defaults, by position: a third of the call's cost
         else:
             value = np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
-        return value if value.size < _runtime.current().eager_threshold else from_numpy(value, copy=False)
+        return value if is_small(value.size) else from_numpy(value, copy=False)
     if is_lazy(obj):
         result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
         if copy is True and result is obj:

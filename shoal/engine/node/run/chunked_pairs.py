@@ -28,6 +28,7 @@ from shoal.engine import fp_signals
 from shoal.engine.component import name_instruction
 from shoal.engine.fp_signals import NumpyLog, category, logging_state, named
 from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.run.zero_fills import whole_base
 
 CHUNK_ELEMENTS = 1 << 16  # a temporary's chunk: 512 KiB of float64, inside the 1 MiB L2
 MIN_ELEMENTS = 1 << 17  # below this the whole calls are as fast: no chunking
@@ -58,7 +59,7 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     shape = out.shape
     if temporary.shape != shape or len(shape) == 0 or shape[0] < 2 or math.prod(shape) < MIN_ELEMENTS:
         return 0
-    if not _whole(temporary, storage) or out.base == temporary.base:
+    if not whole_base(temporary, storage.decl(temporary.base)) or out.base == temporary.base:
         return 0
     reads = [operand for operand in second.inputs if isinstance(operand, View) and operand.base == temporary.base]
     if not reads or any(view != temporary for view in reads):
@@ -90,12 +91,6 @@ def _released_next(instructions: Sequence[Instruction], start: int, base: int) -
 def _element_wise(instruction: Instruction) -> bool:
     entry = spec(instruction.op)
     return entry.kind is Kind.ELEMENTWISE and entry.ufunc is not None and len(instruction.outputs) == 1 and instruction.outputs[0].dtype.kind in _NUMERIC
-
-
-def _whole(view: View, storage: Storage) -> bool:
-    """True if ``view`` is all of its base, C-ordered."""
-    decl = storage.decl(view.base)
-    return view.offset == 0 and view.dtype == decl.dtype and view.size == decl.size and view.is_contiguous()
 
 
 def _value(operand: Any, storage: Storage) -> Any:

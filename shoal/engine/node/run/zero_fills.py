@@ -59,7 +59,7 @@ def _zero_fills(batch: Batch) -> dict[int, tuple[int, Instruction | None]]:
             continue
         out = instruction.outputs[0]
         decl = fresh.get(out.base)
-        if decl is None or out.base in filled or not _whole(out, decl.dtype, decl.size):
+        if decl is None or out.base in filled or not whole_base(out, decl):
             continue
         if instruction.op == "fill":
             if not _zero_bytes(instruction, out.dtype):
@@ -91,15 +91,9 @@ def _diagonal_of_ones(out: View, k: int) -> Instruction | None:
     return Instruction("fill", (diagonal,), (Const(out.dtype.type(1)),))
 
 
-def _whole(view: View, dtype: np.dtype, size: int) -> bool:
-    if view.offset != 0 or view.dtype != dtype or view.size != size:
-        return False
-    step = dtype.itemsize
-    for extent, stride in zip(reversed(view.shape), reversed(view.strides)):
-        if extent != 1 and stride != step:
-            return False
-        step *= extent
-    return True
+def whole_base(view: View, decl: BaseDecl) -> bool:
+    """True if ``view`` is all of base ``decl``, C-ordered."""
+    return view.offset == 0 and view.dtype == decl.dtype and view.size == decl.size and view.is_contiguous()
 
 
 def _zero_bytes(instruction: Instruction, dtype: np.dtype) -> bool:

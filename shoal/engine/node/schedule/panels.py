@@ -43,14 +43,20 @@ def row_panels(context: BuildContext, instruction: Instruction) -> bool:
     ops = []
     for start in range(0, a.shape[0], rows):
         stop = min(start + rows, a.shape[0])
-        a_panel = View(a.base, a.dtype, a.offset + start * a.strides[0], (stop - start, a.shape[1]), a.strides)
-        out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, out.shape[1]), out.strides)
+        a_panel = _block(a, start, 0, stop - start, a.shape[1])
+        out_panel = _block(out, start, 0, stop - start, out.shape[1])
         run = partial(run_panel, context.storage, a_panel, b, out_panel, instruction)
         reads = tuple(context.view_blocks(a_panel)) + b_blocks
         ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(out_panel)), (a.base, b.base, out.base), (out.base,), label="panel", origin=origin))
     context.deps.insert_group(ops)
     context.counts.product_panels += len(ops)
     return True
+
+
+def _block(view: View, row: int, column: int, rows: int, columns: int) -> View:
+    """The ``rows`` x ``columns`` block of 2-D ``view`` from element (``row``, ``column``)."""
+    return View(view.base, view.dtype, view.offset + row * view.strides[0] + column * view.strides[1], (rows, columns), view.strides)
+
 
 def _symmetric(a: View, b: View, out: View) -> bool:
     """True if ``a @ b`` is ``x @ x.T`` (or ``x.T @ x``): ``b`` shows ``a``'s elements transposed,
@@ -76,9 +82,9 @@ def _symmetric_panels(context: BuildContext, instruction: Instruction, a: View, 
     origin = context.origin((instruction,))
     ops = []
     for start, stop in reversed(list(pairwise(bounds))):  # the largest first
-        a_panel = View(a.base, a.dtype, a.offset + start * a.strides[0], (stop - start, a.shape[1]), a.strides)
-        b_columns = View(b.base, b.dtype, b.offset, (b.shape[0], stop), b.strides)
-        out_panel = View(out.base, out.dtype, out.offset + start * out.strides[0], (stop - start, stop), out.strides)
+        a_panel = _block(a, start, 0, stop - start, a.shape[1])
+        b_columns = _block(b, 0, 0, b.shape[0], stop)
+        out_panel = _block(out, start, 0, stop - start, stop)
         run = partial(run_lower_panel, context.storage, a_panel, b_columns, out_panel, instruction)
         reads = tuple(context.view_blocks(a_panel)) + tuple(context.view_blocks(b_columns))
         ops.append(BlockOp(context.next_seq(), run, reads, tuple(context.view_blocks(out_panel)), (a.base, out.base), (out.base,), label="panel", origin=origin))
@@ -86,8 +92,8 @@ def _symmetric_panels(context: BuildContext, instruction: Instruction, a: View, 
     for start, stop in pairwise(bounds):
         if stop == rows:
             continue
-        upper = View(out.base, out.dtype, out.offset + start * out.strides[0] + stop * out.strides[1], (stop - start, rows - stop), out.strides)
-        lower = View(out.base, out.dtype, out.offset + stop * out.strides[0] + start * out.strides[1], (rows - stop, stop - start), out.strides)
+        upper = _block(out, start, stop, stop - start, rows - stop)
+        lower = _block(out, stop, start, rows - stop, stop - start)
         run = partial(run_mirror, context.storage, upper, lower)
         mirrors.append(BlockOp(context.next_seq(), run, tuple(context.view_blocks(lower)), tuple(context.view_blocks(upper)), (out.base,), (out.base,), label="mirror", origin=origin))
     context.deps.insert_group(ops)
