@@ -12,9 +12,11 @@ it. Nothing is unpickled.
 
 from __future__ import annotations
 
+import array
 import atexit
 import enum
 import os
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -148,6 +150,7 @@ class Session:
         """Print ``message`` and end every rank of the job now."""
         sys.stderr.write(f"shoal: {message}\n")
         sys.stderr.flush()
+        _wait_until_read(sys.stderr)
         self.world.Abort(code)
 
     def finish(self) -> None:
@@ -156,6 +159,30 @@ class Session:
         if self.rank == 0 and not self.finished:
             self.send(Command.SHUTDOWN)
             self.gather_text(None)
+
+
+def _wait_until_read(stream: object, seconds: float = 2.0) -> None:
+    """Wait (at most ``seconds``) until the launcher has read what this rank wrote to ``stream``.
+
+    ``mpiexec`` forwards a rank's output from a pipe; on ``MPI_Abort`` it ends every process, and
+    a line still in the pipe is lost, so a failed rank could end the job without being named.
+    Once the pipe is empty the launcher has taken the line, ahead of the abort."""
+    try:
+        import fcntl
+        import termios
+
+        descriptor = stream.fileno()  # type: ignore[attr-defined]
+        if not stat.S_ISFIFO(os.fstat(descriptor).st_mode):
+            return
+        waiting_bytes = array.array("i", [0])
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            fcntl.ioctl(descriptor, termios.FIONREAD, waiting_bytes)
+            if waiting_bytes[0] == 0:
+                return
+            time.sleep(0.001)
+    except (AttributeError, ImportError, OSError, ValueError):
+        return
 
 
 def _yielding(local_ranks: int) -> bool:
