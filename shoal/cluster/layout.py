@@ -3,8 +3,10 @@
 A base at or above the distribution threshold is split into one contiguous range of elements per
 rank (a block distribution of its flat element range, so of its leading axis: the ranges are
 whole rows of the first multi-dimensional C-ordered view that covers the base, which keeps the
-halo of a stencil along that axis to one row per neighbour). A smaller base lives whole on rank 0.
-Each rank keeps its range as one base of its own node engine.
+halo of a stencil along that axis to one row per neighbour). A base that leads with a few
+components over a grid (``(9, ny, nx)``: :func:`components_first`) is split along its second
+axis instead, every component of a point on one rank (:func:`by_components`). A smaller base
+lives whole on rank 0. Each rank keeps its range as one base of its own node engine.
 
 With ``SHOAL_CLUSTER_LAYOUT=block-cyclic`` a distributed base has a
 :class:`shoal.cluster.cyclic.CyclicLayout` instead (blocks dealt cyclically over a process grid);
@@ -25,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal.bytecode import View
-from shoal.cluster.cyclic import CyclicLayout, pairwise_runs, sorted_unique
+from shoal.cluster.cyclic import CyclicLayout, cyclic, pairwise_runs, sorted_unique
 
 Box = tuple[tuple[int, int], ...]
+COMPONENTS = 16  # a leading axis shorter than this, before one of this many rows per rank, holds components
 
 
 class TooFragmented(Exception):
@@ -123,6 +126,20 @@ def local_part(data: np.ndarray, layout: AnyLayout, rank: int, already: bool) ->
     if already:
         return data
     return layout.part(data, rank)
+
+
+def components_first(grid: tuple[int, ...], ranks: int) -> bool:
+    """Whether a base of ``grid`` (three or more axes) leads with an axis of a few components
+    (lattice Boltzmann's 9 populations, colour channels, x/y/z) over a large grid: its blocks then
+    split the second axis and keep every component of a point on one rank, so an operation that
+    combines components (a sum over them, indexing them) needs no message."""
+    return len(grid) >= 3 and grid[0] < COMPONENTS and grid[1] >= COMPONENTS * ranks
+
+
+def by_components(ranks: int, grid: tuple[int, ...], itemsize: int) -> CyclicLayout:
+    """The layout of a base for which :func:`components_first` holds: one block of the second
+    axis per rank, every component inside it."""
+    return cyclic(ranks, grid, itemsize, (grid[0], -(-grid[1] // ranks)))
 
 
 def row_length(view: View, size: int) -> int:

@@ -39,6 +39,8 @@ from shoal.cluster.layout import (
     TooFragmented,
     block,
     broadcast_to,
+    by_components,
+    components_first,
     local_part,
     owner,
     row_length,
@@ -46,6 +48,7 @@ from shoal.cluster.layout import (
     sub_view,
     whole_on,
 )
+from shoal.cluster.leading_gather import plan_leading_gather
 from shoal.cluster.matmul import plan_matmul
 from shoal.cluster.ops import Access, Op, access, contiguous, release_of
 from shoal.cluster.plan_cache import (
@@ -129,20 +132,23 @@ class Planner(GatheredPlanning):
             for view in (*instruction.outputs, *instruction.inputs):
                 if isinstance(view, View) and view.base not in rows:
                     rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-                if cyclic_mode and isinstance(view, View) and view.base not in grids:
+                if isinstance(view, View) and view.base not in grids:
                     grid = grid_shape(view, decl_sizes.get(view.base, -1))
                     if grid is not None:
                         grids[view.base] = grid
         layouts: dict[int, AnyLayout] = {}
         for decl in batch.bases:
             if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
+                grid = grids.get(decl.id)
                 if cyclic_mode:
                     # automatic blocks for a grid that is unknown (data from Python, flat) or has
                     # fewer axes than the block shape names
-                    grid = grids.get(decl.id)
                     block_shape = self.config.block if grid is not None and len(grid) >= len(self.config.block) else ()
                     found = self._aligned(batch, decl, grid, layouts) if grid is not None and not block_shape else None
                     layouts[decl.id] = found or cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
+                    continue
+                if grid is not None and components_first(grid, self.ranks):
+                    layouts[decl.id] = by_components(self.ranks, grid, decl.dtype.itemsize)
                     continue
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
@@ -326,6 +332,8 @@ class Planner(GatheredPlanning):
                         continue
                 except TooFragmented:
                     pass
+            if instruction.op == "gather" and plan_leading_gather(self, instruction):
+                continue
             if entry.kind is Kind.REDUCTION and plan_reduction(self, instruction):
                 continue
             if entry.kind is Kind.LINALG and plan_matmul(self, instruction):

@@ -17,6 +17,8 @@ from shoal.cluster.layout import (
     TooFragmented,
     block,
     broadcast_to,
+    by_components,
+    components_first,
     owner,
     row_length,
     split,
@@ -53,6 +55,19 @@ def test_block_layout_splits_whole_rows_as_evenly_as_rows_allow() -> None:
     assert block(3, 10, 8).starts == (0, 4, 7, 10)
     assert block(2, 7, 8, row=3).starts == (0, 4, 7)  # a row length that does not divide: elements
     assert not whole_on(0, 3, 100, 8).distributed and layout.distributed
+
+
+def test_a_few_leading_components_stay_together_and_rows_split_as_a_grid_of_their_own() -> None:
+    assert components_first((9, 256, 512), 2) and components_first((3, 64, 5), 4)
+    assert not components_first((16, 256, 512), 2)  # a leading axis of 16 or more is the one to split
+    assert not components_first((9, 31, 512), 2)  # too few rows of the grid per rank
+    assert not components_first((9, 4096), 2)  # two axes: rows as usual
+    for ranks in (2, 4):
+        populations = by_components(ranks, (9, 256, 512), 8)
+        density = block(ranks, 256 * 512, 8, row=512)
+        for y in range(0, 256, 7):
+            rows = {owner(View(1, np.dtype("f8"), (c * 256 + y) * 4096, (512,), (8,)), populations) for c in range(9)}
+            assert rows == {owner(View(2, np.dtype("f8"), y * 4096, (512,), (8,)), density)}
 
 
 def test_row_length_only_for_a_c_ordered_view_of_the_whole_base() -> None:
