@@ -29,6 +29,7 @@ import numpy as np
 from shoal.bytecode import View
 
 CYCLES = 4  # blocks per rank along the split axis when no block shape is given
+LOCATED_KEPT = 1 << 14  # views a layout remembers the place of
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class CyclicLayout:
     def __post_init__(self) -> None:
         if not self.origin:
             object.__setattr__(self, "origin", (0,) * len(self.grid))
+        object.__setattr__(self, "_located", {})  # locate's answers: a loop meets the same views again
 
     @property
     def size(self) -> int:
@@ -116,6 +118,18 @@ class CyclicLayout:
     def locate(self, view: View) -> tuple[int, int, tuple[int, ...]] | None:
         """(rank, local byte offset, local byte strides) of ``view`` when it is grid-affine and
         inside one block, else None."""
+        key = (view.offset, view.shape, view.strides, view.dtype)
+        located: dict = self._located  # type: ignore[attr-defined]
+        try:
+            return located[key]
+        except KeyError:
+            pass
+        if len(located) >= LOCATED_KEPT:
+            located.clear()
+        found = located[key] = self._locate(view)
+        return found
+
+    def _locate(self, view: View) -> tuple[int, int, tuple[int, ...]] | None:
         if view.size == 0:
             return None
         found = self._elements(view)
@@ -323,8 +337,13 @@ def process_grid(ranks: int, split_axes: int) -> tuple[int, ...]:
 def cyclic(ranks: int, grid: tuple[int, ...], itemsize: int, block: Sequence[int] = ()) -> CyclicLayout:
     """The block-cyclic layout of ``grid`` over ``ranks``: ``block`` gives the block extent of
     the leading axes (the rest whole); without it, blocks of whole rows (whole elements for a
-    flat grid), ``CYCLES`` per rank, as even as rows allow."""
-    grid = tuple(grid)
+    flat grid), ``CYCLES`` per rank, as even as rows allow. The same arguments give the same
+    object, whose answers to :meth:`CyclicLayout.locate` a loop's next base then reuses."""
+    return _cyclic(ranks, tuple(int(n) for n in grid), itemsize, tuple(int(b) for b in block))
+
+
+@functools.lru_cache(maxsize=256)
+def _cyclic(ranks: int, grid: tuple[int, ...], itemsize: int, block: tuple[int, ...]) -> CyclicLayout:
     if not block:
         rows = max(1, -(-grid[0] // (CYCLES * ranks)))
         shape = (rows, *grid[1:])

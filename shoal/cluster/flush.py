@@ -44,6 +44,8 @@ from shoal.cluster.plan_cache import Template
 from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
 from shoal.engine.component import Component
 
+ACCESS_KEYS_KEPT = 1 << 16  # accesses whose dependency keys a rank remembers (a loop's repeat)
+
 
 @dataclass
 class CommStats:
@@ -84,6 +86,7 @@ class Flusher:
         self._sends: list[tuple[object, np.ndarray]] = []
         self._receiving: list[BlockOp] = []
         self._plan: dict[int, Op] = {}
+        self._access_keys: dict[tuple[Access, int | None], tuple[tuple[int, int], ...]] = {}  # the blocks of an access, by its block size
         self._block_of: dict[int, BlockOp] = {}  # id of an op of the batch -> its block operation
         self._feeding: set[int] = set()  # ids of the block operations that read what the gathered batch writes
         self.graphs_reused = 0  # batches whose dependency graph came with their plan
@@ -92,14 +95,21 @@ class Flusher:
 
     def _keys(self, accesses: list[Access]) -> tuple[tuple[int, int], ...]:
         keys: list[tuple[int, int]] = []
-        for base, low, high in accesses:
+        known = self._access_keys
+        for access in accesses:
+            base, low, high = access
             size = self.block_bytes.get(base)
-            if size is None:
-                keys.append((base, 0))
-                continue
-            last = max(low, high - 1)
-            keys.extend((base, block) for block in range(low // size, last // size + 1))
-        return tuple(dict.fromkeys(keys))
+            found = known.get((access, size))
+            if found is None:
+                if size is None:
+                    found = ((base, 0),)
+                else:
+                    found = tuple((base, block) for block in range(low // size, max(low, high - 1) // size + 1))
+                if len(known) >= ACCESS_KEYS_KEPT:
+                    known.clear()
+                known[(access, size)] = found
+            keys.extend(found)
+        return tuple(dict.fromkeys(keys)) if len(accesses) > 1 else tuple(keys)
 
     # ------------------------------------------------------------------ operations
 

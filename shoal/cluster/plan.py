@@ -170,6 +170,11 @@ class Planner(GatheredPlanning):
                         return found
         return None
 
+    def _by_components(self, layout: AnyLayout) -> bool:
+        """Whether ``layout`` keeps components together (rows mode only): like a base with halos,
+        its instructions are about one piece per rank, so fewer dependency blocks do."""
+        return isinstance(layout, CyclicLayout) and self.config.layout != "block-cyclic"
+
     def _declare(self, batch: Batch) -> None:
         layouts = self.new_layouts(batch)
         first = Op("compute")
@@ -188,7 +193,7 @@ class Planner(GatheredPlanning):
             local = self._new_local()
             self.local[decl.id] = local
             self.declared[decl.id] = local
-            blocks = HALO_BLOCKS_PER_BASE if layout.halo else BLOCKS_PER_BASE
+            blocks = HALO_BLOCKS_PER_BASE if layout.halo or self._by_components(layout) else BLOCKS_PER_BASE
             self.block_bytes[local] = max(MIN_BLOCK_BYTES, count * decl.dtype.itemsize // blocks)
             data = batch.data.get(decl.id)
             if data is None:
