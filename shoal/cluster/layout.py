@@ -152,8 +152,12 @@ def row_length(view: View, size: int) -> int:
 
 def sub_view(view: View, box: Box) -> View:
     """The part of ``view`` inside ``box``."""
-    offset = view.offset + sum(low * stride for (low, _), stride in zip(box, view.strides))
-    return View(view.base, view.dtype, offset, tuple(high - low for low, high in box), view.strides)
+    offset = view.offset
+    shape = []
+    for (low, high), stride in zip(box, view.strides):
+        offset += low * stride
+        shape.append(high - low)
+    return View(view.base, view.dtype, offset, tuple(shape), view.strides)
 
 
 def broadcast_to(view: View, shape: tuple[int, ...]) -> View:

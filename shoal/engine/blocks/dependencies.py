@@ -136,6 +136,8 @@ class DependencyLists:
 
 def _read_untouched_bases(op: BlockOp) -> None:
     """Give ``op`` a read of block 0 of every base it needs but accesses no block of."""
+    if not op.bases:
+        return
     touched = {base for base, _ in op.reads} | {base for base, _ in op.writes}
     missing = tuple((base, 0) for base in op.bases if base not in touched)
     if missing:
