@@ -90,6 +90,20 @@ def load_arrays(path: Path) -> dict[str, np.ndarray]:
         return {name: data[name] for name in data.files}
 
 
+def assert_same_arrays(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], reordered: frozenset[str] = frozenset()) -> None:
+    """``got`` holds ``expected``'s arrays: the same names, dtypes and shapes, the same values
+    bit for bit except those named in ``reordered`` (sums the ranks may add in another order),
+    which agree to 1e-12 relative."""
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        have = got[name]
+        assert have.dtype == want.dtype and have.shape == want.shape, name
+        if name in reordered:
+            np.testing.assert_allclose(have, want, rtol=1e-12, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(have, want, err_msg=name)
+
+
 def numpy_arrays(program: Path, directory: Path) -> dict[str, np.ndarray]:
     """The arrays ``program`` writes when run under plain NumPy (into ``directory``)."""
     path = directory / "expected.npz"

@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster.harness import PROGRAMS, lines, load_arrays, numpy_arrays, run
+from cluster.harness import PROGRAMS, assert_same_arrays, lines, load_arrays, numpy_arrays, run
 
 pytestmark = pytest.mark.full
 
 PROGRAM = PROGRAMS / "components.py"
-REORDERED = {"sum0", "weighted", "steps"}
+REORDERED = frozenset({"sum0", "weighted", "steps"})
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +29,4 @@ def test_components_give_numpys_results_without_gathering(ranks: int, expected: 
     assert result.returncode == 0, result.stderr
     assert lines(result.stdout, "cases:") == [str(len(expected))]
     assert "the cluster runs" not in result.stderr
-    got = load_arrays(path)
-    assert sorted(got) == sorted(expected)
-    for name, want in expected.items():
-        have = got[name]
-        assert have.dtype == want.dtype and have.shape == want.shape, name
-        if name in REORDERED:
-            np.testing.assert_allclose(have, want, rtol=1e-12, atol=0, err_msg=name)
-        else:
-            np.testing.assert_array_equal(have, want, err_msg=name)
+    assert_same_arrays(load_arrays(path), expected, REORDERED)

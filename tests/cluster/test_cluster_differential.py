@@ -8,13 +8,21 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cluster.harness import PROGRAMS, environment, lines, load_arrays, numpy_arrays, run
+from cluster.harness import (
+    PROGRAMS,
+    assert_same_arrays,
+    environment,
+    lines,
+    load_arrays,
+    numpy_arrays,
+    run,
+)
 
 pytestmark = pytest.mark.full
 
 PROGRAM = PROGRAMS / "differential.py"
 # Element-wise results must be NumPy's to the bit; reductions and products may sum in another order.
-REORDERED = {"sum", "sum0", "sum1", "mean", "matmul", "dot", "self_sum", "cumsum"}
+REORDERED = frozenset({"sum", "sum0", "sum1", "mean", "matmul", "dot", "self_sum", "cumsum"})
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +38,7 @@ def cluster_results(ranks: int, path: Path, **env: str) -> dict[str, np.ndarray]
 
 
 def assert_same(got: dict[str, np.ndarray], expected: dict[str, np.ndarray]) -> None:
-    assert sorted(got) == sorted(expected)
-    for name, want in expected.items():
-        have = got[name]
-        assert have.dtype == want.dtype and have.shape == want.shape, name
-        if name in REORDERED:
-            np.testing.assert_allclose(have, want, rtol=1e-12, atol=0, err_msg=name)
-        else:
-            np.testing.assert_array_equal(have, want, err_msg=name)
+    assert_same_arrays(got, expected, REORDERED)
 
 
 @pytest.mark.parametrize("ranks", [1, 2, 3])

@@ -93,27 +93,19 @@ class DependencyLists:
             self._depend(op, after, predecessors)
         blocks = self._blocks
         if len(ops) == 1:
-            (op,) = ops
-            for key in op.writes:
-                blocks[key] = _BlockState([op], [])
-            for key in op.reads:
-                state = blocks.get(key)
-                if state is None:
-                    blocks[key] = _BlockState([], [op])
-                elif op not in state.writers:
-                    state.readers.append(op)
-            self.ops.append(op)
-            return
-        written: dict[tuple[int, int], list[BlockOp]] = {}
-        for op in ops:
-            for key in op.writes:
-                writers = written.get(key)
-                if writers is None:
-                    written[key] = [op]
-                else:
-                    writers.append(op)
-        for key, writers in written.items():
-            blocks[key] = _BlockState(writers, [])
+            for key in ops[0].writes:
+                blocks[key] = _BlockState([ops[0]], [])
+        else:
+            written: dict[tuple[int, int], list[BlockOp]] = {}
+            for op in ops:
+                for key in op.writes:
+                    writers = written.get(key)
+                    if writers is None:
+                        written[key] = [op]
+                    else:
+                        writers.append(op)
+            for key, writers in written.items():
+                blocks[key] = _BlockState(writers, [])
         for op in ops:
             for key in op.reads:
                 state = blocks.get(key)
