@@ -114,6 +114,9 @@ class Planner(GatheredPlanning):
         self.template: Template | None = None  # the cached plan the last batch's operations follow
         self.key: tuple | None = None  # the last batch's plan-cache key
         self.local_data = False  # the batch's data is already this rank's part (not rank 0's whole arrays)
+        self.later: list[Instruction] = []  # the instructions of the batch being planned
+        self.position = 0  # the one being planned among them
+        self.temporaries: set[int] = set()  # the bases the batch being planned releases
 
     # ------------------------------------------------------------------ bases
 
@@ -321,7 +324,10 @@ class Planner(GatheredPlanning):
         self.declared_layouts = {}
         self._declare(batch)
         self.first_ops = []
-        for instruction in batch.instructions:
+        self.later = batch.instructions
+        self.temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
+        for position, instruction in enumerate(batch.instructions):
+            self.position = position
             self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's
             if instruction.op == "release":
                 self._release(int(instruction.attr("base")))

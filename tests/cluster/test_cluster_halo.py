@@ -125,6 +125,30 @@ def test_own_rows_sweeps_are_alike_and_exchange_before_computing(ranks: int) -> 
                 assert holder.instructions and any(view.base == decl.id for instruction in holder.instructions for view in instruction.outputs)
 
 
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_redundant_rows_give_every_instruction_of_an_expression_one_shape(ranks: int) -> None:
+    """With redundant halo rows each temporary is computed only on the rows the next instruction
+    can use: ``c + n`` would otherwise get a row more than ``(c + n) + s`` on a rank whose halo
+    lies on one side, and that rank's node engine could not fuse the expression."""
+    ids = Ids()
+    grid = ids()
+    stream = [creation(grid, 1)] + [sweep(grid, ids) for _ in range(6)]
+    sides = [Planner(rank, ranks, PlanConfig(min_bytes=256, cache_size=0, halo_rows=3, redundant_rows=True), TAGS) for rank in range(ranks)]
+    for side in sides:
+        side.plan(stream[0])
+    for batch in stream[1:]:
+        for side in sides:
+            shapes = {shape for op, shape in computed_shapes(side.plan(batch)) if op in ("add", "multiply")}
+            assert len(shapes) == 1, (side.rank, shapes)
+    for side in sides:  # each rank still computes its own rows every sweep
+        assert all(low <= owned_low and owned_high <= high for (low, high), (owned_low, owned_high) in zip(side.valid[grid], _own_bytes(side, grid)))
+
+
+def _own_bytes(planner: Planner, base: int) -> list[tuple[int, int]]:
+    layout = planner.layouts[base]
+    return [(layout.starts[rank] * layout.itemsize, layout.starts[rank + 1] * layout.itemsize) for rank in range(planner.ranks)]
+
+
 @pytest.mark.full
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_the_halo_sweeps_follow_the_measured_link(ranks: int, tmp_path: Path) -> None:
