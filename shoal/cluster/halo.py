@@ -149,17 +149,17 @@ def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
         return False
     if not planner.config.redundant_rows:
         return _plan_owned(planner, instruction, views, rows, owned)
-    reader = next_reader(planner, out) if out.base in planner.temporaries else None  # a temporary's next reader
+    readers = later_readers(planner, out) if out.base in planner.temporaries else None
     boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])
-    if boxes is not None and reader is not None and reader.boxes(planner, out, rows[0], boxes) is None:
-        boxes = None  # the reader will need an exchange: make it now, so both see the same rows
+    if boxes is not None and readers and readers[0].needs_exchange(planner, out, rows[0], boxes):
+        boxes = None  # its first reader will exchange its other inputs: do it now, for both
     if boxes is None:
-        bases = [view.base for view in views[1:]] + ([] if reader is None else reader.other_bases(out.base))
+        bases = [view.base for view in views[1:]] + (readers[0].other_bases(out.base) if readers else [])
         exchange(planner, list(dict.fromkeys(bases)))
         boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])
         assert boxes is not None
-    if reader is not None:
-        boxes = reader.clamp(planner, out, rows[0], owned, boxes)
+    if readers:
+        boxes = _read_rows(planner, readers, out, rows[0], owned, boxes)
     begin, end = boxes[planner.rank]
     if end > begin:
         _compute_rows(planner, instruction, shape, begin, end)
@@ -315,8 +315,8 @@ def _exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] 
 
 @dataclass(frozen=True)
 class Reader:
-    """The next instruction reading a temporary: its output and input views (broadcast to its
-    shape), their rows in their bases, and each rank's own rows of its output.
+    """An instruction reading a temporary: its output and input views (broadcast to its shape),
+    their rows in their bases, and each rank's own rows of its output.
 
     Each instruction computes as many redundant rows as its inputs allow, so in ``g[1:-1] +
     g[:-2] + g[2:]`` the first sum could get a row more than the second, or be computed before
@@ -332,41 +332,53 @@ class Reader:
         """The bases it reads besides ``base``."""
         return [view.base for view in self.views[1:] if view.base != base]
 
-    def boxes(self, planner: Planner, out: View, geometry: Rows, boxes: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
-        """Each rank's rows it could compute once ``out`` has ``boxes`` (None: not its own)."""
+    def boxes(self, planner: Planner, out: View, geometry: Rows, boxes: list[tuple[int, int]], exchanged: bool = False) -> list[tuple[int, int]] | None:
+        """Each rank's rows it could compute once ``out`` has ``boxes``, with its other inputs as
+        they are (or all current, if ``exchanged``); None if some rank could not compute its own."""
         current = _written(planner, out, geometry, boxes)
-        valid = [current if view.base == out.base else planner.valid[view.base] for view in self.views[1:]]
+        valid = [current if view.base == out.base else _local(planner, view.base) if exchanged else planner.valid[view.base] for view in self.views[1:]]
         return _boxes(planner, self.views, self.rows, self.owned, valid)
 
-    def clamp(self, planner: Planner, out: View, geometry: Rows, owned: list[tuple[int, int]], boxes: list[tuple[int, int]]) -> list[tuple[int, int]]:
-        """``boxes`` cut to the rows of ``out`` it reads (each rank's own rows always kept)."""
+    def needs_exchange(self, planner: Planner, out: View, geometry: Rows, boxes: list[tuple[int, int]]) -> bool:
+        """Whether it will exchange its other inputs, and that exchange alone lets it compute."""
+        return self.boxes(planner, out, geometry, boxes) is None and self.boxes(planner, out, geometry, boxes, exchanged=True) is not None
+
+    def spans(self, planner: Planner, out: View, geometry: Rows, boxes: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
+        """Per rank, the bytes of ``out``'s base it reads computing those rows (empty: none)."""
         reading = self.boxes(planner, out, geometry, boxes)
         if reading is None:
-            return boxes
+            return None
         result = []
-        for (begin, end), (low_row, high_row), (mine_begin, mine_end) in zip(boxes, reading, owned):
+        for low_row, high_row in reading:
             spans = [_read_bytes(rows, low_row, high_row) for view, rows in zip(self.views[1:], self.rows[1:]) if view.base == out.base]
             spans = [span for span in spans if span[1] > span[0]]
-            if end <= begin or not spans:
-                result.append((begin, end))
-                continue
-            first, last = _overlapping(geometry, out.shape[0], min(low for low, _ in spans), max(high for _, high in spans))
-            new_begin, new_end = max(begin, first), min(end, last)
-            if mine_end > mine_begin:
-                new_begin, new_end = min(new_begin, mine_begin), max(new_end, mine_end)
-            result.append((new_begin, new_end) if new_end > new_begin else (0, 0))
+            result.append((min(low for low, _ in spans), max(high for _, high in spans)) if spans else (0, 0))
         return result
 
 
-def next_reader(planner: Planner, out: View) -> Reader | None:
-    """The next instruction of the batch that reads ``out``'s base, if it is one that halos
-    plan (one output, every operand a base with halos, rows in order); else None."""
-    reader = next((later for later in planner.later[planner.position + 1 :] if any(isinstance(view, View) and view.base == out.base for view in later.inputs)), None)
-    if reader is None or len(reader.outputs) != 1 or not reader.outputs[0].shape:
+def later_readers(planner: Planner, out: View) -> list[Reader] | None:
+    """The instructions after the one being planned that read what it writes to ``out``'s base
+    (up to the next write of that base), if halos plan every one of them; else None."""
+    readers = []
+    for later in planner.later[planner.position + 1 :]:
+        if later.op == "release" and int(later.attr("base")) == out.base:
+            break
+        if any(isinstance(view, View) and view.base == out.base for view in later.inputs):
+            reader = _reader(planner, later)
+            if reader is None:
+                return None
+            readers.append(reader)
+        if any(view.base == out.base for view in later.outputs):
+            break
+    return readers or None
+
+
+def _reader(planner: Planner, instruction: Instruction) -> Reader | None:
+    if len(instruction.outputs) != 1 or not instruction.outputs[0].shape:
         return None
-    shape = reader.outputs[0].shape
-    views = [reader.outputs[0], *(broadcast_to(view, shape) for view in reader.inputs if isinstance(view, View))]
-    if any(not planner.layouts[view.base].halo or view.base not in planner.valid for view in views):
+    shape = instruction.outputs[0].shape
+    views = [instruction.outputs[0], *(broadcast_to(view, shape) for view in instruction.inputs if isinstance(view, View))]
+    if any(view.base not in planner.layouts or not planner.layouts[view.base].halo or view.base not in planner.valid for view in views):
         return None
     geometry = [_rows(view) for view in views]
     rows = [value for value in geometry if value is not None]
@@ -374,6 +386,26 @@ def next_reader(planner: Planner, out: View) -> Reader | None:
         return None
     owned = _owned_rows(rows[0], shape[0], planner.layouts[views[0].base], planner.ranks)
     return None if owned is None else Reader(views, rows, owned)
+
+
+def _read_rows(planner: Planner, readers: list[Reader], out: View, geometry: Rows, owned: list[tuple[int, int]], boxes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``boxes`` cut to the rows of ``out`` that ``readers`` read (each rank's own rows kept),
+    or ``boxes`` itself if some reader could not compute its own rows."""
+    spans = [reader.spans(planner, out, geometry, boxes) for reader in readers]
+    if any(found is None for found in spans):
+        return boxes
+    result = []
+    for rank, ((begin, end), (mine_begin, mine_end)) in enumerate(zip(boxes, owned)):
+        read = [found[rank] for found in spans if found is not None and found[rank][1] > found[rank][0]]
+        if end <= begin or not read:
+            result.append((begin, end))
+            continue
+        first, last = _overlapping(geometry, out.shape[0], min(low for low, _ in read), max(high for _, high in read))
+        new_begin, new_end = max(begin, first), min(end, last)
+        if mine_end > mine_begin:
+            new_begin, new_end = min(new_begin, mine_begin), max(new_end, mine_end)
+        result.append((new_begin, new_end) if new_end > new_begin else (0, 0))
+    return result
 
 
 def _read_bytes(rows: Rows, begin: int, end: int) -> tuple[int, int]:

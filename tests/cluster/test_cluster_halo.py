@@ -127,9 +127,10 @@ def test_own_rows_sweeps_are_alike_and_exchange_before_computing(ranks: int) -> 
 
 @pytest.mark.parametrize("ranks", [2, 3])
 def test_redundant_rows_give_every_instruction_of_an_expression_one_shape(ranks: int) -> None:
-    """With redundant halo rows each temporary is computed only on the rows the next instruction
-    can use: ``c + n`` would otherwise get a row more than ``(c + n) + s`` on a rank whose halo
-    lies on one side, and that rank's node engine could not fuse the expression."""
+    """With redundant halo rows each temporary is computed only on the rows its readers can use,
+    after the exchange its first reader needs: ``c + n`` would otherwise get a row more than
+    ``(c + n) + s`` on a rank whose halo lies on one side, or be computed before that exchange,
+    and that rank's node engine could not fuse the expression."""
     ids = Ids()
     grid = ids()
     stream = [creation(grid, 1)] + [sweep(grid, ids) for _ in range(6)]
