@@ -17,6 +17,7 @@ from cluster.harness import (
     load_arrays,
     numpy_arrays,
     run,
+    run_numpy,
 )
 from cluster.test_cluster_plan_cache import COLUMNS, ROWS, TAGS, Ids, creation, sweep
 from shoal.cluster.layout import block
@@ -148,6 +149,19 @@ def test_redundant_rows_give_every_instruction_of_an_expression_one_shape(ranks:
 def _own_bytes(planner: Planner, base: int) -> list[tuple[int, int]]:
     layout = planner.layouts[base]
     return [(layout.starts[rank] * layout.itemsize, layout.starts[rank + 1] * layout.itemsize) for rank in range(planner.ranks)]
+
+
+@pytest.mark.full
+@pytest.mark.parametrize(("ranks", "halo", "sweeps"), [(2, 1, "redundant"), (3, 2, "redundant"), (3, 2, "own"), (4, 3, "redundant")])
+def test_random_stencil_programs_give_numpys_bits(ranks: int, halo: int, sweeps: str) -> None:
+    """Twelve random programs (shifted reads of temporaries read several times, in-place updates
+    of two grids): every final array is NumPy's, bit for bit."""
+    program = PROGRAMS / "halo_fuzz.py"
+    expected = run_numpy(program, "7", "12")
+    assert expected.returncode == 0, expected.stderr
+    got = run(ranks, program, "7", "12", env=environment(SHOAL_CLUSTER_HALO=str(halo), SHOAL_CLUSTER_HALO_SWEEPS=sweeps))
+    assert got.returncode == 0, got.stderr
+    assert got.stdout == expected.stdout and len(expected.stdout.splitlines()) == 12
 
 
 @pytest.mark.full
