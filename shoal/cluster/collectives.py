@@ -1,6 +1,8 @@
 """Reductions of distributed arrays combined across ranks in a tree (paper 003 §5; issue 11 item 5).
 
-``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean`` over any axes. Every rank reduces
+``sum``, ``prod``, ``min``, ``max``, ``any``, ``all``, ``mean`` over any axes; ``argmax`` and
+``argmin`` along an axis that no piece splits (a class map over components-first scores, each
+row's maximum), where every cell has one piece and nothing is combined. Every rank reduces
 each of its pieces of the input with ``keepdims`` into a partial in the output's dtype. The
 output (seen with the input's axes, length 1 on the reduced ones) is cut into *cells* at every
 piece's bounds, so the pieces that meet in a cell all cover it whole. Per cell, each rank merges
@@ -32,7 +34,8 @@ from shoal.cluster.ops import release_of
 if TYPE_CHECKING:
     from shoal.cluster.plan import Planner
 
-REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean"})
+REDUCTIONS = frozenset({"sum", "prod", "min", "max", "any", "all", "mean", "argmax", "argmin"})
+ARG_REDUCTIONS = frozenset({"argmax", "argmin"})  # no combining: each piece must hold its whole axis
 COMBINE = {"mean": "sum"}
 
 
@@ -59,7 +62,9 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
     if not layout.distributed or source.size == 0 or source.ndim == 0:
         return False
     axes = instruction.attr("axis")
-    axes = tuple(range(source.ndim)) if axes is None else tuple(int(a) % source.ndim for a in axes)
+    if op in ARG_REDUCTIONS and axes is None:
+        return False  # a flat index: the whole array's, not a piece's
+    axes = tuple(range(source.ndim)) if axes is None else tuple(int(a) % source.ndim for a in ((axes,) if isinstance(axes, int) else axes))
     dtype = out.dtype
     requested = instruction.attr("dtype")
     if op == "mean" and (source.dtype.kind not in "fc" or dtype != source.dtype or (requested is not None and np.dtype(requested) != dtype)):
@@ -70,6 +75,8 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
         pieces = split([(source, layout)], source.shape, planner.config.max_pieces)
     except TooFragmented:
         return False
+    if op in ARG_REDUCTIONS and any(box[axis] != (0, source.shape[axis]) for box, _ in pieces for axis in axes):
+        return False  # the axis is split: pieces' indices would need combining
     kept = tuple(1 if axis in axes else n for axis, n in enumerate(source.shape))
     whole = _kept_view(out, kept, axes)
     try:
@@ -79,9 +86,13 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
     if sum(len(touched) for touched in cells) > planner.config.max_pieces:
         return False
     partial_op = COMBINE.get(op, op)
-    extra = make_attrs(axis=axes, keepdims=True, **({"dtype": dtype} if partial_op in ("sum", "prod") else {}))
-    merge = spec(op).combine
-    assert merge is not None
+    if op in ARG_REDUCTIONS:
+        extra = make_attrs(axis=axes[0], keepdims=True)
+        merge = ""  # never used: each cell has one piece
+    else:
+        extra = make_attrs(axis=axes, keepdims=True, **({"dtype": dtype} if partial_op in ("sum", "prod") else {}))
+        merge = spec(op).combine or ""
+        assert merge
     accumulators: dict[tuple[int, Box], View] = {}  # (rank, cell) -> this rank's partial of the cell
     contributors: dict[Box, list[int]] = {cell: [] for touched in cells for cell in touched}  # in element order
     for number, (box, (holder,)) in enumerate(pieces):

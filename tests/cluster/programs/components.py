@@ -36,6 +36,9 @@ for i in range(5):
 keep("rolled", rolled)
 keep("where", np.where(w > 0.5, f[perm], f * 2))
 keep("with_grid", f + w)
+keep("argmax0", np.argmax(f, axis=0))
+keep("argmin0", f.argmin(axis=0, keepdims=True))
+keep("argmax_last", np.argmax(f[perm] * 2.0, axis=-3))
 state = f.copy()
 for _ in range(3):  # a lattice-Boltzmann-like step: stream, sum, relax, bounce back
     for i in range(5):
