@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import Instruction, View
-from shoal.cluster.layout import Box, TooFragmented, owner, split, sub_view
+from shoal.cluster.layout import AnyLayout, Box, TooFragmented, owner, split, sub_view
 from shoal.cluster.ops import Op, access, release_of
 
 if TYPE_CHECKING:
@@ -64,20 +64,20 @@ def plan_leading_gather(planner: Planner, instruction: Instruction) -> bool:
     return True
 
 
-def _pieces(result: View, source: View, result_layout: object, source_layout: object, limit: int) -> list[tuple[Box, int]] | None:
+def _pieces(result: View, source: View, result_layout: AnyLayout, source_layout: AnyLayout, limit: int) -> list[tuple[Box, int]] | None:
     """The boxes of the trailing axes with the rank holding both whole leading axes there, or
     None when some box has no such rank."""
     trailing = result.shape[1:]
     first = [(_leading_row(result, 0), result_layout), (_leading_row(source, 0), source_layout)]
     try:
-        boxes = split(first, trailing, limit)  # type: ignore[arg-type]
+        boxes = split(first, trailing, limit)
     except TooFragmented:
         return None
     pieces = []
     for box, owners in boxes:
         runner = owners[0]
         whole = ((_whole_leading(result, box), result_layout), (_whole_leading(source, box), source_layout))
-        if any(owner(view, layout) != runner for view, layout in whole):  # type: ignore[arg-type]
+        if any(owner(view, layout) != runner for view, layout in whole):
             return None
         pieces.append((box, runner))
     return pieces
