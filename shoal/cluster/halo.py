@@ -122,29 +122,18 @@ def _boxes(planner: Planner, views: list[View], rows: list[Rows], owned: list[tu
 def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
     """Plan element-wise ``instruction`` as one piece per rank over its halos (exchanging them
     first if they are too stale); False if it cannot be, and nothing was planned."""
-    if len(instruction.outputs) != 1:
+    operands = halo_operands(planner, instruction)
+    if operands is None:
         return False
-    out = instruction.outputs[0]
+    views, rows, owned = operands.views, operands.rows, operands.owned
+    out = views[0]
     shape = out.shape
-    if not shape or any(n == 0 for n in shape):
-        return False
-    inputs = [view for view in instruction.inputs if isinstance(view, View)]
-    views = [out, *(broadcast_to(view, shape) for view in inputs)]
-    if any(not planner.layouts[view.base].halo or view.base not in planner.valid for view in views):
-        return False
     low, high = out.byte_extent()
-    for view in inputs:  # an input overlapping the output must be the output itself
-        if view.base == out.base and view != out:
+    for view in instruction.inputs:  # an input overlapping the output must be the output itself
+        if isinstance(view, View) and view.base == out.base and view != out:
             other_low, other_high = view.byte_extent()
             if other_low < high and low < other_high:
                 return False
-    geometry = [_rows(view) for view in views]
-    if any(rows is None for rows in geometry):
-        return False
-    rows = [value for value in geometry if value is not None]
-    owned = _owned_rows(rows[0], shape[0], planner.layouts[out.base], planner.ranks)
-    if owned is None:
-        return False
     if _boxes(planner, views, rows, owned, [_local(planner, view.base) for view in views[1:]]) is None:
         return False
     if not planner.config.redundant_rows:
@@ -314,11 +303,11 @@ def _exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] 
 
 
 @dataclass(frozen=True)
-class Reader:
-    """An instruction reading a temporary: its output and input views (broadcast to its shape),
-    their rows in their bases, and each rank's own rows of its output.
+class Operands:
+    """An element-wise instruction as halos plan it: its output and input views (broadcast to
+    its shape), their rows in their bases, and each rank's own rows of its output.
 
-    Each instruction computes as many redundant rows as its inputs allow, so in ``g[1:-1] +
+    The methods serve an instruction reading a temporary (:func:`later_readers`). Each instruction computes as many redundant rows as its inputs allow, so in ``g[1:-1] +
     g[:-2] + g[2:]`` the first sum could get a row more than the second, or be computed before
     the exchange the second one starts: on a rank whose halo lies on one side the expression's
     instructions then had unequal shapes, and its node engine ran them apart, through memory
@@ -356,7 +345,7 @@ class Reader:
         return result
 
 
-def later_readers(planner: Planner, out: View) -> list[Reader] | None:
+def later_readers(planner: Planner, out: View) -> list[Operands] | None:
     """The instructions after the one being planned that read what it writes to ``out``'s base
     (up to the next write of that base), if halos plan every one of them; else None."""
     readers = []
@@ -364,7 +353,7 @@ def later_readers(planner: Planner, out: View) -> list[Reader] | None:
         if later.op == "release" and int(later.attr("base")) == out.base:
             break
         if any(isinstance(view, View) and view.base == out.base for view in later.inputs):
-            reader = _reader(planner, later)
+            reader = halo_operands(planner, later)
             if reader is None:
                 return None
             readers.append(reader)
@@ -373,10 +362,14 @@ def later_readers(planner: Planner, out: View) -> list[Reader] | None:
     return readers or None
 
 
-def _reader(planner: Planner, instruction: Instruction) -> Reader | None:
-    if len(instruction.outputs) != 1 or not instruction.outputs[0].shape:
+def halo_operands(planner: Planner, instruction: Instruction) -> Operands | None:
+    """``instruction``'s operands if halos can plan it: one non-empty output, every operand a
+    view of a base with halos whose rows lie in order, each rank's own rows whole; else None."""
+    if len(instruction.outputs) != 1:
         return None
     shape = instruction.outputs[0].shape
+    if not shape or any(n == 0 for n in shape):
+        return None
     views = [instruction.outputs[0], *(broadcast_to(view, shape) for view in instruction.inputs if isinstance(view, View))]
     if any(view.base not in planner.layouts or not planner.layouts[view.base].halo or view.base not in planner.valid for view in views):
         return None
@@ -385,10 +378,10 @@ def _reader(planner: Planner, instruction: Instruction) -> Reader | None:
     if len(rows) != len(views):
         return None
     owned = _owned_rows(rows[0], shape[0], planner.layouts[views[0].base], planner.ranks)
-    return None if owned is None else Reader(views, rows, owned)
+    return None if owned is None else Operands(views, rows, owned)
 
 
-def _read_rows(planner: Planner, readers: list[Reader], out: View, geometry: Rows, owned: list[tuple[int, int]], boxes: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _read_rows(planner: Planner, readers: list[Operands], out: View, geometry: Rows, owned: list[tuple[int, int]], boxes: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """``boxes`` cut to the rows of ``out`` that ``readers`` read (each rank's own rows kept),
     or ``boxes`` itself if some reader could not compute its own rows."""
     spans = [reader.spans(planner, out, geometry, boxes) for reader in readers]
