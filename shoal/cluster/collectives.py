@@ -88,11 +88,10 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
     partial_op = COMBINE.get(op, op)
     if op in ARG_REDUCTIONS:
         extra = make_attrs(axis=axes[0], keepdims=True)
-        merge = ""  # never used: each cell has one piece
     else:
         extra = make_attrs(axis=axes, keepdims=True, **({"dtype": dtype} if partial_op in ("sum", "prod") else {}))
-        merge = spec(op).combine or ""
-        assert merge
+    merge = spec(op).combine or ""  # none for argmax and argmin: each of their cells has one piece
+    assert merge or op in ARG_REDUCTIONS
     accumulators: dict[tuple[int, Box], View] = {}  # (rank, cell) -> this rank's partial of the cell
     contributors: dict[Box, list[int]] = {cell: [] for touched in cells for cell in touched}  # in element order
     for number, (box, (holder,)) in enumerate(pieces):
