@@ -109,7 +109,7 @@ class Flusher:
                     known.clear()
                 known[(access, size)] = found
             keys.extend(found)
-        return tuple(dict.fromkeys(keys)) if len(accesses) > 1 else tuple(keys)
+        return tuple(dict.fromkeys(keys))
 
     # ------------------------------------------------------------------ operations
 

@@ -92,20 +92,12 @@ class DependencyLists:
                     self._depend(op, state.readers, predecessors)
             self._depend(op, after, predecessors)
         blocks = self._blocks
-        if len(ops) == 1:
-            for key in ops[0].writes:
-                blocks[key] = _BlockState([ops[0]], [])
-        else:
-            written: dict[tuple[int, int], list[BlockOp]] = {}
-            for op in ops:
-                for key in op.writes:
-                    writers = written.get(key)
-                    if writers is None:
-                        written[key] = [op]
-                    else:
-                        writers.append(op)
-            for key, writers in written.items():
-                blocks[key] = _BlockState(writers, [])
+        written: dict[tuple[int, int], list[BlockOp]] = {}
+        for op in ops:
+            for key in op.writes:
+                written.setdefault(key, []).append(op)
+        for key, writers in written.items():
+            blocks[key] = _BlockState(writers, [])
         for op in ops:
             for key in op.reads:
                 state = blocks.get(key)
