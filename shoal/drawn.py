@@ -111,19 +111,29 @@ def recipe(generator: np.random.Generator, before: dict[str, Any], kind: str, lo
     than one 64-bit output per element."""
     if type(result) is not np.ndarray or result.dtype != np.float64 or not result.flags.c_contiguous:
         return None
+    made = expected(before, kind, low, high)
+    if made is None:
+        return None
+    bits = generator.bit_generator
+    advanced = type(bits)()
+    advanced.state = before
+    advanced.advance(result.size)
+    after = bits.state
+    if after["state"] != advanced.state["state"] or (after["has_uint32"], after["uinteger"]) != (before["has_uint32"], before["uinteger"]):
+        return None
+    return made
+
+
+def expected(before: dict[str, Any], kind: str, low: Any, high: Any) -> Recipe | None:
+    """The recipe a float64 draw of ``kind`` from a generator in state ``before`` will have if
+    it takes one 64-bit output per element (:func:`recipe` checks that once it is made); None for
+    bounds that are not scalars."""
     if kind == "uniform":
         if np.ndim(low) or np.ndim(high):
             return None
         low, high = float(low), float(high)
     else:
         low, high = 0.0, 1.0
-    bits = generator.bit_generator
-    expected = type(bits)()
-    expected.state = before
-    expected.advance(result.size)
-    after = bits.state
-    if after["state"] != expected.state["state"] or (after["has_uint32"], after["uinteger"]) != (before["has_uint32"], before["uinteger"]):
-        return None
     inner = before["state"]
     return Recipe(kind, before["bit_generator"], inner["state"], inner["inc"], before["has_uint32"], before["uinteger"], low, high)
 

@@ -251,6 +251,13 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
         """Keep ``array`` alive until the next instruction is recorded (its base is an operand)."""
         self._carried.append(array)
 
+    def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
+        """Tell the component that a large draw ``made`` of ``shape`` was just recorded
+        (:meth:`shoal.engine.component.Component.expect_draw`)."""
+        if self._engine is not None:
+            with self._lock:
+                self._engine.expect_draw(made, shape)
+
     # running ---------------------------------------------------------------------------------
     def flush(self, wait: bool = False) -> None:
         """Hand everything recorded so far to the component; with ``wait``, return once it has

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import settings, trace
+from shoal import drawn, settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
 from shoal.cluster import replayed
 from shoal.cluster.cyclic import parse_block
+from shoal.cluster.drawn_ahead import announce, expected_range
 from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
@@ -136,6 +137,13 @@ class ClusterManager(Component):
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
             at_user_line(warnings.warn, text, ShoalFallbackWarning, stacklevel=1)  # at the program's line
 
+    def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
+        """Announce a draw the batches will split in ranges, so that the other ranks draw their
+        parts while the program runs on (:mod:`shoal.cluster.drawn_ahead`)."""
+        if self._closed or self.config.layout != "rows" or expected_range(shape, 1, self.session.ranks, self.config.min_bytes, self.config.halo_rows) is None:
+            return
+        self.session.send(Command.DRAW_AHEAD, *announce(made, shape))
+
     def fetch(self, view: View) -> np.ndarray:
         self._check_open()
         self.session.send(Command.FETCH, dumps(Batch(instructions=[Instruction("copy", (view,), (view,))])))
@@ -195,6 +203,7 @@ def report(engine: RankEngine) -> dict:
         "replayed": stats.replayed,
         "by_number": stats.by_number,
         "parts_drawn": stats.parts_drawn,
+        "parts_drawn_ahead": engine.ahead.taken,
         "receive_seconds": stats.receive_seconds,
         "plan_seconds": stats.plan_seconds,
         "engine_seconds": stats.engine_seconds,
@@ -255,7 +264,7 @@ def format_reports(reports: list[dict]) -> str:
         other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
         lines.append(
             f"    batches {value['batches']} ({value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers)  "
-            f"random parts drawn where they live {value.get('parts_drawn', 0)}  "
+            f"random parts drawn where they live {value.get('parts_drawn', 0)} ({value.get('parts_drawn_ahead', 0)} ahead)  "
             f"broadcast+decode+verify {value['receive_seconds']:.3f} s  "
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
             f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"

@@ -20,6 +20,7 @@ import numpy as np
 from shoal import drawn
 from shoal.bytecode import Batch, View
 from shoal.cluster import waiting
+from shoal.cluster.drawn_ahead import DrawsAhead
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
 from shoal.cluster.layout import AnyLayout, Layout, split, sub_view
@@ -48,6 +49,7 @@ class RankEngine:
         self.notes = RankNotes(session, self.rank)
         self.round_trip: float | None = None  # seconds of the link probe, where one was taken (shoal.cluster.link)
         self.flusher = Flusher(self.notes.engine(inner), comm, self.rank, latency_hiding, self.planner.block_bytes, session.yielding)
+        self.ahead = DrawsAhead(self.rank, self.ranks, plan.min_bytes, plan.halo_rows)  # parts of draws drawn while idle
 
     def send_data(self, batch: Batch) -> None:
         """Rank 0: each other rank's part (its own elements and halo) of every base ``batch``
@@ -121,7 +123,8 @@ class RankEngine:
             raise ValueError(f"rank 0 sent a recipe for base {base}, which is not a float64 base split in ranges")
         begin, _ = layout.local_range(self.rank)
         self.flusher.stats.parts_drawn += 1
-        return made.draw(begin, count)
+        found = self.ahead.take(buffer.tobytes(), begin, count)
+        return made.draw(begin, count) if found is None else found
 
     def execute(self, batch: Batch, watched: int = 0, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> str | None:
         """Run ``batch`` on this rank, noting the floating-point conditions ``watched`` (rank 0's

@@ -74,6 +74,8 @@ def serve(session: Session) -> int:
                 stats.receive_seconds += time.perf_counter() - began
                 stats.by_number += 1
                 engine.execute(batch, ints[0], keyed)
+            elif command is Command.DRAW_AHEAD:
+                engine.ahead.draw(payload, ints)
             elif ints:
                 raise ValueError(f"rank 0 sent integers with {command.name}")
             elif command is Command.FETCH:

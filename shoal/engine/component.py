@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from shoal.bytecode import Batch, Instruction, View
+
+if TYPE_CHECKING:
+    from shoal import drawn
 
 
 class EngineError(RuntimeError):
@@ -79,6 +82,12 @@ class Component(abc.ABC):
         another base's region). Where its ``base`` is a C-contiguous ndarray, that array is the
         base's whole memory from its first byte: the caller may keep it to make other views of
         the base until it executes the next batch."""
+        return None
+
+    def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
+        """The program just made a large random draw of ``shape`` (:mod:`shoal.drawn`), which a
+        later batch will carry as data. A component that would send its parts elsewhere may have
+        them drawn there ahead; the batch still carries the data. By default, nothing."""
         return None
 
     def flush(self) -> None:

@@ -18,6 +18,7 @@ import numpy as np
 import numpy.random as _random
 
 from shoal import drawn
+from shoal import runtime as _runtime
 from shoal.numpy._lazy import is_lazy, is_small, materialize, ndarray, new_array, wrap_numpy
 
 _IN_PLACE = {"shuffle"}
@@ -38,15 +39,17 @@ def _wrap_function(function: Any, name: str) -> Any:
             kwargs = dict(kwargs, out=None)
             out[...] = function(*materialize(args), **materialize(kwargs))
             return out
-        before = _state_before_large_draw(function, name, args, kwargs)
+        large = _large_draw(function, name, args, kwargs)
+        if large is not None and not _called_from_library():
+            _expect(args, kwargs, name, *large)
         if _plain(args) and _plain(kwargs.values()):
             result = function(*args, **kwargs)
         else:
             result = function(*materialize(args), **materialize(kwargs))
         if type(result) is not np.ndarray or is_small(result.size) or _called_from_library():
             return result  # what wrap_numpy gives a small result: the draw as NumPy made it
-        if before is not None:
-            return _remembered(args, kwargs, name, before, result)
+        if large is not None:
+            return _remembered(args, kwargs, name, large[0], result)
         return wrap_numpy(result)
 
     return call
@@ -77,10 +80,10 @@ def _called_from_library() -> bool:
     return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
 
 
-def _state_before_large_draw(function: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+def _large_draw(function: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], tuple[int, ...]] | None:
     """The generator's state before a ``random`` or ``uniform`` method call that asks for a large
-    array (:mod:`shoal.drawn`), else None: reading the state costs about 1 µs, more than a scalar
-    draw."""
+    array (:mod:`shoal.drawn`), and the array's shape; else None: reading the state costs about
+    1 µs, more than a scalar draw."""
     if name not in drawn.KINDS or not args or not _is_method(function):
         return None
     position = 1 if name == "random" else 3  # random(size, ...), uniform(low, high, size)
@@ -88,20 +91,43 @@ def _state_before_large_draw(function: Any, name: str, args: tuple[Any, ...], kw
     if size is None:  # a scalar
         return None
     try:
-        count = math.prod(size) if isinstance(size, tuple | list) else operator.index(size)
+        shape = tuple(operator.index(extent) for extent in size) if isinstance(size, tuple | list) else (operator.index(size),)
     except TypeError:  # a size NumPy itself will refuse
         return None
-    return None if is_small(count) else drawn.state_before(args[0], name)
+    if any(extent < 0 for extent in shape) or is_small(math.prod(shape)):
+        return None
+    before = drawn.state_before(args[0], name)
+    return None if before is None else (before, shape)
+
+
+def _bounds(args: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> tuple[Any, Any]:
+    """The bounds a draw asks for: ``Generator.uniform(low=0.0, high=1.0, size=None)``."""
+    if name != "uniform":
+        return 0.0, 1.0
+    return kwargs.get("low", args[1] if len(args) > 1 else 0.0), kwargs.get("high", args[2] if len(args) > 2 else 1.0)
+
+
+def _expect(args: tuple[Any, ...], kwargs: dict[str, Any], name: str, before: dict[str, Any], shape: tuple[int, ...]) -> None:
+    """Announce a large float64 draw before NumPy makes it, so that a component may draw its
+    parts elsewhere meanwhile (:meth:`shoal.runtime.Runtime.expect_draw`). Should the draw turn
+    out otherwise (:func:`shoal.drawn.recipe` refuses it, or NumPy raises), no batch ever asks
+    for that recipe and what was drawn ahead goes unused."""
+    if name == "random":  # Generator.random(size=None, dtype=np.float64, out=None)
+        try:
+            dtype = np.dtype(kwargs.get("dtype", args[2] if len(args) > 2 else None))
+        except TypeError:  # NumPy refuses it
+            return
+        if dtype != np.float64:
+            return
+    made = drawn.expected(before, name, *_bounds(args, kwargs, name))
+    if made is not None:
+        _runtime.current().expect_draw(made, shape)
 
 
 def _remembered(args: tuple[Any, ...], kwargs: dict[str, Any], name: str, before: dict[str, Any], result: np.ndarray) -> Any:
     """``result`` as a lazy array whose data remembers how it was drawn, where it can be drawn
     again range by range (:mod:`shoal.drawn`)."""
-    low, high = 0.0, 1.0
-    if name == "uniform":  # Generator.uniform(low=0.0, high=1.0, size=None)
-        low = kwargs.get("low", args[1] if len(args) > 1 else low)
-        high = kwargs.get("high", args[2] if len(args) > 2 else high)
-    made = drawn.recipe(args[0], before, name, low, high, result)
+    made = drawn.recipe(args[0], before, name, *_bounds(args, kwargs, name), result)
     if made is None:
         return wrap_numpy(result)
     flat = result.reshape(-1)

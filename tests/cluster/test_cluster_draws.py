@@ -32,7 +32,11 @@ def test_parts_drawn_where_they_live_are_numpys(ranks: int, settled: str, expect
     assert sorted(arrays) == sorted(expected)
     for name, value in expected.items():
         np.testing.assert_array_equal(arrays[name], value, strict=True, err_msg=name)
-    drawn = [int(line.split("random parts drawn where they live ")[1].split()[0]) for line in result.stderr.splitlines() if "drawn where they live" in line]
-    assert len(drawn) == ranks, result.stderr[-3000:]
-    used = 5 if settled == "0" else 2  # with views settled, only the arrays computed on reach the ranks
+    counts = [line.split("random parts drawn where they live ")[1].split()[:2] for line in result.stderr.splitlines() if "drawn where they live" in line]
+    assert len(counts) == ranks, result.stderr[-3000:]
+    drawn = [int(count) for count, _ in counts]
+    ahead = [int(note.strip("(")) for _, note in counts]
+    used = 6 if settled == "0" else 3  # with views settled, only the arrays computed on reach the ranks
     assert drawn[0] >= used * (ranks - 1) and all(count >= used for count in drawn[1:]), result.stderr[-3000:]
+    # Drawn ahead while rank 0 ran the program, except "misaligned", laid out otherwise than announced.
+    assert ahead[0] == 0 and all(0 < count < total for count, total in zip(ahead[1:], drawn[1:])), result.stderr[-3000:]

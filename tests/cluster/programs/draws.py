@@ -22,6 +22,8 @@ results["float32"] = rng.random(777, dtype=np.float32)
 results["bounds"] = rng.uniform(np.zeros(300), 1.0)
 results["legacy"] = np.random.RandomState(2).random_sample((41, 29))
 results["dxsm"] = np.random.Generator(np.random.PCG64DXSM(4)).random(2001)
+misaligned = rng.random((40, 30))
+results["misaligned"] = misaligned[1:, :] * 3.0  # laid out by its first view, a slice: not as announced
 results["after"] = rng.random(50)  # the generator goes on from NumPy's state
 results["scaled"] = results["grid"] * 2.0 + results["wide"][:23]
 np.savez(sys.argv[1], **{name: real.asarray(value) for name, value in results.items()})
