@@ -191,7 +191,7 @@ def _tree(planner: Planner, merge: str, ranks: list[int], cell: Box, accumulator
                 planner.ops.append(planner.compute([release_of(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
             if planner.rank == left:
                 accumulator = accumulators[(left, cell)]
-                receive = planner._receive(right, tag, accumulator.dtype, accumulator.shape)
+                receive = planner._receive(right, tag, accumulator.dtype, accumulator.shape, late=True)
                 arrived = contiguous(receive.temp, accumulator.dtype, accumulator.shape)
                 planner.ops.append(
                     planner.compute(
@@ -218,7 +218,7 @@ def _deliver(planner: Planner, root: int, holder: int, cell: Box, accumulators: 
             planner.ops.append(planner.send(accumulator, holder, tag, late=True))
             planner.ops.append(planner.compute([release_of(accumulator.base)], writes=[(accumulator.base, 0, 1 << 62)]))
         if planner.rank == holder:
-            planner._receive_into(root, tag, planner.local_view(sub_view(whole, cell)))
+            planner._receive_into(root, tag, planner.local_view(sub_view(whole, cell)), late=True)
         return
     if planner.rank == root:
         region = planner.local_view(sub_view(whole, cell))

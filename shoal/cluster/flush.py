@@ -59,7 +59,8 @@ class CommStats:
     communication_seconds: float = 0.0
     busy_seconds: float = 0.0  # in flushes, waiting included
     batches: int = 0  # cluster batches run
-    replayed: int = 0  # of which the plan came from the plan cache
+    replayed: int = 0  # of which the plan came from the plan cache (or parts of them: ``parts``)
+    parts: int = 0  # loop iterations of long batches planned one by one (shoal.cluster.segments)
     by_number: int = 0  # of which rank 0 sent the plan's number instead of the batch
     parts_drawn: int = 0  # parts of random draws sent (rank 0) or drawn here (others) as recipes
     receive_seconds: float = 0.0  # other ranks: receiving, decoding and verifying rank 0's batches
@@ -276,25 +277,31 @@ class Flusher:
 
     # ------------------------------------------------------------------ the flush
 
-    def run(self, ops: list[Op], template: Template | None = None) -> None:
+    def run(self, ops: list[Op], template: Template | None = None, last: bool = True) -> None:
         """Run ``ops`` (this rank's operations for one batch, in program order, following the
-        cached plan ``template`` if they do) to the end."""
+        cached plan ``template`` if they do) to the end. Unless they are the ``last`` part of
+        their batch, their sends may still be under way when it returns, and computations alone
+        stay gathered for the next part (the node engine then fuses a loop's iterations as it
+        would the whole batch's)."""
         began = time.perf_counter()
         try:
             if all(op.kind == "compute" for op in ops):  # nothing to overlap: program order, one batch
                 for op in ops:
                     self._add_compute(op)
-                self.submit_batch()
-                return
-            blocks = self._blocks(ops, template)
-            if self.latency_hiding:
-                receives = sum(1 for op in ops if op.kind == "receive")
-                run_ready(blocks, self._submit, self, capacity=receives + 1)
+                if not last:
+                    return
             else:
-                run_ready(blocks, self._submit, self, capacity=1, serial=True)
+                self.submit_batch()  # an earlier part's: which sends may read is known for this part's only
+                blocks = self._blocks(ops, template)
+                if self.latency_hiding:
+                    receives = sum(1 for op in ops if op.kind == "receive")
+                    run_ready(blocks, self._submit, self, capacity=receives + 1)
+                else:
+                    run_ready(blocks, self._submit, self, capacity=1, serial=True)
             self.submit_batch()
-            requests = [request for request, _ in self._sends]
-            self._sends = []
+            requests = [request for request, _ in self._sends] if last else []
+            if last:
+                self._sends = []
             if requests:
                 self.wait_for(requests, "wait for sends")
         finally:

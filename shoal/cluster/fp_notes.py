@@ -59,17 +59,18 @@ class RankNotes:
         if watched:
             self._reductions = {position for position, instruction in enumerate(batch.instructions) if _reduces(instruction.op)}
 
-    def planned(self, ops: list[Any], first_ops: list[int]) -> None:
-        """This rank's operations for the batch, and the index of each instruction's first."""
+    def planned(self, ops: list[Any], first_ops: list[int], start: int = 0) -> None:
+        """This rank's operations for the batch (or for its instructions from ``start`` on: one
+        of its parts, :mod:`shoal.cluster.segments`), and the index of each instruction's first."""
         if not self.watched:
             return
-        self._ops = ops
+        self._ops.extend(ops)
         sources = self._sources
-        position = -1
+        position = start - 1
         following = 0  # index into first_ops of the next instruction to begin
         for index, op in enumerate(ops):
             while following < len(first_ops) and first_ops[following] <= index:
-                position, following = following, following + 1
+                position, following = start + following, following + 1
             for instruction in op.instructions:
                 sources[id(instruction)] = position
 

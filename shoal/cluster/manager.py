@@ -201,6 +201,7 @@ def report(engine: RankEngine) -> dict:
         "busy_seconds": stats.busy_seconds,
         "batches": stats.batches,
         "replayed": stats.replayed,
+        "parts": stats.parts,
         "by_number": stats.by_number,
         "parts_drawn": stats.parts_drawn,
         "parts_drawn_ahead": engine.ahead.taken,
@@ -263,7 +264,7 @@ def format_reports(reports: list[dict]) -> str:
         )
         other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
         lines.append(
-            f"    batches {value['batches']} ({value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers)  "
+            f"    batches {value['batches']} ({value.get('parts', 0)} loop iterations of long ones, {value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers)  "
             f"random parts drawn where they live {value.get('parts_drawn', 0)} ({value.get('parts_drawn_ahead', 0)} ahead)  "
             f"broadcast+decode+verify {value['receive_seconds']:.3f} s  "
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "

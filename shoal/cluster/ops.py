@@ -18,9 +18,11 @@ class Op:
     ``kind``: ``"compute"`` (``instructions`` run on the rank's node engine), ``"send"`` (the
     contents of ``view``, a local view, go to ``peer``) or ``"receive"`` (``shape`` elements of
     ``dtype`` arrive from ``peer`` into a new temporary base ``temp``). ``needs``: receives whose
-    temporary bases the computation declares (with their data) before it runs. A ``late`` send
-    (a reduction's partial result, which only the end of the batch needs) waits for the
-    computations that are ready when it is, so that they join the node-engine batch it reads."""
+    temporary bases the computation declares (with their data) before it runs. ``late``: a
+    reduction's partial result or result, which only the end of the batch needs. A late send
+    waits for the computations that are ready when it is, so that they join the node-engine
+    batch it reads; a batch cut into loop iterations whose messages are all late runs them as
+    one flush (:mod:`shoal.cluster.rank`)."""
 
     kind: str
     reads: list[Access] = field(default_factory=list)

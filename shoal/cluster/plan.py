@@ -461,15 +461,15 @@ class Planner(GatheredPlanning):
         snapshots[key] = copy
         return copy
 
-    def _receive(self, peer: int, tag: int, dtype: np.dtype, shape: tuple[int, ...]) -> Op:
+    def _receive(self, peer: int, tag: int, dtype: np.dtype, shape: tuple[int, ...], late: bool = False) -> Op:
         temp = self._new_local()
-        receive = Op("receive", writes=[(temp, 0, 1 << 62)], peer=peer, tag=tag, temp=temp, dtype=dtype, shape=tuple(shape))
+        receive = Op("receive", writes=[(temp, 0, 1 << 62)], peer=peer, tag=tag, temp=temp, dtype=dtype, shape=tuple(shape), late=late)
         self.ops.append(receive)
         return receive
 
-    def _receive_into(self, peer: int, tag: int, destination: View) -> None:
+    def _receive_into(self, peer: int, tag: int, destination: View, late: bool = False) -> None:
         """Receive a message of ``destination``'s dtype and shape and copy it there."""
-        receive = self._receive(peer, tag, destination.dtype, destination.shape)
+        receive = self._receive(peer, tag, destination.dtype, destination.shape, late)
         source = contiguous(receive.temp, destination.dtype, destination.shape)
         self.ops.append(
             Op(

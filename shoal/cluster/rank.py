@@ -13,13 +13,13 @@ end of the batch, when all ranks combine their status; rank 0 then raises it as 
 from __future__ import annotations
 
 import time
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from shoal import drawn
 from shoal.bytecode import Batch, View
-from shoal.cluster import waiting
+from shoal.cluster import segments, waiting
 from shoal.cluster.drawn_ahead import DrawsAhead
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
@@ -27,6 +27,10 @@ from shoal.cluster.layout import AnyLayout, Layout, split, sub_view
 from shoal.cluster.plan import PlanConfig, Planner
 from shoal.cluster.session import Session
 from shoal.engine.component import Component, EngineError, described
+
+if TYPE_CHECKING:
+    from shoal.cluster.ops import Op
+    from shoal.cluster.plan_cache import Template
 
 
 class RankEngine:
@@ -136,13 +140,14 @@ class RankEngine:
         stats = self.flusher.stats
         try:
             self.notes.begin(batch, watched)
-            began = time.perf_counter()
-            ops = self.planner.plan(batch, keyed)
-            stats.plan_seconds += time.perf_counter() - began
             stats.batches += 1
-            stats.replayed = self.planner.cache.hits
-            self.notes.planned(ops, self.planner.first_ops)
-            self.flusher.run(ops, self.planner.template)
+            parts = segments.split(batch, self.planner.new_layouts) if self.planner.config.layout == "rows" else None
+            if parts is None:
+                self._run(batch, keyed)
+            else:  # one loop iteration at a time, alike ones replayed (shoal.cluster.segments)
+                stats.parts += len(parts)
+                self._run_parts([(start, *self._plan(part, False)) for start, part in parts])
+                self.planner.template = self.planner.key = None  # the whole batch has no plan to keep
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
@@ -156,6 +161,43 @@ class RankEngine:
             return None
         found = [text for text in (*failures, malformed) if text]
         return "; ".join(found) if found else None
+
+    def _run(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None) -> None:
+        """Plan and run the whole of ``batch``."""
+        ops, first_ops, template = self._plan(batch, keyed)
+        self.notes.planned(ops, first_ops)
+        self.flusher.run(ops, template)
+
+    def _plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None) -> tuple[list[Op], list[int], Template | None]:
+        """``batch``'s operations, the index of each instruction's first, and the cached plan
+        they follow (if kept)."""
+        stats = self.flusher.stats
+        began = time.perf_counter()
+        ops = self.planner.plan(batch, keyed)
+        stats.plan_seconds += time.perf_counter() - began
+        stats.replayed = self.planner.cache.hits
+        return ops, self.planner.first_ops, self.planner.template
+
+    def _run_parts(self, planned: list[tuple[int, list[Op], list[int], Template | None]]) -> None:
+        """Run the parts of a batch (each with its first instruction's position, operations,
+        their first operations and template). Where a rank exchanges data within the loop, each
+        iteration runs as a flush of its own and follows its cached dependency graph (Jacobi's
+        sweeps, one node-engine batch each, at 2 ranks: 0.17 -> 0.13 s against one flush of all
+        of them). Where only a reduction's results travel, at its end, the parts run as one
+        flush: its node engine then fuses computations across iterations (Black-Scholes' 30
+        days at 2 ranks: 1.27 s a part at a time, 0.82 s as one flush)."""
+        if any(op.kind != "compute" and not op.late for _, ops, _, _ in planned for op in ops):
+            for number, (start, ops, first_ops, template) in enumerate(planned):
+                self.notes.planned(ops, first_ops, start)
+                self.flusher.run(ops, template, number == len(planned) - 1)
+            return
+        everything: list[Op] = []
+        firsts: list[int] = []
+        for _, ops, first_ops, _ in planned:
+            firsts += [len(everything) + index for index in first_ops]
+            everything += ops
+        self.notes.planned(everything, firsts)
+        self.flusher.run(everything)
 
     def fetch(self, view: View) -> np.ndarray | None:
         """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""

@@ -12,11 +12,11 @@ calls = {"run": 0, "execute": 0}
 if how == "raise":
     original_run = flush.Flusher.run
 
-    def failing_run(self, ops, template=None):
+    def failing_run(self, ops, template=None, last=True):
         calls["run"] += 1
         if calls["run"] == 3:
             raise RuntimeError("injected failure in the flush")
-        return original_run(self, ops, template)
+        return original_run(self, ops, template, last)
 
     flush.Flusher.run = failing_run
 else:
