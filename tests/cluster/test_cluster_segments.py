@@ -167,3 +167,18 @@ def test_loops_planned_an_iteration_at_a_time_under_mpiexec_give_numpys_results(
     if kind == "means" and mode == "on":  # only reductions' results travel: one flush, iterations fused
         node_batches = [int(line.split("batches=")[1].split()[0]) for line in result.stderr.splitlines() if line.startswith("shoal-stats:")]
         assert len(node_batches) == ranks and min(node_batches) < 24, result.stderr[-3000:]
+
+
+@pytest.mark.full
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_warnings_of_a_loop_planned_an_iteration_at_a_time_are_numpys(ranks: int) -> None:
+    program = PROGRAMS / "loop_warnings.py"
+    plain = run_numpy(program)
+    assert plain.returncode == 0, plain.stderr
+    result = run(ranks, program, env=environment(SHOAL_STATS="1"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    expected = [line for line in plain.stdout.splitlines() if line.startswith(("W ", "value"))]
+    assert [line for line in result.stdout.splitlines() if line.startswith(("W ", "value"))] == expected
+    assert sum(line.startswith("W ") for line in expected) == 3
+    assert all(int(line.split("(")[1].split()[0]) >= 30 for line in result.stderr.splitlines() if "loop iterations of long ones" in line), result.stderr[-3000:]
