@@ -12,8 +12,8 @@ their bases; releases aside) for nearly the whole batch, and cuts the batch ever
 instructions, where the fewest of the batch's temporaries are alive. Each part is a batch of its own: it declares the bases it mentions
 first, with their data, and may use and release bases an earlier part declared, so the parts
 planned one after another are a valid plan of the whole batch whatever the cuts; alike parts
-then share one cache entry. A cut changes no layout: a batch whose parts would lay a base out
-otherwise than the whole batch does (its first view lies in another part) is not cut.
+then share one cache entry. A cut moves no data: a batch whose parts would lay out a base that
+came with data otherwise than the whole batch does (by which its parts were sent) is not cut.
 """
 
 from __future__ import annotations
@@ -93,12 +93,19 @@ def split(batch: Batch, layouts_of: Callable[[Batch], dict]) -> list[tuple[int, 
     cuts = [computing[index] for index in range(start, len(computing), found) if computing[index] > 0]
     bounds = list(zip([0, *cuts], [*cuts, len(instructions)]))
     parts = _parts(batch, bounds)
-    whole = layouts_of(batch)
+    whole = layouts_of(_with_data(batch))
     for _, part in parts:
-        mine = layouts_of(part)
-        if any(mine[decl.id] != whole[decl.id] for decl in part.bases):
+        mine = layouts_of(_with_data(part))
+        if any(mine[base] != whole[base] for base in part.data):
             return None
     return parts
+
+
+def _with_data(batch: Batch) -> Batch:
+    """``batch`` declaring only the bases it carries data for: the parts of their data went to
+    the ranks by the whole batch's layouts, which each part must keep. (Another base's layout
+    is each part's own, the same on every rank.)"""
+    return Batch(bases=[decl for decl in batch.bases if decl.id in batch.data], instructions=batch.instructions, data=batch.data)
 
 
 def _parts(batch: Batch, bounds: list[tuple[int, int]]) -> list[tuple[int, Batch]]:
