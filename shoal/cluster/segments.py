@@ -26,6 +26,8 @@ from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
 
 MIN_INSTRUCTIONS = 64  # shorter batches are planned whole
 MIN_PERIOD = 4
+MAX_PERIOD = 1024  # with WINDOW, bounds the search: about 8 million comparisons on a batch of no period
+WINDOW = 8192  # instructions compared, from the start
 LIKENESS = 0.8  # of the instructions past the first period, those that must look like the one a period before
 
 
@@ -43,11 +45,13 @@ def _looks(instruction: Instruction) -> tuple:
 
 
 def period(instructions: list[Instruction]) -> int | None:
-    """The shortest period of the loop ``instructions`` repeat, or None if they do not."""
+    """The shortest period (up to :data:`MAX_PERIOD`) of the loop ``instructions`` repeat, judged
+    on their first :data:`WINDOW`, or None if they do not."""
+    instructions = instructions[:WINDOW]
     count = len(instructions)
     kinds: dict[tuple, int] = {}
     codes = np.array([kinds.setdefault(_looks(instruction), len(kinds)) for instruction in instructions], dtype=np.int64)
-    for candidate in range(MIN_PERIOD, count // 2 + 1):
+    for candidate in range(MIN_PERIOD, min(count // 2, MAX_PERIOD) + 1):
         alike = np.count_nonzero(codes[:-candidate] == codes[candidate:])
         if alike >= LIKENESS * (count - candidate):
             return candidate

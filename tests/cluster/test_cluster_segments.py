@@ -204,3 +204,10 @@ def test_warnings_of_a_loop_planned_an_iteration_at_a_time_are_numpys(ranks: int
     assert [line for line in result.stdout.splitlines() if line.startswith(("W ", "value"))] == expected
     assert sum(line.startswith("W ") for line in expected) == 3
     assert all(int(line.split("(")[1].split()[0]) >= 30 for line in result.stderr.splitlines() if "loop iterations of long ones" in line), result.stderr[-3000:]
+
+
+def test_the_search_for_a_period_is_bounded() -> None:
+    batch = sweep_batch(3000)  # 15,000 instructions: the period is found in the window
+    assert segments.period(batch.instructions) == 5
+    body = [Instruction("fill", (View(2, F8, 8 * k, (1,), (8,)),), (Const(0.5),)) for k in range(segments.MAX_PERIOD + 100)]
+    assert segments.period(body * 3) is None  # a longer period is not looked for
