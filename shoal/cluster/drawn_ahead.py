@@ -16,6 +16,7 @@ import math
 from collections import OrderedDict
 
 import numpy as np
+import psutil
 
 from shoal import drawn
 from shoal.bytecode.verify import MAX_NDIM
@@ -72,6 +73,8 @@ class DrawsAhead:
         if found is None:
             return
         begin, end = found
+        if (end - begin) * np.dtype(np.float64).itemsize > psutil.virtual_memory().available // 2:
+            return  # the program's own draw of it may still fail (and be caught): draw nothing yet
         try:
             part = made.draw(begin, end - begin)
         except MemoryError:  # the batch, if it comes, draws its part itself

@@ -177,3 +177,16 @@ def test_draws_a_batch_cannot_send_as_recipes_are_not_announced(announced: Annou
     with pytest.raises(ValueError):
         generator.random((-1, 4000))
     assert announced.calls == []
+
+
+def test_a_part_larger_than_half_the_free_memory_is_not_drawn_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    made, _ = recipe_of_draw(9, (300, 200))
+    begin, end = expected_range((300, 200), 1, 2, 1 << 10, 8)  # type: ignore[misc]
+
+    class Scarce:
+        available = (end - begin) * 8  # twice the part would not fit
+
+    monkeypatch.setattr("shoal.cluster.drawn_ahead.psutil.virtual_memory", lambda: Scarce())
+    ahead = DrawsAhead(1, 2, 1 << 10, 8)
+    ahead.draw(*announce(made, (300, 200)))
+    assert ahead.take(made.encode().tobytes(), begin, end - begin) is None
