@@ -252,7 +252,7 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
         self._carried.append(array)
 
     def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
-        """Tell the component that a large draw ``made`` of ``shape`` was just recorded
+        """Tell the component that a large draw ``made`` of ``shape`` is about to be made
         (:meth:`shoal.engine.component.Component.expect_draw`)."""
         if self._engine is not None:
             with self._lock:

@@ -299,11 +299,11 @@ class Flusher:
                 else:
                     run_ready(blocks, self._submit, self, capacity=1, serial=True)
             self.submit_batch()
-            requests = [request for request, _ in self._sends] if last else []
             if last:
+                requests = [request for request, _ in self._sends]
                 self._sends = []
-            if requests:
-                self.wait_for(requests, "wait for sends")
+                if requests:
+                    self.wait_for(requests, "wait for sends")
         finally:
             self._plan = {}
             self._block_of = {}

@@ -85,9 +85,10 @@ class Component(abc.ABC):
         return None
 
     def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
-        """The program just made a large random draw of ``shape`` (:mod:`shoal.drawn`), which a
-        later batch will carry as data. A component that would send its parts elsewhere may have
-        them drawn there ahead; the batch still carries the data. By default, nothing."""
+        """The program is about to make a large random draw of ``shape`` whose recipe is ``made``
+        (:mod:`shoal.drawn`); a later batch may carry it as data. A component that would send
+        its parts elsewhere may have them drawn there ahead, while NumPy draws it here; the
+        batch still carries the data, and the draw may yet fail. By default, nothing."""
         return None
 
     def flush(self) -> None:
