@@ -79,6 +79,13 @@ def _bounds(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
     return max(0, begin), min(count, end)
 
 
+def owned_rows(view: View, layout: Layout, ranks: int) -> list[tuple[int, int]] | None:
+    """The rows of ``view`` (its leading axis) whose elements each rank owns under ``layout``;
+    None if a row spans ranks or the rows run backwards."""
+    rows = _rows(view)
+    return None if rows is None or not view.shape else _owned_rows(rows, view.shape[0], layout, ranks)
+
+
 def _owned_rows(rows: Rows, count: int, layout: Layout, ranks: int) -> list[tuple[int, int]] | None:
     """The rows of an output view whose elements each rank owns; None if a row spans ranks."""
     stride = rows[1]

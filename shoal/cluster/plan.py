@@ -15,10 +15,10 @@ Three schemes cover every instruction:
 - *reductions and matrix products* combine partial results or replicate one operand
   (:mod:`shoal.cluster.collectives`);
 - *gathered*: rank 0 assembles every operand in temporary bases, runs the instruction there, and
-  sends each output piece back to its owner. Creation and every other instruction run this
-  way; an operation that is neither a creation nor an operand of rank 0's
-  own small bases warns once with :class:`shoal.errors.ShoalFallbackWarning` (rank 0's
-  component gives the warnings in :attr:`Planner.warnings` once the batch has run everywhere).
+  sends each output piece back to its owner. Creation and every other instruction run this way;
+  an operation that is neither a creation nor an operand of rank 0's own small bases warns once
+  with :class:`shoal.errors.ShoalFallbackWarning` (rank 0's component gives the warnings in
+  :attr:`Planner.warnings` once the batch has run everywhere).
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from shoal.cluster.plan_cache import (
     make_template,
     replay,
 )
+from shoal.cluster.row_alignment import align
 
 OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
@@ -156,6 +157,7 @@ class Planner(GatheredPlanning):
                 layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
             else:
                 layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
+        align(batch, layouts, self.layouts, self.ranks)  # temporaries in rows where their operands are (rows mode)
         return layouts
 
     def _aligned(self, batch: Batch, decl: BaseDecl, grid: tuple[int, ...], layouts: dict[int, AnyLayout]) -> CyclicLayout | None:

@@ -95,13 +95,14 @@ def computed_shapes(ops: list) -> list[tuple]:
     return [(instruction.op, instruction.outputs[0].shape) for op in ops if op.kind == "compute" for instruction in op.instructions if instruction.op != "release" and not op.needs]
 
 
-@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("ranks", [2, 3, 4])
 def test_own_rows_sweeps_are_alike_and_exchange_before_computing(ranks: int) -> None:
     """Computing own rows only, every sweep of a rank computes the same shapes (so its node
     engine fuses and replays them) and each temporary is declared by the computation that first
-    writes it (so it lives and dies in one node-engine batch). At two ranks each sweep after the
-    first gets both sides of its halo in one exchange before its first computation; at three the
-    temporaries' rows are split one row off the grid's, so the last copy needs a row of one."""
+    writes it (so it lives and dies in one node-engine batch). Each sweep after the first gets
+    both sides of its halo in one exchange before its first computation: the temporaries' rows
+    are split where the grid's interior rows are (``row_alignment``; split evenly, at three ranks
+    and more they fell a row off the grid's, and the last copy needed a row of one)."""
     ids = Ids()
     grid = ids()
     stream = [creation(grid, 1)] + [sweep(grid, ids) for _ in range(6)]
@@ -114,11 +115,11 @@ def test_own_rows_sweeps_are_alike_and_exchange_before_computing(ranks: int) -> 
         assert sends == receives
         if number < 2:
             continue
-        assert len(sends) == (2 if ranks == 2 else 4)  # one message each way between neighbours (a row of a temporary at 3)
+        assert len(sends) == 2 * (ranks - 1)  # one message each way between neighbours
         for rank, ops in enumerate(plans):
             kinds = [op.kind for op in ops]
             first_compute = next(index for index, op in enumerate(ops) if op.kind == "compute" and not op.needs and op.instructions)
-            assert ranks > 2 or all(index < first_compute for index, kind in enumerate(kinds) if kind in ("send", "receive"))
+            assert all(index < first_compute for index, kind in enumerate(kinds) if kind in ("send", "receive"))
             assert shapes[rank] is None or computed_shapes(ops) == shapes[rank]
             shapes[rank] = computed_shapes(ops)
             for decl in (decl for op in ops for decl in op.declares):
