@@ -8,8 +8,9 @@ and more their even split falls a row off the grid's: Jacobi 2000² at 3 ranks s
 needed a row of a temporary from a neighbour, mid-sweep, and each sweep reached the node engine
 as two batches (one of them run instruction by instruction).
 
-:func:`align` gives a base the batch declares without data, whose first use is its whole
-C-ordered view beside a view of the same shape of a base split in rows, the rows of that view:
+:func:`align` gives a base the batch declares without data and splits over the ranks, whose
+first use is its whole C-ordered view beside a view of the same shape of a base split in rows,
+the rows of that view:
 row ``i`` of the temporary lives where row ``i`` of the view does (its halo is as wide as
 before). Every rank computes the same layouts from the same batch.
 """
@@ -35,8 +36,8 @@ def align(batch: Batch, layouts: dict[int, AnyLayout], known: Mapping[int, AnyLa
                 continue
             seen.add(view.base)
             layout = layouts.get(view.base)
-            if not isinstance(layout, Layout) or row_length(view, sizes[view.base]) <= 1:
-                continue
+            if not isinstance(layout, Layout) or not layout.distributed or row_length(view, sizes[view.base]) <= 1:
+                continue  # a base kept on rank 0 (small) stays there
             for other in views:
                 found = _aligned(view, other, layout, layouts.get(other.base, known.get(other.base)), ranks)
                 if found is not None:

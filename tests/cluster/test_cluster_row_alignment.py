@@ -1,0 +1,54 @@
+"""Temporaries split in the rows of the views they are first combined with
+(``shoal/cluster/row_alignment.py``; no MPI needed)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from shoal.bytecode import BaseDecl, Batch, Instruction, View
+from shoal.cluster.layout import Layout, whole_on
+from shoal.cluster.plan import PlanConfig, Planner
+
+F8, B1 = np.dtype(np.float64), np.dtype(np.bool_)
+
+
+def grid_view(base: int, rows: tuple[int, int], columns: tuple[int, int], width: int, dtype: np.dtype = F8) -> View:
+    item = dtype.itemsize
+    return View(base, dtype, rows[0] * width * item + columns[0] * item, (rows[1] - rows[0], columns[1] - columns[0]), (width * item, item))
+
+
+def interior_sum(n: int, grid_data: bool = True, temp_dtype: np.dtype = F8) -> Batch:
+    """``t = grid[1:-1, 1:-1] + grid[:-2, 1:-1]`` over an ``n`` x ``n`` grid (base 1 from Python),
+    ``t`` a new base 2."""
+    inner = (n - 2, n - 2)
+    out = View(2, temp_dtype, 0, inner, (inner[1] * temp_dtype.itemsize, temp_dtype.itemsize))
+    op = "add" if temp_dtype == F8 else "greater"
+    return Batch(
+        bases=[BaseDecl(1, F8, n * n), BaseDecl(2, temp_dtype, inner[0] * inner[1])],
+        data={1: np.zeros(n * n)} if grid_data else {},
+        instructions=[Instruction(op, (out,), (grid_view(1, (1, n - 1), (1, n - 1), n), grid_view(1, (0, n - 2), (1, n - 1), n)))],
+    )
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4, 7])
+@pytest.mark.parametrize("n", [40, 41, 2000])
+def test_a_temporary_lives_where_the_rows_of_its_operand_do(ranks: int, n: int) -> None:
+    layouts = Planner(0, ranks, PlanConfig(min_bytes=1024, halo_rows=2), 1 << 14).new_layouts(interior_sum(n))
+    grid, temp = layouts[1], layouts[2]
+    assert isinstance(grid, Layout) and isinstance(temp, Layout)
+    row = n - 2
+    for rank in range(ranks):  # temporary row i is grid row i + 1, on the same rank
+        first, last = temp.starts[rank] // row, temp.starts[rank + 1] // row
+        assert temp.starts[rank] % row == 0
+        grid_first, grid_last = max(1, grid.starts[rank] // n), min(n - 1, grid.starts[rank + 1] // n)
+        assert (first, last) == (grid_first - 1, grid_last - 1) or (first == last and grid_first >= grid_last)
+    assert temp.halo == 2 * row  # as wide as before
+
+
+def test_a_small_temporary_stays_on_rank_0() -> None:
+    """A bool temporary of 38² elements (1,444 bytes) beside a distributed float64 grid."""
+    planner = Planner(0, 3, PlanConfig(min_bytes=4096, halo_rows=2), 1 << 14)
+    layouts = planner.new_layouts(interior_sum(40, temp_dtype=B1))
+    assert layouts[2] == whole_on(0, 3, 38 * 38, 1)
+    assert layouts[1].distributed
