@@ -9,10 +9,10 @@ from the plan cache (:mod:`shoal.cluster.plan_cache`) at about 7 µs an instruct
 :func:`split` finds the loop's period, the shortest ``p`` for which computing instruction ``i``
 looks like computing instruction ``i + p`` (operation, views and constants' types, whatever
 their bases; releases aside) for nearly the whole batch, and cuts the batch every ``p`` computing
-instructions, where the fewest of the batch's temporaries are alive. Each part is a batch of its own: it declares the bases it mentions
-first, with their data, and may use and release bases an earlier part declared, so the parts
-planned one after another are a valid plan of the whole batch whatever the cuts; alike parts
-then share one cache entry. A cut moves no data: a batch whose parts would lay out a base that
+instructions, where the fewest of the batch's temporaries are alive. Each part is a batch of its
+own: it declares the bases it mentions first, with their data, and may use and release bases an
+earlier part declared, so the parts planned one after another are a valid plan of the whole
+batch whatever the cuts; alike parts then share one cache entry. A cut moves no data: a batch whose parts would lay out a base that
 came with data otherwise than the whole batch does (by which its parts were sent) is not cut.
 """
 
