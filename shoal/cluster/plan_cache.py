@@ -38,6 +38,19 @@ class Uncacheable(Exception):
     """A plan names something a replay could not renumber: it is planned afresh each time."""
 
 
+def instruction_key(instruction: Instruction, number: Callable[[int], object]) -> tuple:
+    """What planning reads of a computing ``instruction``: its operation, attributes and views,
+    each base as ``number`` names it, constants by type (a constant's value is the template's to
+    fill in, ``Template.constants``)."""
+
+    def operand(value: View | Const) -> tuple:
+        if isinstance(value, Const):
+            return (type(value.value),)
+        return (number(value.base), value.dtype, value.offset, value.shape, value.strides)
+
+    return (instruction.op, tuple(map(operand, instruction.outputs)), tuple(map(operand, instruction.inputs)), repr(instruction.attrs))
+
+
 def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None) -> tuple[tuple, list[int]] | None:
     """The batch's key and its bases in order of first appearance (the key's numbering); None
     for a batch that names a base neither declared nor known (planning reports it)."""
@@ -51,11 +64,6 @@ def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] 
             order.append(base)
         return found
 
-    def operand(value: View | Const) -> tuple:
-        if isinstance(value, Const):  # its value is the template's to fill in (``Template.constants``)
-            return (type(value.value),)
-        return (number(value.base), value.dtype, value.offset, value.shape, value.strides)
-
     declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in batch.data) for decl in batch.bases)
     instructions = []
     for instruction in batch.instructions:
@@ -65,14 +73,7 @@ def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] 
                 return None
             instructions.append(("release", number(base)))
             continue
-        instructions.append(
-            (
-                instruction.op,
-                tuple(operand(view) for view in instruction.outputs),
-                tuple(operand(value) for value in instruction.inputs),
-                repr(instruction.attrs),
-            )
-        )
+        instructions.append(instruction_key(instruction, number))
     used = used_bases(order, {decl.id for decl in batch.bases}, layouts, valid)
     if used is None:
         return None

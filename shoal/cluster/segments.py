@@ -22,7 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
+from shoal.bytecode import BaseDecl, Batch, Instruction, View
+from shoal.cluster.plan_cache import instruction_key
 
 MIN_INSTRUCTIONS = 64  # shorter batches are planned whole
 MIN_PERIOD = 4
@@ -33,15 +34,11 @@ LIKENESS = 0.8  # of the instructions past the first period, those that must loo
 
 def _looks(instruction: Instruction) -> tuple:
     """What planning sees of ``instruction`` apart from its bases' numbers."""
-    if instruction.op == "release":
-        return ("release",)
+    return ("release",) if instruction.op == "release" else instruction_key(instruction, _unnumbered)
 
-    def operand(value: View | Const) -> tuple:
-        if isinstance(value, Const):
-            return (type(value.value),)
-        return (value.dtype, value.offset, value.shape, value.strides)
 
-    return (instruction.op, tuple(map(operand, instruction.outputs)), tuple(map(operand, instruction.inputs)), repr(instruction.attrs))
+def _unnumbered(base: int) -> None:
+    return None
 
 
 def period(instructions: list[Instruction]) -> int | None:
