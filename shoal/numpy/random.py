@@ -40,13 +40,14 @@ def _wrap_function(function: Any, name: str) -> Any:
             out[...] = function(*materialize(args), **materialize(kwargs))
             return out
         large = _large_draw(function, name, args, kwargs)
-        if large is not None and not _called_from_library():
+        from_library = large is not None and _called_from_library()
+        if large is not None and not from_library:
             _expect(args, kwargs, name, *large)
         if _plain(args) and _plain(kwargs.values()):
             result = function(*args, **kwargs)
         else:
             result = function(*materialize(args), **materialize(kwargs))
-        if type(result) is not np.ndarray or is_small(result.size) or _called_from_library():
+        if type(result) is not np.ndarray or is_small(result.size) or from_library or (large is None and _called_from_library()):
             return result  # what wrap_numpy gives a small result: the draw as NumPy made it
         if large is not None:
             return _remembered(args, kwargs, name, large[0], result)
