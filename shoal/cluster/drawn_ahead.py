@@ -24,6 +24,7 @@ from shoal.cluster.layout import block, components_first
 
 KEPT = 8  # draws a rank keeps drawn ahead; the oldest goes first
 MAX_BYTES = 1 << 40  # the largest draw announced (a session's payload bound)
+ITEMSIZE = np.dtype(np.float64).itemsize  # draws remembered as recipes are float64
 
 
 def announce(made: drawn.Recipe, shape: tuple[int, ...]) -> tuple[bytes, list[int]]:
@@ -38,7 +39,7 @@ def decode(payload: bytes, ints: list[int]) -> tuple[bytes, drawn.Recipe, tuple[
         raise ValueError(f"rank 0 announced a draw of {len(ints)} axes")
     if any(extent < 0 for extent in ints):
         raise ValueError(f"rank 0 announced a draw of shape {tuple(ints)}")
-    if math.prod(ints) * np.dtype(np.float64).itemsize > MAX_BYTES:
+    if math.prod(ints) * ITEMSIZE > MAX_BYTES:
         raise ValueError(f"rank 0 announced a draw of shape {tuple(ints)}, past {MAX_BYTES} bytes")
     return payload, made, tuple(ints)
 
@@ -47,11 +48,10 @@ def expected_range(shape: tuple[int, ...], rank: int, ranks: int, min_bytes: int
     """The elements ``[begin, end)`` of a float64 base of ``shape`` that ``rank`` would hold under
     the row layout, or None where it would hold none or the base would not be split in ranges."""
     size = math.prod(shape)
-    itemsize = np.dtype(np.float64).itemsize
-    if ranks < 2 or size < ranks or size * itemsize < min_bytes or components_first(shape, ranks):
+    if ranks < 2 or size < ranks or size * ITEMSIZE < min_bytes or components_first(shape, ranks):
         return None
     row = size // shape[0] if len(shape) >= 2 and shape[0] else 1
-    begin, end = block(ranks, size, itemsize, row, halo_rows).local_range(rank)
+    begin, end = block(ranks, size, ITEMSIZE, row, halo_rows).local_range(rank)
     return (begin, end) if end > begin else None
 
 
@@ -73,7 +73,7 @@ class DrawsAhead:
         if found is None:
             return
         begin, end = found
-        if (end - begin) * np.dtype(np.float64).itemsize > psutil.virtual_memory().available // 2:
+        if (end - begin) * ITEMSIZE > psutil.virtual_memory().available // 2:
             return  # the program's own draw of it may still fail (and be caught): draw nothing yet
         try:
             part = made.draw(begin, end - begin)
@@ -97,6 +97,3 @@ class DrawsAhead:
         if begin == first and count == data.size:
             return data
         return data[begin - first : begin - first + count].copy()
-
-    def clear(self) -> None:
-        self._parts.clear()
