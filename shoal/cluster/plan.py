@@ -31,22 +31,18 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
 from shoal.cluster.collectives import plan_reduction
-from shoal.cluster.cyclic import CyclicLayout, aligned, cyclic, grid_shape
+from shoal.cluster.cyclic import CyclicLayout
+from shoal.cluster.declared_layouts import declared_layouts
 from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.layout import (
     AnyLayout,
     TooFragmented,
-    block,
     broadcast_to,
-    by_components,
-    components_first,
     local_part,
     owner,
-    row_length,
     split,
     sub_view,
-    whole_on,
 )
 from shoal.cluster.leading_gather import plan_leading_gather
 from shoal.cluster.matmul import plan_matmul
@@ -59,7 +55,6 @@ from shoal.cluster.plan_cache import (
     make_template,
     replay,
 )
-from shoal.cluster.row_alignment import align
 
 OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
@@ -128,52 +123,7 @@ class Planner(GatheredPlanning):
 
     def new_layouts(self, batch: Batch) -> dict[int, AnyLayout]:
         """The layouts of the bases ``batch`` declares (every rank computes the same)."""
-        rows: dict[int, int] = {}
-        grids: dict[int, tuple[int, ...]] = {}
-        decl_sizes = {decl.id: decl.size for decl in batch.bases}
-        cyclic_mode = self.config.layout == "block-cyclic"
-        for instruction in batch.instructions:
-            for view in (*instruction.outputs, *instruction.inputs):
-                if isinstance(view, View) and view.base not in rows:
-                    rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-                if isinstance(view, View) and view.base not in grids:
-                    grid = grid_shape(view, decl_sizes.get(view.base, -1))
-                    if grid is not None:
-                        grids[view.base] = grid
-        layouts: dict[int, AnyLayout] = {}
-        for decl in batch.bases:
-            if decl.nbytes >= self.config.min_bytes and self.ranks > 1 and decl.size >= self.ranks:
-                grid = grids.get(decl.id)
-                if cyclic_mode:
-                    # automatic blocks for a grid that is unknown (data from Python, flat) or has
-                    # fewer axes than the block shape names
-                    block_shape = self.config.block if grid is not None and len(grid) >= len(self.config.block) else ()
-                    found = self._aligned(batch, decl, grid, layouts) if grid is not None and not block_shape else None
-                    layouts[decl.id] = found or cyclic(self.ranks, grid or (decl.size,), decl.dtype.itemsize, block_shape)
-                    continue
-                if grid is not None and components_first(grid, self.ranks):
-                    layouts[decl.id] = by_components(self.ranks, grid, decl.dtype.itemsize)
-                    continue
-                layouts[decl.id] = block(self.ranks, decl.size, decl.dtype.itemsize, rows.get(decl.id, 1), self.config.halo_rows)
-            else:
-                layouts[decl.id] = whole_on(0, self.ranks, decl.size, decl.dtype.itemsize)
-        align(batch, layouts, self.layouts, self.ranks)  # temporaries in rows where their operands are (rows mode)
-        return layouts
-
-    def _aligned(self, batch: Batch, decl: BaseDecl, grid: tuple[int, ...], layouts: dict[int, AnyLayout]) -> CyclicLayout | None:
-        """A block-cyclic base of automatic blocks aligned with the first view of the same shape
-        it meets in ``batch`` whose base has blocks of whole rows (:func:`aligned`)."""
-        for instruction in batch.instructions:
-            views = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View)]
-            if not any(view.base == decl.id and view.shape == grid for view in views):
-                continue
-            for view in views:
-                other = layouts.get(view.base, self.layouts.get(view.base))
-                if view.base != decl.id and isinstance(other, CyclicLayout) and view.shape == grid:
-                    found = aligned(other, view, grid, decl.dtype.itemsize)
-                    if found is not None:
-                        return found
-        return None
+        return declared_layouts(batch, self.config, self.ranks, self.layouts)
 
     def _by_components(self, layout: AnyLayout) -> bool:
         """Whether ``layout`` keeps components together (rows mode only): like a base with halos,
