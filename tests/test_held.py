@@ -425,3 +425,18 @@ def test_a_large_view_updated_in_place_stays_numpys(lazy):
     got = program(snp, watch)
     same(expected, got)
     assert watch == [True] * 4
+
+
+def test_python_floats_into_held_float32_memory_warn_at_the_caller_s_line(lazy):
+    """Only float64 memory takes Python floats without a cast that may warn: into float32 an
+    overflowing float warns as under NumPy, at the line that stores it."""
+    a = snp.zeros((4, 4), snp.float32)
+    for i in range(8):
+        a[i % 4, 0] = a[i % 4, 1]
+    assert lazy.held
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a[1, 1] = 1e300
+        a[2] = numpy.ones(4, numpy.float32)  # the memory's own dtype: no cast
+    assert [(w.category, w.filename) for w in caught] == [(RuntimeWarning, __file__)]
+    assert numpy.isinf(numpy.asarray(a)[1, 1]) and (numpy.asarray(a)[2] == 1).all()

@@ -80,3 +80,31 @@ def test_item_and_tolist_give_python_values(snp: ModuleType) -> None:
         assert_same(lazy.tolist(), array.tolist())
         assert_same(lazy.item(4), array.item(4))
         assert_same(lazy[1, 2].item(), array[1, 2].item())
+
+
+def test_membership_is_numpys_any_of_equals(snp: ModuleType) -> None:
+    """``value in a`` is NumPy's ``(a == value).any()`` for every shape (iterating the rows of a
+    2-D array would compare rows and raise)."""
+    values = np.arange(24.0).reshape(2, 3, 4)
+    lazy = snp.array(values)
+    for probe in (5.0, -1, 23, np.float32(7.0), np.arange(4.0), np.array([0.0, 1.0, 2.0, 4.0])):
+        assert (probe in lazy) is (probe in values)
+    with np.testing.assert_raises(ValueError):
+        np.arange(3.0) in values  # noqa: B015 (the shapes do not broadcast: NumPy's error)
+    with np.testing.assert_raises(ValueError):
+        np.arange(3.0) in lazy  # noqa: B015
+
+
+def test_data_and_ctypes_are_numpys_of_the_contents(snp: ModuleType) -> None:
+    values = np.arange(12.0).reshape(3, 4)
+    lazy = snp.array(values) * 1
+    assert bytes(lazy.data) == bytes(values.data)
+    assert list(lazy.ctypes.shape) == [3, 4]
+
+
+def test_an_unknown_attribute_raises_attribute_error(snp: ModuleType) -> None:
+    lazy = snp.arange(10.0)
+    for name in ("no_such_attribute", "__no_such_dunder__"):
+        with np.testing.assert_raises(AttributeError):
+            getattr(lazy, name)
+        assert not hasattr(lazy, name)

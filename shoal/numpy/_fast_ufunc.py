@@ -32,7 +32,7 @@ from shoal.bytecode import Const
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.numpy._fperr import _strict_modes, strict
-from shoal.numpy._lazy import _memory_limit, contiguous_strides, ndarray, operand
+from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, contiguous_strides, ndarray, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
@@ -228,6 +228,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     result._readonly = False
     result._scalar = not shape
     result._held = None
+    result._quiet = NO_QUIET_STORES
     return result
 
 

@@ -35,9 +35,23 @@ def own_view(array: ndarray) -> np.ndarray:
     memory = np.ndarray(view.shape, view.dtype, base.held, view.offset, view.strides)
     if array._readonly:
         memory.flags.writeable = False
+    array._quiet = _quiet_stores(memory.dtype)
     array._held = memory
     held.remember(base, array)
     return memory
+
+
+_FLOAT64 = np.dtype(np.float64)
+_INTO_FLOAT64 = (float, np.float64, int, bool)
+_INTO_INTEGERS = (int,)  # out of range, NumPy raises OverflowError
+
+
+def _quiet_stores(dtype: np.dtype) -> frozenset[Any]:
+    """What stores into memory of ``dtype`` without a cast that may warn: the types of Python and
+    NumPy scalars that never warn, and ``dtype`` itself for arrays."""
+    if dtype is _FLOAT64:
+        return frozenset((dtype, *_INTO_FLOAT64))
+    return frozenset((dtype, *_INTO_INTEGERS)) if dtype.kind in "iu" else frozenset((dtype,))
 
 
 def large_view(array: ndarray, key: Any) -> Any:

@@ -43,7 +43,7 @@ def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]
 class ndarray(metaclass=_NdarrayMeta):
     """A lazily evaluated N-dimensional array with NumPy's semantics."""
 
-    __slots__ = ("__weakref__", "_base", "_held", "_owner", "_readonly", "_scalar", "_view")
+    __slots__ = ("__weakref__", "_base", "_held", "_owner", "_quiet", "_readonly", "_scalar", "_view")
     __array_priority__ = 100.0
     __hash__ = None  # type: ignore[assignment]
 
@@ -53,6 +53,7 @@ class ndarray(metaclass=_NdarrayMeta):
     _readonly: bool
     _scalar: bool
     _held: np.ndarray | None  # its view of the base's memory while the base is held (shoal.held)
+    _quiet: frozenset[Any]  # with _held: value types (and its dtype, for arrays) whose store never warns
 
     # construction ----------------------------------------------------------------------------
     def __new__(
@@ -82,6 +83,7 @@ class ndarray(metaclass=_NdarrayMeta):
         self._readonly = readonly
         self._scalar = scalar
         self._held = None
+        self._quiet = NO_QUIET_STORES
         return self
 
     def _derive(self, view: View, readonly: bool | None = None) -> ndarray:
@@ -268,9 +270,6 @@ class ndarray(metaclass=_NdarrayMeta):
     def __deepcopy__(self, memo: Any) -> ndarray:
         return self.copy()
 
-    def __getattr__(self, name: str) -> Any:
-        return _dispatch.method_fallback(self, name)
-
     # NumPy protocols ------------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method == "__call__" and not kwargs and len(inputs) == ufunc.nin and ufunc.nout == 1:
@@ -316,23 +315,22 @@ class ndarray(metaclass=_NdarrayMeta):
 
     def __setitem__(self, key: Any, value: Any) -> None:
         memory = self._held
-        if memory is None and self._base.held is not None and not self._scalar:
-            memory = _held_indexing.own_view(self)
-        if memory is not None:
-            dtype = memory.dtype
-            kind = type(value)
-            if (kind is np.ndarray and value.dtype is dtype) or (dtype is _FLOAT64 and kind in _WARNING_FREE_INTO_FLOAT64) or (kind is int and dtype.kind in "iu"):
-                memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
+        if memory is None:
+            if self._base.held is None or self._scalar:
+                _index.setitem(self, key, value)
                 return
-            with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
-                memory[key] = value
+            memory = _held_indexing.own_view(self)
+        kind = type(value)
+        if kind in self._quiet or (kind is _NDARRAY and value.dtype in self._quiet):
+            memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
             return
-        _index.setitem(self, key, value)
+        with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
+            memory[key] = value
 
 
 # helpers shared by the frontend modules ----------------------------------------------------------
-_FLOAT64 = np.dtype(np.float64)
-_WARNING_FREE_INTO_FLOAT64 = frozenset((float, np.float64, int, bool))  # values whose store into float64 never warns
+_NDARRAY = np.ndarray
+NO_QUIET_STORES: frozenset[Any] = frozenset()  # ``_quiet`` while no memory is held
 _SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
 
 

@@ -47,6 +47,11 @@ def _device(self: ndarray) -> str:
     return _CPU.device
 
 
+def __contains__(self: ndarray, value: Any, /) -> bool:
+    """``value in a``: NumPy's ``(a == value).any()``."""
+    return bool((self == value).any())
+
+
 def __reduce_ex__(self: ndarray, protocol: int, /) -> Any:
     """A NumPy pickle of the contents: the array's, or the scalar's it stands for."""
     value = self._value()
@@ -62,9 +67,14 @@ def __reduce__(self: ndarray, /) -> Any:
     return __reduce_ex__(self, 2)
 
 
-for _function in (__array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
+for _function in (__contains__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
     setattr(ndarray, _function.__name__, _function)
 ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
+
+
+def _fallback_attribute(name: str) -> property:
+    """NumPy's attribute ``name`` (``data``, ``ctypes``) of the computed contents."""
+    return property(lambda self: _dispatch.method_fallback(self, name), doc=getattr(np.ndarray, name).__doc__)
 
 
 def _fallback_method(name: str) -> Any:
@@ -81,14 +91,18 @@ def _fallback_method(name: str) -> Any:
 
 
 def _attach_fallback_methods() -> None:
-    """NumPy's public methods that Shoal has no lazy version of, as methods of the class (so
-    ``inspect`` and the Array API tests see them with NumPy's signatures)."""
+    """NumPy's public methods and attributes that Shoal has no lazy version of, as methods and
+    properties of the class (so ``inspect`` and the Array API tests see them with NumPy's
+    signatures). The class has no ``__getattr__``: it would keep the interpreter from
+    specializing every attribute read of a lazy array."""
     for name in dir(np.ndarray):
         if name.startswith("_") or name in vars(ndarray):
             continue
         attribute = getattr(np.ndarray, name)
         if callable(attribute) and not isinstance(attribute, type):
             setattr(ndarray, name, _fallback_method(name))
+        else:
+            setattr(ndarray, name, _fallback_attribute(name))
 
 
 _attach_fallback_methods()
