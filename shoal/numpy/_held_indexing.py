@@ -12,7 +12,7 @@ import numpy as np
 
 from shoal import held
 from shoal.numpy import _index, _indexed
-from shoal.numpy._lazy import from_numpy, is_small, ndarray
+from shoal.numpy._lazy import NO_QUIET_STORES, from_numpy, is_small, ndarray
 
 
 def held_memory(value: Any) -> Any:
@@ -42,16 +42,15 @@ def own_view(array: ndarray) -> np.ndarray:
 
 
 _FLOAT64 = np.dtype(np.float64)
-_INTO_FLOAT64 = (float, np.float64, int, bool)
-_INTO_INTEGERS = (int,)  # out of range, NumPy raises OverflowError
+_INTO_FLOAT64 = frozenset((float, np.float64, int, bool))
+_INTO_INTEGERS = frozenset((int,))  # out of range, NumPy raises OverflowError
 
 
-def _quiet_stores(dtype: np.dtype) -> frozenset[Any]:
-    """What stores into memory of ``dtype`` without a cast that may warn: the types of Python and
-    NumPy scalars that never warn, and ``dtype`` itself for arrays."""
+def _quiet_stores(dtype: np.dtype) -> frozenset[type]:
+    """The types of scalars whose store into memory of ``dtype`` never warns."""
     if dtype is _FLOAT64:
-        return frozenset((dtype, *_INTO_FLOAT64))
-    return frozenset((dtype, *_INTO_INTEGERS)) if dtype.kind in "iu" else frozenset((dtype,))
+        return _INTO_FLOAT64
+    return _INTO_INTEGERS if dtype.kind in "iu" else NO_QUIET_STORES
 
 
 def large_view(array: ndarray, key: Any) -> Any:

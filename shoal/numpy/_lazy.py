@@ -53,7 +53,7 @@ class ndarray(metaclass=_NdarrayMeta):
     _readonly: bool
     _scalar: bool
     _held: np.ndarray | None  # its view of the base's memory while the base is held (shoal.held)
-    _quiet: frozenset[Any]  # with _held: value types (and its dtype, for arrays) whose store never warns
+    _quiet: frozenset[type]  # with _held: the scalar types whose store into it never warns
 
     # construction ----------------------------------------------------------------------------
     def __new__(
@@ -321,7 +321,11 @@ class ndarray(metaclass=_NdarrayMeta):
                 return
             memory = _held_indexing.own_view(self)
         kind = type(value)
-        if kind in self._quiet or (kind is _NDARRAY and value.dtype in self._quiet):
+        if kind is _NDARRAY:
+            if value.dtype is memory.dtype:
+                memory[key] = value  # no cast
+                return
+        elif kind in self._quiet:
             memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
             return
         with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
