@@ -65,7 +65,8 @@ HANDS_VALUES_OUT = frozenset(
 )
 
 
-def _warn_once(name: str) -> None:
+def warn_fallback(name: str) -> None:
+    """One :class:`ShoalFallbackWarning` per ``name`` (counted in ``FALLBACKS`` every time)."""
     if name in HANDS_VALUES_OUT:
         return
     FALLBACKS[name] += 1
@@ -102,7 +103,7 @@ def caller_stacklevel() -> int:
 
 def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     """Run ``function`` in NumPy on materialized inputs; write back lazy outputs."""
-    _warn_once(name)
+    warn_fallback(name)
     lazy_outs = kwargs.get("out")
     values, keywords = materialize(tuple(args)), materialize(dict(kwargs))
     result = fp_warnings.at_user_line(function, *values, **keywords)  # NumPy's warnings at the user's line
@@ -169,7 +170,7 @@ def method_fallback(array: ndarray, name: str) -> Any:
         return getattr(array._value(), name)
 
     def method(*args: Any, **kwargs: Any) -> Any:
-        _warn_once(f"ndarray.{name}")
+        warn_fallback(f"ndarray.{name}")
         value = array._value()
         result = getattr(value, name)(*materialize(args), **materialize(kwargs))
         if name in _MUTATING_METHODS:

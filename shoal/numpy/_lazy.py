@@ -2,7 +2,8 @@
 
 Arrays below the eager threshold are plain ``numpy.ndarray`` objects; :class:`ndarray` here is the
 lazy kind. ``isinstance(x, shoal.numpy.ndarray)`` holds for both, so user code that checks types
-keeps working.
+keeps working. A program's subclass of ``np.ndarray`` subclasses NumPy's (its arrays are NumPy's,
+computed at once), and ``np.ndarray[...]`` in annotations is NumPy's generic alias.
 """
 
 from __future__ import annotations
@@ -22,6 +23,12 @@ from shoal.numpy._uploads import cacheable
 
 
 class _NdarrayMeta(type):
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
+        lazy = globals().get("ndarray")
+        if lazy is not None and lazy in bases:  # a program's subclass of np.ndarray: NumPy's, eager
+            return type(name, tuple(np.ndarray if base is lazy else base for base in bases), namespace, **kwargs)
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
     def __instancecheck__(cls, instance: Any) -> bool:
         return isinstance(instance, np.ndarray) or type(instance) is ndarray
 
@@ -56,6 +63,10 @@ class ndarray(metaclass=_NdarrayMeta):
     _quiet: frozenset[type]  # with _held: the scalar types whose store into it never warns
 
     # construction ----------------------------------------------------------------------------
+    def __class_getitem__(cls, item: Any) -> Any:
+        """``np.ndarray[shape, dtype]`` in annotations: NumPy's generic alias."""
+        return np.ndarray.__class_getitem__(item)
+
     def __new__(
         cls,
         shape: Any,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -12,8 +13,9 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
 from shoal.bytecode.dtypes import is_supported
-from shoal.numpy._dispatch import discards_imaginary
+from shoal.numpy._dispatch import discards_imaginary, warn_fallback
 from shoal.numpy._fperr import strict
+from shoal.numpy._held_indexing import held_memory
 from shoal.numpy._lazy import (
     as_lazy,
     contiguous_strides,
@@ -151,9 +153,28 @@ def diagonal(array: ndarray, offset: int = 0, axis1: int = 0, axis2: int = 1) ->
 
 
 def dtype_view(array: ndarray, dtype: Any = None, type: Any = None) -> Any:
+    if type is None and isinstance(dtype, builtins.type) and issubclass(dtype, np.ndarray | ndarray):
+        dtype, type = None, dtype  # NumPy's ``a.view(SubClass)``
+    if type is not None and type is not np.ndarray and type is not ndarray:
+        return _subclass_view(array, dtype, type)
     if dtype is None:
         return array._derive(array._view)
     return view_via_probe(array, lambda probe: probe.view(dtype))
+
+
+def _subclass_view(array: ndarray, dtype: Any, type: Any) -> Any:
+    """``array.view(dtype, type)`` for a subclass of NumPy's ndarray (a program's own): NumPy's
+    view of the array's memory, held by the program from now on (:mod:`shoal.held`), so that
+    writes through either are seen by both. Where the memory cannot be held, a view of a copy,
+    with a :class:`~shoal.errors.ShoalFallbackWarning`."""
+    if not (isinstance(type, builtins.type) and issubclass(type, np.ndarray)):
+        np.empty(0).view(type=type)  # NumPy's error for what is not an ndarray subclass
+    array._base.runtime.hold_for_tasks(array._base.id)
+    memory = held_memory(array)
+    if memory is None:
+        warn_fallback("ndarray.view into a subclass")
+        memory = array._value()
+    return memory.view(type) if dtype is None else memory.view(dtype, type)
 
 
 def _shape_of(value: Any) -> tuple[int, ...]:

@@ -65,7 +65,7 @@ def in_numpy(name: str, function: Any, args: tuple[Any, ...], kwargs: dict[str, 
     """``function`` in NumPy on the data, its result returned as NumPy gives it: for results the
     engine cannot hold (``object``, strings); counted and warned about as a fallback."""
     result = function(*materialize(args), **materialize(kwargs))
-    _dispatch._warn_once(name)  # once it worked: NumPy's error comes without a warning
+    _dispatch.warn_fallback(name)  # once it worked: NumPy's error comes without a warning
     return result
 
 
