@@ -13,6 +13,7 @@ from typing import Any
 import numpy as _np
 
 from shoal.errors import ShoalFallbackWarning
+from shoal.numpy._buffers import frombuffer
 from shoal.numpy._create import (
     arange,
     array,
@@ -66,10 +67,37 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "ShoalFallbackWarning", "arange", "array", "asanyarray", "asarray", "ascontiguousarray",
-    "broadcast_arrays", "broadcast_to", "clip", "copy", "empty", "empty_like", "eye",
-    "fallbacks_used", "fromfunction", "full", "full_like", "identity", "indices", "linalg",
-    "linspace", "meshgrid", "ndarray", "ones", "ones_like", "outer", "random", "where", "zeros", "zeros_like",
+    "ShoalFallbackWarning",
+    "arange",
+    "array",
+    "asanyarray",
+    "asarray",
+    "ascontiguousarray",
+    "broadcast_arrays",
+    "broadcast_to",
+    "clip",
+    "copy",
+    "empty",
+    "empty_like",
+    "eye",
+    "fallbacks_used",
+    "frombuffer",
+    "fromfunction",
+    "full",
+    "full_like",
+    "identity",
+    "indices",
+    "linalg",
+    "linspace",
+    "meshgrid",
+    "ndarray",
+    "ones",
+    "ones_like",
+    "outer",
+    "random",
+    "where",
+    "zeros",
+    "zeros_like",
 ]  # fmt: skip
 __all__ += sorted({name for name in _np.__all__ if name not in _LAZY_SUBMODULES} - set(__all__))
 

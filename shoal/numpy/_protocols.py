@@ -52,6 +52,11 @@ def __contains__(self: ndarray, value: Any, /) -> bool:
     return bool((self == value).any())
 
 
+def __bytes__(self: ndarray, /) -> bytes:
+    """``bytes(a)``: the contents in C order, as NumPy's buffer gives them."""
+    return self._value().tobytes()
+
+
 def __delitem__(self: ndarray, key: Any, /) -> None:
     """``del a[key]``: NumPy's error."""
     raise ValueError("cannot delete array elements")
@@ -72,7 +77,7 @@ def __reduce__(self: ndarray, /) -> Any:
     return __reduce_ex__(self, 2)
 
 
-for _function in (__contains__, __delitem__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
+for _function in (__bytes__, __contains__, __delitem__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
     setattr(ndarray, _function.__name__, _function)
 ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
 
