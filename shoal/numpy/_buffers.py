@@ -18,7 +18,7 @@ from shoal.numpy._dispatch import warn_fallback
 from shoal.numpy._held_indexing import held_memory
 
 
-def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0, *, like: Any = None) -> Any:
+def frombuffer(buffer: Any, dtype: Any = None, count: int = -1, offset: int = 0, *, like: Any = None) -> Any:
     """NumPy's ``frombuffer``; a lazy ``buffer`` is read in its held memory."""
     if _lazy.is_lazy(buffer):
         buffer._base.runtime.hold_for_tasks(buffer._base.id)
