@@ -62,3 +62,37 @@ def test_frombuffer_where_memory_cannot_be_held_warns_and_copies(lazy, monkeypat
     with pytest.warns(ShoalFallbackWarning, match="frombuffer of a lazy array"):
         values = snp.frombuffer(snp.arange(4.0) * 2)
     assert values.tolist() == [0.0, 2.0, 4.0, 6.0]
+
+
+def test_the_array_interface_gives_numpy_an_array_of_its_own(lazy):
+    grid = (snp.arange(24.0).reshape(4, 6) * 3)[:, 1:5]
+    interface = grid.__array_interface__
+    assert (interface["shape"], interface["typestr"]) == ((4, 4), "<f8")
+    converted = numpy.asarray(grid)  # NumPy's own conversion reads the interface first
+    expected = (numpy.arange(24.0).reshape(4, 6) * 3)[:, 1:5]
+    del grid, interface
+    numpy.testing.assert_array_equal(converted, expected)  # its memory outlives the lazy array
+    assert converted.flags.writeable
+
+
+def test_the_array_interface_of_a_read_only_array_is_read_only(lazy):
+    values = snp.arange(8.0) * 2
+    values.flags.writeable = False
+    assert not numpy.asarray(values).flags.writeable
+
+
+def test_pillow_makes_an_image_of_a_lazy_array(lazy):
+    image = pytest.importorskip("PIL.Image")
+
+    def pixels(np):
+        rgb = (np.linspace(0, 1, 40 * 30 * 3).reshape(40, 30, 3) * 255).astype(np.uint8)
+        made = image.fromarray(rgb)
+        return made.size, made.mode, made.tobytes()
+
+    assert pixels(snp) == pixels(numpy)
+
+
+def test_the_array_interface_of_a_zero_dimensional_result_has_no_axes(lazy):
+    total = (snp.arange(6.0) * 2).sum()
+    assert numpy.asarray(total).shape == ()
+    assert numpy.asarray(total) == 30.0

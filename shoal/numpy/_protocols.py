@@ -57,6 +57,21 @@ def __bytes__(self: ndarray, /) -> bytes:
     return self._value().tobytes()
 
 
+def _array_interface(self: ndarray) -> dict[str, Any]:
+    """NumPy's array interface of the contents, computed now: a consumer (NumPy's own
+    ``asarray``, Pillow's ``Image.fromarray``) gets an array of its own. The data is given as the
+    C-ordered copy itself, which the array NumPy makes from it keeps alive as its base, and the
+    strides explicitly, so that a consumer that would ask for a buffer (which a lazy array cannot
+    give under Python 3.11) copies with ``tobytes()``."""
+    value = self._value()
+    if not value.flags.c_contiguous:
+        value = value.copy(order="C")
+    interface = dict(value.__array_interface__)
+    interface["strides"] = value.strides
+    interface["data"] = value
+    return interface
+
+
 def __delitem__(self: ndarray, key: Any, /) -> None:
     """``del a[key]``: NumPy's error."""
     raise ValueError("cannot delete array elements")
@@ -80,6 +95,7 @@ def __reduce__(self: ndarray, /) -> Any:
 for _function in (__bytes__, __contains__, __delitem__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
     setattr(ndarray, _function.__name__, _function)
 ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
+ndarray.__array_interface__ = property(_array_interface, doc=_array_interface.__doc__)
 
 
 def _fallback_attribute(name: str) -> property:
