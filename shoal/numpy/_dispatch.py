@@ -71,11 +71,17 @@ def warn_fallback(name: str) -> None:
         return
     FALLBACKS[name] += 1
     if FALLBACKS[name] == 1:
-        warnings.warn(
-            f"shoal.numpy does not implement {name} yet; it ran in NumPy on materialized data",
-            ShoalFallbackWarning,
-            stacklevel=caller_stacklevel(),
-        )
+        try:
+            warnings.warn(
+                f"shoal.numpy does not implement {name} yet; it ran in NumPy on materialized data",
+                ShoalFallbackWarning,
+                stacklevel=caller_stacklevel(),
+            )
+        except ShoalFallbackWarning:
+            # A program that turns warnings into errors (``simplefilter("error")``) runs under
+            # NumPy without this one: it stays a note, unless the filter names it.
+            if any(action == "error" and category is ShoalFallbackWarning for action, _, category, _, _ in warnings.filters):
+                raise
 
 
 _INTERNAL_PREFIXES = (os.path.dirname(os.path.dirname(__file__)), os.path.dirname(np.__file__))

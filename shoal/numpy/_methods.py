@@ -85,8 +85,12 @@ def _fast_power_for(dtype: np.dtype, kind: type, exponent: int | float) -> np.uf
     ufunc = _FAST_POWERS.get(exponent)
     if ufunc is None:
         return None
-    probe = np.zeros((), dtype)
-    return ufunc if np.power(probe, exponent).dtype == ufunc(probe).dtype else None
+    probe = np.ones((), dtype)
+    try:
+        with np.errstate(all="ignore"):
+            return ufunc if np.power(probe, exponent).dtype == ufunc(probe).dtype else None
+    except (TypeError, ValueError):  # NumPy's error comes from the recorded power, at the caller's line
+        return None
 
 
 def _pow(self: ndarray, other: Any) -> Any:
