@@ -11,11 +11,20 @@ import numpy as np
 
 from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
-from shoal.numpy._lazy import from_numpy, is_lazy, is_small, materialize, new_array, wrap_numpy
+from shoal.numpy._lazy import (
+    from_numpy,
+    is_lazy,
+    is_small,
+    materialize,
+    new_array,
+    stays_numpy,
+    wrap_numpy,
+)
 from shoal.numpy._shape import astype, broadcast_to, reshape
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})
+_ARANGE_NUMBERS = (int, float, np.integer, np.floating)
 _REAL = frozenset({int, float})
 
 
@@ -39,12 +48,22 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
     if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
         return numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order)
     if _settled_size(math.prod(dims)):
-        return _in_memory(numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order))
+        return wrap_numpy(numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order))
     probe = np.full((), 0 if value is None else value, dtype=dtype)
+    if not is_supported(probe.dtype):  # ``np.full(n, None)``: objects are NumPy's
+        return np.full(dims, value, dtype=dtype, order=order)
     result = new_array(probe.dtype, dims)
     if value is not None:
         result._base.runtime.record("fill", (result._view,), (_fill_constant(probe),))
     return result
+
+
+def _carried(dtype: Any) -> bool:
+    """True if no dtype is asked for, or one that bytecode carries (no dates, strings, objects)."""
+    try:
+        return dtype is None or is_supported(np.dtype(dtype))
+    except TypeError:
+        return False  # not a dtype: NumPy's error
 
 
 def _settled_size(size: int) -> bool:
@@ -156,7 +175,7 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
             value = np.array(obj, dtype)  # the defaults, by position: a third of the call's cost
         else:
             value = np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
-        return value if is_small(value.size) else from_numpy(value, copy=False)
+        return value if stays_numpy(value) else from_numpy(value, copy=False)
     if is_lazy(obj):
         result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
         if copy is True and result is obj:
@@ -165,7 +184,7 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
             result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
         return result
     value = np.array(materialize(obj), dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
-    if is_small(value.size) or value is obj:
+    if stays_numpy(value) or value is obj:
         return value
     return from_numpy(value, copy=copy is not True)
 
@@ -248,8 +267,10 @@ def arange(*args: Any, **kwargs: Any) -> Any:
             small = True  # a zero step or a length that cannot be computed: NumPy's own error
         if small:
             return np.arange(*args, **kwargs)
-    elif any(v is None or is_lazy(v) or np.ndim(v) or isinstance(v, complex) for v in plain):
-        return wrap_numpy(np.arange(*materialize(args), **materialize(kwargs)))
+    elif any(v is None or is_lazy(v) or np.ndim(v) or not isinstance(v, _ARANGE_NUMBERS) or isinstance(v, np.timedelta64) for v in plain):
+        return wrap_numpy(np.arange(*materialize(args), **materialize(kwargs)))  # dates, strings, arrays: NumPy's
+    if not _carried(dtype):
+        return np.arange(*args, **kwargs)
     length = _arange_length(start, stop, step)
     if is_small(length):
         return np.arange(*args, **kwargs)

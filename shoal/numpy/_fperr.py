@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from shoal import fp_warnings
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._lazy import deliver, from_numpy, is_lazy, ndarray
 
 _LAZY_MODES = frozenset(("ignore", "warn"))
@@ -82,7 +83,9 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
     computed = computed if ufunc.nout > 1 else (computed,)
     results = []
     for value, user_out in zip(computed, outs):
-        if user_out is None:
+        if user_out is None and not is_supported(np.asarray(value).dtype):
+            results.append(value)  # NumPy's own result: no lazy array holds strings or objects
+        elif user_out is None:
             results.append(_lazy_result(value, scalar=not given and np.ndim(value) == 0))
         else:
             results.append(user_out)

@@ -8,8 +8,17 @@ import numpy as np
 
 from shoal import held
 from shoal import runtime as _runtime
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
-from shoal.numpy._lazy import from_numpy, is_lazy, ndarray, new_array, operand, wrap_numpy
+from shoal.numpy._lazy import (
+    from_numpy,
+    is_lazy,
+    ndarray,
+    new_array,
+    operand,
+    stays_numpy,
+    wrap_numpy,
+)
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._ufunc import apply_ufunc
@@ -35,8 +44,7 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
         # NumPy data in, so NumPy selects: probing first cost 10x a 1000-element ``where``, and
         # every call here counts (mandelbrot at 32² spends 1.6 µs in NumPy's ``where`` per call).
         result = _numpy_where(condition, x, y)
-        runtime = _runtime._current or _runtime.current()
-        return result if result.size < runtime.eager_threshold else from_numpy(result, copy=False)
+        return result if stays_numpy(result) else from_numpy(result, copy=False)
     if x is None and y is None:
         return tuple(wrap_numpy(i) for i in np.nonzero(condition._value() if is_lazy(condition) else condition))
     if x is None or y is None:
@@ -50,6 +58,8 @@ def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
         probes.append(probe)
         shapes.append(() if shape is None else shape)
     dtype = np.asarray(quietly(np.where, *probes)).dtype
+    if not is_supported(dtype):  # strings, objects, dates: NumPy selects
+        return _numpy_where(*(value._value() if is_lazy(value) else value for value in (condition, x, y)))
     shape = broadcast_shape(shapes) if shapes else ()
     result = new_array(dtype, shape)
     result._base.runtime.record("where", (result._view,), tuple(operand(v) for v in (condition, x, y)))

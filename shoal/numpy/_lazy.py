@@ -19,6 +19,7 @@ from shoal import fp_warnings
 from shoal import runtime as _runtime
 from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._uploads import cacheable
 
 
@@ -406,9 +407,16 @@ def is_small(size: int) -> bool:
     return size < _runtime.current().eager_threshold
 
 
+def stays_numpy(value: np.ndarray) -> bool:
+    """True if NumPy array ``value`` is not made lazy: it is small, or of a dtype that bytecode
+    cannot carry (strings, objects, dates and times, records), whose operations are NumPy's."""
+    return is_small(value.size) or not is_supported(value.dtype)
+
+
 def wrap_numpy(value: Any) -> Any:
-    """A result computed in NumPy: lazy if large, else the NumPy object itself."""
-    if isinstance(value, np.ndarray) and not is_small(value.size):
+    """A result computed in NumPy: lazy if large (and of a dtype bytecode carries), else the
+    NumPy object itself."""
+    if isinstance(value, np.ndarray) and not stays_numpy(value):
         return from_numpy(value, copy=False)
     return value
 

@@ -101,11 +101,30 @@ def apply_ufunc(
         and is_small(math.prod(shape))
     ):
         return ufunc(*inputs, out=out, where=where, **options)
-    if strict():
+    if strict() or _numpy_only(inputs, result_dtypes):
         return eager_ufunc(ufunc, inputs, outs, where, options)
     if plain:
         _fast_ufunc.learn(_fast_ufunc.key(ufunc, inputs, outs[0]), ufunc_opcode(ufunc), ufunc, inputs, result_dtypes[0], shape)
     return _record(ufunc, inputs, outs, shape, result_dtypes, where, dtype)
+
+
+def _numpy_only(inputs: tuple[Any, ...], dtypes: list[np.dtype]) -> bool:
+    """True if an operand or a result is of a kind bytecode cannot carry (a string, ``None``, an
+    object, a date): NumPy computes such an operation at once."""
+    if not all(is_supported(dtype) for dtype in dtypes):
+        return True
+    for value in inputs:
+        if type(value) in _NUMBERS or is_lazy(value):
+            continue
+        if isinstance(value, np.ndarray | np.generic):
+            if not is_supported(value.dtype):
+                return True
+        elif value is None or isinstance(value, str | bytes):
+            return True
+    return False
+
+
+_NUMBERS = frozenset((bool, int, float, complex))
 
 
 def _check_integer_powers(inputs: tuple[Any, ...], probe_result: Any) -> None:
