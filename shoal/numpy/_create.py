@@ -29,12 +29,19 @@ _REAL = frozenset({int, float})
 
 
 def _shape_tuple(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
+    if is_lazy(shape) and shape.ndim == 0:  # ``np.zeros(mask.sum())``: the scalar it stands for
+        if shape.dtype.kind not in "iub":
+            raise TypeError(f"expected a sequence of integers or a single integer, got '{shape._value()[()]!r}'")
+        name = f"numpy.{shape.dtype.name}"
         shape = (shape,)
+    else:
+        name = type(shape).__name__
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
     try:
         result = tuple(operator.index(n) for n in shape)
     except TypeError:
-        raise TypeError(f"'{type(shape).__name__}' object cannot be interpreted as an integer") from None
+        raise TypeError(f"'{name}' object cannot be interpreted as an integer") from None
     for n in result:
         if n < 0:
             raise ValueError("negative dimensions are not allowed")

@@ -161,7 +161,9 @@ class ndarray(metaclass=_NdarrayMeta):
         return self.swapaxes(-1, -2)
 
     @property
-    def real(self) -> ndarray:
+    def real(self) -> Any:
+        if self._scalar:  # the NumPy scalar's part
+            return self._value()[()].real
         if self.dtype.kind != "c":
             return self._derive(self._view)
         return _shape.view_via_probe(self, lambda probe: probe.real)
@@ -171,12 +173,14 @@ class ndarray(metaclass=_NdarrayMeta):
         self.real[...] = value
 
     @property
-    def imag(self) -> ndarray:
+    def imag(self) -> Any:
+        if self._scalar:
+            return self._value()[()].imag
         if self.dtype.kind != "c":
             from shoal.numpy._create import zeros
 
             result = zeros(self.shape, self.dtype)
-            if isinstance(result, ndarray):
+            if type(result) is ndarray:
                 result._readonly = True
             else:
                 result.flags.writeable = False

@@ -66,6 +66,26 @@ for _name, _ufunc in _OPERATORS.items():
     setattr(ndarray, f"__r{_name}__", _reflected)
     setattr(ndarray, f"__i{_name}__", _inplace)
 
+def _repeats_sequences(multiply: Any) -> Any:
+    """``multiply`` for a 0-d result that stands for a NumPy scalar: as with NumPy's integer
+    scalars, ``[0] * n`` and ``"ab" * n`` repeat the sequence (through ``__index__``) instead of
+    multiplying its elements."""
+
+    def method(self: ndarray, other: Any) -> Any:
+        if self._scalar and type(other) in _SEQUENCES:
+            if self.dtype.kind not in "iub":
+                raise TypeError(f"can't multiply sequence by non-int of type 'numpy.{self.dtype.name}'")
+            return NotImplemented
+        return multiply(self, other)
+
+    method.__name__, method.__qualname__ = multiply.__name__, multiply.__qualname__
+    return method
+
+
+_SEQUENCES = frozenset((list, tuple, str, bytes, bytearray))
+ndarray.__mul__ = _repeats_sequences(ndarray.__mul__)  # type: ignore[method-assign]
+ndarray.__rmul__ = _repeats_sequences(ndarray.__rmul__)  # type: ignore[method-assign]
+
 for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
     setattr(ndarray, f"__{_name}__", _binary(_ufunc)[0])
 

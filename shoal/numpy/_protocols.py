@@ -72,6 +72,23 @@ def _array_interface(self: ndarray) -> dict[str, Any]:
     return interface
 
 
+def __round__(self: ndarray, ndigits: Any = None, /) -> Any:
+    """``round(x)`` of a result that stands for a NumPy scalar, as of that scalar; NumPy's
+    arrays do not define it."""
+    if not self._scalar:
+        raise TypeError("type numpy.ndarray doesn't define __round__ method")
+    value = self._value()[()]
+    return round(value) if ndigits is None else round(value, ndigits)
+
+
+def __hash__(self: ndarray, /) -> int:
+    """The hash of the NumPy scalar a 0-d result stands for (``{a.max(): ...}``); arrays are
+    unhashable, as NumPy's."""
+    if not self._scalar:
+        raise TypeError("unhashable type: 'numpy.ndarray'")
+    return hash(self._value()[()])
+
+
 def __delitem__(self: ndarray, key: Any, /) -> None:
     """``del a[key]``: NumPy's error."""
     raise ValueError("cannot delete array elements")
@@ -92,7 +109,7 @@ def __reduce__(self: ndarray, /) -> Any:
     return __reduce_ex__(self, 2)
 
 
-for _function in (__bytes__, __contains__, __delitem__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
+for _function in (__bytes__, __contains__, __delitem__, __hash__, __round__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
     setattr(ndarray, _function.__name__, _function)
 ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
 ndarray.__array_interface__ = property(_array_interface, doc=_array_interface.__doc__)

@@ -1,0 +1,67 @@
+"""Results that stand for NumPy scalars (``a.sum()``, ``mask.sum()``) in the Python around them.
+
+A reduction gives a 0-d lazy array that stands for NumPy's scalar. Python code used such values
+in ways that crashed or went wrong: ``round(s)`` and ``hash(s)`` raised TypeError (so did a
+``dict`` key and ``functools.lru_cache``), ``np.zeros(mask.sum())`` refused the size, ``[0] * n``
+gave ``[0]`` (the list was multiplied element by element) and ``"ab" * n`` raised, and
+``s.imag`` raised an internal AttributeError. Each case runs on NumPy and on Shoal with every
+array lazy.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy
+import pytest
+
+import shoal.numpy as snp
+from shoal import runtime
+
+
+@pytest.fixture
+def lazy():
+    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
+        yield rt
+
+
+def outcome(function):
+    try:
+        return "value", repr(function())
+    except Exception as error:
+        return type(error).__name__, str(error)
+
+
+def cases(np):
+    values = np.arange(1000.0)
+    total = values.sum()
+    count = (np.arange(1000) < 3).sum()
+    cached = functools.lru_cache(lambda v: v * 2)
+    return {
+        "round": lambda: round(total),
+        "round_digits": lambda: round(values.max() / 7, 2),
+        "round_nan": lambda: round((values * numpy.nan).max()),
+        "round_array": lambda: round(values),
+        "hash": lambda: hash(total) == hash(float(total)),
+        "hash_array": lambda: hash(values),
+        "dict_key": lambda: {values.max(): "top"}[999.0],
+        "lru_cache": lambda: cached(values.max()),
+        "zeros_of_a_count": lambda: np.zeros(count).shape,
+        "zeros_of_counts": lambda: np.zeros((count, 2)).shape,
+        "zeros_of_a_float": lambda: np.zeros(values.max()),
+        "list_times_count": lambda: [0] * count,
+        "count_times_list": lambda: count * [0],
+        "string_times_count": lambda: "ab" * count,
+        "tuple_times_count": lambda: (1,) * count,
+        "list_times_float": lambda: [0] * total,
+        "parts": lambda: (total.imag, total.real),
+        "numpy_scalar_of_it": lambda: np.float32(values.max()),
+        "array_times_list": lambda: (values[:3] * [1, 2, 3]).tolist(),
+        "list_plus_count": lambda: ([1, 2] + count).tolist(),  # noqa: RUF005 (NumPy adds elementwise)
+    }
+
+
+def test_scalar_results_in_python_code_act_as_numpys(lazy):
+    expected = {name: outcome(case) for name, case in cases(numpy).items()}
+    got = {name: outcome(case) for name, case in cases(snp).items()}
+    assert got == expected
