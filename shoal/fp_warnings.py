@@ -26,6 +26,7 @@ import numpy as np
 
 from shoal.bytecode import OPCODES, Kind
 from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT, UNDER
+from shoal.warning_filters import Filters, filters_now, warn_under
 
 _MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
 _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
@@ -49,6 +50,7 @@ class Site:
     module_globals: dict[str, Any]
     warned: int
     entry: Any = None
+    filters: Filters | None = None  # the warnings filters then (shoal.warning_filters)
 
 
 def warned_categories() -> int:
@@ -230,13 +232,14 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     entry = _entry(outer) if outer is not None and op in _FOLDS else None
     code = frame.f_code
     module_globals = frame.f_globals
-    key = (id(code), frame.f_lineno, warned, entry)
+    filters = filters_now()
+    key = (id(code), frame.f_lineno, warned, entry, id(filters))
     known = _sites.get(key)
-    if known is not None and known[0] is code and known[1].module_globals is module_globals:
+    if known is not None and known[0] is code and known[1].module_globals is module_globals and known[1].filters is filters:
         return known[1]  # a loop records from the same lines over and over
     if len(_sites) >= SITE_ENTRIES:
         _sites.clear()
-    recorded = Site(code.co_filename, key[1], module_globals, warned, entry)
+    recorded = Site(code.co_filename, key[1], module_globals, warned, entry, filters)
     _sites[key] = (code, recorded)
     return recorded
 
@@ -258,21 +261,22 @@ def call_site(frame: Any, warned: int) -> Site | None:
         frame = frame.f_back
     else:
         return None
-    key = (id(code), frame.f_lasti, warned)
+    filters = filters_now()
+    key = (id(code), frame.f_lasti, warned, id(filters))
     known = _call_sites.get(key)
     module_globals = frame.f_globals
-    if known is not None and known[0] is code and known[1].module_globals is module_globals:
+    if known is not None and known[0] is code and known[1].module_globals is module_globals and known[1].filters is filters:
         return known[1]
     if len(_call_sites) >= SITE_ENTRIES:
         _call_sites.clear()
-    recorded = Site(code.co_filename, frame.f_lineno, module_globals, warned)
+    recorded = Site(code.co_filename, frame.f_lineno, module_globals, warned, None, filters)
     _call_sites[key] = (code, recorded)
     return recorded
 
 
 SITE_ENTRIES = 4096
-_call_sites: dict[tuple[int, int, int], tuple[CodeType, Site]] = {}  # (id(code), bytecode offset, categories) -> its Site
-_sites: dict[tuple[Any, ...], tuple[CodeType, Site]] = {}  # (id(code), line, categories, entry) -> its Site
+_call_sites: dict[tuple[int, int, int, int], tuple[CodeType, Site]] = {}  # (id(code), bytecode offset, categories, id(filters)) -> its Site
+_sites: dict[tuple[Any, ...], tuple[CodeType, Site]] = {}  # (id(code), line, categories, entry, id(filters)) -> its Site
 
 
 _FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))
@@ -341,7 +345,8 @@ def watched(sites: dict[int, Site]) -> int:
 
 def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
     """Warn for each (position, NumPy's message) the engine noted, as NumPy would have at the
-    line that recorded the instruction."""
+    line that recorded the instruction, through the warnings filters in force then."""
+    now = filters_now() if signals else None
     for position, message in signals:
         recorded = sites.get(position)
         if recorded is None or not recorded.warned & _category(message):
@@ -349,7 +354,10 @@ def emit(signals: list[tuple[int, str]], sites: dict[int, Site]) -> None:
         filename, lineno, module_globals = recorded.filename, recorded.lineno, recorded.module_globals
         if recorded.entry is not None:
             filename, lineno, module_globals = numpy_location(recorded.entry, message) or (filename, lineno, module_globals)
-        _warn_at(message, filename, lineno, module_globals)
+        if recorded.filters is None or recorded.filters is now:
+            _warn_at(message, filename, lineno, module_globals)
+        else:
+            warn_under(recorded.filters, message, filename, lineno, module_globals)
 
 
 def _category(message: str) -> int:

@@ -369,6 +369,13 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
             self._warn(settled=True)
             return contents
 
+    def give_pending_warnings(self) -> None:
+        """Run the recorded work that may warn and give its warnings now, under the warnings
+        state in force (a ``warnings.catch_warnings`` block begins or ends:
+        :mod:`shoal.warning_contexts`)."""
+        if self._sites or self._watches:
+            self.flush(wait=True)
+
     def _warn(self, settled: bool) -> None:
         """Warn for the floating-point conditions of the batches that have run, in order
         (``settled``: every batch handed over has run; one whose engine took no notes is done;
@@ -421,6 +428,11 @@ def install(runtime: Runtime) -> None:
         previous, _current = _current, runtime
     if previous is not None:
         previous.close()
+
+
+def active() -> Runtime | None:
+    """The runtime in use, or None if none was created yet."""
+    return _current
 
 
 def flush() -> None:

@@ -1,14 +1,27 @@
-"""Warnings that Shoal itself could add to a program: none under NumPy's filters and modes.
+"""Warnings under the program's filters: where and whether they come, as under NumPy.
 
-``a ** -1`` decided whether to run as ``reciprocal`` on a probe of zeros and leaked that
-probe's divide-by-zero warnings from Shoal's own line; a program that turns warnings into
-errors crashed on the note that a function ran in NumPy (:class:`ShoalFallbackWarning`).
+A lazy operation's warning comes when its batch runs. Programs that record or silence warnings
+in a ``warnings.catch_warnings`` block, or change the filters between an operation and the read
+of its result, got them wrong: recorded lists stayed empty and the warnings leaked to stderr,
+silenced ones printed, a warning pending from before a block went into the block's list, a
+filter set after the operation decided it, and ``simplefilter("error")`` after it raised at the
+read. Each such program runs under ``python`` and ``python -m shoal`` with the same output.
+
+Also warnings Shoal itself could add: ``a ** -1`` decided whether to run as ``reciprocal`` on a
+probe of zeros and leaked that probe's divide-by-zero warnings from Shoal's own line; a program
+that turns warnings into errors crashed on the note that a function ran in NumPy
+(:class:`ShoalFallbackWarning`).
 """
 
 from __future__ import annotations
 
 import collections
+import os
+import subprocess
+import sys
+import textwrap
 import warnings
+from pathlib import Path
 
 import numpy
 import pytest
@@ -59,3 +72,67 @@ def test_a_filter_that_names_the_fallback_warning_raises_it(lazy, monkeypatch):
         warnings.simplefilter("error", ShoalFallbackWarning)
         with pytest.raises(ShoalFallbackWarning, match="nanmean"):
             snp.nanmean(values)
+
+
+SETUP = "import numpy as np, warnings\na = np.arange(1_000_000, dtype=float)\n"
+PROGRAMS = {
+    "recorded_in_a_block": """
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            b = a / 0
+        print(len(w), sorted(str(x.message) for x in w), {x.lineno for x in w})
+    """,
+    "silenced_in_a_block": """
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            b = a / 0
+        print(b[1])
+    """,
+    "pending_before_a_recording_block": """
+        b = np.log(a)
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            print(b[1])
+        print(len(w))
+    """,
+    "ignored_after_the_operation": """
+        b = np.sqrt(-a)
+        warnings.simplefilter("ignore")
+        print(b[2])
+    """,
+    "ignored_at_the_operation_and_reset_since": """
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        b = np.sqrt(-a)
+        warnings.resetwarnings()
+        warnings.simplefilter("default")
+        c = np.log(a)
+        print(b[2], c[0])
+    """,
+    "errors_after_the_operation": """
+        b = np.sqrt(-a)
+        warnings.simplefilter("error")
+        print(b[2])
+    """,
+    "once_per_line_across_filter_changes": """
+        for step in range(3):
+            b = np.log(a - step)
+            warnings.filterwarnings("ignore", message="nothing like it")
+        print(b[5])
+    """,
+}
+
+
+def run_program(path: Path, shoal: bool) -> tuple[int, str, str]:
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("SHOAL_")}
+    prefix = [sys.executable, "-m", "shoal"] if shoal else [sys.executable]
+    result = subprocess.run([*prefix, str(path)], env=environment, capture_output=True, text=True, timeout=100, cwd=path.parent)
+    return result.returncode, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_warnings_meet_the_filters_of_their_moment(name, tmp_path):
+    path = tmp_path / "program.py"
+    path.write_text(SETUP + textwrap.dedent(PROGRAMS[name]))
+    expected = run_program(path, shoal=False)
+    assert expected[0] == 0 and (expected[2] or name == "silenced_in_a_block" or "recorded" in name or "before" in name)
+    assert run_program(path, shoal=True) == expected

@@ -40,6 +40,9 @@ from shoal.numpy._dispatch import fallbacks_used
 from shoal.numpy._functions import clip, outer, where
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
+from shoal.warning_contexts import install as _give_warnings_at_catch_warnings
+
+_give_warnings_at_catch_warnings()
 
 # NumPy's namespace (ufuncs, dtypes, constants, functions), without importing the submodules NumPy
 # loads on first use (``testing``, ``f2py``, ``random``, ``fft``, ...): module ``__getattr__`` below
