@@ -29,7 +29,7 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 # NumPy functions written in Python on top of dispatchable operations that Shoal implements;
 # running their Python implementation keeps the work lazy.
 COMPOSABLE: set[str] = {
-    "atleast_1d", "atleast_2d", "atleast_3d", "vstack", "hstack", "dstack", "column_stack",
+    "vstack", "hstack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "dsplit",
     "isclose", "allclose", "array_equal", "average", "nan_to_num",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
     "tril",

@@ -487,4 +487,5 @@ from shoal.numpy import (  # noqa: E402
     _ufunc,
     _ufunc_methods,  # noqa: F401  (accumulate, reduceat, fill_diagonal)
     _values,  # noqa: F401  (nonzero, searchsorted, ...: computed at the call)
+    _views,  # noqa: F401  (atleast_2d, rot90, ...: views of the lazy array)
 )

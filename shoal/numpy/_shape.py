@@ -35,9 +35,20 @@ from shoal.numpy._settled import readable
 
 def view_via_probe(array: ndarray, operation: Callable[[np.ndarray], np.ndarray]) -> ndarray:
     """Apply a view-making NumPy operation to ``array``'s geometry; never use with copying ops."""
+    probe = probe_of(array)
+    return view_of_probe(array, probe, operation(probe))
+
+
+def probe_of(array: ndarray) -> np.ndarray:
+    """A NumPy array with ``array``'s geometry and no memory behind it, for view-making calls."""
     view = array._view
-    probe = geometry_probe(view.dtype, view.shape, view.strides)
-    result = operation(probe)
+    return geometry_probe(view.dtype, view.shape, view.strides)
+
+
+def view_of_probe(array: ndarray, probe: np.ndarray, result: np.ndarray) -> ndarray:
+    """The view of ``array`` that ``result``, a NumPy view of ``probe``, is of ``probe`` (read-only
+    where ``result`` is)."""
+    view = array._view
     offset = view.offset + data_address(result) - data_address(probe)
     new_view = make_view(view.base, result.dtype, offset, result.shape, result.strides)
     return array._derive(new_view, readonly=array._readonly or not result.flags.writeable)

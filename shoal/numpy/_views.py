@@ -1,0 +1,83 @@
+"""NumPy functions that return views of their argument: views of the lazy array too.
+
+``np.atleast_2d`` ran NumPy's own code, whose ``asanyarray`` copied the lazy array, and
+``np.rot90``, ``np.rollaxis``, ``np.unstack``, ``np.diag`` of a matrix and
+``sliding_window_view`` ran in NumPy on a copy (the fallback): writes through the result never
+reached the array, nor its writes the result, and ``np.atleast_2d(m) is m`` was false.
+
+The ``atleast`` functions follow NumPy's code with Shoal's ``asanyarray``. The others are
+NumPy's own functions applied to a probe with the array's geometry (no memory behind it; these
+functions only make views), whose results give the views' geometry (read-only where NumPy's
+are), as :func:`shoal.numpy._shape.view_via_probe` does for one view. ``np.split`` and its
+kin, NumPy code of swapped axes and slices, run as NumPy wrote them (``_dispatch.COMPOSABLE``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from shoal.numpy import _create, _dispatch
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._shape import probe_of, view_of_probe
+
+
+def _atleast(reshape: Callable[[Any], Any]) -> Callable[..., Any]:
+    def atleast(*arys: Any) -> Any:
+        results = tuple(reshape(_create.asanyarray(ary)) for ary in arys)
+        return results[0] if len(results) == 1 else results
+
+    return atleast
+
+
+def _one_d(result: Any) -> Any:
+    return result.reshape(1) if result.ndim == 0 else result
+
+
+def _two_d(result: Any) -> Any:
+    if result.ndim == 0:
+        return result.reshape(1, 1)
+    return result[np.newaxis, :] if result.ndim == 1 else result
+
+
+def _three_d(result: Any) -> Any:
+    if result.ndim == 0:
+        return result.reshape(1, 1, 1)
+    if result.ndim == 1:
+        return result[np.newaxis, :, np.newaxis]
+    return result[:, :, np.newaxis] if result.ndim == 2 else result
+
+
+def _probed(function: Callable[..., Any], views_only: Callable[[ndarray], bool] = lambda array: True) -> Callable[..., Any]:
+    """``function`` (NumPy's, making views of its first argument) for a lazy first argument:
+    its results' geometry, found on a probe, as views of the lazy array. Where ``views_only``
+    says the call would copy, NumPy runs it on the contents (the fallback)."""
+
+    def implementation(array: Any, *args: Any, **kwargs: Any) -> Any:
+        if not is_lazy(array) or not views_only(array):
+            return _dispatch.fallback_call(function.__name__, function, (array, *args), kwargs)
+        probe = probe_of(array)
+        result = function(probe, *args, **kwargs)
+        if isinstance(result, tuple | list):
+            return type(result)(view_of_probe(array, probe, item) for item in result)
+        return view_of_probe(array, probe, result)
+
+    return implementation
+
+
+def _register() -> None:
+    table = _dispatch.IMPLEMENTATIONS
+    table[np.atleast_1d] = _atleast(_one_d)
+    table[np.atleast_2d] = _atleast(_two_d)
+    table[np.atleast_3d] = _atleast(_three_d)
+    table[np.rot90] = _probed(np.rot90)
+    table[np.rollaxis] = _probed(np.rollaxis)
+    table[np.unstack] = _probed(np.unstack, lambda array: array.ndim >= 2)  # a vector unstacks into scalars
+    table[np.diag] = _probed(np.diag, lambda array: array.ndim == 2)  # a vector's is a new matrix
+    table[sliding_window_view] = _probed(sliding_window_view)
+
+
+_register()
