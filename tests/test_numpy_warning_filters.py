@@ -5,7 +5,8 @@ in a ``warnings.catch_warnings`` block, or change the filters between an operati
 of its result, got them wrong: recorded lists stayed empty and the warnings leaked to stderr,
 silenced ones printed, a warning pending from before a block went into the block's list, a
 filter set after the operation decided it, and ``simplefilter("error")`` after it raised at the
-read. Each such program runs under ``python`` and ``python -m shoal`` with the same output.
+read; ``where=`` computed every element and warned for those it leaves out. Each such program
+runs under ``python`` and ``python -m shoal`` with the same output.
 
 Also warnings Shoal itself could add: ``a ** -1`` decided whether to run as ``reciprocal`` on a
 probe of zeros and leaked that probe's divide-by-zero warnings from Shoal's own line; a program
@@ -112,6 +113,14 @@ PROGRAMS = {
         b = np.sqrt(-a)
         warnings.simplefilter("error")
         print(b[2])
+    """,
+    "only_the_elements_where_selects": """
+        r = np.divide(1, a, where=a > 0, out=np.zeros(1_000_000))
+        s = np.sqrt(a - 5, out=np.zeros(1_000_000), where=a >= 5)
+        z = np.zeros(1_000_000)
+        np.divide(a, a, out=z, where=a != 0)
+        unset = np.log(a, where=a > 0)  # NumPy's UserWarning: 'where' without 'out'
+        print(r[:3], s[4:7], z[:3], float(z.sum()), unset.shape)
     """,
     "once_per_line_across_filter_changes": """
         for step in range(3):

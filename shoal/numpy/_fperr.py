@@ -74,8 +74,8 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
     try:
         if given:
             options = {**options, "out": np_outs}
-        with fp_warnings.relayed():
-            computed = ufunc(*values, where=plain(where), **options)
+        with fp_warnings.relayed():  # NumPy's other warnings (``where`` without ``out``) at the user's line
+            computed = fp_warnings.at_user_line(ufunc, *values, where=plain(where), **options)
     finally:
         for user_out, np_out in zip(outs, np_outs):
             if is_lazy(user_out):

@@ -101,7 +101,8 @@ def apply_ufunc(
         and is_small(math.prod(shape))
     ):
         return ufunc(*inputs, out=out, where=where, **options)
-    if strict() or _numpy_only(inputs, result_dtypes):
+    if strict() or where is not True or _numpy_only(inputs, result_dtypes):
+        # ``where=``: NumPy computes only the selected elements, so the others warn nothing
         return eager_ufunc(ufunc, inputs, outs, where, options)
     if plain:
         _fast_ufunc.learn(_fast_ufunc.key(ufunc, inputs, outs[0]), ufunc_opcode(ufunc), ufunc, inputs, result_dtypes[0], shape)
