@@ -176,6 +176,24 @@ def test_clip_matches_numpy(
         check_same(snp, lambda xp, a: xp.clip(a, low, low + width), array)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda xp, a: xp.clip(a, 1),
+        lambda xp, a: xp.clip(a, a_min=1),
+        lambda xp, a: xp.clip(a, a_max=3),
+        lambda xp, a: xp.clip(a, 1, 3, min=2),
+        lambda xp, a: xp.clip(a),
+        lambda xp, a: xp.clip(a, min=1),
+        lambda xp, a: xp.clip(a, None, 2),
+    ],
+    ids=["a_min_only", "a_min_keyword_only", "a_max_only", "both_and_min", "no_bounds", "min_keyword", "upper_only"],
+)
+def test_clip_arguments_as_numpy(snp: ModuleType, call) -> None:
+    """A missing bound is NumPy's TypeError, not a one-sided clip."""
+    check_same(snp, call, np.arange(8.0))
+
+
 @DIFFERENTIAL
 @given(
     array=arrays(st.sampled_from(INEXACT_DTYPES), shapes, bound=1000, finite=True),

@@ -80,6 +80,12 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
 
 def clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None, *, min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any) -> Any:
     """``np.clip``."""
+    if a_min is np._NoValue and a_max is not np._NoValue:
+        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    if a_max is np._NoValue and a_min is not np._NoValue:
+        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
+    if a_min is not np._NoValue and (min is not np._NoValue or max is not np._NoValue):
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` are provided is forbidden.")
     if out is None and not kwargs and type(a) is not ndarray and type(a_min) is not ndarray and type(a_max) is not ndarray:
         if min is np._NoValue and max is np._NoValue:  # NumPy data in: NumPy clips (a row of a held array)
             return wrap_numpy(np.clip(a, a_min, a_max))
