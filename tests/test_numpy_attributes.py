@@ -108,3 +108,12 @@ def test_an_unknown_attribute_raises_attribute_error(snp: ModuleType) -> None:
         with np.testing.assert_raises(AttributeError):
             getattr(lazy, name)
         assert not hasattr(lazy, name)
+
+
+def test_flags_print_as_numpys(snp: ModuleType) -> None:
+    values = np.arange(24.0).reshape(4, 6)
+    lazy = snp.array(values) * 1
+    expected = values * 1
+    for view in (lambda a: a, lambda a: a.T, lambda a: a[:, ::2], lambda a: a[1:3]):
+        assert str(view(lazy).flags) == str(view(expected).flags)
+        assert repr(view(lazy).flags) == repr(view(expected).flags)

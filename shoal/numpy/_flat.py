@@ -65,6 +65,15 @@ class Flags:
     def __getitem__(self, name: str) -> bool:
         return getattr(self, _FLAG_NAMES.get(name, name.lower()))
 
+    @property
+    def writebackifcopy(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        """NumPy's listing of the flags."""
+        names = ("c_contiguous", "f_contiguous", "owndata", "writeable", "aligned", "writebackifcopy")
+        return "".join(f"  {name.upper()} : {getattr(self, name)}\n" for name in names)
+
     def __setitem__(self, name: str, value: bool) -> None:
         if _FLAG_NAMES.get(name, name.lower()) != "writeable":
             raise KeyError(f"Unknown flag: {name}" if name.lower() not in _FLAG_NAMES.values() else f"cannot set flag {name}")
