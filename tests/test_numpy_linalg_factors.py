@@ -123,6 +123,11 @@ def test_errors_are_numpys_and_come_from_the_call(snp: ModuleType, call) -> None
     assert check_same(snp, call, NON_FINITE) is not None
 
 
+def test_eigenvalues_that_do_not_converge_raise_at_the_call(snp: ModuleType) -> None:
+    """``eigvalsh`` of NaNs raises NumPy's ``LinAlgError`` from the call, not at the next read."""
+    assert check_same(snp, lambda xp, v: xp.linalg.eigvalsh(v), np.full((60, 60), np.nan)) is not None
+
+
 def test_nan_passes_through_qr_and_hermitian_svd(snp: ModuleType) -> None:
     """NumPy's qr and the eigh behind ``hermitian=True`` raise nothing on NaN."""
     for mode in QR_MODES:
