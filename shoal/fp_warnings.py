@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import warning_filters
 from shoal.bytecode import OPCODES, Kind
 from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT, UNDER
 from shoal.warning_filters import Filters, filters_now, warn_under
@@ -86,8 +87,9 @@ def quieted() -> dict[str, str]:
 
 def raises() -> bool:
     """True if a category warns now and the warnings filters may make a ``RuntimeWarning`` an
-    error (checked against the filters list only when it changed)."""
-    return bool(warned_categories()) and filters_raise()
+    error (checked against the filters list only when it changed), or a NumPy
+    ``suppress_warnings`` block, which checks what it recorded before it ends, is open."""
+    return bool(warned_categories()) and (filters_raise() or warning_filters.eager_blocks > 0)
 
 
 def filters_raise() -> bool:

@@ -3,7 +3,8 @@
 A lazy operation's ``RuntimeWarning`` is given when its batch runs (:mod:`shoal.fp_warnings`),
 under the warnings state in force then. A program that records warnings in a block (``with
 warnings.catch_warnings(record=True) as w:``, ``pytest.warns``, ``np.testing.assert_warns``)
-reads them right after it, and one that silences them in a block (``catch_warnings()`` with
+reads them right after it (NumPy's ``suppress_warnings`` is one more such block), and one
+that silences them in a block (``catch_warnings()`` with
 ``simplefilter("ignore")``) expects them gone; a warning pending from before the block belongs
 outside it. So a ``catch_warnings`` block's start and end first run the recorded work that may
 warn and give its warnings: before the block under the state outside it, at its end under its
@@ -12,36 +13,63 @@ own. A block costs nothing more where no warning is pending.
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
-from shoal import runtime
+from shoal import runtime, warning_filters
 
 _installed = False
 
 
 def install() -> None:
     """Make every ``warnings.catch_warnings`` block (and its subclasses') give the pending
-    warnings as it begins and ends (once per process)."""
+    warnings as it begins and ends (once per process); NumPy's ``suppress_warnings`` too, once
+    ``numpy.testing`` is loaded (:func:`install_for_numpy_testing`)."""
     global _installed
     if _installed:
         return
     _installed = True
-    block = warnings.catch_warnings
-    enter, leave = block.__enter__, block.__exit__
+    _wrap(warnings.catch_warnings)
+    install_for_numpy_testing()
 
-    def __enter__(self: warnings.catch_warnings) -> Any:
+
+def install_for_numpy_testing() -> None:
+    """The same for ``numpy.testing.suppress_warnings`` (``np.testing.assert_warns`` records
+    with it), if ``numpy.testing`` is loaded."""
+    utilities = sys.modules.get("numpy.testing._private.utils")
+    block = getattr(utilities, "suppress_warnings", None)
+    if block is not None and not getattr(block, _WRAPPED, False):
+        _wrap(block, eager=True)
+
+
+_WRAPPED = "_shoal_gives_pending_warnings"
+
+
+def _wrap(block: type, eager: bool = False) -> None:
+    """``eager``: while such a block is open, operations that may warn run at the call
+    (``np.testing.assert_warns`` counts the warnings inside its block, before it ends)."""
+    enter, leave = block.__enter__, block.__exit__  # type: ignore[attr-defined]
+
+    def __enter__(self: Any) -> Any:
         _give_pending()
-        return enter(self)
+        entered = enter(self)
+        if eager:
+            warning_filters.eager_blocks += 1
+        return entered
 
-    def __exit__(self: warnings.catch_warnings, *exc_info: Any) -> None:
+    def __exit__(self: Any, *exc_info: Any) -> Any:
         try:
             _give_pending()
         finally:
-            leave(self, *exc_info)
+            if eager:
+                warning_filters.eager_blocks -= 1
+            result = leave(self, *exc_info)
+        return result
 
-    block.__enter__ = __enter__  # type: ignore[method-assign]
-    block.__exit__ = __exit__  # type: ignore[method-assign]
+    block.__enter__ = __enter__  # type: ignore[attr-defined]
+    block.__exit__ = __exit__  # type: ignore[attr-defined]
+    setattr(block, _WRAPPED, True)
 
 
 def _give_pending() -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 Filters = tuple[tuple[Any, ...], str]  # the filters list as a tuple, and the default action
 
+eager_blocks = 0  # NumPy ``suppress_warnings`` blocks open now (shoal.warning_contexts)
 _MADE_UNDER = "shoal filters"  # a registry's key for the filters its entries were made under
 _cache: tuple[Any, int, Any, str, Filters] = (None, 0, None, "", ((), "default"))
 

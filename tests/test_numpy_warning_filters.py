@@ -122,6 +122,14 @@ PROGRAMS = {
         unset = np.log(a, where=a > 0)  # NumPy's UserWarning: 'where' without 'out'
         print(r[:3], s[4:7], z[:3], float(z.sum()), unset.shape)
     """,
+    "numpy_testing_records": """
+        np.testing.assert_warns(RuntimeWarning, np.log, a)
+        with np.testing.suppress_warnings() as suppressed:
+            recorded = suppressed.record(RuntimeWarning)
+            b = np.sqrt(-a)
+            print(len(recorded))
+        print(b[3])
+    """,
     "once_per_line_across_filter_changes": """
         for step in range(3):
             b = np.log(a - step)

@@ -41,6 +41,7 @@ from shoal.numpy._functions import clip, outer, where
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
 from shoal.warning_contexts import install as _give_warnings_at_catch_warnings
+from shoal.warning_contexts import install_for_numpy_testing as _give_warnings_in_numpy_testing
 
 _give_warnings_at_catch_warnings()
 
@@ -66,7 +67,10 @@ globals().update(
 def __getattr__(name: str) -> Any:
     if name in _OWN_SUBMODULES:
         return importlib.import_module(f"shoal.numpy.{name}")  # the import binds it here too
-    return getattr(_np, name)
+    value = getattr(_np, name)
+    if name == "testing":
+        _give_warnings_in_numpy_testing()
+    return value
 
 
 __all__ = [
