@@ -264,8 +264,10 @@ class ndarray(metaclass=_NdarrayMeta):
     def __iter__(self):
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
-        if self.ndim == 1:
-            return iter(self._value())
+        if self.ndim == 1:  # NumPy's iteration of the held memory: each element read when reached
+            self._base.runtime.hold_for_tasks(self._base.id)
+            memory = _held_indexing.held_memory(self)
+            return iter(self._value() if memory is None else memory)
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:
@@ -312,7 +314,8 @@ class ndarray(metaclass=_NdarrayMeta):
             memory = _held_indexing.own_view(self)
         kind = type(key)
         if kind is tuple:  # the base is held: NumPy's indexing of its memory (shoal.held)
-            if type(key[0]) is not slice:  # a row or an element: small
+            first = type(key[0]) if key else tuple
+            if first is int or first in _NUMPY_INTEGERS:  # a row or an element: small
                 return memory[key]
             result = memory[key]
             if type(result) is not np.ndarray or result.size < self._base.large:
@@ -350,6 +353,7 @@ class ndarray(metaclass=_NdarrayMeta):
 
 # helpers shared by the frontend modules ----------------------------------------------------------
 _NDARRAY = np.ndarray
+_NUMPY_INTEGERS = frozenset((np.int64, np.intp, np.int32))  # with int: a held array's index that takes a row or an element
 NO_QUIET_STORES: frozenset[Any] = frozenset()  # ``_quiet`` while no memory is held
 _SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
 

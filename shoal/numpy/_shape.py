@@ -108,12 +108,32 @@ def reshape(array: ndarray, shape: Any, order: str = "C", copy_: bool | None = N
         except ValueError:
             if copy_ is False:
                 raise
+    return _copied(array, target)
+
+
+def _copied(array: ndarray, shape: tuple[int, ...]) -> Any:
+    """A C-ordered copy of ``array`` in ``shape`` (NumPy's, for a small view of settled memory)."""
     fresh = copy(array)
-    return view_via_probe(fresh, lambda probe: probe.reshape(target))
+    if not is_lazy(fresh):
+        return fresh.reshape(shape)
+    return view_via_probe(fresh, lambda probe: probe.reshape(shape))
 
 
 def ravel(array: ndarray, order: str = "C") -> ndarray:
-    return reshape(array, (-1,), order="C" if order in ("C", "K", "A") else order)
+    """NumPy's ``ravel``: a view where the elements lie contiguously in the order asked for
+    (``K``: the order of memory), else a copy (a reshape would also view a strided vector)."""
+    if order not in ("C", "K", "A"):
+        return reshape(array, (-1,), order=order)
+    view = array._view
+    if view.is_contiguous():
+        return reshape(array, (-1,))
+    if order == "K":
+        axes = sorted(range(view.ndim), key=lambda axis: -view.strides[axis])
+        if all(stride > 0 for stride in view.strides):
+            in_memory = transpose(array, axes)
+            if in_memory._view.is_contiguous():
+                return reshape(in_memory, (-1,))
+    return _copied(array, (array.size,))
 
 
 def flatten(array: ndarray, order: str = "C") -> ndarray:

@@ -35,9 +35,10 @@ def _wrap_function(function: Any, name: str) -> Any:
         if name in _IN_PLACE and args and is_lazy(args[-1] if _is_method(function) else args[0]):
             return _shuffle_lazy(function, args, kwargs)
         out = kwargs.get("out")
-        if is_lazy(out):
-            kwargs = dict(kwargs, out=None)
-            out[...] = function(*materialize(args), **materialize(kwargs))
+        if is_lazy(out):  # NumPy draws into an array of out's geometry (and checks it), then out takes it
+            buffer = _like(out)
+            function(*materialize(args), **dict(materialize(kwargs), out=buffer))
+            out[...] = buffer
             return out
         large = _large_draw(function, name, args, kwargs)
         from_library = large is not None and _called_from_library()
@@ -79,6 +80,20 @@ def _called_from_library() -> bool:
     if filename == __file__:  # a NumPy method that calls another one of ours (``choice``)
         return True
     return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
+
+
+def _like(out: Any) -> np.ndarray:
+    """A NumPy array with ``out``'s shape, dtype, writability and kind of layout (C-ordered,
+    Fortran-ordered or neither), for NumPy's checks of an ``out`` and its draw."""
+    shape, dtype = out.shape, out.dtype
+    if out.flags.c_contiguous:
+        buffer = np.empty(shape, dtype)
+    elif out.flags.f_contiguous:
+        buffer = np.empty(shape, dtype, order="F")
+    else:
+        buffer = np.empty((*shape, 2), dtype)[..., 0]
+    buffer.flags.writeable = not out._readonly
+    return buffer
 
 
 def _large_draw(function: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[dict[str, Any], tuple[int, ...]] | None:
