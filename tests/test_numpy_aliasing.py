@@ -5,7 +5,9 @@ write through it changed ``a``; NumPy copies) and ``m.T.ravel(order="K")`` a cop
 memory order); iterating a vector read a snapshot taken at the start of the loop, so writes
 ahead of the loop were missed; a Generator method drawing into a lazy ``out`` without a size
 filled it with one value, and skipped NumPy's checks of ``out``; ``x[()]`` of a held array
-raised IndexError; reshaping a non-contiguous small view raised an internal AttributeError.
+raised IndexError; reshaping a non-contiguous small view raised an internal AttributeError;
+``np.nditer`` iterated a copy (``readwrite`` writes lost); ``np.array(a, copy=False)`` copied
+where NumPy refuses.
 Each program runs on NumPy and on Shoal with every array lazy.
 """
 
@@ -91,11 +93,37 @@ def reshaped_views(np):
     return [plain(b[:, :4].reshape(-1)), plain(np.ravel(b[::2])), plain(b[:, ::2].ravel())]
 
 
+def iterated_by_nditer(np):
+    a = np.zeros(20)
+    with np.nditer(a, op_flags=["readwrite"]) as it:
+        for x in it:
+            x[...] = 5
+            break
+    b = np.ones(20)
+    with np.nditer(b, op_flags=["readwrite"]) as it:
+        for x in it:
+            x[...] = 2 * x
+    c = np.zeros(20)
+    it = np.nditer([c], op_flags=[["writeonly"]])
+    it[0] = 1
+    return [plain(a), plain(b), plain(c), sum(1 for _ in np.nditer(np.arange(20.0)[:10]))]
+
+
+def copies_refused(np):
+    a = np.zeros(20)
+    return [
+        outcome(lambda: np.array(a, dtype=np.float32, copy=False)),
+        outcome(lambda: np.array(a.reshape(4, 5), order="F", copy=False)),
+        np.array(a, copy=False) is a,
+        outcome(lambda: np.array(a.reshape(4, 5).T, order="F", copy=False).shape),
+    ]
+
+
 def plain(value):
     return numpy.asarray(value).tolist()
 
 
-@pytest.mark.parametrize("program", [ravelled, iterated, drawn], ids=lambda p: p.__name__)
+@pytest.mark.parametrize("program", [ravelled, iterated, drawn, iterated_by_nditer, copies_refused], ids=lambda p: p.__name__)
 def test_aliasing_is_numpys(lazy, program):
     assert program(snp) == program(numpy)
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as _np
 
 from shoal.errors import ShoalFallbackWarning
-from shoal.numpy._buffers import frombuffer
+from shoal.numpy._buffers import frombuffer, nditer
 from shoal.numpy._create import (
     arange,
     array,
@@ -98,6 +98,7 @@ __all__ = [
     "linspace",
     "meshgrid",
     "ndarray",
+    "nditer",
     "ones",
     "ones_like",
     "outer",

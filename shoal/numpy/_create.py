@@ -20,7 +20,7 @@ from shoal.numpy._lazy import (
     stays_numpy,
     wrap_numpy,
 )
-from shoal.numpy._shape import astype, broadcast_to, reshape
+from shoal.numpy._shape import astype, broadcast_to, probe_of, reshape
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})
@@ -184,6 +184,8 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
             value = np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
         return value if stays_numpy(value) else from_numpy(value, copy=False)
     if is_lazy(obj):
+        if copy is False:  # NumPy's error where a copy cannot be avoided, found on a probe of the geometry
+            np.array(probe_of(obj), dtype=dtype, copy=False, order=order)
         result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
         if copy is True and result is obj:
             result = _copy(obj)
