@@ -373,8 +373,10 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
         """Run the recorded work that may warn and give its warnings now, under the warnings
         state in force (a ``warnings.catch_warnings`` block begins or ends:
         :mod:`shoal.warning_contexts`)."""
-        if self._sites or self._watches:
+        if self._sites:
             self.flush(wait=True)
+        elif self._watches:
+            self._warn(settled=False)  # batches that ran: nothing asked of the component
 
     def _warn(self, settled: bool) -> None:
         """Warn for the floating-point conditions of the batches that have run, in order

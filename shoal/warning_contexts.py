@@ -60,7 +60,8 @@ def _wrap(block: type, eager: bool = False) -> None:
 
     def __exit__(self: Any, *exc_info: Any) -> Any:
         try:
-            _give_pending()
+            if exc_info[0] is None:  # a block left by an exception keeps it as its own
+                _give_pending()
         finally:
             if eager:
                 warning_filters.eager_blocks -= 1
