@@ -307,3 +307,11 @@ def assert_reads_equal(expected: list[Any], got: list[Any]) -> None:
             continue
         assert have.dtype == want.dtype and have.shape == want.shape
         np.testing.assert_array_equal(have, want)
+
+
+@pytest.fixture
+def every_array_lazy() -> Iterator[Any]:
+    """A node-engine runtime where every array is lazy and no small view is computed at once."""
+    runtime = importlib.import_module("shoal.runtime")
+    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as configured:
+        yield configured

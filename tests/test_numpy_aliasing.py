@@ -20,12 +20,6 @@ import shoal.numpy as snp
 from shoal import held, runtime
 
 
-@pytest.fixture
-def lazy():
-    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
-        yield rt
-
-
 def outcome(function):
     try:
         value = function()
@@ -124,7 +118,7 @@ def plain(value):
 
 
 @pytest.mark.parametrize("program", [ravelled, iterated, drawn, iterated_by_nditer, copies_refused], ids=lambda p: p.__name__)
-def test_aliasing_is_numpys(lazy, program):
+def test_aliasing_is_numpys(every_array_lazy, program):
     assert program(snp) == program(numpy)
 
 

@@ -13,16 +13,8 @@ from __future__ import annotations
 import functools
 
 import numpy
-import pytest
 
 import shoal.numpy as snp
-from shoal import runtime
-
-
-@pytest.fixture
-def lazy():
-    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
-        yield rt
 
 
 def outcome(function):
@@ -61,7 +53,7 @@ def cases(np):
     }
 
 
-def test_scalar_results_in_python_code_act_as_numpys(lazy):
+def test_scalar_results_in_python_code_act_as_numpys(every_array_lazy):
     expected = {name: outcome(case) for name, case in cases(numpy).items()}
     got = {name: outcome(case) for name, case in cases(snp).items()}
     assert got == expected

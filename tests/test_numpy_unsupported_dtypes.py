@@ -13,15 +13,8 @@ import numpy
 import pytest
 
 import shoal.numpy as snp
-from shoal import runtime
 
 N = 2000
-
-
-@pytest.fixture
-def lazy():
-    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
-        yield rt
 
 
 def summary(value):
@@ -45,14 +38,14 @@ PROGRAMS = {
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_programs_on_strings_objects_and_dates_are_numpys(lazy, name):
+def test_programs_on_strings_objects_and_dates_are_numpys(every_array_lazy, name):
     program = PROGRAMS[name]
     expected = [summary(value) for value in program(numpy)]
     got = [summary(value) for value in program(snp)]
     assert [entry[1:] for entry in got] == [entry[1:] for entry in expected]
 
 
-def test_numbers_made_the_same_ways_stay_lazy(lazy):
+def test_numbers_made_the_same_ways_stay_lazy(every_array_lazy):
     assert type(snp.array([1.5, 2.5] * N)) is snp.ndarray
     assert type(snp.arange(0, N, dtype="int32")) is snp.ndarray
     assert type(snp.full(N, 2.0)) is snp.ndarray

@@ -14,13 +14,6 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 import shoal.numpy as snp
-from shoal import runtime
-
-
-@pytest.fixture
-def lazy():
-    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as rt:
-        yield rt
 
 
 def plain(value):
@@ -89,7 +82,7 @@ def stacked(np):
 
 
 @pytest.mark.parametrize("program", [windows, rotated, pieces, at_least, diagonals_and_axes, stacked], ids=lambda p: p.__name__)
-def test_view_functions_share_memory_as_numpys(lazy, program):
+def test_view_functions_share_memory_as_numpys(every_array_lazy, program):
     assert program(snp) == program(numpy)
 
 
@@ -98,7 +91,7 @@ def test_view_functions_share_memory_as_numpys(lazy, program):
     [lambda np: np.split(np.zeros(12), 5), lambda np: np.rot90(np.zeros(12)), lambda np: np.rot90(np.zeros((3, 4)), axes=(0, 0))],
     ids=["unequal_split", "rot90_of_a_vector", "rot90_same_axes"],
 )
-def test_their_errors_are_numpys(lazy, call):
+def test_their_errors_are_numpys(every_array_lazy, call):
     with pytest.raises(ValueError) as expected:
         call(numpy)
     with pytest.raises(ValueError) as got:
