@@ -130,6 +130,14 @@ PROGRAMS = {
             print(len(recorded))
         print(b[3])
     """,
+    "means_of_empty_selections": """
+        warnings.filterwarnings("ignore", category=UserWarning)
+        nowhere = np.zeros(1_000_000, bool)
+        first = a.mean(where=nowhere)  # the method: NumPy's warning names this line
+        second = a.mean(where=nowhere)
+        function = np.mean(a, where=nowhere)  # the function: NumPy's own line
+        print(first, second, function)
+    """,
     "once_per_line_across_filter_changes": """
         for step in range(3):
             b = np.log(a - step)

@@ -177,7 +177,7 @@ def _keepdims(kwargs: dict[str, Any]) -> Any:
 def _reduction_method(name: str) -> Any:
     def method(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = None, **kwargs: Any) -> Any:
         keepdims = _keepdims(kwargs)
-        return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, **kwargs)
+        return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, method=True, **kwargs)
 
     method.__name__ = name
     method.__doc__ = f"Lazy ``ndarray.{name}``."
@@ -191,7 +191,7 @@ for _name in ("sum", "prod", "mean"):
 def _no_dtype_reduction(name: str) -> Any:
     def method(self: ndarray, /, axis: Any = None, out: Any = None, **kwargs: Any) -> Any:
         keepdims = _keepdims(kwargs)
-        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, **kwargs)
+        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, method=True, **kwargs)
 
     method.__name__ = name
     return method
@@ -204,7 +204,7 @@ for _name in ("min", "max"):
 def _logical_reduction(name: str) -> Any:
     def method(self: ndarray, /, axis: Any = None, out: Any = None, keepdims: bool = False, *, where: Any = True) -> Any:
         options = {} if where is True else {"where": where}
-        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, **options)
+        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, method=True, **options)
 
     method.__name__ = name
     return method
@@ -216,7 +216,7 @@ for _name in ("any", "all"):
 
 def _arg_reduction(name: str) -> Any:
     def method(self: ndarray, /, axis: Any = None, out: Any = None, *, keepdims: bool = False) -> Any:
-        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims)
+        return _reduce.reduction(name, self, axis=axis, out=out, keepdims=keepdims, method=True)
 
     method.__name__ = name
     return method
@@ -229,7 +229,7 @@ for _name in ("argmin", "argmax"):
 def _spread(name: str) -> Any:
     def method(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = None, ddof: Any = 0, **kwargs: Any) -> Any:
         keepdims = _keepdims(kwargs)
-        return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, **kwargs)
+        return _reduce.reduction(name, self, axis=axis, dtype=dtype, out=out, keepdims=keepdims, ddof=ddof, method=True, **kwargs)
 
     method.__name__ = name
     return method

@@ -79,9 +79,11 @@ def _numpy_on_empty(function: Any, array: ndarray, **kwargs: Any) -> Any:
     return wrap_numpy(fp_warnings.at_user_line(entry, np.empty(array.shape, array.dtype), **given))
 
 
-def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, ddof: Any = 0, **options: Any) -> Any:
-    """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax."""
-    function = getattr(np, name)
+def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = None, keepdims: Any = False, ddof: Any = 0, method: bool = False, **options: Any) -> Any:
+    """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax
+    (``method``: the ``ndarray`` method, whose NumPy warnings name the caller's line where the
+    function's name NumPy's own)."""
+    function = getattr(np.ndarray if method else np, name)
     correction = options.pop("correction", np._NoValue)
     if correction is not np._NoValue and name in ("var", "std"):
         if ddof != 0:
