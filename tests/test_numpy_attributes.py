@@ -117,3 +117,22 @@ def test_flags_print_as_numpys(snp: ModuleType) -> None:
     for view in (lambda a: a, lambda a: a.T, lambda a: a[:, ::2], lambda a: a[1:3]):
         assert str(view(lazy).flags) == str(view(expected).flags)
         assert repr(view(lazy).flags) == repr(view(expected).flags)
+
+
+def test_setting_the_dtype_reads_the_memory_anew(snp: ModuleType) -> None:
+    """``a.dtype = t`` reinterprets the array's memory, as NumPy's ``view(t)`` would."""
+
+    def program(xp):
+        values = xp.arange(12.0) * 1
+        values.dtype = np.int64
+        halves = xp.arange(12.0) * 1
+        halves.dtype = np.float32
+        transposed = (xp.arange(12.0) * 1).reshape(3, 4).T
+        try:
+            transposed.dtype = np.float32
+            refused = None
+        except ValueError as error:
+            refused = str(error)
+        return [np.asarray(values).tolist(), str(values.dtype), halves.shape, refused]
+
+    assert program(snp) == program(np)

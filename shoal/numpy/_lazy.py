@@ -123,6 +123,12 @@ class ndarray(metaclass=_NdarrayMeta):
     def dtype(self) -> np.dtype:
         return self._view.dtype
 
+    @dtype.setter
+    def dtype(self, value: Any) -> None:
+        """``a.dtype = t``: the same memory read as ``t`` from now on (NumPy's ``view(t)``)."""
+        self._view = _shape.dtype_view(self, value)._view
+        self._held = None  # its NumPy view of a held base is made again, with the dtype
+
     @property
     def ndim(self) -> int:
         return len(self._view.shape)
