@@ -133,3 +133,26 @@ def holding(monkeypatch):
 @pytest.mark.parametrize("program", [indexed_whole, reshaped_views, ravelled, iterated], ids=lambda p: p.__name__)
 def test_aliasing_of_held_and_settled_arrays_is_numpys(holding, program):
     assert program(snp) == program(numpy)
+
+
+def fortran_orders(np):
+    b = np.arange(12.0).reshape(3, 4) * 1
+    f = b.copy(order="F")
+    t = (np.arange(12.0).reshape(4, 3) * 1).T.copy(order="F")
+    return [
+        f.flags["F_CONTIGUOUS"],
+        f.strides,
+        np.array(b, order="F").strides,
+        plain(f.ravel(order="A")),
+        plain(f.ravel(order="F")),
+        f.tobytes(order="A"),
+        t.tobytes(order="K"),
+        np.copy(b.T, order="K").strides,
+        b.T.copy(order="A").strides,
+        b.T.copy().strides,
+        outcome(lambda: b.copy(order="X")),
+    ]
+
+
+def test_fortran_order_is_numpys(every_array_lazy):
+    assert fortran_orders(snp) == fortran_orders(numpy)

@@ -242,3 +242,13 @@ def test_pinv_cut_offs(snp: ModuleType, options) -> None:
 )
 def test_pinv_cut_off_errors_are_numpys(snp: ModuleType, call) -> None:
     assert check_same(snp, call, np.arange(12.0).reshape(3, 4)) is not None
+
+
+def test_a_singular_matrix_error_carries_no_engine_notes(snp: ModuleType) -> None:
+    """The ``LinAlgError`` from a batch run at the call is NumPy's alone: no note naming the
+    engine's instruction, no chained engine exception (the program's traceback shows neither)."""
+    needs_runtime()
+    with pytest.raises(np.linalg.LinAlgError, match="Singular matrix") as caught:
+        snp.linalg.solve(snp.zeros((60, 60)), snp.ones(60))
+    assert not getattr(caught.value, "__notes__", None)
+    assert caught.value.__suppress_context__

@@ -33,6 +33,7 @@ PROGRAMS = {
     "objects_filled": lambda np: [np.full(N, None), np.where(np.arange(N) % 2 == 0, np.full(N, None), 1)],
     "where_chooses_strings": lambda np: [np.where(np.arange(N) % 3 == 0, np.full(N, "ab"), "x")],
     "where_chooses_a_string_constant": lambda np: [np.where(np.arange(N, dtype=float) > 5, np.arange(N, dtype=float), "x")],
+    "compared_with_a_string": lambda np: [np.arange(N, dtype=float) == "x", np.arange(N, dtype=float) != "x", np.logical_and(np.arange(N, dtype=float), "x")],
     "compared_with_none": lambda np: [np.arange(N, dtype=float) == None, np.arange(N, dtype=float) != None],  # noqa: E711
 }
 

@@ -20,7 +20,7 @@ from shoal.numpy._lazy import (
     stays_numpy,
     wrap_numpy,
 )
-from shoal.numpy._shape import astype, broadcast_to, probe_of, reshape
+from shoal.numpy._shape import astype, broadcast_to, copy_in_order, probe_of, reshape
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})
@@ -186,6 +186,8 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
     if is_lazy(obj):
         if copy is False:  # NumPy's error where a copy cannot be avoided, found on a probe of the geometry
             np.array(probe_of(obj), dtype=dtype, copy=False, order=order)
+        if order in ("F", "A", "K") and copy is True and dtype is None and not ndmin:
+            return copy_in_order(obj, order)
         result = astype(obj, obj.dtype if dtype is None else dtype, copy_=(copy is not False and copy is not None) or dtype is not None)
         if copy is True and result is obj:
             result = _copy(obj)
@@ -387,7 +389,7 @@ def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = N
 def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
     """``np.copy``."""
     if is_lazy(a):
-        return _copy(a)
+        return copy_in_order(a, order)
     return np.copy(a, order=order, subok=subok)
 
 

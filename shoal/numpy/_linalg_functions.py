@@ -115,6 +115,8 @@ def _flush_for_errors(runtime: Any) -> None:
     failures in ``EngineError``) is raised as NumPy raises it."""
     try:
         runtime.flush(wait=True)
+    except np.linalg.LinAlgError as error:  # NumPy's own error, raised in the engine: without its frames and notes
+        raise np.linalg.LinAlgError(*error.args) from None
     except EngineError as error:
         cause: BaseException | None = error
         while cause is not None and not isinstance(cause, np.linalg.LinAlgError):

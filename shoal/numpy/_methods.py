@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy import _linalg, _reduce, _shape, _sorting
+from shoal.numpy import _create, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
@@ -88,6 +88,27 @@ ndarray.__rmul__ = _repeats_sequences(ndarray.__rmul__)  # type: ignore[method-a
 
 for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
     setattr(ndarray, f"__{_name}__", _binary(_ufunc)[0])
+
+
+_NO_LOOP = np._core._exceptions._UFuncNoLoopError  # NumPy's error for operand types no loop takes
+
+
+def _unmatched_answer(compare: Any, answer: bool) -> Any:
+    """``==``/``!=`` (``compare``) where NumPy has no loop for the operands (a number array and
+    a string): NumPy's answer, ``answer`` for every element, not the ufunc's TypeError."""
+
+    def method(self: ndarray, other: Any) -> Any:
+        try:
+            return compare(self, other)
+        except _NO_LOOP:
+            return _create.full(np.broadcast_shapes(self.shape, np.shape(other)), answer)
+
+    method.__name__, method.__qualname__ = compare.__name__, compare.__qualname__
+    return method
+
+
+ndarray.__eq__ = _unmatched_answer(ndarray.__eq__, False)  # type: ignore[method-assign, assignment]
+ndarray.__ne__ = _unmatched_answer(ndarray.__ne__, True)  # type: ignore[method-assign, assignment]
 
 _FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 
@@ -271,8 +292,15 @@ def _clip(self: ndarray, /, min: Any = None, max: Any = None, out: Any = None, *
     return clip(self, min, max, out=out, **kwargs)
 
 
-def _copy(self: ndarray, /, order: str = "C") -> ndarray:
-    return _shape.copy(self)
+def _tobytes(self: ndarray, /, order: str = "C") -> bytes:
+    """``a.tobytes(order)``: order ``A`` reads a Fortran-contiguous array in its order."""
+    if order == "A" and _shape.fortran_only(self):
+        order = "F"
+    return self._value().tobytes(order=order)
+
+
+def _copy(self: ndarray, /, order: str = "C") -> Any:
+    return _shape.copy(self) if order == "C" else _shape.copy_in_order(self, order)
 
 
 def _item(self: ndarray, /, *args: Any) -> Any:
@@ -354,6 +382,7 @@ ndarray.astype = _astype
 ndarray.fill = _fill
 ndarray.clip = _clip
 ndarray.copy = _copy
+ndarray.tobytes = _tobytes
 ndarray.item = _item
 ndarray.ravel = _ravel
 ndarray.flatten = _flatten

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
+from shoal.bytecode import View
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary, warn_fallback
 from shoal.numpy._fperr import strict
@@ -122,6 +123,10 @@ def _copied(array: ndarray, shape: tuple[int, ...]) -> Any:
 def ravel(array: ndarray, order: str = "C") -> ndarray:
     """NumPy's ``ravel``: a view where the elements lie contiguously in the order asked for
     (``K``: the order of memory), else a copy (a reshape would also view a strided vector)."""
+    if order == "A" and fortran_only(array):
+        order = "F"
+    if order == "F":  # Fortran order is the C order of the reversed axes
+        return ravel(transpose(array), "C")
     if order not in ("C", "K", "A"):
         return reshape(array, (-1,), order=order)
     view = array._view
@@ -140,6 +145,24 @@ def flatten(array: ndarray, order: str = "C") -> ndarray:
     if order not in ("C", "K", "A"):
         return copy(array.transpose()).reshape(-1)
     return copy(array).reshape(-1)
+
+
+def fortran_only(array: ndarray) -> bool:
+    """True if ``array`` is Fortran-contiguous and not C-contiguous (NumPy's order ``A`` is then F)."""
+    view = array._view
+    return not view.is_contiguous() and View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]).is_contiguous()
+
+
+def copy_in_order(array: ndarray, order: str = "K") -> Any:
+    """A copy laid out as NumPy's ``order`` asks: ``C``; ``F`` (Fortran); ``A`` and ``K`` Fortran
+    for an array that is Fortran-contiguous and not C-contiguous, else C."""
+    if order not in ("C", "F", "A", "K"):
+        np.empty(0).copy(order=order)  # NumPy's error
+    fortran = order == "F" or (order in ("A", "K") and fortran_only(array))
+    if not fortran or array.ndim < 2:
+        return copy(array)
+    reversed_copy = copy(transpose(array))  # C order of the reversed axes is Fortran order
+    return transpose(reversed_copy) if is_lazy(reversed_copy) else reversed_copy.T
 
 
 def transpose(array: ndarray, axes: Any = None) -> ndarray:
