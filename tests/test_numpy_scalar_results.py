@@ -57,3 +57,16 @@ def test_scalar_results_in_python_code_act_as_numpys(every_array_lazy):
     expected = {name: outcome(case) for name, case in cases(numpy).items()}
     got = {name: outcome(case) for name, case in cases(snp).items()}
     assert got == expected
+
+
+def test_reduction_methods_of_scalar_results_act_as_numpys(every_array_lazy):
+    """``s.sum()`` of a result that stands for a scalar, also where NumPy runs it at the call
+    (a strict error state): the NumPy scalar's method, not ``ndarray``'s."""
+
+    def program(np):
+        values = np.arange(1000.0)
+        with numpy.errstate(all="raise"):
+            total = values.sum()
+            return [outcome(lambda: total.sum()), outcome(lambda: np.isfinite(total).sum()), outcome(lambda: total.mean(where=True))]
+
+    assert program(snp) == program(numpy)

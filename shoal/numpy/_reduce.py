@@ -83,7 +83,8 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
     """``np.<name>(array, ...)`` for sum, prod, min, max, any, all, mean, var, std, argmin, argmax
     (``method``: the ``ndarray`` method, whose NumPy warnings name the caller's line where the
     function's name NumPy's own)."""
-    function = getattr(np.ndarray if method else np, name)
+    scalar = type(array) is ndarray and array._scalar  # materialized as a NumPy scalar: no ndarray method
+    function = getattr(np.ndarray if method and not scalar else np, name)
     correction = options.pop("correction", np._NoValue)
     if correction is not np._NoValue and name in ("var", "std"):
         if ddof != 0:
