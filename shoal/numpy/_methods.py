@@ -20,15 +20,29 @@ from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
 
 
-def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
+def _binary(ufunc: np.ufunc, repeats: bool = False, unmatched: bool | None = None) -> tuple[Any, Any, Any]:
+    """The operator methods of ``ufunc``. ``repeats`` (``*``): a result that stands for a NumPy
+    integer scalar repeats a Python sequence, as NumPy's scalars do (``[0] * n``), instead of
+    multiplying its elements. ``unmatched`` (``==``, ``!=``): NumPy's answer for every element
+    where no loop takes the operands (a number array and a string), not the ufunc's TypeError."""
+
     # Each tries the recording of a call seen before (``_fast_ufunc``) before the general path.
     def forward(self: ndarray, other: Any) -> Any:
+        if repeats and self._scalar and type(other) in _SEQUENCES:
+            return _sequence_repeat(self)
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
             return _then_run_carried(self, forward(self, taken))
-        fast = record_seen(ufunc, (self, other), None)
-        return apply_ufunc(ufunc, (self, other)) if fast is NOT_FAST else fast
+        try:
+            fast = record_seen(ufunc, (self, other), None)
+            return apply_ufunc(ufunc, (self, other)) if fast is NOT_FAST else fast
+        except _NO_LOOP:
+            if unmatched is None:
+                raise
+            return _create.full(np.broadcast_shapes(self.shape, np.shape(other)), unmatched)
 
     def reflected(self: ndarray, other: Any) -> Any:
+        if repeats and self._scalar and type(other) in _SEQUENCES:
+            return _sequence_repeat(self)
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
             return _then_run_carried(self, reflected(self, taken))
         fast = record_seen(ufunc, (other, self), None)
@@ -46,6 +60,18 @@ def _binary(ufunc: np.ufunc) -> tuple[Any, Any, Any]:
     return forward, reflected, inplace
 
 
+_SEQUENCES = frozenset((list, tuple, str, bytes, bytearray))
+_NO_LOOP = np._core._exceptions._UFuncNoLoopError  # NumPy's error for operand types no loop takes
+
+
+def _sequence_repeat(scalar: ndarray) -> Any:
+    """Python's sequence repetition by ``scalar`` (through ``__index__``), or NumPy's error for a
+    scalar that is no integer."""
+    if scalar.dtype.kind not in "iub":
+        raise TypeError(f"can't multiply sequence by non-int of type 'numpy.{scalar.dtype.name}'")
+    return NotImplemented
+
+
 def _then_run_carried(array: ndarray, result: Any) -> Any:
     """``result``, once the batch ran if it carries enough NumPy data: the temporary taken by
     the operation (``_temporaries``) died with its lazy array, so its release runs with the
@@ -61,54 +87,14 @@ _OPERATORS = {
 }  # fmt: skip
 
 for _name, _ufunc in _OPERATORS.items():
-    _forward, _reflected, _inplace = _binary(_ufunc)
+    _forward, _reflected, _inplace = _binary(_ufunc, repeats=_name == "mul")
     setattr(ndarray, f"__{_name}__", _forward)
     setattr(ndarray, f"__r{_name}__", _reflected)
     setattr(ndarray, f"__i{_name}__", _inplace)
 
-def _repeats_sequences(multiply: Any) -> Any:
-    """``multiply`` for a 0-d result that stands for a NumPy scalar: as with NumPy's integer
-    scalars, ``[0] * n`` and ``"ab" * n`` repeat the sequence (through ``__index__``) instead of
-    multiplying its elements."""
-
-    def method(self: ndarray, other: Any) -> Any:
-        if self._scalar and type(other) in _SEQUENCES:
-            if self.dtype.kind not in "iub":
-                raise TypeError(f"can't multiply sequence by non-int of type 'numpy.{self.dtype.name}'")
-            return NotImplemented
-        return multiply(self, other)
-
-    method.__name__, method.__qualname__ = multiply.__name__, multiply.__qualname__
-    return method
-
-
-_SEQUENCES = frozenset((list, tuple, str, bytes, bytearray))
-ndarray.__mul__ = _repeats_sequences(ndarray.__mul__)  # type: ignore[method-assign]
-ndarray.__rmul__ = _repeats_sequences(ndarray.__rmul__)  # type: ignore[method-assign]
-
+_UNMATCHED = {"eq": False, "ne": True}
 for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
-    setattr(ndarray, f"__{_name}__", _binary(_ufunc)[0])
-
-
-_NO_LOOP = np._core._exceptions._UFuncNoLoopError  # NumPy's error for operand types no loop takes
-
-
-def _unmatched_answer(compare: Any, answer: bool) -> Any:
-    """``==``/``!=`` (``compare``) where NumPy has no loop for the operands (a number array and
-    a string): NumPy's answer, ``answer`` for every element, not the ufunc's TypeError."""
-
-    def method(self: ndarray, other: Any) -> Any:
-        try:
-            return compare(self, other)
-        except _NO_LOOP:
-            return _create.full(np.broadcast_shapes(self.shape, np.shape(other)), answer)
-
-    method.__name__, method.__qualname__ = compare.__name__, compare.__qualname__
-    return method
-
-
-ndarray.__eq__ = _unmatched_answer(ndarray.__eq__, False)  # type: ignore[method-assign, assignment]
-ndarray.__ne__ = _unmatched_answer(ndarray.__ne__, True)  # type: ignore[method-assign, assignment]
+    setattr(ndarray, f"__{_name}__", _binary(_ufunc, unmatched=_UNMATCHED.get(_name))[0])
 
 _FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 
