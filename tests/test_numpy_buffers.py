@@ -15,7 +15,7 @@ import pytest
 import shoal.numpy as snp
 from shoal import runtime
 from shoal.errors import ShoalFallbackWarning
-from shoal.numpy import _buffers, _dispatch
+from shoal.numpy import _dispatch, _held_indexing
 
 
 @pytest.fixture
@@ -57,7 +57,7 @@ def test_frombuffer_of_bytes_is_numpys():
 
 
 def test_frombuffer_where_memory_cannot_be_held_warns_and_copies(lazy, monkeypatch):
-    monkeypatch.setattr(_buffers, "held_memory", lambda array: None)
+    monkeypatch.setattr(_held_indexing, "held_memory", lambda array: None)
     monkeypatch.setattr(_dispatch, "FALLBACKS", collections.Counter())
     with pytest.warns(ShoalFallbackWarning, match="frombuffer of a lazy array"):
         values = snp.frombuffer(snp.arange(4.0) * 2)

@@ -17,7 +17,7 @@ import pytest
 import shoal.numpy as snp
 from shoal import runtime
 from shoal.errors import ShoalFallbackWarning
-from shoal.numpy import _dispatch, _shape
+from shoal.numpy import _dispatch, _held_indexing
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_a_view_into_what_is_no_ndarray_subclass_raises_numpys_error(lazy):
 
 def test_a_view_into_a_subclass_where_memory_cannot_be_held_warns_and_copies(lazy, monkeypatch):
     """A component that does not hand its memory out (an MPI cluster's is spread over ranks)."""
-    monkeypatch.setattr(_shape, "held_memory", lambda array: None)
+    monkeypatch.setattr(_held_indexing, "held_memory", lambda array: None)
     monkeypatch.setattr(_dispatch, "FALLBACKS", collections.Counter())  # warned once per process
     Tagged = tagged_class(snp)
     values = snp.arange(6.0) * 2

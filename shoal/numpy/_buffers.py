@@ -14,14 +14,13 @@ from typing import Any
 import numpy as np
 
 from shoal.numpy import _lazy  # first: it loads the frontend's modules in their order
-from shoal.numpy._dispatch import warn_fallback
-from shoal.numpy._held_indexing import held_memory
+from shoal.numpy._held_indexing import memory_now
 
 
 def frombuffer(buffer: Any, dtype: Any = None, count: int = -1, offset: int = 0, *, like: Any = None) -> Any:
     """NumPy's ``frombuffer``; a lazy ``buffer`` is read in its held memory."""
     if _lazy.is_lazy(buffer):
-        buffer = _memory(buffer, "frombuffer of a lazy array")
+        buffer = memory_now(buffer, "frombuffer of a lazy array")
     if like is None:
         return np.frombuffer(buffer, dtype, count, offset)
     return np.frombuffer(buffer, dtype, count, offset, like=like)
@@ -40,17 +39,8 @@ def nditer(
 ) -> np.nditer:
     """NumPy's ``nditer``; lazy operands are iterated (and written) in their held memory."""
     if _lazy.is_lazy(op):
-        op = _memory(op, "nditer of a lazy array")
+        op = memory_now(op, "nditer of a lazy array")
     elif isinstance(op, list | tuple) and any(_lazy.is_lazy(value) for value in op):
-        op = type(op)(_memory(value, "nditer of a lazy array") if _lazy.is_lazy(value) else value for value in op)
+        op = type(op)(memory_now(value, "nditer of a lazy array") if _lazy.is_lazy(value) else value for value in op)
     return np.nditer(op, flags, op_flags, op_dtypes, order, casting, op_axes, itershape, buffersize)
 
-
-def _memory(array: Any, what: str) -> np.ndarray:
-    """``array``'s held memory (a copy, with a fallback note, where it cannot be held)."""
-    array._base.runtime.hold_for_tasks(array._base.id)
-    memory = held_memory(array)
-    if memory is None:
-        warn_fallback(what)
-        memory = array._value()
-    return memory

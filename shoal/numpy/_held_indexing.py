@@ -12,6 +12,7 @@ import numpy as np
 
 from shoal import held
 from shoal.numpy import _index, _indexed
+from shoal.numpy._dispatch import warn_fallback
 from shoal.numpy._lazy import NO_QUIET_STORES, from_numpy, is_small, ndarray
 
 
@@ -23,6 +24,19 @@ def held_memory(value: Any) -> Any:
     memory = value._held
     if memory is None and value._base.held is not None and not value._scalar:
         memory = own_view(value)
+    return memory
+
+
+def memory_now(array: ndarray, fallback: str | None) -> np.ndarray:
+    """``array``'s view of its base's memory, the base held from now on (after everything
+    recorded ran), for NumPy code that works on the memory itself; where the component does not
+    hand its memory out, the contents (a copy), with a fallback note named ``fallback`` if given."""
+    array._base.runtime.hold_for_tasks(array._base.id)
+    memory = held_memory(array)
+    if memory is None:
+        if fallback is not None:
+            warn_fallback(fallback)
+        memory = array._value()
     return memory
 
 

@@ -2,8 +2,8 @@
 
 Arrays below the eager threshold are plain ``numpy.ndarray`` objects; :class:`ndarray` here is the
 lazy kind. ``isinstance(x, shoal.numpy.ndarray)`` holds for both, so user code that checks types
-keeps working. A program's subclass of ``np.ndarray`` subclasses NumPy's (its arrays are NumPy's,
-computed at once), and ``np.ndarray[...]`` in annotations is NumPy's generic alias.
+keeps working (:mod:`shoal.numpy._ndarray_type`, which also makes a program's subclass of
+``np.ndarray`` NumPy's), and ``np.ndarray[...]`` in annotations is NumPy's generic alias.
 """
 
 from __future__ import annotations
@@ -20,21 +20,8 @@ from shoal import runtime as _runtime
 from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
 from shoal.bytecode.dtypes import is_supported
+from shoal.numpy._ndarray_type import NdarrayType
 from shoal.numpy._uploads import cacheable
-
-
-class _NdarrayMeta(type):
-    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
-        lazy = globals().get("ndarray")
-        if lazy is not None and lazy in bases:  # a program's subclass of np.ndarray: NumPy's, eager
-            return type(name, tuple(np.ndarray if base is lazy else base for base in bases), namespace, **kwargs)
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
-
-    def __instancecheck__(cls, instance: Any) -> bool:
-        return isinstance(instance, np.ndarray) or type(instance) is ndarray
-
-    def __subclasscheck__(cls, subclass: type) -> bool:
-        return subclass is ndarray or issubclass(subclass, np.ndarray)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -48,7 +35,7 @@ def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]
     return tuple(reversed(strides))
 
 
-class ndarray(metaclass=_NdarrayMeta):
+class ndarray(metaclass=NdarrayType):
     """A lazily evaluated N-dimensional array with NumPy's semantics."""
 
     __slots__ = ("__weakref__", "_base", "_held", "_owner", "_quiet", "_readonly", "_scalar", "_view")
@@ -271,9 +258,7 @@ class ndarray(metaclass=_NdarrayMeta):
         if not self.shape:
             raise TypeError("iteration over a 0-d array")
         if self.ndim == 1:  # NumPy's iteration of the held memory: each element read when reached
-            self._base.runtime.hold_for_tasks(self._base.id)
-            memory = _held_indexing.held_memory(self)
-            return iter(self._value() if memory is None else memory)
+            return iter(_held_indexing.memory_now(self, None))
         return (self[i] for i in range(self.shape[0]))
 
     def __repr__(self) -> str:

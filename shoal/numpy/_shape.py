@@ -14,9 +14,9 @@ from numpy.lib.array_utils import normalize_axis_index
 from shoal import fp_warnings
 from shoal.bytecode import View
 from shoal.bytecode.dtypes import is_supported
-from shoal.numpy._dispatch import discards_imaginary, warn_fallback
+from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import strict
-from shoal.numpy._held_indexing import held_memory
+from shoal.numpy._held_indexing import memory_now
 from shoal.numpy._lazy import (
     as_lazy,
     contiguous_strides,
@@ -132,12 +132,10 @@ def ravel(array: ndarray, order: str = "C") -> ndarray:
     view = array._view
     if view.is_contiguous():
         return reshape(array, (-1,))
-    if order == "K":
-        axes = sorted(range(view.ndim), key=lambda axis: -view.strides[axis])
-        if all(stride > 0 for stride in view.strides):
-            in_memory = transpose(array, axes)
-            if in_memory._view.is_contiguous():
-                return reshape(in_memory, (-1,))
+    if order == "K" and all(stride > 0 for stride in view.strides):
+        in_memory = transpose(array, sorted(range(view.ndim), key=lambda axis: -view.strides[axis]))
+        if in_memory._view.is_contiguous():
+            return reshape(in_memory, (-1,))
     return _copied(array, (array.size,))
 
 
@@ -223,11 +221,7 @@ def _subclass_view(array: ndarray, dtype: Any, type: Any) -> Any:
     with a :class:`~shoal.errors.ShoalFallbackWarning`."""
     if not (isinstance(type, builtins.type) and issubclass(type, np.ndarray)):
         np.empty(0).view(type=type)  # NumPy's error for what is not an ndarray subclass
-    array._base.runtime.hold_for_tasks(array._base.id)
-    memory = held_memory(array)
-    if memory is None:
-        warn_fallback("ndarray.view into a subclass")
-        memory = array._value()
+    memory = memory_now(array, "ndarray.view into a subclass")
     return memory.view(type) if dtype is None else memory.view(dtype, type)
 
 
