@@ -19,17 +19,11 @@ from typing import Any
 
 from shoal import runtime, warning_filters
 
-_installed = False
-
 
 def install() -> None:
     """Make every ``warnings.catch_warnings`` block (and its subclasses') give the pending
     warnings as it begins and ends (once per process); NumPy's ``suppress_warnings`` too, once
     ``numpy.testing`` is loaded (:func:`install_for_numpy_testing`)."""
-    global _installed
-    if _installed:
-        return
-    _installed = True
     _wrap(warnings.catch_warnings)
     install_for_numpy_testing()
 
@@ -39,7 +33,7 @@ def install_for_numpy_testing() -> None:
     with it), if ``numpy.testing`` is loaded."""
     utilities = sys.modules.get("numpy.testing._private.utils")
     block = getattr(utilities, "suppress_warnings", None)
-    if block is not None and not getattr(block, _WRAPPED, False):
+    if block is not None:
         _wrap(block, eager=True)
 
 
@@ -47,8 +41,11 @@ _WRAPPED = "_shoal_gives_pending_warnings"
 
 
 def _wrap(block: type, eager: bool = False) -> None:
-    """``eager``: while such a block is open, operations that may warn run at the call
-    (``np.testing.assert_warns`` counts the warnings inside its block, before it ends)."""
+    """Wrap ``block``'s ``__enter__`` and ``__exit__`` (once). ``eager``: while such a block is
+    open, operations that may warn run at the call (``np.testing.assert_warns`` counts the
+    warnings inside its block, before it ends)."""
+    if getattr(block, _WRAPPED, False):
+        return
     enter, leave = block.__enter__, block.__exit__  # type: ignore[attr-defined]
 
     def __enter__(self: Any) -> Any:
