@@ -36,14 +36,20 @@ def declared_layouts(batch: Batch, config: PlanConfig, ranks: int, known: Mappin
     grids: dict[int, tuple[int, ...]] = {}
     decl_sizes = {decl.id: decl.size for decl in batch.bases}
     cyclic_mode = config.layout == "block-cyclic"
+    without_grid: set[int] = set()  # declared bases whose first view gave no grid yet
     for instruction in batch.instructions:
         for view in (*instruction.outputs, *instruction.inputs):
-            if isinstance(view, View) and view.base not in rows:
-                rows[view.base] = row_length(view, decl_sizes.get(view.base, -1))
-            if isinstance(view, View) and view.base not in grids:
-                grid = grid_shape(view, decl_sizes.get(view.base, -1))
+            if not isinstance(view, View) or view.base not in decl_sizes:
+                continue
+            base = view.base
+            if base not in rows:
+                rows[base] = row_length(view, decl_sizes[base])
+                without_grid.add(base)
+            if base in without_grid:
+                grid = grid_shape(view, decl_sizes[base])
                 if grid is not None:
-                    grids[view.base] = grid
+                    grids[base] = grid
+                    without_grid.discard(base)
     layouts: dict[int, AnyLayout] = {}
     for decl in batch.bases:
         if decl.nbytes >= config.min_bytes and ranks > 1 and decl.size >= ranks:

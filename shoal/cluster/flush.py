@@ -290,6 +290,8 @@ class Flusher:
                     self._add_compute(op)
                 if not last:
                     return
+            elif self.latency_hiding and all(op.kind == "compute" or op.late for op in ops):
+                self._run_late(ops)
             else:
                 self.submit_batch()  # an earlier part's: which sends may read is known for this part's only
                 blocks = self._blocks(ops, template)
@@ -310,6 +312,39 @@ class Flusher:
             self._feeding.clear()
             self._receiving = []
             self.stats.busy_seconds += time.perf_counter() - began
+
+    def _run_late(self, ops: list[Op]) -> None:
+        """Run ``ops`` whose messages are all late (reductions' partial results and results):
+        the computations that need no message go to the node engine as one batch, in program
+        order, then the sends leave, and only what waits for a receive (with whatever it orders
+        after itself) goes through the dependency lists. Drawing those lists for every
+        operation cost Black-Scholes at 2 ranks 15 µs an operation, about 2,300 a batch.
+
+        An operation is held back if it touches (at the dependency lists' block keys) what a
+        held-back operation writes, or writes what one reads or a waiting send still has to
+        read; so each runs after everything it follows in program order and shares data with."""
+        held_writes: set[tuple[int, int]] = set()
+        held_reads: set[tuple[int, int]] = set()
+        held: list[Op] = []
+        sends: list[Op] = []
+        for op in ops:
+            reads = self._keys(op.reads)
+            writes = self._keys(op.writes)
+            if op.kind == "receive" or not held_writes.isdisjoint(reads) or not held_writes.isdisjoint(writes) or not held_reads.isdisjoint(writes):
+                held.append(op)
+                held_writes.update(writes)
+                held_reads.update(reads)
+            elif op.kind == "send":
+                sends.append(op)
+                held_reads.update(reads)
+            else:
+                self._add_compute(op)
+        self.submit_batch()
+        for op in sends:
+            self._send(op)
+        if held:
+            receives = sum(1 for op in held if op.kind == "receive")
+            run_ready(self._blocks(held), self._submit, self, capacity=receives + 1)
 
     def _blocks(self, ops: list[Op], template: Template | None = None) -> list[BlockOp]:
         """``ops`` as block operations in the shared dependency lists, prioritised.

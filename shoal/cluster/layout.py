@@ -19,6 +19,7 @@ a single rank, so a piece either reads local memory or needs one message from on
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Sequence
@@ -101,6 +102,7 @@ def whole_on(rank: int, ranks: int, size: int, itemsize: int) -> Layout:
     return Layout(itemsize, tuple(starts))
 
 
+@functools.lru_cache(maxsize=4096)  # a loop's temporaries ask for the same layouts every batch
 def block(ranks: int, size: int, itemsize: int, row: int = 1, halo_rows: int = 0) -> Layout:
     """Elements split into ``ranks`` contiguous ranges of whole rows of ``row`` elements, as even
     as rows allow (the first ranges get no fewer rows than the last); each rank keeps

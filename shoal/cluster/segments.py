@@ -96,6 +96,8 @@ def split(batch: Batch, layouts_of: Callable[[Batch], dict]) -> list[tuple[int, 
     parts = _parts(batch, bounds)
     whole = layouts_of(_with_data(batch))
     for _, part in parts:
+        if not part.data:
+            continue
         mine = layouts_of(_with_data(part))
         if any(mine[base] != whole[base] for base in part.data):
             return None

@@ -142,3 +142,93 @@ def test_releases_alone_are_not_handed_over_before_a_wait() -> None:
     assert flusher.poll(None) == [] and executed == []
     flusher._add_compute(Op("compute", instructions=[Instruction("fill", (View(6, F8, 0, (2,), (8,)),), (Const(1.0),))]))
     assert flusher.poll(None) == [] and executed == [["release", "fill"]]
+
+
+class _RecordingEngine:
+    """A node engine that records the instructions of each batch it is handed."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Instruction]] = []
+
+    def execute(self, batch: Batch) -> None:
+        self.batches.append(list(batch.instructions))
+
+
+def _late_flusher(rank: int, block_bytes: dict[int, int]) -> tuple[Flusher, _RecordingEngine, list[Op]]:
+    """A flusher whose sends are recorded (in ``sent``) after handing over what they read."""
+    engine = _RecordingEngine()
+    flusher = Flusher(engine, None, rank, True, block_bytes)  # type: ignore[arg-type]
+    sent: list[Op] = []
+
+    def send(op: Op) -> None:
+        if flusher.reads_gathered(op):
+            flusher.submit_batch()
+        sent.append(op)
+        engine.batches.append([Instruction(f"send {len(sent)}", (), ())])
+
+    flusher._send = send  # type: ignore[method-assign]
+    return flusher, engine, sent
+
+
+def test_a_batch_whose_messages_are_all_late_reaches_the_node_engine_whole_before_its_sends() -> None:
+    planner = Planner(1, 2, PlanConfig(min_bytes=256, cache_size=0), TAGS)
+    ids = Ids()
+    grid = ids()
+    planner.plan(creation(grid, 1))
+    ops = planner.plan(relax_and_measure(grid, ids))
+    assert all(op.kind == "compute" or op.late for op in ops)
+    flusher, engine, sent = _late_flusher(1, planner.block_bytes)
+    flusher._run_late(ops)
+    opcodes = [[instruction.op for instruction in batch if instruction.op != "release"] for batch in engine.batches]
+    assert len(sent) == 1 and opcodes[1] == ["send 1"]
+    assert "sum" in opcodes[0] and "copy" in opcodes[0]
+    partial = sent[0].reads[0][0]
+    assert not any(instruction.op == "release" and instruction.attr("base") == partial for instruction in engine.batches[0])
+
+
+def _conflicts(first: Op, second: Op) -> bool:
+    def overlap(one: list, other: list) -> bool:
+        return any(a[0] == b[0] and a[1] < b[2] and b[1] < a[2] for a in one for b in other)
+
+    return overlap(first.writes, second.reads) or overlap(first.writes, second.writes) or overlap(first.reads, second.writes)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_late_messages_keep_every_conflicting_pair_in_program_order(seed: int) -> None:
+    """Random computations and late sends over blocks of three bases: wherever two operations
+    touch the same bytes and one of them writes, the earlier in program order runs first (a
+    computation when its node-engine batch is handed over, a send when it reads)."""
+    import random
+
+    chooser = random.Random(seed)
+    block_bytes = {1: 64, 2: 64, 3: 64}
+
+    def accesses(count: int) -> list[tuple[int, int, int]]:
+        chosen = []
+        for _ in range(count):
+            low = chooser.randrange(0, 192, 8)
+            chosen.append((chooser.choice((1, 2, 3)), low, low + 8 * chooser.randint(1, 8)))
+        return chosen
+
+    ops = []
+    for index in range(chooser.randint(5, 30)):
+        if chooser.random() < 0.25:
+            ops.append(Op("send", reads=accesses(1), late=True))
+        else:
+            ops.append(Op("compute", reads=accesses(chooser.randint(0, 2)), writes=accesses(chooser.randint(0, 1)), instructions=[Instruction(f"op {index}", (), ())]))
+    flusher, engine, sent = _late_flusher(1, block_bytes)
+    flusher._run_late(ops)
+    flusher.submit_batch()
+    order: list[int] = []
+    for batch in engine.batches:
+        for instruction in batch:
+            if instruction.op.startswith("send "):
+                order.append(ops.index(sent[int(instruction.op.split()[1]) - 1]))
+            else:
+                order.append(int(instruction.op.split()[1]))
+    assert sorted(order) == list(range(len(ops)))
+    ran_at = {position: place for place, position in enumerate(order)}
+    for earlier in range(len(ops)):
+        for later in range(earlier + 1, len(ops)):
+            if _conflicts(ops[earlier], ops[later]):
+                assert ran_at[earlier] < ran_at[later], (earlier, later)
