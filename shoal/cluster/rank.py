@@ -93,6 +93,8 @@ class RankEngine:
         if len(set(ids)) != len(ids) or any(base not in decls for base in ids):
             raise ValueError("rank 0 named data for bases the batch does not declare")
         if layouts is None:
+            for base in ids:  # laid out as bases with data, as at rank 0 (temporaries follow their operands)
+                batch.data[base] = np.empty(0, dtype=decls[base].dtype)
             layouts = self.planner.new_layouts(batch)
         half = self.recipe_tags
         for number, base in enumerate(ids):

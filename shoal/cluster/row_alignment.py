@@ -36,8 +36,12 @@ def align(batch: Batch, layouts: dict[int, AnyLayout], known: Mapping[int, AnyLa
                 continue
             seen.add(view.base)
             layout = layouts.get(view.base)
-            if not isinstance(layout, Layout) or not layout.distributed or row_length(view, sizes[view.base]) <= 1:
-                continue  # a base kept on rank 0 (small) stays there
+            if not isinstance(layout, Layout):
+                continue
+            if layout.distributed and row_length(view, sizes[view.base]) <= 1:
+                continue
+            if not layout.distributed and (not view.shape or view.offset or view.size != sizes[view.base] or not view.is_contiguous()):
+                continue  # a small base goes where its whole first view's operand is, if on one rank or in rows
             for other in views:
                 found = _aligned(view, other, layout, layouts.get(other.base, known.get(other.base)), ranks)
                 if found is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from shoal.bytecode import BaseDecl, Batch, Instruction, View
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.cluster.layout import Layout, whole_on
 from shoal.cluster.plan import PlanConfig, Planner
 
@@ -46,9 +46,48 @@ def test_a_temporary_lives_where_the_rows_of_its_operand_do(ranks: int, n: int) 
     assert temp.halo == 2 * row  # as wide as before
 
 
-def test_a_small_temporary_stays_on_rank_0() -> None:
-    """A bool temporary of 38² elements (1,444 bytes) beside a distributed float64 grid."""
+def test_a_small_temporary_lives_in_the_rows_of_its_operand() -> None:
+    """A bool temporary of 38² elements (1,444 bytes) beside a distributed float64 grid: kept
+    whole on rank 0, each rank's rows of it were a message there and (for a store into the grid)
+    a message back."""
     planner = Planner(0, 3, PlanConfig(min_bytes=4096, halo_rows=2), 1 << 14)
     layouts = planner.new_layouts(interior_sum(40, temp_dtype=B1))
-    assert layouts[2] == whole_on(0, 3, 38 * 38, 1)
-    assert layouts[1].distributed
+    grid, temp = layouts[1], layouts[2]
+    assert isinstance(grid, Layout) and isinstance(temp, Layout) and grid.distributed and temp.distributed
+    for rank in range(3):  # temporary row i is grid row i + 1
+        first, last = temp.starts[rank] // 38, temp.starts[rank + 1] // 38
+        assert (first, last) == (max(1, grid.starts[rank] // 40) - 1, min(39, grid.starts[rank + 1] // 40) - 1)
+
+
+def reflected(n: int, row: bool) -> Batch:
+    """``grid[-1, :] = -1.0 * grid[-2, :]`` (``row``) or ``grid[:, 0] = -1.0 * grid[:, 1]`` on
+    an ``n`` x ``n`` grid (base 1, from Python); the small temporary is base 2."""
+    item = F8.itemsize
+    source = grid_view(1, (n - 2, n - 1), (0, n), n) if row else grid_view(1, (0, n), (1, 2), n)
+    target = grid_view(1, (n - 1, n), (0, n), n) if row else grid_view(1, (0, n), (0, 1), n)
+    source = View(1, F8, source.offset, (n,), (item,) if row else (n * item,))
+    target = View(1, F8, target.offset, (n,), (item,) if row else (n * item,))
+    temp = View(2, F8, 0, (n,), (item,))
+    return Batch(
+        bases=[BaseDecl(1, F8, n * n), BaseDecl(2, F8, n)],
+        data={1: np.zeros(n * n)},
+        instructions=[
+            Instruction("multiply", (temp,), (Const(-1.0), source)),
+            Instruction("copy", (target,), (temp,)),
+            Instruction("release", (), (), make_attrs(base=2)),
+        ],
+    )
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("row", [True, False])
+def test_reflecting_a_boundary_row_or_column_sends_nothing(ranks: int, row: bool) -> None:
+    """Shallow water's walls: a small temporary kept on rank 0 made each of them a round trip
+    (152 messages a rank in 10 steps at 2 ranks, 62 after)."""
+    for rank in range(ranks):
+        planner = Planner(rank, ranks, PlanConfig(min_bytes=4096, halo_rows=2), 1 << 14)
+        ops = planner.plan(reflected(64, row))
+        assert [op.kind for op in ops if op.kind != "compute"] == []
+    layout = Planner(0, ranks, PlanConfig(min_bytes=4096, halo_rows=2), 1 << 14).new_layouts(reflected(64, row))[2]
+    assert isinstance(layout, Layout)
+    assert layout == whole_on(ranks - 1, ranks, 64, 8) if row else layout.distributed
