@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shoal import library_adapters
 from shoal.settings import FULL_TRACEBACK
 
 SOURCE_PACKAGE = "numpy"
@@ -35,7 +36,7 @@ class ProgramNotFound(OSError):
     """The program file cannot be opened."""
 
 
-@dataclass
+@dataclass(eq=False)  # hashable, as the builtin it replaces (toolz keys a dict by builtins)
 class ImportRedirect:
     """``__import__`` replacement that maps ``numpy`` to ``shoal.numpy`` for user modules.
 
@@ -58,7 +59,9 @@ class ImportRedirect:
         level: int = 0,
     ) -> types.ModuleType:
         if level != 0 or not self._is_source(name) or not self.is_user_module(globals):
-            return self.original_import(name, globals, locals, fromlist, level)
+            module = self.original_import(name, globals, locals, fromlist, level)
+            library_adapters.adapt_loaded()
+            return module
         target = self.target_of(name)
         module = self.original_import(target, globals, locals, fromlist, 0)
         if fromlist:

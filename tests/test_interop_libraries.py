@@ -82,3 +82,90 @@ def test_numexpr_evaluates_shoal_arrays(snp: ModuleType) -> None:
     lazy, expected = _grid(snp)
     result = numexpr.evaluate("2 * a + sin(b)", local_dict={"a": lazy, "b": lazy.T.copy().T})
     np.testing.assert_array_equal(result, numexpr.evaluate("2 * a + sin(b)", local_dict={"a": expected, "b": expected}))
+
+
+def test_numba_functions_call_numpy_through_the_programs_numpy(snp: ModuleType) -> None:
+    """Under Shoal a program's ``np`` is ``shoal.numpy``: compiled code still calls NumPy's own
+    functions through it."""
+    import numba
+
+    module = snp
+
+    @numba.njit(cache=False)
+    def filled(n: int) -> np.ndarray:
+        return module.zeros(n) + module.sqrt(4.0)
+
+    assert filled(3).tolist() == [2.0, 2.0, 2.0]
+
+
+def test_numba_writes_land_in_the_lazy_array_and_views_alias_it(every_array_lazy: object) -> None:
+    """The compiled function gets the array's memory (a component that hands its memory out)."""
+    import numba
+
+    import shoal.numpy as snp
+
+    @numba.njit(cache=False)
+    def double(values: np.ndarray) -> None:
+        for i in range(values.size):
+            values[i] *= 2.0
+
+    @numba.njit(cache=False)
+    def tail(values: np.ndarray) -> np.ndarray:
+        return values[1:]
+
+    lazy = snp.arange(8.0) + 1.0
+    double(lazy)
+    assert lazy.tolist() == [2.0 * k for k in range(1, 9)]
+    rest = tail(lazy)
+    rest[0] = -1.0
+    assert float(lazy[1]) == -1.0
+    frozen = snp.arange(4.0) * 1.0
+    frozen.flags.writeable = False
+    readonly = np.zeros(4)
+    readonly.flags.writeable = False
+    assert str(numba.typeof(frozen)) == str(numba.typeof(readonly))
+    assert str(numba.typeof(snp.ones((3, 4)) * 1.0)) == "array(float64, 2d, C)"
+
+
+def test_dask_imports_under_the_import_redirect(tmp_path: Path) -> None:
+    """toolz (a dask dependency) keys a dict by the builtins, ``__import__`` included."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "uses_dask.py"
+    program.write_text("import numpy as np\nimport dask.array as da\nx = np.arange(2.0 ** 20)\nprint(float((da.from_array(x, chunks=2 ** 18) * 2).sum().compute()))\n")
+    result = subprocess.run([sys.executable, "-m", "shoal", str(program)], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == str(float(np.arange(2.0**20).sum() * 2))
+
+
+PANDAS_KEYS = """
+import numpy as np
+import pandas as pd
+n = 1 << 20
+x = np.arange(n, dtype=float) % 50
+s = pd.Series(x)
+print(s.iloc[x > 25].shape, s[x > 25].shape, float(s.loc[x > 25].sum()))
+frame = pd.DataFrame({"x": x, "y": x * 2})
+print(frame[x > 25].shape, float(frame.loc[x > 25, "y"].sum()), frame.iloc[x > 40].shape)
+frame.loc[x > 48, "y"] = 0
+s[x < 1] = -1.0
+print(float(frame["y"].sum()), float(s.sum()))
+print(frame.groupby(np.arange(n) % 2)["x"].sum().tolist())
+print(frame.groupby([np.arange(n) % 2, np.arange(n) % 3])["x"].sum().tolist()[:3])
+"""
+
+
+def test_pandas_takes_lazy_masks_and_grouping_keys_as_numpy_arrays(tmp_path: Path) -> None:
+    """pandas tells a mask from positions by ``isinstance(key, np.ndarray)``: a lazy mask picked
+    rows 0 and 1 (``iloc``) or raised ``KeyError`` (``[]``, ``loc``), and a lazy grouping key
+    was called as a function. Run as a program, where Shoal adapts pandas as it loads."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "pandas_keys.py"
+    program.write_text(PANDAS_KEYS)
+    runs = [subprocess.run([sys.executable, *shoal, str(program)], capture_output=True, text=True, timeout=120, check=False) for shoal in ([], ["-m", "shoal"])]
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
+    assert runs[1].stdout == runs[0].stdout
+    assert runs[1].stderr == runs[0].stderr == ""

@@ -16,11 +16,12 @@ from shoal.numpy._lazy import (
     is_lazy,
     is_small,
     materialize,
+    ndarray,
     new_array,
     stays_numpy,
     wrap_numpy,
 )
-from shoal.numpy._shape import astype, broadcast_to, copy_in_order, probe_of, reshape
+from shoal.numpy._shape import astype, broadcast_to, copy_in_order, fortran_only, probe_of, reshape
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})
@@ -214,6 +215,11 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None,
     """``np.asarray``: lazy arrays and NumPy arrays are returned as they are when no copy is needed."""
     obj = a
     if is_lazy(obj):
+        if order is not None and order != "K" and _out_of_order(obj, order):
+            if copy is False:  # NumPy's error, found on a probe of the geometry
+                np.array(probe_of(obj), dtype=dtype, copy=False, order=order)
+            converted = obj if dtype is None or np.dtype(dtype) == obj.dtype else astype(obj, dtype)
+            return copy_in_order(converted, "F" if order == "F" else "C")
         if dtype is None or np.dtype(dtype) == obj.dtype:
             return _copy(obj) if copy is True else obj
         if copy is False:
@@ -222,6 +228,17 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None,
     if isinstance(obj, np.ndarray):
         return np.asarray(obj, dtype=dtype, order=order, copy=copy)
     return array(obj, dtype=dtype, copy=True if copy is None else copy)
+
+
+def _out_of_order(array: ndarray, order: Any) -> bool:
+    """True if NumPy's ``asarray(array, order=order)`` copies to lay ``array`` out in ``order``
+    (``C`` or ``F``; ``A`` never copies; any other value raises NumPy's error)."""
+    if order not in ("C", "F", "A"):
+        np.asarray(np.empty(0), order=order)
+    c_order = array._view.is_contiguous()
+    if order == "C":
+        return not c_order
+    return order == "F" and not (fortran_only(array) or (c_order and sum(n > 1 for n in array.shape) <= 1))
 
 
 def asanyarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None, copy: Any = None, like: Any = None) -> Any:
@@ -233,6 +250,8 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     """``np.ascontiguousarray``."""
     value = asarray(a, dtype=dtype)
     if is_lazy(value):
+        if value.ndim == 0:  # NumPy's result has at least one dimension
+            return reshape(_copy(value), (1,))
         return value if value._view.is_contiguous() else _copy(value)
     return np.ascontiguousarray(value)
 

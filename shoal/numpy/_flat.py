@@ -40,7 +40,14 @@ class FlatIter:
         array[...] = flat.reshape(array.shape)
 
 
-_FLAG_NAMES = {"C_CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "WRITEABLE": "writeable", "OWNDATA": "owndata", "ALIGNED": "aligned", "C": "c_contiguous", "F": "f_contiguous", "W": "writeable"}
+_FLAG_NAMES = {  # NumPy's keys of ``a.flags[...]`` (upper case only) -> attribute
+    "C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous", "CONTIGUOUS": "c_contiguous",
+    "F_CONTIGUOUS": "f_contiguous", "F": "f_contiguous", "FORTRAN": "f_contiguous",
+    "WRITEABLE": "writeable", "W": "writeable", "OWNDATA": "owndata", "O": "owndata",
+    "ALIGNED": "aligned", "A": "aligned", "WRITEBACKIFCOPY": "writebackifcopy", "X": "writebackifcopy",
+    "BEHAVED": "behaved", "B": "behaved", "CARRAY": "carray", "CA": "carray", "FARRAY": "farray", "FA": "farray",
+    "FNC": "fnc", "FORC": "forc",
+}  # fmt: skip
 
 
 class Flags:
@@ -63,7 +70,33 @@ class Flags:
         set_writeable(self._array, bool(value))
 
     def __getitem__(self, name: str) -> bool:
-        return getattr(self, _FLAG_NAMES.get(name, name.lower()))
+        if name not in _FLAG_NAMES:
+            raise KeyError("Unknown flag")
+        return getattr(self, _FLAG_NAMES[name])
+
+    @property
+    def fortran(self) -> bool:
+        return self.f_contiguous
+
+    @property
+    def fnc(self) -> bool:
+        return self.f_contiguous and not self.c_contiguous
+
+    @property
+    def forc(self) -> bool:
+        return self.f_contiguous or self.c_contiguous
+
+    @property
+    def behaved(self) -> bool:
+        return self.aligned and self.writeable
+
+    @property
+    def carray(self) -> bool:
+        return self.behaved and self.c_contiguous
+
+    @property
+    def farray(self) -> bool:
+        return (self.aligned or self.writeable or self.f_contiguous) and not self.c_contiguous  # NumPy's test, as written
 
     @property
     def writebackifcopy(self) -> bool:
@@ -75,8 +108,10 @@ class Flags:
         return "".join(f"  {name.upper()} : {getattr(self, name)}\n" for name in names)
 
     def __setitem__(self, name: str, value: bool) -> None:
-        if _FLAG_NAMES.get(name, name.lower()) != "writeable":
-            raise KeyError(f"Unknown flag: {name}" if name.lower() not in _FLAG_NAMES.values() else f"cannot set flag {name}")
+        if name in ("A", "ALIGNED") and value:
+            return  # a lazy array's memory is always aligned
+        if name not in ("W", "WRITEABLE"):
+            raise KeyError("Unknown flag")
         self.writeable = value
 
 

@@ -20,16 +20,19 @@ from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
 
 
-def _binary(ufunc: np.ufunc, repeats: bool = False, unmatched: bool | None = None) -> tuple[Any, Any, Any]:
+def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatched: bool | None = None) -> tuple[Any, Any, Any]:
     """The operator methods of ``ufunc``. ``repeats`` (``*``): a result that stands for a NumPy
     integer scalar repeats a Python sequence, as NumPy's scalars do (``[0] * n``), instead of
     multiplying its elements. ``unmatched`` (``==``, ``!=``): NumPy's answer for every element
     where no loop takes the operands (a number array and a string), not the ufunc's TypeError."""
 
+    forward_name = "__" + reflected_name[3:]
     # Each tries the recording of a call seen before (``_fast_ufunc``) before the general path.
     def forward(self: ndarray, other: Any) -> Any:
         if repeats and self._scalar and type(other) in _SEQUENCES:
             return _sequence_repeat(self)
+        if type(other) not in _NEVER_DEFERRED and _defers_to(other, reflected_name):  # a NumPy subclass gets NumPy's array
+            return getattr(other, reflected_name)(self.__array__()) if isinstance(other, np.ndarray) else NotImplemented
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
             return _then_run_carried(self, forward(self, taken))
         try:
@@ -43,6 +46,8 @@ def _binary(ufunc: np.ufunc, repeats: bool = False, unmatched: bool | None = Non
     def reflected(self: ndarray, other: Any) -> Any:
         if repeats and self._scalar and type(other) in _SEQUENCES:
             return _sequence_repeat(self)
+        if type(other) not in _NEVER_DEFERRED and isinstance(other, np.ndarray) and _defers_to(other, forward_name):  # np.matrix declined a lazy operand
+            return getattr(other, forward_name)(self.__array__())
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
             return _then_run_carried(self, reflected(self, taken))
         fast = record_seen(ufunc, (other, self), None)
@@ -61,6 +66,24 @@ def _binary(ufunc: np.ufunc, repeats: bool = False, unmatched: bool | None = Non
 
 
 _SEQUENCES = frozenset((list, tuple, str, bytes, bytearray))
+_NEVER_DEFERRED = frozenset((int, float, complex, bool, list, tuple, np.ndarray, ndarray))
+_ABSENT = object()
+
+
+def _defers_to(other: Any, reflected: str) -> bool:
+    """True if NumPy's operator would leave the operation to ``other``'s ``reflected`` method:
+    ``other`` sets ``__array_ufunc__ = None``, or has no ``__array_ufunc__`` and a higher
+    ``__array_priority__`` (scipy's sparse matrices), or is a NumPy subclass that overrides the
+    method (``np.matrix``, masked arrays), which Python lets go first under NumPy."""
+    kind = type(other)
+    if kind in _NEVER_DEFERRED or isinstance(other, np.generic):
+        return False
+    if isinstance(other, np.ndarray):
+        return getattr(kind, reflected, None) is not getattr(np.ndarray, reflected, None)
+    protocol = getattr(kind, "__array_ufunc__", _ABSENT)
+    if protocol is not _ABSENT:
+        return protocol is None
+    return hasattr(kind, reflected) and getattr(other, "__array_priority__", 0.0) > 0.0
 _NO_LOOP = np._core._exceptions._UFuncNoLoopError  # NumPy's error for operand types no loop takes
 
 
@@ -87,21 +110,26 @@ _OPERATORS = {
 }  # fmt: skip
 
 for _name, _ufunc in _OPERATORS.items():
-    _forward, _reflected, _inplace = _binary(_ufunc, repeats=_name == "mul")
+    _forward, _reflected, _inplace = _binary(_ufunc, f"__r{_name}__", repeats=_name == "mul")
     setattr(ndarray, f"__{_name}__", _forward)
     setattr(ndarray, f"__r{_name}__", _reflected)
     setattr(ndarray, f"__i{_name}__", _inplace)
 
 _UNMATCHED = {"eq": False, "ne": True}
+_REFLECTED_COMPARISONS = {"lt": "__gt__", "le": "__ge__", "gt": "__lt__", "ge": "__le__", "eq": "__eq__", "ne": "__ne__"}
 for _name, _ufunc in {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
-    setattr(ndarray, f"__{_name}__", _binary(_ufunc, unmatched=_UNMATCHED.get(_name))[0])
+    setattr(ndarray, f"__{_name}__", _binary(_ufunc, _REFLECTED_COMPARISONS[_name], unmatched=_UNMATCHED.get(_name))[0])
 
 _FAST_POWERS = {2: np.square, 0.5: np.sqrt, -1: np.reciprocal}
 
 
 def _fast_power(base: ndarray, exponent: Any) -> np.ufunc | None:
     """NumPy's ``a ** 2`` / ``** 0.5`` / ``** -1`` shortcut, where it gives power's dtype."""
-    if type(exponent) not in (int, float) or base.dtype.kind not in "fc":
+    if type(exponent) not in (int, float):
+        return None
+    if base.dtype.kind == "b":  # NumPy squares booleans (int8), where power gives int64
+        return np.square if exponent == 2 and type(exponent) is int else None
+    if base.dtype.kind not in "fc":
         return None
     return _fast_power_for(base.dtype, type(exponent), exponent)
 
@@ -120,15 +148,19 @@ def _fast_power_for(dtype: np.dtype, kind: type, exponent: int | float) -> np.uf
         return None
 
 
-def _pow(self: ndarray, other: Any) -> Any:
+def _pow(self: ndarray, other: Any, modulo: Any = None) -> Any:
+    if modulo is not None:
+        raise TypeError(f"unsupported operand type(s) for ** or pow(): 'numpy.ndarray', '{type(other).__name__}', '{type(modulo).__name__}'")
     ufunc = _fast_power(self, other)
+    if ufunc is None and _defers_to(other, "__rpow__"):
+        return NotImplemented
     return apply_ufunc(np.power, (self, other)) if ufunc is None else apply_ufunc(ufunc, (self,))
 
 
 def _ipow(self: ndarray, other: Any) -> Any:
     ufunc = _fast_power(self, other)
     if ufunc is None or self._scalar:
-        return _binary(np.power)[2](self, other)
+        return _binary(np.power, "__rpow__")[2](self, other)
     apply_ufunc(ufunc, (self,), out=(self,))
     return self
 
@@ -160,7 +192,7 @@ def _matmul(a: Any, b: Any) -> Any:
     return _linalg.matmul(a, b) if eager is NOT_SETTLED else eager
 
 
-ndarray.__matmul__ = lambda self, other: _matmul(self, other)
+ndarray.__matmul__ = lambda self, other: NotImplemented if _defers_to(other, "__rmatmul__") else _matmul(self, other)
 ndarray.__rmatmul__ = lambda self, other: _matmul(other, self)
 
 
@@ -343,7 +375,8 @@ def _dot(self: ndarray, other: Any, /, out: Any = None) -> Any:
 
 
 def _conjugate(self: ndarray, /) -> Any:
-    return apply_ufunc(np.conjugate, (self,))
+    """NumPy's method: the array itself where it is not complex."""
+    return apply_ufunc(np.conjugate, (self,)) if self.dtype.kind == "c" else self
 
 
 def _round(self: ndarray, /, decimals: int = 0, out: Any = None) -> Any:

@@ -14,9 +14,11 @@ from typing import Any
 import numpy as np
 
 from shoal.numpy import _dispatch
+from shoal.numpy._held_indexing import memory_now
 from shoal.numpy._lazy import ndarray
 
 _CPU = np.empty(0)
+_AS_STRIDED = np.lib.stride_tricks.as_strided.__code__
 
 
 def __array_namespace__(self: ndarray, /, *, api_version: Any = None) -> Any:
@@ -62,7 +64,14 @@ def _array_interface(self: ndarray) -> dict[str, Any]:
     ``asarray``, Pillow's ``Image.fromarray``) gets an array of its own. The data is given as the
     C-ordered copy itself, which the array NumPy makes from it keeps alive as its base, and the
     strides explicitly, so that a consumer that would ask for a buffer (which a lazy array cannot
-    give under Python 3.11) copies with ``tobytes()``."""
+    give under Python 3.11) copies with ``tobytes()``.
+
+    ``np.lib.stride_tricks.as_strided`` gets the memory itself, as from a NumPy array: it lays
+    its own strides over what it is given (over a compact copy of a strided view, they read past
+    its end)."""
+    if sys._getframe(1).f_code is _AS_STRIDED:
+        memory = memory_now(self, "as_strided of a lazy array")
+        return dict(memory.__array_interface__, data=memory) if memory.flags.c_contiguous else dict(memory.__array_interface__)
     value = self._value()
     if not value.flags.c_contiguous:
         value = value.copy(order="C")

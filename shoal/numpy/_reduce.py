@@ -74,7 +74,9 @@ def _numpy_on_empty(function: Any, array: ndarray, **kwargs: Any) -> Any:
     """NumPy's ``mean``, ``var`` or ``std`` of an empty lazy array, computed at the call (there is
     nothing to read) through the entry the user called, so that NumPy's warnings ("Mean of empty
     slice", "invalid value encountered in scalar divide") come with NumPy's text and location."""
-    entry = fp_warnings.numpy_entry() or function
+    entry = fp_warnings.numpy_entry()
+    if getattr(entry, "__name__", None) != function.__name__:  # called inside another NumPy function (np.pad)
+        entry = function
     given = {key: value for key, value in kwargs.items() if value is not np._NoValue}
     return wrap_numpy(fp_warnings.at_user_line(entry, np.empty(array.shape, array.dtype), **given))
 

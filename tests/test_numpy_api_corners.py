@@ -1,0 +1,155 @@
+"""Corners of NumPy's API where lazy arrays answered otherwise, each program run on NumPy and on
+Shoal with every array lazy.
+
+Found by trying NumPy's API as real code uses it: ``np.pad(mode="mean", stat_length=0)`` called
+``np.pad`` again with ``mean``'s arguments; ``a.flags`` lacked ``fnc``, ``forc`` and most keys
+(``np.isfortran`` raised); ``np.asarray(x, order=...)`` ignored the order (a write to the result
+changed ``x``); ``a.conj()`` of a real array copied (and turned booleans into int8), where NumPy
+returns the array itself; ``b ** 2`` of booleans gave int64, not NumPy's int8 (``square``);
+``np.ascontiguousarray`` of a 0-d array kept 0 dimensions; ``pow(a, 2, 5)`` named a Shoal
+function; ``np.lib.stride_tricks.as_strided`` laid its strides over a compact copy of a strided
+view (reading past its end: a segmentation fault at large sizes). An operand NumPy's operators leave the operation to (a class with
+``__array_ufunc__ = None`` or a higher ``__array_priority__``, ``np.matrix``, masked arrays,
+scipy's sparse matrices) was taken in as an object element.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy
+import pytest
+
+import shoal.numpy as snp
+
+
+def outcome(function):
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = function()
+    except Exception as error:
+        return type(error).__name__, str(error)
+    given = sorted(str(warning.message) for warning in caught if warning.category is not snp.ShoalFallbackWarning)
+    if hasattr(value, "shape"):
+        kind = type(value).__name__ if isinstance(value, numpy.ndarray) and type(value) is not numpy.ndarray else ""
+        return kind, repr(numpy.asarray(value).tolist()), str(numpy.asarray(value).dtype), given  # repr: NaN equals NaN
+    return value, given
+
+
+def padded(np):
+    a = np.arange(12.0) * 1
+    median = outcome(lambda: np.pad(a, 1, mode="median", stat_length=0))
+    return [outcome(lambda: np.pad(a, 1, mode="mean", stat_length=0)), median[:3]]  # median's warnings say "scalar divide"
+
+
+def flags(np):
+    c = np.arange(12.0).reshape(3, 4) * 1
+    f = c.T
+    keys = ("C", "F", "O", "W", "A", "X", "B", "CA", "FA", "FNC", "FORC", "BEHAVED", "CARRAY", "FARRAY", "CONTIGUOUS", "FORTRAN", "OWNDATA", "WRITEABLE", "ALIGNED", "WRITEBACKIFCOPY")
+    names = ("fnc", "forc", "behaved", "carray", "farray", "fortran", "c_contiguous", "f_contiguous")
+    found = [[array.flags[key] for key in keys] + [getattr(array.flags, name) for name in names] for array in (c, f, c[:, ::2])]
+
+    def set_flag(key, value):
+        c.flags[key] = value
+        return c.flags.writeable
+
+    return [found, np.isfortran(c), np.isfortran(f), outcome(lambda: c.flags["Z"]), outcome(lambda: c.flags["c_contiguous"]),
+            outcome(lambda: set_flag("C", True)), outcome(lambda: set_flag("A", True)), outcome(lambda: set_flag("W", False))]  # fmt: skip
+
+
+def ordered(np):
+    a = np.arange(24.0).reshape(4, 6) * 1
+    results = []
+    for x in (a, a.T, a[:, ::2], a[0], a[:1]):
+        for order in ("C", "F", "A", "K", None):
+            converted = np.asarray(x, order=order)
+            results.append([converted is x, converted.flags.c_contiguous, converted.flags.f_contiguous, outcome(lambda x=x, order=order: np.asarray(x, order=order, copy=False) is x)])
+    c = np.asarray(a.T, order="C")
+    c[0, 0] = -1.0
+    results.append([float(a[0, 0]), np.asarray(a, order="F", dtype=np.float32).flags.f_contiguous, outcome(lambda: np.asarray(a, order="Q"))])
+    return results
+
+
+def conjugated(np):
+    a = np.arange(6.0) * 1
+    c = a.conj()
+    c[0] = 99.0
+    z = (np.arange(3.0) * 1j) + 1
+    return [float(a[0]), c is a, a.conjugate() is a, str((a > 2).conj().dtype), numpy.asarray(z.conj()).tolist()]
+
+
+def powers(np):
+    b = np.arange(6) % 3 == 0
+    results = [outcome(lambda: b**2), outcome(lambda: b**2.0), outcome(lambda: b**1), outcome(lambda: np.power(b, 2))]
+
+    def in_place():
+        c = b.copy()
+        c **= 2
+        return c
+
+    return [*results, outcome(in_place), outcome(lambda: pow(np.arange(4.0) * 1, 2, 5))]
+
+
+def contiguous(np):
+    s = (np.ones(8) * 1).sum()
+    return [outcome(lambda: np.ascontiguousarray(s)), outcome(lambda: np.ascontiguousarray(np.arange(12.0).reshape(3, 4).T * 1))]
+
+
+class Priority:
+    __array_priority__ = 1000
+
+    def __radd__(self, other):
+        return "Priority.__radd__"
+
+    def __rmatmul__(self, other):
+        return "Priority.__rmatmul__"
+
+
+class NoUfuncs:
+    __array_ufunc__ = None
+
+    def __rmul__(self, other):
+        return "NoUfuncs.__rmul__"
+
+    def __rlt__(self, other):
+        return "never called"
+
+    def __gt__(self, other):
+        return "NoUfuncs.__gt__"
+
+
+def deferred(np):
+    x = np.arange(4.0) * 1
+    m = numpy.matrix(numpy.arange(16.0).reshape(4, 4))
+    column = (np.ones(4) * 1).reshape(4, 1)
+    masked = numpy.ma.masked_array(numpy.arange(4.0), mask=[True, False, True, False])
+    total = x + masked
+    return [
+        x + Priority(), x @ Priority(), x * NoUfuncs(), x < NoUfuncs(),
+        outcome(lambda: m * column), outcome(lambda: column.T * m),
+        type(total).__name__, numpy.ma.getmaskarray(total).tolist(), float(total.sum()),
+    ]  # fmt: skip
+
+
+def sparse(np):
+    scipy_sparse = pytest.importorskip("scipy.sparse")
+    matrix = scipy_sparse.csr_matrix(numpy.eye(4) * 2.0)
+    dense = np.ones((4, 4)) * 1
+    product = dense * matrix
+    return [type(product).__name__, numpy.asarray(product.todense() if hasattr(product, "todense") else product).tolist(), numpy.asarray(np.ones(4) * 1 @ matrix).tolist()]
+
+
+def strided(np):
+    x = np.arange(96.0).reshape(8, 12) * 1
+    w = x[:, ::2]
+    over_view = np.lib.stride_tricks.as_strided(w, shape=w.shape, strides=w.strides)
+    windows = np.lib.stride_tricks.as_strided(x, shape=(4, 3), strides=(8, 8))
+    windows[0, 0] = -5.0  # NumPy's view of the memory: the write lands in x
+    return [numpy.asarray(over_view).tolist(), numpy.asarray(windows).tolist(), float(x.sum()), numpy.asarray(x[0, :3]).tolist()]
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("program", [padded, flags, ordered, conjugated, powers, contiguous, deferred, sparse, strided], ids=lambda p: p.__name__)
+def test_api_corner_is_numpys(every_array_lazy, program):
+    assert program(snp) == program(numpy)
