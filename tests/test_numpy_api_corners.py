@@ -153,3 +153,21 @@ def strided(np):
 @pytest.mark.parametrize("program", [padded, flags, ordered, conjugated, powers, contiguous, deferred, sparse, strided], ids=lambda p: p.__name__)
 def test_api_corner_is_numpys(every_array_lazy, program):
     assert program(snp) == program(numpy)
+
+
+def sorted_in_place(np):
+    a = np.arange(24.0).reshape(2, 12) * 1
+    frozen = a.copy()
+    frozen.flags.writeable = False
+    return [
+        outcome(lambda: a.sort(axis=None)), outcome(lambda: frozen.sort()), outcome(lambda: frozen.partition(3)),
+        outcome(lambda: np.take_along_axis(a, numpy.array([[0, 1]]), axis=0)), outcome(lambda: np.take_along_axis(a, [1, 2], axis=0)),
+        outcome(lambda: np.take_along_axis(a, numpy.array([[1, 0, 1]]), axis=1)),
+    ]  # fmt: skip
+
+
+def test_in_place_sorting_and_gathers_fail_as_numpys(every_array_lazy):
+    """``a.sort(axis=None)`` broadcast a flat sort into the matrix (ValueError, not NumPy's
+    TypeError); read-only arrays named the assignment, not the sort; ``take_along_axis``'s
+    mismatched indices raised ValueError where NumPy raises IndexError."""
+    assert sorted_in_place(snp) == sorted_in_place(numpy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numpy.lib._shape_base_impl import _make_along_axis_idx
 from numpy.lib.array_utils import normalize_axis_index
 
 from shoal.numpy._lazy import as_lazy, is_lazy, ndarray, new_array, operand
@@ -83,6 +84,8 @@ def _without_axis(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
 
 def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
     """``np.take_along_axis``; index values are checked at the call, so lazy indices are read."""
+    if not is_lazy(indices) and not isinstance(indices, np.ndarray):
+        indices.dtype  # noqa: B018  (NumPy's AttributeError for a list)
     index_values = indices._value() if is_lazy(indices) else np.asarray(indices)
     if not is_lazy(arr):
         return np.take_along_axis(arr, index_values, axis)
@@ -96,7 +99,12 @@ def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
     elif index_values.ndim != arr.ndim:
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
     axis = normalize_axis_index(axis, source.ndim)
-    outer = np.broadcast_shapes(_without_axis(source.shape, axis), _without_axis(index_values.shape, axis))
+    try:
+        outer = np.broadcast_shapes(_without_axis(source.shape, axis), _without_axis(index_values.shape, axis))
+    except ValueError:  # NumPy's IndexError, from its own index arrays over a probe of the shape
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1, source.dtype), source.shape, (0,) * source.ndim)
+        probe[_make_along_axis_idx(source.shape, index_values, axis)]
+        raise
     shape = list(outer)
     shape[axis] = index_values.shape[axis]
     length = source.shape[axis]
@@ -111,12 +119,14 @@ def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
 def sort_in_place(self: ndarray, /, axis: int = -1, kind: Any = None, order: Any = None, *, stable: Any = None) -> None:
     """``ndarray.sort``."""
     if self._readonly:
-        raise ValueError("assignment destination is read-only")
+        raise ValueError("sort array is read-only")
+    if axis is None:  # NumPy's method sorts along an axis only
+        raise TypeError("'NoneType' object cannot be interpreted as an integer")
     self[...] = sort(self, axis, kind, order, stable=stable)
 
 
 def partition_in_place(self: ndarray, kth: Any, /, axis: int = -1, kind: str = "introselect", order: Any = None) -> None:
     """``ndarray.partition``."""
     if self._readonly:
-        raise ValueError("assignment destination is read-only")
+        raise ValueError("partition array is read-only")
     self[...] = partition(self, kth, axis, kind, order)

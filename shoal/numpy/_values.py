@@ -5,8 +5,7 @@ elements) and ``searchsorted`` (a binary search over the sorted data).
 Like a boolean mask in indexing, they run the recorded work that produces their arguments (and
 only that: other lazy arrays stay lazy) and compute in NumPy at the call, so NumPy's results and
 errors come from NumPy itself; large results become lazy arrays again. They are Shoal's own
-implementations, not the fallback: no :class:`ShoalFallbackWarning`. ``take_along_axis`` reads
-its indices at the call, as indexing does, and gathers lazily.
+implementations, not the fallback: no :class:`ShoalFallbackWarning`.
 """
 
 from __future__ import annotations
@@ -14,11 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.lib._shape_base_impl import _make_along_axis_idx
-from numpy.lib.array_utils import normalize_axis_index
 
 from shoal.numpy import _dispatch
-from shoal.numpy._lazy import as_lazy, is_lazy, materialize, ndarray, wrap_numpy
+from shoal.numpy._lazy import is_lazy, materialize, ndarray, wrap_numpy
 
 
 def _read(value: Any) -> Any:
@@ -54,26 +51,9 @@ def _searchsorted_method(self: ndarray, v: Any, /, side: str = "left", sorter: A
     return searchsorted(self, v, side, sorter)
 
 
-def take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
-    """``np.take_along_axis``: one lazy gather with NumPy's index arrays (indices read at the
-    call, as indexing reads them)."""
-    source = as_lazy(arr)
-    index = np.asarray(_read(indices))
-    if axis is None:
-        if index.ndim != 1:
-            raise ValueError("when axis=None, `indices` must have a single dimension.")
-        source, axis = source.reshape(-1), 0
-    else:
-        axis = normalize_axis_index(axis, source.ndim)
-    result = source[_make_along_axis_idx(source.shape, index, axis)]
-    if is_lazy(result) and result._base is source._base:
-        return result.copy()
-    return result
-
-
 def _register() -> None:
     table = _dispatch.IMPLEMENTATIONS
-    for function in (nonzero, argwhere, flatnonzero, searchsorted, take_along_axis):
+    for function in (nonzero, argwhere, flatnonzero, searchsorted):
         table[getattr(np, function.__name__)] = function
     ndarray.nonzero = _nonzero_method
     ndarray.searchsorted = _searchsorted_method
