@@ -171,3 +171,25 @@ def test_in_place_sorting_and_gathers_fail_as_numpys(every_array_lazy):
     TypeError); read-only arrays named the assignment, not the sort; ``take_along_axis``'s
     mismatched indices raised ValueError where NumPy raises IndexError."""
     assert sorted_in_place(snp) == sorted_in_place(numpy)
+
+
+def float_indices(np):
+    a = np.arange(12, dtype=float)
+    i = np.arange(12)
+    messages = set()
+    for _ in range(40):  # the loop makes ``a`` a held base (shoal.held) partway through
+        a * 2
+        try:
+            a[i.astype(float)]
+        except IndexError as error:
+            messages.add(str(error))
+    return messages
+
+
+def test_a_float_index_array_fails_as_numpys_also_once_the_base_is_held():
+    """A lazy float index met NumPy's indexing of held memory as an unknown object: from the
+    23rd iteration on it named slices and ellipsis instead of the index's dtype."""
+    from shoal import runtime
+
+    with runtime.configure(engine="node", eager_threshold=0):
+        assert float_indices(snp) == float_indices(numpy)

@@ -52,7 +52,11 @@ def settled_key(key: Any) -> Any:
     recorded work has run (``x[indices]`` of a held ``x``: no copy of the index); ``key`` itself
     if it holds none or one is refused."""
     items = _lazy_index(key)
-    if items is None:
+    if items is None:  # a lazy index of another kind (floats, 0-d): NumPy's answer for its values
+        if type(key) is ndarray:
+            return key._value()
+        if type(key) is tuple and any(type(item) is ndarray for item in key):
+            return tuple(item._value() if type(item) is ndarray else item for item in key)
         return key
     runtime = next(item for item in items if type(item) is ndarray)._base.runtime
     runtime.flush()
