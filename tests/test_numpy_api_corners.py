@@ -193,3 +193,21 @@ def test_a_float_index_array_fails_as_numpys_also_once_the_base_is_held():
 
     with runtime.configure(engine="node", eager_threshold=0):
         assert float_indices(snp) == float_indices(numpy)
+
+
+def strings_stored(np):
+    results = []
+    for dtype in (bool, np.int8, np.uint16, np.complex128, np.float32, np.float64):
+        for value in ("1", "0", "x", "", "2.5", "300"):
+            b = np.zeros(40, dtype=dtype)
+            results.append(outcome(lambda b=b, value=value: b.__setitem__(slice(0, 2), value) or b[:3]))
+            results.append(outcome(lambda b=b, value=value: b.fill(value) or b[:3]))
+    a = np.zeros(40)
+    results.append([outcome(lambda: np.round(a, "2")), outcome(lambda: np.round(a, 2.5)), outcome(lambda: np.round(a, np.int64(1)))])
+    return results
+
+
+def test_strings_stored_into_number_arrays_convert_as_numpys(every_array_lazy):
+    """``a[0:5] = "3"`` and ``a.fill("3")`` raised an internal BytecodeError (a string constant);
+    ``a.fill("x")`` named ``np.str_('x')``; ``np.round(a, "2")`` named ``abs()``."""
+    assert strings_stored(snp) == strings_stored(numpy)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
@@ -114,6 +115,7 @@ def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
     dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
     if not is_lazy(a) and not is_lazy(out):
         return np.round(a, decimals, out)
+    decimals = operator.index(decimals)  # NumPy's TypeError for a decimals that is no integer
     if out is None:
         eager = settled_call(np.round, (a, decimals))
         if eager is not NOT_SETTLED:

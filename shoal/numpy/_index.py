@@ -250,6 +250,8 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
         raise TypeError(f"'numpy.{array.dtype.type.__name__}' object does not support item assignment")
     if array._readonly:
         raise ValueError("assignment destination is read-only")
+    if type(value) is str and array.dtype.kind in "biufc":  # NumPy parses the string (or names it)
+        value = array.dtype.type(value)
     if type(value) is ndarray and value._base is array._base:
         simple = simple_view(array._view, key)
         if simple is not None and simple[0] == value._view:

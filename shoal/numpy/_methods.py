@@ -301,6 +301,8 @@ def _astype(self: ndarray, /, dtype: Any, order: str = "K", casting: str = "unsa
 
 
 def _fill(self: ndarray, /, value: Any) -> None:
+    if type(value) is str:  # converted as NumPy converts it (its error names the Python string)
+        value = self.dtype.type(value)
     self[...] = value
 
 
