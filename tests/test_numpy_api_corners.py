@@ -211,3 +211,21 @@ def test_strings_stored_into_number_arrays_convert_as_numpys(every_array_lazy):
     """``a[0:5] = "3"`` and ``a.fill("3")`` raised an internal BytecodeError (a string constant);
     ``a.fill("x")`` named ``np.str_('x')``; ``np.round(a, "2")`` named ``abs()``."""
     assert strings_stored(snp) == strings_stored(numpy)
+
+
+def saved_in_memory_order(np):
+    import io
+
+    a = np.arange(24.0).reshape(4, 6) * 1
+    files = []
+    for value in (a, a.T, a[:, ::2], a.T[::2]):
+        buffer = io.BytesIO()
+        np.save(buffer, value)
+        files.append(buffer.getvalue())
+    return files
+
+
+def test_saving_a_transposed_array_writes_numpys_file(every_array_lazy):
+    """``np.save(f, a.T)`` wrote C order and ``fortran_order: False``: another file than NumPy's
+    (the values loaded back the same)."""
+    assert saved_in_memory_order(snp) == saved_in_memory_order(numpy)
