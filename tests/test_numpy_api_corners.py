@@ -229,3 +229,50 @@ def test_saving_a_transposed_array_writes_numpys_file(every_array_lazy):
     """``np.save(f, a.T)`` wrote C order and ``fortran_order: False``: another file than NumPy's
     (the values loaded back the same)."""
     assert saved_in_memory_order(snp) == saved_in_memory_order(numpy)
+
+
+def unsupported_views(np):
+    ns = np.arange(40, dtype=np.int64) * 1_000_000_000
+    t = ns.view("datetime64[ns]")
+    f = np.arange(40.0) * 1
+    s = f.view([("lo", "<u4"), ("hi", "<u4")])
+    first = [str(t.min()), str(t[3]), numpy.asarray(t == t).tolist()[:3], str(np.diff(t)[0]), numpy.asarray(s == s).tolist()[:3], numpy.asarray(s["hi"][:3]).tolist()]
+    s["lo"] = 1
+    ns[0] = 5_000_000_000
+    views = [str(f.view(dtype).dtype) for dtype in ("S8", "U2", "V8", "m8[s]")]
+    return [*first, numpy.asarray(f[:2].view(np.uint32)).tolist(), str(t[0]), views]
+
+
+def zeros_of_text(np):
+    return [
+        repr(np.zeros((2, 2), dtype="U3")), repr(np.zeros((2,), dtype=[("name", "U4"), ("x", "f8")])), repr(np.zeros(40, dtype="S2")[:2]),
+        int(np.count_nonzero(np.zeros(40, "U3"))), repr(np.ones((2, 2), dtype="U3")), repr(np.full((2,), 7, dtype="U3")),
+    ]  # fmt: skip
+
+
+def rounded(np):
+    b = np.arange(40) % 2 == 0
+    f = (np.arange(40, dtype=np.float32) - 20) * np.float32(174762.69 / 20)
+    c = f.astype(np.complex64) * (1 + 0.5j)
+    into = np.zeros(40, np.complex64)
+    np.round(c, 1, out=into)
+    return [
+        outcome(lambda: np.round(b)), outcome(lambda: b.round()), outcome(lambda: np.round(b, 1)), outcome(lambda: np.round(b, -1)),
+        outcome(lambda: np.round(c, 2)), outcome(lambda: np.round(c, -2)), outcome(lambda: np.round(c.astype(np.complex128) / 7, 3)), outcome(lambda: into),
+        outcome(lambda: (np.arange(40) + 1j).astype(str)), outcome(lambda: (np.arange(40) + 1j).astype("S10")),
+    ]  # fmt: skip
+
+
+def contracted(np):
+    m = np.ones((6, 6)) * 1
+    v = np.ones(36) * 1
+    return [repr(np.einsum("ij,ij->", m, m)), repr(np.einsum("ij,ij->", m, m, optimize=True)), repr(np.einsum("ii", m, optimize=True)), repr(np.einsum("i,i", v, v, optimize="greedy")), repr(np.einsum("ij->", m, optimize=True))]
+
+
+@pytest.mark.parametrize("program", [unsupported_views, zeros_of_text, rounded, contracted], ids=lambda p: p.__name__)
+def test_dtypes_at_the_edges_are_numpys(every_array_lazy, program):
+    """Views into dates, text and records raised an internal BytecodeError (or compared unequal to
+    themselves); ``np.zeros`` of text dtypes held ``"0"``; rounding booleans kept them booleans
+    and rounded complex64 in double precision; complex to text warned ``ComplexWarning``;
+    ``einsum``'s optimized contractions to 0-d gave a scalar where NumPy gives a 0-d array."""
+    assert program(snp) == program(numpy)

@@ -51,12 +51,12 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
 
 def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> Any:
     if type(shape) is int and 0 <= shape and is_small(shape):  # a small 1-D array: NumPy's call, at NumPy's cost
-        return numpy_function(shape, dtype, order) if value is None or numpy_function is not np.empty else np.full(shape, value, dtype, order)
+        return _numpy_filled(shape, dtype, value, numpy_function, order)
     dims = _shape_tuple(shape)
     if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
-        return numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order)
+        return _numpy_filled(dims, dtype, value, numpy_function, order)
     if _settled_size(math.prod(dims)):
-        return wrap_numpy(numpy_function(dims, dtype=dtype, order=order) if value is None else np.full(dims, value, dtype=dtype, order=order))
+        return wrap_numpy(_numpy_filled(dims, dtype, value, numpy_function, order))
     probe = np.full((), 0 if value is None else value, dtype=dtype)
     if not is_supported(probe.dtype):  # ``np.full(n, None)``: objects are NumPy's
         return np.full(dims, value, dtype=dtype, order=order)
@@ -64,6 +64,14 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
     if value is not None:
         result._base.runtime.record("fill", (result._view,), (_fill_constant(probe),))
     return result
+
+
+def _numpy_filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> np.ndarray:
+    """NumPy's own array: ``np.zeros``/``np.ones``/``np.empty`` themselves (zeros of strings are
+    empty strings, not ``"0"``), ``np.full`` for a value given to ``np.full``."""
+    if value is None or numpy_function is not np.empty:
+        return numpy_function(shape, dtype=dtype, order=order)
+    return np.full(shape, value, dtype=dtype, order=order)
 
 
 def _carried(dtype: Any) -> bool:

@@ -91,7 +91,7 @@ def discards_imaginary(source: np.dtype, target: np.dtype) -> np.dtype:
     """Warn NumPy's ``ComplexWarning`` at the user's line where storing ``source`` values into
     ``target`` drops their imaginary part; the dtype a quiet probe of that cast should use."""
     source, target = np.dtype(source), np.dtype(target)
-    if source.kind != "c" or target.kind in "cOVb":  # to bool: nonzero in either part, no warning
+    if source.kind != "c" or target.kind in "cOVbSUT":  # to bool (nonzero in either part) or text: no warning
         return source
     warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=caller_stacklevel())
     return np.zeros(0, source).real.dtype

@@ -235,7 +235,8 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any
         numpy_einsum(probes, out=_out_probe(out, probe.shape))  # the casting into ``out``
     result = _native(labels, output, inputs, dtype, sizes)
     if out is None:
-        return result[()] if not result.shape else result
+        contracted = optimize is not False and len(inputs) > 1  # NumPy's optimized paths end in 0-d arrays
+        return result[()] if not result.shape and not contracted else result
     if is_lazy(out):
         out[...] = result
     else:

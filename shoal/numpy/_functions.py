@@ -120,7 +120,16 @@ def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
         eager = settled_call(np.round, (a, decimals))
         if eager is not NOT_SETTLED:
             return eager
-    if dtype.kind in "biu":
+    if dtype.kind == "b":  # NumPy rounds booleans through float16 (and refuses decimals with them)
+        if decimals:
+            np.round(np.zeros(1, bool), decimals)
+        return apply_ufunc(np.rint, (a,), out=out)
+    if dtype.kind == "c":  # NumPy rounds the real and imaginary parts, each in the parts' precision
+        result = _create.empty_like(a) if out is None else out
+        around(a.real, decimals, result.real)
+        around(a.imag, decimals, result.imag)
+        return result
+    if dtype.kind in "iu":
         if decimals >= 0:
             return _shape.copy(a) if out is None else apply_ufunc(np.positive, (a,), out=out)
         from shoal.numpy._dispatch import fallback_call

@@ -211,6 +211,8 @@ def dtype_view(array: ndarray, dtype: Any = None, type: Any = None) -> Any:
         return _subclass_view(array, dtype, type)
     if dtype is None:
         return array._derive(array._view)
+    if not is_supported(np.dtype(dtype)):  # dates, strings, records: NumPy's view of the memory, as such arrays stay NumPy's
+        return memory_now(array, "ndarray.view into an unsupported dtype").view(dtype)
     return view_via_probe(array, lambda probe: probe.view(dtype))
 
 
