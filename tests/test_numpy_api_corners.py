@@ -76,7 +76,7 @@ def conjugated(np):
     c = a.conj()
     c[0] = 99.0
     z = (np.arange(3.0) * 1j) + 1
-    return [float(a[0]), c is a, a.conjugate() is a, str((a > 2).conj().dtype), numpy.asarray(z.conj()).tolist()]
+    return [float(a[0]), c is a, a.conjugate() is a, a.real is a, str((a > 2).conj().dtype), numpy.asarray(z.conj()).tolist()]
 
 
 def powers(np):
