@@ -276,3 +276,35 @@ def test_dtypes_at_the_edges_are_numpys(every_array_lazy, program):
     and rounded complex64 in double precision; complex to text warned ``ComplexWarning``;
     ``einsum``'s optimized contractions to 0-d gave a scalar where NumPy gives a 0-d array."""
     assert program(snp) == program(numpy)
+
+
+def selected_out_of_range(np):
+    u8 = np.zeros(40, dtype=np.uint8)
+    u8[5] = 3
+    i8 = np.zeros(40, dtype=np.int8)
+    return [outcome(lambda: np.where(u8 > 0, u8, -1)), outcome(lambda: np.where(u8 > 0, u8, 300)), outcome(lambda: np.where(u8 > 0, -2, u8)),
+            outcome(lambda: np.where(i8 == 0, i8, -200)), outcome(lambda: np.where(i8 == 0, 1.5, i8))]  # fmt: skip
+
+
+def shared_views(np):
+    a = np.arange(40.0) * 1
+    m = np.ma.masked_array(a, mask=a > 10)
+    m[0] = -1.0
+    matrix = np.asmatrix(a.reshape(4, 10))
+    matrix[0, 1] = -2.0
+    required = np.require(a, requirements="C")
+    required[2] = -3.0
+    square = np.zeros((6, 6)) * 1
+    diagonal = np.einsum("ii->i", square)
+    diagonal[0] = 5.0
+    np.einsum("ij->ji", square)[1, 0] = 7.0
+    return [numpy.asarray(a[:4]).tolist(), type(matrix).__name__, bool(diagonal.flags.writeable), numpy.asarray(square[0, :2]).tolist()]
+
+
+@pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+@pytest.mark.parametrize("program", [selected_out_of_range, shared_views], ids=lambda p: p.__name__)
+def test_whole_script_findings_are_numpys(every_array_lazy, program):
+    """``np.where(u8 > 0, u8, -1)`` failed in the engine (a Python int out of the output's range
+    copied into it); a masked array, ``np.asmatrix`` and ``np.require`` of a lazy array, and
+    einsum's views of one operand, were copies or read-only where NumPy's share the memory."""
+    assert program(snp) == program(numpy)

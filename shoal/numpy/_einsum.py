@@ -60,12 +60,15 @@ def _parse(subscripts: str, ndims: list[int]) -> tuple[list[list[str]], list[str
 
 
 def _diagonals(array: Any, labels: list[str]) -> tuple[Any, list[str]]:
-    """``array`` with each repeated label reduced to one axis (a diagonal view)."""
+    """``array`` with each repeated label reduced to one axis (a diagonal view, writable where
+    ``array`` is, as einsum's own view: ``ndarray.diagonal``'s is read-only)."""
+    readonly = getattr(array, "_readonly", True)
     while len(set(labels)) < len(labels):
         label = next(item for item in labels if labels.count(item) > 1)
         first = labels.index(label)
         second = labels.index(label, first + 1)
         array = _shape.diagonal(array, 0, first, second)
+        array._readonly = readonly
         labels = [item for i, item in enumerate(labels) if i not in (first, second)] + [label]
     return array, labels
 
@@ -117,7 +120,9 @@ def _native(labels: list[list[str]], output: list[str], operands: list[Any], dty
     terms = []
     for index, (operand, term) in enumerate(zip(operands, labels)):
         array = as_lazy(operand).astype(dtype, copy=False)
-        array = _shape.broadcast_to(array, tuple(sizes[label] for label in term))
+        shape = tuple(sizes[label] for label in term)
+        if array.shape != shape:  # a broadcast view is read-only; NumPy's views of one operand are not
+            array = _shape.broadcast_to(array, shape)
         array, term = _diagonals(array, term)
         needed = set(output).union(*(labels[other] for other in range(len(labels)) if other != index))
         terms.append(_sum_away(array, term, needed, dtype))

@@ -18,7 +18,11 @@ from shoal.numpy._held_indexing import memory_now
 from shoal.numpy._lazy import ndarray
 
 _CPU = np.empty(0)
-_AS_STRIDED = np.lib.stride_tricks.as_strided.__code__
+_VIEW_MAKERS = {  # NumPy's functions that view the array they are given: name -> their file
+    "as_strided": "_stride_tricks_impl.py",
+    "require": "_asarray.py",
+    "__new__": ("ma/core.py", "matrixlib/defmatrix.py"),
+}  # fmt: skip
 
 
 def __array_namespace__(self: ndarray, /, *, api_version: Any = None) -> Any:
@@ -66,11 +70,13 @@ def _array_interface(self: ndarray) -> dict[str, Any]:
     strides explicitly, so that a consumer that would ask for a buffer (which a lazy array cannot
     give under Python 3.11) copies with ``tobytes()``.
 
-    ``np.lib.stride_tricks.as_strided`` gets the memory itself, as from a NumPy array: it lays
-    its own strides over what it is given (over a compact copy of a strided view, they read past
-    its end)."""
-    if sys._getframe(1).f_code is _AS_STRIDED:
-        memory = memory_now(self, "as_strided of a lazy array")
+    NumPy's own functions that make a view of what they are given get the memory itself, as
+    from a NumPy array (:data:`_VIEW_MAKERS`): ``np.lib.stride_tricks.as_strided`` lays its own
+    strides over it (over a compact copy of a strided view, they read past its end), and a
+    masked array, a matrix or ``np.require``'s result shares the array's memory."""
+    code = sys._getframe(1).f_code
+    if code.co_name in _VIEW_MAKERS and code.co_filename.endswith(_VIEW_MAKERS[code.co_name]):
+        memory = memory_now(self, f"{code.co_name} of a lazy array")
         return dict(memory.__array_interface__, data=memory) if memory.flags.c_contiguous else dict(memory.__array_interface__)
     value = self._value()
     if not value.flags.c_contiguous:

@@ -230,7 +230,7 @@ def accumulate(op: str, out: np.ndarray, values: np.ndarray, where: TileAxes) ->
 def where_in_place(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Any) -> None:
     """``where`` without its temporary: legal when the output is no operand, the condition is
     boolean and the operands' common dtype is the output's (no selected value is cast twice)."""
-    condition, x, y = ins
+    condition, x, y = (np.asarray(value) if type(value) is int else value for value in ins)  # -1 into uint8 wraps, as np.where's
     np.copyto(outs[0], y, casting="unsafe")
     np.copyto(outs[0], x, casting="unsafe", where=condition)
 
