@@ -298,7 +298,15 @@ def shared_views(np):
     diagonal = np.einsum("ii->i", square)
     diagonal[0] = 5.0
     np.einsum("ij->ji", square)[1, 0] = 7.0
-    return [numpy.asarray(a[:4]).tolist(), type(matrix).__name__, bool(diagonal.flags.writeable), numpy.asarray(square[0, :2]).tolist()]
+    field = a.getfield(np.float64)
+    field[3] = -5.0
+    padded = np.zeros(40) * 1
+    padded[5:8] = 1.0
+    trimmed = np.trim_zeros(padded)
+    trimmed[0] = 9.0
+    halves = a.getfield(np.uint32, 4)
+    return [numpy.asarray(a[:4]).tolist(), type(matrix).__name__, bool(diagonal.flags.writeable), numpy.asarray(square[0, :2]).tolist(),
+            float(padded[5]), trimmed.shape, numpy.asarray(halves[:3]).tolist()]  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
@@ -306,5 +314,6 @@ def shared_views(np):
 def test_whole_script_findings_are_numpys(every_array_lazy, program):
     """``np.where(u8 > 0, u8, -1)`` failed in the engine (a Python int out of the output's range
     copied into it); a masked array, ``np.asmatrix`` and ``np.require`` of a lazy array, and
-    einsum's views of one operand, were copies or read-only where NumPy's share the memory."""
+    einsum's views of one operand, ``getfield`` and ``trim_zeros``, were copies or read-only where
+    NumPy's share the memory."""
     assert program(snp) == program(numpy)

@@ -371,6 +371,15 @@ def _view_parameters(dtype: Any = None, type: Any = None) -> None:
     """``ndarray.view``'s parameters (NumPy declares them as ``*args, **kwargs``)."""
 
 
+def _getfield(self: ndarray, /, dtype: Any, offset: int = 0) -> Any:
+    """``ndarray.getfield``: a view of each element's bytes at ``offset`` as ``dtype``."""
+    return _shape.dtype_field(self, dtype, offset)
+
+
+def _setfield(self: ndarray, /, val: Any, dtype: Any, offset: int = 0) -> None:
+    _shape.dtype_field(self, dtype, offset)[...] = val
+
+
 def _dot(self: ndarray, other: Any, /, out: Any = None) -> Any:
     eager = NOT_SETTLED if out is not None else settled_call(np.dot, (self, other))
     return _linalg.dot(self, other, out) if eager is NOT_SETTLED else eager
@@ -412,6 +421,8 @@ ndarray.swapaxes = _swapaxes
 ndarray.diagonal = _diagonal
 ndarray.view = _view
 ndarray.dot = _dot
+ndarray.getfield = _getfield
+ndarray.setfield = _setfield
 ndarray.conj = ndarray.conjugate = _conjugate
 ndarray.round = _round
 ndarray.sort = _sorting.sort_in_place

@@ -216,6 +216,14 @@ def dtype_view(array: ndarray, dtype: Any = None, type: Any = None) -> Any:
     return view_via_probe(array, lambda probe: probe.view(dtype))
 
 
+def dtype_field(array: ndarray, dtype: Any, offset: int) -> Any:
+    """``array.getfield(dtype, offset)``: a view, as NumPy's (NumPy's view of the memory for a
+    dtype the engine does not carry)."""
+    if not is_supported(np.dtype(dtype)):
+        return memory_now(array, "ndarray.getfield into an unsupported dtype").getfield(dtype, offset)
+    return view_via_probe(array, lambda probe: probe.getfield(dtype, offset))
+
+
 def _subclass_view(array: ndarray, dtype: Any, type: Any) -> Any:
     """``array.view(dtype, type)`` for a subclass of NumPy's ndarray (a program's own): NumPy's
     view of the array's memory, held by the program from now on (:mod:`shoal.held`), so that
