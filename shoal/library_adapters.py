@@ -7,7 +7,8 @@ as column labels (the wrong rows, or a ``KeyError``), and a grouping key
 (``df.groupby(np.arange(n) % 2)``) as a function to map the index with; pandas 3 also warns
 that it will stop taking such array-likes. Where pandas is loaded in a program Shoal runs, its
 indexing (``[]``, ``.loc``, ``.iloc`` of a Series or DataFrame) and its groupings take NumPy's
-array of a lazy key (:func:`adapt_loaded`, called after each import).
+array of a lazy key (:func:`adapt_loaded`, called after each import). ``numexpr.evaluate``
+refused a lazy ``out=``; it now writes into the array's own memory (held from then on).
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ def adapt_loaded() -> None:
     if "pandas" not in _adapted and _loaded("pandas"):
         _adapted.add("pandas")
         _adapt_pandas()
+    if "numexpr" not in _adapted and _loaded("numexpr"):
+        _adapted.add("numexpr")
+        _adapt_numexpr()
 
 
 def _loaded(name: str) -> bool:
@@ -74,3 +78,19 @@ def _grouping_init(init: Callable[..., None]) -> Callable[..., None]:
         init(self, index, _numpy_of(grouper), *args, **kwargs)
 
     return adapted
+
+
+def _adapt_numexpr() -> None:
+    module = sys.modules["numexpr"]
+    evaluate = module.evaluate
+
+    @functools.wraps(evaluate)
+    def adapted(*args: Any, out: Any = None, _frame_depth: int = 3, **kwargs: Any) -> Any:
+        from shoal.numpy._held_indexing import memory_now
+        from shoal.numpy._lazy import is_lazy
+
+        if is_lazy(out):
+            out = memory_now(out, "numexpr.evaluate into a lazy out")
+        return evaluate(*args, out=out, _frame_depth=_frame_depth + 1, **kwargs)  # the caller's variables, past this frame
+
+    module.evaluate = adapted

@@ -169,3 +169,31 @@ def test_pandas_takes_lazy_masks_and_grouping_keys_as_numpy_arrays(tmp_path: Pat
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
     assert runs[1].stdout == runs[0].stdout
     assert runs[1].stderr == runs[0].stderr == ""
+
+
+NUMEXPR_OUT = """
+import numpy as np
+import numexpr as ne
+from numexpr import evaluate
+a = np.ones(1 << 20)
+out = np.empty(1 << 20)
+ne.evaluate("2 * a", out=out)
+def inside(b):
+    into = np.zeros(1 << 20)
+    evaluate("b + 1", out=into)
+    return into
+print(float(out.sum()), float(inside(a).sum()), float(ne.evaluate("a * 3").sum()))
+"""
+
+
+def test_numexpr_writes_into_a_lazy_out(tmp_path: Path) -> None:
+    """numexpr refused a lazy ``out=`` (not a ``numpy.ndarray``); it writes into its memory now,
+    and still finds the caller's variables."""
+    import subprocess
+    import sys
+
+    program = tmp_path / "numexpr_out.py"
+    program.write_text(NUMEXPR_OUT)
+    runs = [subprocess.run([sys.executable, *shoal, str(program)], capture_output=True, text=True, timeout=120, check=False) for shoal in ([], ["-m", "shoal"])]
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
+    assert runs[1].stdout == runs[0].stdout
