@@ -5,15 +5,19 @@ test takes it for something else. pandas did so silently: a boolean mask of a pr
 (``s.iloc[x > 25]``, ``df[mask]``, ``df.loc[mask, "y"] = 0``) was read as integer positions or
 as column labels (the wrong rows, or a ``KeyError``), and a grouping key
 (``df.groupby(np.arange(n) % 2)``) as a function to map the index with; pandas 3 also warns
-that it will stop taking such array-likes. Where pandas is loaded in a program Shoal runs, its
-indexing (``[]``, ``.loc``, ``.iloc`` of a Series or DataFrame) and its groupings take NumPy's
-array of a lazy key (:func:`adapt_loaded`, called after each import). ``numexpr.evaluate``
-refused a lazy ``out=``; it now writes into the array's own memory (held from then on).
+that it will stop taking such array-likes. ``numexpr.evaluate`` refused a lazy ``out=``, and
+``scipy.ndimage`` took a lazy ``output=`` for a dtype (``label``) or wrote into a copy of it
+(the filters), so the program's array never changed.
+
+Where such a library is loaded in a program Shoal runs (:func:`adapt_loaded`, called after each
+import), its entry points take NumPy's array of a lazy key, and the array's own memory for an
+output (the base held from then on, :mod:`shoal.held`), as a NumPy array would be written.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -25,12 +29,10 @@ _adapted: set[str] = set()
 
 def adapt_loaded() -> None:
     """Adapt each library that has been loaded to its end since the last call (once each)."""
-    if "pandas" not in _adapted and _loaded("pandas"):
-        _adapted.add("pandas")
-        _adapt_pandas()
-    if "numexpr" not in _adapted and _loaded("numexpr"):
-        _adapted.add("numexpr")
-        _adapt_numexpr()
+    for name, adapt in _ADAPTERS.items():
+        if name not in _adapted and _loaded(name):
+            _adapted.add(name)
+            adapt(sys.modules[name])
 
 
 def _loaded(name: str) -> bool:
@@ -39,16 +41,29 @@ def _loaded(name: str) -> bool:
     return module is not None and not getattr(getattr(module, "__spec__", None), "_initializing", False)
 
 
+def _is_lazy(value: Any) -> bool:
+    from shoal.numpy._lazy import is_lazy
+
+    return is_lazy(value)
+
+
 def _numpy_of(value: Any) -> Any:
     """NumPy's array of a lazy array; a tuple or list of keys with each such key converted;
     anything else as it is."""
-    from shoal.numpy._lazy import is_lazy
-
-    if is_lazy(value):
+    if _is_lazy(value):
         return np.asarray(value)
-    if type(value) in (tuple, list) and any(is_lazy(item) for item in value):
-        return type(value)(np.asarray(item) if is_lazy(item) else item for item in value)
+    if type(value) in (tuple, list) and any(_is_lazy(item) for item in value):
+        return type(value)(np.asarray(item) if _is_lazy(item) else item for item in value)
     return value
+
+
+def _memory_of(value: Any, user: str) -> Any:
+    """The array's own memory if ``value`` is lazy (a library writes into it), else ``value``."""
+    if not _is_lazy(value):
+        return value
+    from shoal.numpy._held_indexing import memory_now
+
+    return memory_now(value, user)
 
 
 def _taking_numpy_keys(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,7 +76,7 @@ def _taking_numpy_keys(method: Callable[..., Any]) -> Callable[..., Any]:
     return adapted
 
 
-def _adapt_pandas() -> None:
+def _adapt_pandas(_pandas: Any) -> None:
     indexing = sys.modules["pandas.core.indexing"]
     frame = sys.modules["pandas.core.frame"].DataFrame
     series = sys.modules["pandas.core.series"].Series
@@ -69,28 +84,50 @@ def _adapt_pandas() -> None:
     for owner in (indexing._LocationIndexer, frame, series):
         owner.__getitem__ = _taking_numpy_keys(owner.__getitem__)
         owner.__setitem__ = _taking_numpy_keys(owner.__setitem__)
-    grouping.__init__ = _grouping_init(grouping.__init__)
+    init = grouping.__init__
 
-
-def _grouping_init(init: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(init)
-    def adapted(self: Any, index: Any, grouper: Any = None, *args: Any, **kwargs: Any) -> None:
+    def grouping_init(self: Any, index: Any, grouper: Any = None, *args: Any, **kwargs: Any) -> None:
         init(self, index, _numpy_of(grouper), *args, **kwargs)
+
+    grouping.__init__ = grouping_init
+
+
+def _adapt_numexpr(numexpr: Any) -> None:
+    evaluate = numexpr.evaluate
+
+    @functools.wraps(evaluate)
+    def adapted(*args: Any, out: Any = None, _frame_depth: int = 3, **kwargs: Any) -> Any:
+        out = _memory_of(out, "numexpr.evaluate into a lazy out")
+        return evaluate(*args, out=out, _frame_depth=_frame_depth + 1, **kwargs)  # the caller's variables, past this frame
+
+    numexpr.evaluate = adapted
+
+
+def _adapt_ndimage(ndimage: Any) -> None:
+    for name in getattr(ndimage, "__all__", ()):
+        function = getattr(ndimage, name, None)
+        try:
+            parameters = list(inspect.signature(function).parameters) if callable(function) else []
+        except (TypeError, ValueError):
+            continue
+        if "output" in parameters:
+            setattr(ndimage, name, _writing_output(function, parameters.index("output")))
+
+
+def _writing_output(function: Callable[..., Any], position: int) -> Callable[..., Any]:
+    """``function`` given the memory of a lazy ``output`` (by keyword or at ``position``)."""
+    user = f"scipy.ndimage.{function.__name__} into a lazy output"
+
+    @functools.wraps(function)
+    def adapted(*args: Any, **kwargs: Any) -> Any:
+        if len(args) > position:
+            args = (*args[:position], _memory_of(args[position], user), *args[position + 1 :])
+        elif "output" in kwargs:
+            kwargs["output"] = _memory_of(kwargs["output"], user)
+        return function(*args, **kwargs)
 
     return adapted
 
 
-def _adapt_numexpr() -> None:
-    module = sys.modules["numexpr"]
-    evaluate = module.evaluate
-
-    @functools.wraps(evaluate)
-    def adapted(*args: Any, out: Any = None, _frame_depth: int = 3, **kwargs: Any) -> Any:
-        from shoal.numpy._held_indexing import memory_now
-        from shoal.numpy._lazy import is_lazy
-
-        if is_lazy(out):
-            out = memory_now(out, "numexpr.evaluate into a lazy out")
-        return evaluate(*args, out=out, _frame_depth=_frame_depth + 1, **kwargs)  # the caller's variables, past this frame
-
-    module.evaluate = adapted
+_ADAPTERS: dict[str, Callable[[Any], None]] = {"pandas": _adapt_pandas, "numexpr": _adapt_numexpr, "scipy.ndimage": _adapt_ndimage}

@@ -183,16 +183,27 @@ def inside(b):
     evaluate("b + 1", out=into)
     return into
 print(float(out.sum()), float(inside(a).sum()), float(ne.evaluate("a * 3").sum()))
+from scipy import ndimage
+image = np.ones((1024, 1024))
+image[100:200, 100:200] = 5.0
+smooth = np.zeros((1024, 1024))
+ndimage.gaussian_filter(image, 1, output=smooth)
+labels = np.zeros((1024, 1024), dtype=np.int32)
+found = ndimage.label(image > 2, None, labels)
+shifted = np.zeros((1024, 1024))
+ndimage.shift(image, 1.5, output=shifted)
+print(float(smooth.sum()), found, int(labels.max()), float(shifted.sum()))
 """
 
 
-def test_numexpr_writes_into_a_lazy_out(tmp_path: Path) -> None:
-    """numexpr refused a lazy ``out=`` (not a ``numpy.ndarray``); it writes into its memory now,
-    and still finds the caller's variables."""
+def test_numexpr_and_ndimage_write_into_a_lazy_output(tmp_path: Path) -> None:
+    """numexpr refused a lazy ``out=`` (not a ``numpy.ndarray``); ``scipy.ndimage`` wrote its
+    filters into a copy of a lazy ``output=`` and took one for a dtype in ``label``. They write
+    into its memory now (numexpr still finding the caller's variables)."""
     import subprocess
     import sys
 
-    program = tmp_path / "numexpr_out.py"
+    program = tmp_path / "library_outputs.py"
     program.write_text(NUMEXPR_OUT)
     runs = [subprocess.run([sys.executable, *shoal, str(program)], capture_output=True, text=True, timeout=120, check=False) for shoal in ([], ["-m", "shoal"])]
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
