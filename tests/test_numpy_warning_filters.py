@@ -83,6 +83,19 @@ PROGRAMS = {
             b = a / 0
         print(len(w), sorted(str(x.message) for x in w), {x.lineno for x in w})
     """,
+    "in_order_around_operations_computed_at_once": """
+        with warnings.catch_warnings():
+            l = np.log(a)
+        x = 1 / a
+        warnings.filterwarnings("error", message=".*invalid.*")
+        try:
+            q = np.sqrt(a - 1)
+        except RuntimeWarning:
+            pass
+        y = np.log(a)
+        s = np.sum(np.exp(a * 1000))
+        print(x[1], y[1])
+    """,
     "silenced_in_a_block": """
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

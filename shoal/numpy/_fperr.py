@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal import fp_warnings
+from shoal import fp_warnings, runtime
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._lazy import deliver, from_numpy, is_lazy, ndarray
 
@@ -64,8 +64,18 @@ def _lazy_result(value: Any, scalar: bool) -> ndarray:
     return result
 
 
+def _earlier_warnings_first() -> None:
+    """Give the warnings of recorded work before an operation computed now gives its own, so
+    they come in program order (a lazy ``1 / a`` warned after a later ``np.log(a)`` computed at
+    its call under an ``error`` filter for another message)."""
+    current = runtime.active()
+    if current is not None and not current.closed:
+        current.give_pending_warnings()
+
+
 def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...], where: Any, options: dict[str, Any]) -> Any:
     """``ufunc(*inputs)`` computed now by NumPy under the caller's error state."""
+    _earlier_warnings_first()
     values = tuple(plain(v) for v in inputs)
     # A lazy ``out`` is computed into a private copy and written back, also when NumPy raises
     # (NumPy checks the error flags after the loop: its outputs hold the results then).
@@ -94,6 +104,7 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
 
 def eager_reduction(function: Callable[..., Any], array: ndarray, out: Any, **kwargs: Any) -> Any:
     """A reduction or scan computed now by NumPy under the caller's error state."""
+    _earlier_warnings_first()
     value = array._value()
     with fp_warnings.relayed():
         return deliver_now(function(value, **kwargs), out)
