@@ -125,7 +125,8 @@ def deferred(np):
     column = (np.ones(4) * 1).reshape(4, 1)
     masked = numpy.ma.masked_array(numpy.arange(4.0), mask=[True, False, True, False])
     total = x + masked
-    return [
+    called = [type(np.add(masked, x)).__name__, type(np.multiply(x, masked)).__name__, int(np.add(masked, x).count())]
+    return [*called,
         x + Priority(), x @ Priority(), x * NoUfuncs(), x < NoUfuncs(),
         outcome(lambda: m * column), outcome(lambda: column.T * m),
         type(total).__name__, numpy.ma.getmaskarray(total).tolist(), float(total.sum()),

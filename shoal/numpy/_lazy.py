@@ -281,6 +281,9 @@ class ndarray(metaclass=NdarrayType):
 
     # NumPy protocols ------------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        for value in inputs:  # a masked array or matrix: NumPy's call, which the subclass wraps
+            if type(value) not in _PLAIN_OPERANDS and isinstance(value, np.ndarray) and "out" not in kwargs:
+                return _ufunc.for_numpy_subclass(ufunc, method, inputs, kwargs)
         if method == "__call__" and not kwargs and len(inputs) == ufunc.nin and ufunc.nout == 1:
             fast = _fast_ufunc.record(ufunc, inputs, None)  # settled operands decided first, as below
             if fast is not _fast_ufunc.NOT_FAST:
@@ -347,6 +350,7 @@ _NDARRAY = np.ndarray
 _NUMPY_INTEGERS = frozenset((np.int64, np.intp, np.int32))  # with int: a held array's index that takes a row or an element
 NO_QUIET_STORES: frozenset[Any] = frozenset()  # ``_quiet`` while no memory is held
 _SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
+_PLAIN_OPERANDS = frozenset((ndarray, np.ndarray, int, float, complex, bool))
 
 
 def make_view(base: int, dtype: np.dtype, offset: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> View:

@@ -261,3 +261,10 @@ def _engine_dtype(dtype: Any) -> bool:
         return is_supported(np.dtype(dtype))
     except TypeError:
         return True
+
+
+def for_numpy_subclass(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A ufunc call with a NumPy subclass among its inputs (a masked array, a matrix): NumPy's
+    own call on the lazy inputs' values, so that the subclass makes its result (a mask kept)."""
+    values = tuple(np.asarray(value) if is_lazy(value) else value for value in inputs)
+    return getattr(ufunc, method)(*values, **kwargs)
