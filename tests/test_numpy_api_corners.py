@@ -306,8 +306,11 @@ def shared_views(np):
     trimmed = np.trim_zeros(padded)
     trimmed[0] = 9.0
     halves = a.getfield(np.uint32, 4)
+    grid = np.zeros((4, 6)) * 1
+    full, row = np.broadcast_arrays(grid, np.ones(6) * 1)
+    full[0, 0] = -6.0  # an operand already of the broadcast shape is returned itself
     return [numpy.asarray(a[:4]).tolist(), type(matrix).__name__, bool(diagonal.flags.writeable), numpy.asarray(square[0, :2]).tolist(),
-            float(padded[5]), trimmed.shape, numpy.asarray(halves[:3]).tolist()]  # fmt: skip
+            float(padded[5]), trimmed.shape, numpy.asarray(halves[:3]).tolist(), full is grid, float(grid[0, 0]), row.shape]  # fmt: skip
 
 
 @pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")

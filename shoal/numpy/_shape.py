@@ -195,9 +195,9 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
 
 
 def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
-    arrays = args
-    shape = np.broadcast_shapes(*(np.shape(a) if not is_lazy(a) else a.shape for a in arrays))
-    return tuple(broadcast_to(a, shape) for a in arrays)
+    arrays = [a if is_lazy(a) or type(a) is np.ndarray else np.array(a, copy=None, subok=subok) for a in args]
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    return tuple(a if a.shape == shape else broadcast_to(a, shape) for a in arrays)  # NumPy's: one of the shape is itself
 
 
 def diagonal(array: ndarray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> ndarray:
