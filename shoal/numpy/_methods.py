@@ -376,7 +376,7 @@ def _getfield(self: ndarray, /, dtype: Any, offset: int = 0) -> Any:
     return _shape.dtype_field(self, dtype, offset)
 
 
-def _setfield(self: ndarray, /, val: Any, dtype: Any, offset: int = 0) -> None:
+def _setfield(self: ndarray, val: Any, /, dtype: Any, offset: int = 0) -> None:
     _shape.dtype_field(self, dtype, offset)[...] = val
 
 
