@@ -321,3 +321,27 @@ def test_whole_script_findings_are_numpys(every_array_lazy, program):
     einsum's views of one operand, ``getfield`` and ``trim_zeros``, were copies or read-only where
     NumPy's share the memory."""
     assert program(snp) == program(numpy)
+
+
+def submodule_corners(np):
+    a = np.ones((16, 16)) * 1
+    data = np.arange(40) % 7
+    x = np.full(40, 50000, dtype=np.int32)
+    m = np.ones((8, 4)) * 1
+    into = np.empty(8)
+    return [
+        outcome(lambda: np.fft.fftn(a, s=(4, -1), axes=(0, 1))), outcome(lambda: np.fft.ifftn(a, s=(-1, 8), axes=(0, 1))),
+        outcome(lambda: np.fft.fft(a, n=10.0)), float(a.sum()),
+        numpy.asarray(np.random.default_rng(data.max()).random(2)).tolist(), numpy.asarray(np.random.default_rng(data[:4]).random(2)).tolist(),
+        outcome(lambda: np.linalg.norm(x)), outcome(lambda: np.linalg.norm(x.reshape(2, -1), axis=1)),
+        np.vecdot(m, m, out=into) is into, type(np.matvec(m, np.ones(4) * 1, out=np.empty(8))).__name__,
+        repr(np.round(np.arange(40).sum())), repr([np.round((np.arange(40) * 1j).sum(), 2)]),
+    ]  # fmt: skip
+
+
+def test_submodule_corners_are_numpys(every_array_lazy):
+    """``fftn`` with -1 in ``s`` made a negative shape (the next read failed in the bytecode);
+    ``fft(n=10.0)`` was accepted; a lazy seed was refused; ``linalg.norm`` squared integers before
+    converting them (overflow); ``vecdot(..., out=o)`` returned ``(o,)``; rounding a result
+    standing for an integer or complex scalar gave a 0-d array."""
+    assert submodule_corners(snp) == submodule_corners(numpy)

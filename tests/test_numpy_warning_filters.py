@@ -96,6 +96,16 @@ PROGRAMS = {
         s = np.sum(np.exp(a * 1000))
         print(x[1], y[1])
     """,
+    "from_numpy_calls_made_for_the_program": """
+        warnings.filterwarnings("ignore", message="shoal.numpy does not implement")  # ufunc.at's fallback note
+        g = np.random.default_rng(0)
+        g.multivariate_normal([0, 1], [[1, 2], [2, 1]], size=3)
+        np.random.random_integers(1, 5, size=3)
+        counts = np.ones(10)
+        np.divide.at(counts, np.arange(1_000_000) % 10, 0.0)
+        shape = np.fft.irfftn(np.ones((1024, 1024)), s=(20, 21)).shape
+        print(counts[:2], shape)
+    """,
     "silenced_in_a_block": """
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

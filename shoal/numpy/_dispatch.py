@@ -125,7 +125,7 @@ def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: di
         for target, value in zip(outs, results):
             if is_lazy(target):
                 target[...] = value
-        return lazy_outs
+        return outs[0] if isinstance(lazy_outs, tuple) and len(outs) == 1 else lazy_outs  # a ufunc's one output, as NumPy returns it
     return _wrap_all(result)
 
 

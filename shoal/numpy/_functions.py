@@ -111,7 +111,15 @@ def clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = 
 
 
 def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
-    """``np.round``: the same multiply, ``rint``, divide steps as NumPy, so the same results."""
+    """``np.round``: the same multiply, ``rint``, divide steps as NumPy, so the same results; a
+    result standing for a NumPy scalar stands for one too (``np.round(x.sum())``)."""
+    result = _rounded(a, decimals, out)
+    if out is None and is_lazy(a) and a._scalar and is_lazy(result):
+        result._scalar = True
+    return result
+
+
+def _rounded(a: Any, decimals: int = 0, out: Any = None) -> Any:
     dtype = a.dtype if is_lazy(a) else np.asarray(a).dtype
     if not is_lazy(a) and not is_lazy(out):
         return np.round(a, decimals, out)
@@ -125,6 +133,8 @@ def around(a: Any, decimals: int = 0, out: Any = None) -> Any:
             np.round(np.zeros(1, bool), decimals)
         return apply_ufunc(np.rint, (a,), out=out)
     if dtype.kind == "c":  # NumPy rounds the real and imaginary parts, each in the parts' precision
+        if out is None and a._scalar:
+            return np.round(a._value()[()], decimals)
         result = _create.empty_like(a) if out is None else out
         around(a.real, decimals, result.real)
         around(a.imag, decimals, result.imag)

@@ -9,6 +9,8 @@ fallback.
 
 from __future__ import annotations
 
+import operator
+import warnings
 from typing import Any
 
 import numpy as np
@@ -28,7 +30,7 @@ def _one_axis(shape: tuple[int, ...], function: str, n: Any, axis: Any) -> tuple
     axis = normalize_axis_index(axis, len(shape))
     if n is None:
         n = 2 * (shape[axis] - 1) if function in _REAL_INVERSE else shape[axis]
-    return (int(n),), (axis,)
+    return (operator.index(n),), (axis,)  # NumPy's TypeError for ``n=100.0``
 
 
 def _many_axes(shape: tuple[int, ...], function: str, s: Any, axes: Any) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -40,13 +42,23 @@ def _many_axes(shape: tuple[int, ...], function: str, s: Any, axes: Any) -> tupl
             lengths[-1] = (lengths[-1] - 1) * 2
     else:
         lengths = list(s)
+        if axes is None:
+            warnings.warn(_S_WITHOUT_AXES, DeprecationWarning, stacklevel=_dispatch.caller_stacklevel())
         axes = list(range(-len(lengths), 0)) if axes is None else list(axes)
         if len(lengths) != len(axes):
             raise ValueError("Shape and axes have different lengths.")
-        lengths = [shape[normalize_axis_index(a, len(shape))] if n is None else n for n, a in zip(lengths, axes)]
+        # None (deprecated) and -1 (NumPy 2) keep the input's length along that axis
+        lengths = [shape[normalize_axis_index(a, len(shape))] if n is None or n == -1 else n for n, a in zip(lengths, axes)]
     if len(lengths) != len(axes):
         raise ValueError("Shape and axes have different lengths.")
-    return tuple(int(n) for n in lengths), tuple(normalize_axis_index(a, len(shape)) for a in axes)
+    return tuple(operator.index(n) for n in lengths), tuple(normalize_axis_index(a, len(shape)) for a in axes)
+
+
+_S_WITHOUT_AXES = (  # NumPy 2.0's deprecation, as ``numpy.fft`` words it
+    "`axes` should not be `None` if `s` is not `None` (Deprecated in NumPy 2.0). In a future version of NumPy, "
+    "this will raise an error and `s[i]` will correspond to the size along the transformed axis specified by "
+    "`axes[i]`. To retain current behaviour, pass a sequence [0, ..., k-1] to `axes` for an array of dimension k."
+)
 
 
 def _call(function: str, source: Any, lengths: Any, axes: Any, norm: Any) -> Any:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
+from shoal import fp_warnings
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _dispatch
 from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array, operand
@@ -152,7 +153,7 @@ def at(ufunc: np.ufunc, target: Any, indices: Any, *values: Any) -> None:
 
     def apply(data: Any, *rest: Any) -> Any:
         data = np.array(data, copy=True) if is_lazy(target) else data
-        ufunc.at(data, *rest)
+        fp_warnings.at_user_line(ufunc.at, data, *rest)  # NumPy's warnings name the user's line
         return data
 
     changed = _dispatch.fallback_call(f"{ufunc.__name__}.at", apply, (target, indices, *values), {})

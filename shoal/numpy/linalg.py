@@ -21,9 +21,9 @@ def norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A
     if not is_lazy(x):
         return _linalg.norm(x, ord, axis, keepdims)
     if ord is None and (axis is None or isinstance(axis, int)):
+        if x.dtype.kind not in "fc":  # NumPy's: to float before squaring (integers would overflow)
+            x = x.astype(float)
         magnitude = (x.conj() * x).real if x.dtype.kind == "c" else x * x
-        if x.dtype.kind not in "fc":
-            magnitude = magnitude.astype(float)
         return np.sqrt(magnitude.sum(axis=axis, keepdims=keepdims))
     return _dispatch.fallback_call("linalg.norm", _linalg.norm, (x, ord, axis, keepdims), {})
 

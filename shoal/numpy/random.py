@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import numpy.random as _random
 
-from shoal import drawn
+from shoal import drawn, fp_warnings
 from shoal import runtime as _runtime
 from shoal.numpy._lazy import is_lazy, is_small, materialize, ndarray, new_array, wrap_numpy
 
@@ -44,10 +44,9 @@ def _wrap_function(function: Any, name: str) -> Any:
         from_library = large is not None and _called_from_library()
         if large is not None and not from_library:
             _expect(args, kwargs, name, *large)
-        if _plain(args) and _plain(kwargs.values()):
-            result = function(*args, **kwargs)
-        else:
-            result = function(*materialize(args), **materialize(kwargs))
+        if not (_plain(args) and _plain(kwargs.values())):
+            args, kwargs = materialize(args), materialize(kwargs)
+        result = fp_warnings.at_user_line(function, *args, **kwargs)  # NumPy's warnings name the user's line
         if type(result) is not np.ndarray or is_small(result.size) or from_library or (large is None and _called_from_library()):
             return result  # what wrap_numpy gives a small result: the draw as NumPy made it
         if large is not None:
@@ -198,7 +197,7 @@ def default_rng(seed: Any = None) -> Any:
     returned unaltered, as NumPy does)."""
     if isinstance(seed, _random.Generator):
         return seed
-    return Generator(_random.default_rng(seed).bit_generator)
+    return Generator(_random.default_rng(materialize(seed)).bit_generator)  # a seed computed lazily: its value
 
 
 @functools.cache
