@@ -7,7 +7,9 @@ as column labels (the wrong rows, or a ``KeyError``), and a grouping key
 (``df.groupby(np.arange(n) % 2)``) as a function to map the index with; pandas 3 also warns
 that it will stop taking such array-likes. ``numexpr.evaluate`` refused a lazy ``out=``, and
 ``scipy.ndimage`` took a lazy ``output=`` for a dtype (``label``) or wrote into a copy of it
-(the filters), so the program's array never changed.
+(the filters), so the program's array never changed; ``numpy.polynomial``'s evaluation functions
+broadcast over their points only if those are a ``numpy.ndarray`` (a lazy ``x`` with 2-D
+coefficients gave a result of the wrong shape).
 
 Where such a library is loaded in a program Shoal runs (:func:`adapt_loaded`, called after each
 import), its entry points take NumPy's array of a lazy key, and the array's own memory for an
@@ -130,4 +132,29 @@ def _writing_output(function: Callable[..., Any], position: int) -> Callable[...
     return adapted
 
 
-_ADAPTERS: dict[str, Callable[[Any], None]] = {"pandas": _adapt_pandas, "numexpr": _adapt_numexpr, "scipy.ndimage": _adapt_ndimage}
+def _adapt_polynomial(polynomial: Any) -> None:
+    """The series' evaluation functions (``polyval``, ``chebval2d``, ``polyvalfromroots``...)
+    broadcast over ``x`` only if it is a ``numpy.ndarray``: a lazy ``x`` (and ``y``, ``z``) is
+    given as NumPy's array."""
+    for name in ("polynomial", "chebyshev", "legendre", "laguerre", "hermite", "hermite_e"):
+        module = sys.modules.get(f"numpy.polynomial.{name}")
+        for attribute in dir(module) if module is not None else ():
+            function = getattr(module, attribute)
+            if callable(function) and not attribute.startswith("_") and ("val" in attribute or "grid" in attribute):
+                setattr(module, attribute, _taking_numpy_points(function))
+
+
+def _taking_numpy_points(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def adapted(*args: Any, **kwargs: Any) -> Any:
+        return function(*(_numpy_of(value) for value in args), **{key: _numpy_of(value) for key, value in kwargs.items()})
+
+    return adapted
+
+
+_ADAPTERS: dict[str, Callable[[Any], None]] = {
+    "pandas": _adapt_pandas,
+    "numexpr": _adapt_numexpr,
+    "scipy.ndimage": _adapt_ndimage,
+    "numpy.polynomial": _adapt_polynomial,
+}

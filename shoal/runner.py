@@ -64,6 +64,7 @@ class ImportRedirect:
             return module
         target = self.target_of(name)
         module = self.original_import(target, globals, locals, fromlist, 0)
+        library_adapters.adapt_loaded()  # ``from numpy.polynomial import polynomial``
         if fromlist:
             return module
         # ``import numpy.linalg`` binds the name ``numpy``: hand back the package, not ``shoal``.

@@ -336,6 +336,9 @@ def submodule_corners(np):
         outcome(lambda: np.linalg.norm(x)), outcome(lambda: np.linalg.norm(x.reshape(2, -1), axis=1)),
         np.vecdot(m, m, out=into) is into, type(np.matvec(m, np.ones(4) * 1, out=np.empty(8))).__name__,
         repr(np.round(np.arange(40).sum())), repr([np.round((np.arange(40) * 1j).sum(), 2)]),
+        outcome(lambda: np.polynomial.polynomial.polyval(np.linspace(0, 1, 40), [[1.0], [2.0]])),
+        outcome(lambda: np.polynomial.polynomial.polyvalfromroots(np.linspace(0, 1, 40), [1.0, 2.0])),
+        outcome(lambda: np.polynomial.chebyshev.chebval(np.linspace(0, 1, 40), numpy.ones((3, 4)))),
     ]  # fmt: skip
 
 
@@ -343,5 +346,6 @@ def test_submodule_corners_are_numpys(every_array_lazy):
     """``fftn`` with -1 in ``s`` made a negative shape (the next read failed in the bytecode);
     ``fft(n=10.0)`` was accepted; a lazy seed was refused; ``linalg.norm`` squared integers before
     converting them (overflow); ``vecdot(..., out=o)`` returned ``(o,)``; rounding a result
-    standing for an integer or complex scalar gave a 0-d array."""
+    standing for an integer or complex scalar gave a 0-d array; ``numpy.polynomial``'s evaluation
+    with 2-D coefficients gave the wrong shape for a lazy ``x``."""
     assert submodule_corners(snp) == submodule_corners(numpy)

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as _np
 
 from shoal.errors import ShoalFallbackWarning
+from shoal.library_adapters import adapt_loaded as _adapt_loaded_libraries
 from shoal.numpy._buffers import frombuffer, nditer
 from shoal.numpy._create import (
     arange,
@@ -70,6 +71,8 @@ def __getattr__(name: str) -> Any:
     value = getattr(_np, name)
     if name == "testing":
         _give_warnings_in_numpy_testing()
+    if name in _LAZY_SUBMODULES:  # a NumPy submodule just loaded (``np.polynomial``): adapted to lazy arrays
+        _adapt_loaded_libraries()
     return value
 
 
