@@ -349,3 +349,31 @@ def test_submodule_corners_are_numpys(every_array_lazy):
     standing for an integer or complex scalar gave a 0-d array; ``numpy.polynomial``'s evaluation
     with 2-D coefficients gave the wrong shape for a lazy ``x``."""
     assert submodule_corners(snp) == submodule_corners(numpy)
+
+
+def test_as_strided_over_a_copy_keeps_the_views_geometry(every_array_lazy, monkeypatch):
+    """Where the component does not hand its memory out (a server, MPI ranks), ``as_strided`` of
+    a strided view got a compact copy and laid the view's strides over it: wrong values, and a
+    segmentation fault at large sizes. The copy now spans the view's bytes of the base."""
+    from shoal.numpy import _held_indexing
+
+    monkeypatch.setattr(_held_indexing, "held_memory", lambda value: None)
+    x = snp.arange(64.0 * 32).reshape(64, 32) * 1
+    w = x[:, ::2]
+    with pytest.warns(snp.ShoalFallbackWarning):
+        strided = numpy.lib.stride_tricks.as_strided(w, shape=(64, 16), strides=w.strides)
+    expected = numpy.arange(64.0 * 32).reshape(64, 32)[:, ::2]
+    assert numpy.array_equal(strided, expected)
+
+
+def test_a_linalg_error_told_by_another_process_is_numpys():
+    """A server or a rank reports a ``LinAlgError`` as text in an ``EngineError``."""
+    from shoal.engine.component import EngineError
+    from shoal.numpy._linalg_functions import _flush_for_errors
+
+    class Failing:
+        def flush(self, wait):
+            raise EngineError("a batch failed on the cluster: rank 0: LinAlgError: Singular matrix (in instruction 2: linalg)")
+
+    with pytest.raises(numpy.linalg.LinAlgError, match=r"^Singular matrix$"):
+        _flush_for_errors(Failing())

@@ -13,7 +13,7 @@ import numpy as np
 from shoal import held
 from shoal.numpy import _index, _indexed
 from shoal.numpy._dispatch import warn_fallback
-from shoal.numpy._lazy import NO_QUIET_STORES, from_numpy, is_small, ndarray
+from shoal.numpy._lazy import NO_QUIET_STORES, from_numpy, is_small, make_view, ndarray
 
 
 def held_memory(value: Any) -> Any:
@@ -30,14 +30,26 @@ def held_memory(value: Any) -> Any:
 def memory_now(array: ndarray, fallback: str | None) -> np.ndarray:
     """``array``'s view of its base's memory, the base held from now on (after everything
     recorded ran), for NumPy code that works on the memory itself; where the component does not
-    hand its memory out, the contents (a copy), with a fallback note named ``fallback`` if given."""
+    hand its memory out, a copy of the base's bytes the array spans with the array laid over it
+    as over the base (its strides kept: ``as_strided`` lays its own over them), with a fallback
+    note named ``fallback`` if given."""
     array._base.runtime.hold_for_tasks(array._base.id)
     memory = held_memory(array)
     if memory is None:
         if fallback is not None:
             warn_fallback(fallback)
-        memory = array._value()
+        memory = _spanned_copy(array)
     return memory
+
+
+def _spanned_copy(array: ndarray) -> np.ndarray:
+    view = array._view
+    item = view.dtype.itemsize
+    if array._scalar or view.is_contiguous() or 0 in view.shape or any(stride % item for stride in view.strides):
+        return array._value()
+    low, high = view.byte_extent()
+    spanned = array._derive(make_view(view.base, view.dtype, low, ((high - low) // item,), (item,)))._value()
+    return np.ndarray(view.shape, view.dtype, buffer=spanned, offset=view.offset - low, strides=view.strides)
 
 
 def own_view(array: ndarray) -> np.ndarray:

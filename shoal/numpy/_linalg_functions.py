@@ -15,6 +15,7 @@ values and do not flush.
 from __future__ import annotations
 
 import math
+import re
 import warnings
 from typing import Any
 
@@ -121,9 +122,15 @@ def _flush_for_errors(runtime: Any) -> None:
         cause: BaseException | None = error
         while cause is not None and not isinstance(cause, np.linalg.LinAlgError):
             cause = cause.__cause__
-        if cause is None:
+        if cause is not None:
+            raise np.linalg.LinAlgError(*cause.args) from None
+        told = _LINALG_ERROR_TOLD.search(str(error))  # from another process (a server, a rank): as text
+        if told is None:
             raise
-        raise np.linalg.LinAlgError(*cause.args) from None
+        raise np.linalg.LinAlgError(told.group(1)) from None
+
+
+_LINALG_ERROR_TOLD = re.compile(r"LinAlgError: (.+?)(?: \(in instruction \d+|\n|$)")
 
 
 def det(a: Any) -> Any:

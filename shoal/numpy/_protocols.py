@@ -77,7 +77,13 @@ def _array_interface(self: ndarray) -> dict[str, Any]:
     code = sys._getframe(1).f_code
     if code.co_name in _VIEW_MAKERS and code.co_filename.endswith(_VIEW_MAKERS[code.co_name]):
         memory = memory_now(self, f"{code.co_name} of a lazy array")
-        return dict(memory.__array_interface__, data=memory) if memory.flags.c_contiguous else dict(memory.__array_interface__)
+        if memory.flags.c_contiguous:
+            return dict(memory.__array_interface__, data=memory)
+        owner = memory  # a strided view: its contiguous owner is the data object, kept alive by NumPy's array
+        while isinstance(owner.base, np.ndarray):
+            owner = owner.base
+        start = memory.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+        return dict(memory.__array_interface__, data=owner.reshape(-1).view(np.uint8), offset=start)
     value = self._value()
     if not value.flags.c_contiguous:
         value = value.copy(order="C")
