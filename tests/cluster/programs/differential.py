@@ -27,6 +27,7 @@ col = np.array(rng.random(37))
 
 # element-wise, broadcasting, dtypes
 keep("arith", a * 2 + b / 3 - 1)
+keep("half_mean", np.array([(a * 40000).astype(np.float16).mean(), np.full((37, 53), 0.5, dtype=np.float16).mean()]))  # float16 partials would overflow
 keep("sin", np.sin(a) + np.exp(-b))
 keep("where", np.where(a > b, a, b))
 keep("mixed", ints * 2.5 + a)
