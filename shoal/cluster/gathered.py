@@ -40,8 +40,8 @@ class GatheredPlanning:
                 continue
             if not self.layouts[view.base].distributed:
                 continue
-            is_output = position < len(instruction.outputs)
-            assembled[view] = self._assemble(view, temps, fetch=not is_output or needs_old)
+            read = position >= len(instruction.outputs) or needs_old or view in instruction.inputs  # ``out=`` its own input
+            assembled[view] = self._assemble(view, temps, fetch=read)
         if self.rank == 0:
             self._run_at_root(instruction, assembled)
         for view in instruction.outputs:

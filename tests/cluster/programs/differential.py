@@ -27,6 +27,11 @@ col = np.array(rng.random(37))
 
 # element-wise, broadcasting, dtypes
 keep("arith", a * 2 + b / 3 - 1)
+scanned = a * 1.0
+np.cumsum(scanned, axis=0, out=scanned)  # gathered with out= its own input: the input was never fetched
+strided = b * 1.0
+np.cumsum(strided[:, :3], axis=0, out=strided[:, :3])
+keep("scan_in_place", np.concatenate([scanned, strided], axis=1))
 keep("half_mean", np.array([(a * 40000).astype(np.float16).mean(), np.full((37, 53), 0.5, dtype=np.float16).mean()]))  # float16 partials would overflow
 keep("sin", np.sin(a) + np.exp(-b))
 keep("where", np.where(a > b, a, b))
