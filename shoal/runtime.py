@@ -432,9 +432,11 @@ def install(runtime: Runtime) -> None:
         previous.close()
 
 
-def active() -> Runtime | None:
-    """The runtime in use, or None if none was created yet."""
-    return _current
+def give_pending_warnings() -> None:
+    """Give the warnings of the recorded work that may warn now, if a runtime is open
+    (:meth:`Runtime.give_pending_warnings`)."""
+    if _current is not None and not _current.closed:
+        _current.give_pending_warnings()
 
 
 def flush() -> None:

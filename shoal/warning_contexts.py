@@ -49,7 +49,7 @@ def _wrap(block: type, eager: bool = False) -> None:
     enter, leave = block.__enter__, block.__exit__  # type: ignore[attr-defined]
 
     def __enter__(self: Any) -> Any:
-        _give_pending()
+        runtime.give_pending_warnings()
         entered = enter(self)
         if eager:
             warning_filters.eager_blocks += 1
@@ -58,7 +58,7 @@ def _wrap(block: type, eager: bool = False) -> None:
     def __exit__(self: Any, *exc_info: Any) -> Any:
         try:
             if exc_info[0] is None:  # a block left by an exception keeps it as its own
-                _give_pending()
+                runtime.give_pending_warnings()
         finally:
             if eager:
                 warning_filters.eager_blocks -= 1
@@ -68,9 +68,3 @@ def _wrap(block: type, eager: bool = False) -> None:
     block.__enter__ = __enter__  # type: ignore[attr-defined]
     block.__exit__ = __exit__  # type: ignore[attr-defined]
     setattr(block, _WRAPPED, True)
-
-
-def _give_pending() -> None:
-    current = runtime.active()
-    if current is not None and not current.closed:
-        current.give_pending_warnings()

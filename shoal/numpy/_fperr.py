@@ -64,18 +64,11 @@ def _lazy_result(value: Any, scalar: bool) -> ndarray:
     return result
 
 
-def _earlier_warnings_first() -> None:
-    """Give the warnings of recorded work before an operation computed now gives its own, so
-    they come in program order (a lazy ``1 / a`` warned after a later ``np.log(a)`` computed at
-    its call under an ``error`` filter for another message)."""
-    current = runtime.active()
-    if current is not None and not current.closed:
-        current.give_pending_warnings()
-
-
 def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...], where: Any, options: dict[str, Any]) -> Any:
-    """``ufunc(*inputs)`` computed now by NumPy under the caller's error state."""
-    _earlier_warnings_first()
+    """``ufunc(*inputs)`` computed now by NumPy under the caller's error state, after the
+    warnings of earlier recorded work, so they come in program order (a lazy ``1 / a`` warned
+    after a later ``np.log(a)`` computed at its call under an ``error`` filter)."""
+    runtime.give_pending_warnings()
     values = tuple(plain(v) for v in inputs)
     # A lazy ``out`` is computed into a private copy and written back, also when NumPy raises
     # (NumPy checks the error flags after the loop: its outputs hold the results then).
@@ -103,8 +96,9 @@ def eager_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], outs: tuple[Any, ...],
 
 
 def eager_reduction(function: Callable[..., Any], array: ndarray, out: Any, **kwargs: Any) -> Any:
-    """A reduction or scan computed now by NumPy under the caller's error state."""
-    _earlier_warnings_first()
+    """A reduction or scan computed now by NumPy under the caller's error state (after the
+    warnings of earlier recorded work, as :func:`eager_ufunc`)."""
+    runtime.give_pending_warnings()
     value = array._value()
     with fp_warnings.relayed():
         return deliver_now(function(value, **kwargs), out)
