@@ -12,6 +12,7 @@ import numpy as np
 from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._lazy import (
+    fortran_only,
     from_numpy,
     is_lazy,
     is_small,
@@ -21,7 +22,7 @@ from shoal.numpy._lazy import (
     stays_numpy,
     wrap_numpy,
 )
-from shoal.numpy._shape import astype, broadcast_to, copy_in_order, fortran_only, probe_of, reshape
+from shoal.numpy._shape import astype, broadcast_to, copy_in_order, probe_of, reshape
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})

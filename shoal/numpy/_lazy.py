@@ -455,11 +455,16 @@ def as_lazy(value: Any) -> ndarray:
     return from_numpy(np.asarray(value))
 
 
+def fortran_only(array: ndarray) -> bool:
+    """True if ``array`` is Fortran-contiguous and not C-contiguous (NumPy's order ``A`` is then F)."""
+    view = array._view
+    return not view.is_contiguous() and View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]).is_contiguous()
+
+
 def materialize(value: Any) -> Any:
     """Replace lazy arrays (also inside lists, tuples and dicts) by NumPy arrays."""
     if type(value) is ndarray:
-        view = value._view
-        if len(view.shape) > 1 and not view.is_contiguous() and View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]).is_contiguous():
+        if value.ndim > 1 and fortran_only(value):
             return value.T._value().T  # Fortran order, as NumPy's function would see it (``np.save(a.T)``)
         result = value._value()
         return result[()] if value._scalar else result

@@ -14,7 +14,7 @@ from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
 from shoal.numpy._held_indexing import held_memory
-from shoal.numpy._lazy import ndarray
+from shoal.numpy._lazy import fortran_only, ndarray
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
@@ -314,7 +314,7 @@ def _clip(self: ndarray, /, min: Any = None, max: Any = None, out: Any = None, *
 
 def _tobytes(self: ndarray, /, order: str = "C") -> bytes:
     """``a.tobytes(order)``: order ``A`` reads a Fortran-contiguous array in its order."""
-    if order == "A" and _shape.fortran_only(self):
+    if order == "A" and fortran_only(self):
         order = "F"
     return self._value().tobytes(order=order)
 

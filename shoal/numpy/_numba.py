@@ -22,8 +22,7 @@ def init() -> None:
 
     import shoal.numpy
     from shoal.numpy._held_indexing import memory_now
-    from shoal.numpy._lazy import ndarray
-    from shoal.numpy._shape import fortran_only
+    from shoal.numpy._lazy import fortran_only, ndarray
 
     # ``np`` in a program run by Shoal is ``shoal.numpy``: compiled code calls NumPy's functions
     builtin_registry.register_global(shoal.numpy, types.Module(numpy))

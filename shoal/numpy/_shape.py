@@ -12,7 +12,6 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
-from shoal.bytecode import View
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import strict
@@ -21,6 +20,7 @@ from shoal.numpy._lazy import (
     as_lazy,
     contiguous_strides,
     deliver,
+    fortran_only,
     from_numpy,
     is_lazy,
     is_small,
@@ -143,12 +143,6 @@ def flatten(array: ndarray, order: str = "C") -> ndarray:
     if order not in ("C", "K", "A"):
         return copy(array.transpose()).reshape(-1)
     return copy(array).reshape(-1)
-
-
-def fortran_only(array: ndarray) -> bool:
-    """True if ``array`` is Fortran-contiguous and not C-contiguous (NumPy's order ``A`` is then F)."""
-    view = array._view
-    return not view.is_contiguous() and View(view.base, view.dtype, view.offset, view.shape[::-1], view.strides[::-1]).is_contiguous()
 
 
 def copy_in_order(array: ndarray, order: str = "K") -> Any:
