@@ -158,3 +158,7 @@ _ADAPTERS: dict[str, Callable[[Any], None]] = {
     "scipy.ndimage": _adapt_ndimage,
     "numpy.polynomial": _adapt_polynomial,
 }
+# The top-level packages of the adapted libraries: an import of anything else cannot load one of
+# them, so the import hook asks :func:`adapt_loaded` only after imports of these (it runs on every
+# import statement, functions' own included: 310 ns each when asked every time).
+ROOTS = frozenset(name.partition(".")[0] for name in _ADAPTERS)

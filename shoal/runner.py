@@ -60,7 +60,8 @@ class ImportRedirect:
     ) -> types.ModuleType:
         if level != 0 or not self._is_source(name) or not self.is_user_module(globals):
             module = self.original_import(name, globals, locals, fromlist, level)
-            library_adapters.adapt_loaded()
+            if name.partition(".")[0] in library_adapters.ROOTS:
+                library_adapters.adapt_loaded()
             return module
         target = self.target_of(name)
         module = self.original_import(target, globals, locals, fromlist, 0)
