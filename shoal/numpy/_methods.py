@@ -157,10 +157,13 @@ def _pow(self: ndarray, other: Any, modulo: Any = None) -> Any:
     return apply_ufunc(np.power, (self, other)) if ufunc is None else apply_ufunc(ufunc, (self,))
 
 
+_POWER_IN_PLACE = _binary(np.power, "__rpow__")[2]  # made once: the shortcut's fallback for every ``**=``
+
+
 def _ipow(self: ndarray, other: Any) -> Any:
     ufunc = _fast_power(self, other)
     if ufunc is None or self._scalar:
-        return _binary(np.power, "__rpow__")[2](self, other)
+        return _POWER_IN_PLACE(self, other)
     apply_ufunc(ufunc, (self,), out=(self,))
     return self
 
