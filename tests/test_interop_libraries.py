@@ -127,14 +127,20 @@ def test_numba_writes_land_in_the_lazy_array_and_views_alias_it(every_array_lazy
     assert str(numba.typeof(snp.ones((3, 4)) * 1.0)) == "array(float64, 2d, C)"
 
 
-def test_dask_imports_under_the_import_redirect(tmp_path: Path) -> None:
-    """toolz (a dask dependency) keys a dict by the builtins, ``__import__`` included."""
+def _run_both_ways(program: Path, source: str, ways: tuple[tuple[str, ...], ...] = ((), ("-m", "shoal"))) -> list:
+    """``source`` written to ``program`` and run as ``python program`` and ``python -m shoal
+    program`` (or ``ways``), where Shoal's import hook adapts the libraries it loads."""
     import subprocess
     import sys
 
-    program = tmp_path / "uses_dask.py"
-    program.write_text("import numpy as np\nimport dask.array as da\nx = np.arange(2.0 ** 20)\nprint(float((da.from_array(x, chunks=2 ** 18) * 2).sum().compute()))\n")
-    result = subprocess.run([sys.executable, "-m", "shoal", str(program)], capture_output=True, text=True, timeout=120, check=False)
+    program.write_text(source)
+    return [subprocess.run([sys.executable, *way, str(program)], capture_output=True, text=True, timeout=120, check=False) for way in ways]
+
+
+def test_dask_imports_under_the_import_redirect(tmp_path: Path) -> None:
+    """toolz (a dask dependency) keys a dict by the builtins, ``__import__`` included."""
+    source = "import numpy as np\nimport dask.array as da\nx = np.arange(2.0 ** 20)\nprint(float((da.from_array(x, chunks=2 ** 18) * 2).sum().compute()))\n"
+    (result,) = _run_both_ways(tmp_path / "uses_dask.py", source, ways=(("-m", "shoal"),))
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip() == str(float(np.arange(2.0**20).sum() * 2))
 
@@ -160,12 +166,7 @@ def test_pandas_takes_lazy_masks_and_grouping_keys_as_numpy_arrays(tmp_path: Pat
     """pandas tells a mask from positions by ``isinstance(key, np.ndarray)``: a lazy mask picked
     rows 0 and 1 (``iloc``) or raised ``KeyError`` (``[]``, ``loc``), and a lazy grouping key
     was called as a function. Run as a program, where Shoal adapts pandas as it loads."""
-    import subprocess
-    import sys
-
-    program = tmp_path / "pandas_keys.py"
-    program.write_text(PANDAS_KEYS)
-    runs = [subprocess.run([sys.executable, *shoal, str(program)], capture_output=True, text=True, timeout=120, check=False) for shoal in ([], ["-m", "shoal"])]
+    runs = _run_both_ways(tmp_path / "pandas_keys.py", PANDAS_KEYS)
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
     assert runs[1].stdout == runs[0].stdout
     assert runs[1].stderr == runs[0].stderr == ""
@@ -200,11 +201,6 @@ def test_numexpr_and_ndimage_write_into_a_lazy_output(tmp_path: Path) -> None:
     """numexpr refused a lazy ``out=`` (not a ``numpy.ndarray``); ``scipy.ndimage`` wrote its
     filters into a copy of a lazy ``output=`` and took one for a dtype in ``label``. They write
     into its memory now (numexpr still finding the caller's variables)."""
-    import subprocess
-    import sys
-
-    program = tmp_path / "library_outputs.py"
-    program.write_text(NUMEXPR_OUT)
-    runs = [subprocess.run([sys.executable, *shoal, str(program)], capture_output=True, text=True, timeout=120, check=False) for shoal in ([], ["-m", "shoal"])]
+    runs = _run_both_ways(tmp_path / "library_outputs.py", NUMEXPR_OUT)
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
     assert runs[1].stdout == runs[0].stdout
