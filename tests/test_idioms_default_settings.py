@@ -1,4 +1,4 @@
-"""NumPy idioms as users write them (fifty-three), at sizes where Shoal's defaults make arrays lazy.
+"""NumPy idioms as users write them (fifty-four), at sizes where Shoal's defaults make arrays lazy.
 
 Most differential tests make every array lazy and round-trip every batch through the wire format
 (``SHOAL_VERIFY=1``), which hands the engine copies. Here the runtime runs as ``python -m shoal``
@@ -407,6 +407,13 @@ def transposed_self_assignment(np, d):
     grid[:, :-1] = grid[:, 1:]
     grid.T[...] = grid * 0.5
     return grid
+
+
+@idiom
+def transposed_wide_elementwise(np, d):
+    wide = d["x"].reshape(2, N // 2)  # at ranks, each column of wide.T spans two ranks
+    tall = wide.T + 1.0
+    return tall, (tall * wide.T).sum(axis=0), np.ascontiguousarray(wide.T)[::4096]
 
 
 @idiom

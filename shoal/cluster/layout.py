@@ -205,6 +205,20 @@ def _split_grid(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ..
     """Cut ``shape`` along every axis where some block-cyclic operand enters another block (a
     product of cuts, exact for slices, reversals and transposes); a box of the product that
     still has no owner for every operand is cut by :func:`_split_blocks`."""
+    bounds = _grid_bounds(operands, shape)
+    if math.prod(len(axis_bounds) for axis_bounds in bounds) > limit:
+        raise TooFragmented(f"more than {limit} pieces")
+    for box in itertools.product(*bounds):
+        owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
+        if all(rank >= 0 for rank in owners):
+            _add(pieces, box, owners, limit)
+        else:
+            _split_blocks(operands, box, 0, pieces, limit)
+
+
+def _grid_bounds(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...]) -> list[list[tuple[int, int]]]:
+    """Per axis of ``shape``, the runs between the indices where some distributed operand's
+    owner (or block) may change."""
     cuts: list[set[int]] = [set() for _ in shape]
     for view, layout in operands:
         if isinstance(layout, CyclicLayout):
@@ -217,15 +231,7 @@ def _split_grid(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ..
             found = [[int(k) for k in _axis_candidates(view, layout, axis, n)] for axis, n in enumerate(shape)]
         for axis, axis_cuts in enumerate(found):
             cuts[axis].update(k for k in axis_cuts if 0 < k < shape[axis])
-    bounds = [list(itertools.pairwise([0, *sorted(axis_cuts), n])) for axis_cuts, n in zip(cuts, shape)]
-    if math.prod(len(axis_bounds) for axis_bounds in bounds) > limit:
-        raise TooFragmented(f"more than {limit} pieces")
-    for box in itertools.product(*bounds):
-        owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
-        if all(rank >= 0 for rank in owners):
-            _add(pieces, box, owners, limit)
-        else:
-            _split_blocks(operands, box, 0, pieces, limit)
+    return [list(itertools.pairwise([0, *sorted(axis_cuts), n])) for axis_cuts, n in zip(cuts, shape)]
 
 
 def _axis_candidates(view: View, layout: Layout, axis: int, length: int) -> np.ndarray:
@@ -323,9 +329,38 @@ def _split(operands: Sequence[tuple[View, Layout]], box: Box, axis: int, pieces:
         column = table[:, column_index]
         if (column >= 0).all():
             _add(pieces, (*box[:axis], (low + begin, low + end), *box[axis + 1:]), tuple(int(x) for x in column), limit)
-        else:
+        elif end - begin == 1 or not _split_as_grid(operands, (*box[:axis], (low + begin, low + end), *box[axis + 1:]), end - begin, pieces, limit):
             for index in range(begin, end):
                 _split(operands, (*box[:axis], (low + index, low + index + 1), *box[axis + 1:]), axis + 1, pieces, limit)
+
+
+def _split_as_grid(operands: Sequence[tuple[View, Layout]], box: Box, run: int, pieces: list, limit: int) -> bool:
+    """Try to cut ``box`` as a product of cuts along every axis (where some operand's owner may
+    change), each cell on one rank for every operand: a run of a transposed operand's rows
+    spans ranks while each of its columns does not, and cutting the run index by index made a
+    piece per element (``a.T + 1`` of a (2, 2^19) array: 2^20 pieces, minutes at the ranks).
+    Adds the cells and returns True, or adds nothing and returns False; also where there would
+    be more cells than the run has indices (cutting index by index then gives fewer pieces)."""
+    views = [(sub_view(view, box), layout) for view, layout in operands]
+    shape = tuple(high - low for low, high in box)
+    bounds = _grid_bounds(views, shape)
+    if math.prod(len(axis_bounds) for axis_bounds in bounds) > min(limit - len(pieces), run):
+        return False
+    table = np.array([[owner(sub_view(view, cell), layout) for view, layout in views] for cell in itertools.product(*bounds)])
+    if table.min() < 0:
+        return False
+    table = table.reshape(*(len(axis_bounds) for axis_bounds in bounds), len(views))
+    merged = []
+    for axis, axis_bounds in enumerate(bounds):  # neighbours with the same owners everywhere are one cell
+        differs = (np.diff(table, axis=axis) != 0).any(axis=tuple(a for a in range(table.ndim) if a != axis))
+        keep = [0, *(np.flatnonzero(differs) + 1).tolist()]
+        table = table.take(keep, axis=axis)
+        ends = [axis_bounds[k][0] for k in keep[1:]] + [axis_bounds[-1][1]]
+        merged.append(list(zip([axis_bounds[k][0] for k in keep], ends)))
+    for index, cell in zip(itertools.product(*(range(len(m)) for m in merged)), itertools.product(*merged)):
+        piece = tuple((low + first, low + last) for (low, _), (first, last) in zip(box, cell))
+        _add(pieces, piece, tuple(int(rank) for rank in table[index]), limit)
+    return True
 
 
 def _candidates(extents: list[tuple[int, int, int, Layout]], length: int) -> np.ndarray:
