@@ -165,20 +165,22 @@ def _main_module(program: Program) -> types.ModuleType:
 
 
 FRONTEND_DIRECTORY = str(Path(__file__).resolve().parent / "numpy") + os.sep
+SHOAL_DIRECTORY = str(Path(__file__).resolve().parent) + os.sep
 # The frame NumPy's calls made for the program run in (``shoal.fp_warnings.at_user_line``): it
 # carries the program's file and line, and the module that makes it.
 USER_LINE_FILE = str(Path(__file__).resolve().parent / "fp_warnings.py")
 
 
 def _user_traceback(
-    traceback: types.TracebackType | None, code: types.CodeType
+    traceback: types.TracebackType | None, code: types.CodeType, interrupted: bool = False
 ) -> types.TracebackType | None:
     """The traceback as ``python app.py`` with NumPy would show it.
 
     The runner's own frames are dropped, so it starts at the program's first frame. An error
     raised inside Shoal's frontend (a NumPy error found at the call, such as a shape mismatch)
     loses the frontend's frames, so it ends at the program's line as NumPy's C code would;
-    ``SHOAL_FULL_TRACEBACK=1`` keeps them.
+    so does a Ctrl-C (``interrupted``) that came while Shoal ran recorded work, wherever in
+    Shoal. ``SHOAL_FULL_TRACEBACK=1`` keeps them.
     """
     start = traceback
     while start is not None and start.tb_frame.f_code is not code:
@@ -198,6 +200,11 @@ def _user_traceback(
     numpy = sys.modules.get("numpy")
     library = os.path.dirname(numpy.__file__) + os.sep if numpy is not None else None
     kept = len(entries)
+    if interrupted:
+        while kept > 1 and _in_shoal_or(entries[kept - 1].tb_frame.f_code, library):
+            kept -= 1
+        entries[kept - 1].tb_next = None
+        return start
     while kept > 1 and _frontends_or_in(entries[kept - 1].tb_frame.f_code, library):
         kept -= 1
     if not any(_frontends(entry.tb_frame.f_code) for entry in entries[kept:]):
@@ -218,6 +225,13 @@ def _frontends(code: types.CodeType) -> bool:
 
 def _frontends_or_in(code: types.CodeType, library: str | None) -> bool:
     return _frontends(code) or (library is not None and code.co_filename.startswith(library))
+
+
+def _in_shoal_or(code: types.CodeType, library: str | None) -> bool:
+    """True for a frame of any of Shoal's modules (or of ``library``, or Python's own
+    ``contextlib`` that Shoal's context managers run in)."""
+    filename = code.co_filename
+    return filename.startswith(SHOAL_DIRECTORY) or filename == contextlib.__file__ or (library is not None and filename.startswith(library))
 
 
 def load_engine() -> None:
@@ -306,7 +320,7 @@ def run(program: Program) -> None:
         flush_pending_work()
         raise
     except BaseException as error:
-        trimmed = _user_traceback(error.__traceback__, code) if code is not None else None
+        trimmed = _user_traceback(error.__traceback__, code, isinstance(error, KeyboardInterrupt)) if code is not None else None
         # The program's own error is what it reports; work it left pending is finished on a
         # best-effort basis, since that work may fail for the very same reason.
         with contextlib.suppress(Exception):

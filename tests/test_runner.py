@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -393,3 +395,30 @@ def test_info_into_a_closed_pipe_ends_without_a_traceback() -> None:
         os.close(writer)
     assert result.returncode == 1
     assert result.stderr == ""
+
+
+def test_ctrl_c_while_shoal_runs_recorded_work_shows_the_programs_line_only(tmp_path: Path) -> None:
+    """A ``KeyboardInterrupt`` raised while Shoal's runtime runs a batch ends its traceback at
+    the program's line, as NumPy's C code would; nothing of Shoal is shown."""
+    program = write(
+        tmp_path / "interrupted.py",
+        """
+        import signal
+        import numpy as np
+
+        signal.signal(signal.SIGALRM, signal.default_int_handler)  # a Ctrl-C after 10 ms
+        a = np.ones(1 << 20)
+        for _ in range(400):
+            a = a * 1.0001 + 1.0
+        signal.setitimer(signal.ITIMER_REAL, 0.01)
+        total = float(a.sum()) + sum(float(a[i]) for i in range(10**6))
+        """,
+    )
+    shoal_run = run_python(program, cwd=tmp_path)
+    python_run = run_python(program, cwd=tmp_path, shoal=False)
+    for result in (shoal_run, python_run):
+        assert result.returncode == -signal.SIGINT, result.stderr
+        assert result.stderr.splitlines()[-1] == "KeyboardInterrupt", result.stderr
+        frames = re.findall(r'File "([^"]+)", line (\d+)', result.stderr)
+        assert frames[-1] == (str(program), "10"), result.stderr
+    assert "shoal" + os.sep not in shoal_run.stderr, shoal_run.stderr

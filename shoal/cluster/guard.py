@@ -97,5 +97,7 @@ def _wait(child: int, rank: str, host: str) -> int:
     line = describe(status, rank, host)
     if line is None:
         return os.waitstatus_to_exitcode(status)
+    if os.WTERMSIG(status) == signal.SIGINT:  # Ctrl-C: Python's own death on KeyboardInterrupt
+        return 128 + signal.SIGINT
     os.write(2, line.encode())
     return 128 + os.WTERMSIG(status)

@@ -26,7 +26,7 @@ from shoal.cluster.drawn_ahead import announce, expected_range
 from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
-from shoal.cluster.session import Command, Session, current
+from shoal.cluster.session import Command, Session, current, interrupts_held
 from shoal.engine.component import Component
 from shoal.errors import ShoalFallbackWarning
 from shoal.fp_warnings import at_user_line
@@ -110,8 +110,9 @@ class ClusterManager(Component):
         self.config = config or ClusterConfig()
         self.inner = inner
         self.session = session
-        session.send(Command.START)  # the other ranks wait for it to start their engines
-        self.engine = rank_engine(session, inner, self.config)
+        with interrupts_held():
+            session.send(Command.START)  # the other ranks wait for it to start their engines
+            self.engine = rank_engine(session, inner, self.config)
         self._closed = False
 
     @classmethod
@@ -120,6 +121,10 @@ class ClusterManager(Component):
 
     def execute(self, batch: Batch) -> None:
         self._check_open()
+        with interrupts_held():
+            self._execute(batch)
+
+    def _execute(self, batch: Batch) -> None:
         began = time.perf_counter()
         watched = self.engine.notes.claim(batch)
         keyed = self.engine.planner.keyed(batch)
@@ -142,12 +147,14 @@ class ClusterManager(Component):
         parts while the program runs on (:mod:`shoal.cluster.drawn_ahead`)."""
         if self._closed or self.config.layout != "rows" or expected_range(shape, 1, self.session.ranks, self.config.min_bytes, self.config.halo_rows) is None:
             return
-        self.session.send(Command.DRAW_AHEAD, *announce(made, shape))
+        with interrupts_held():
+            self.session.send(Command.DRAW_AHEAD, *announce(made, shape))
 
     def fetch(self, view: View) -> np.ndarray:
         self._check_open()
-        self.session.send(Command.FETCH, dumps(Batch(instructions=[Instruction("copy", (view,), (view,))])))
-        result = self.engine.fetch(view)
+        with interrupts_held():
+            self.session.send(Command.FETCH, dumps(Batch(instructions=[Instruction("copy", (view,), (view,))])))
+            result = self.engine.fetch(view)
         assert result is not None
         return result
 
@@ -160,8 +167,9 @@ class ClusterManager(Component):
             return
         self._closed = True
         try:
-            self.session.send(Command.SHUTDOWN)
-            reports = collect_reports(self.session, self.engine)
+            with interrupts_held(deliver=False):
+                self.session.send(Command.SHUTDOWN)
+                reports = collect_reports(self.session, self.engine)
             if settings.STATS.value() and reports:
                 print(format_reports(reports), file=sys.stderr)
         finally:

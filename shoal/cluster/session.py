@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import array
 import atexit
+import contextlib
 import enum
 import os
+import signal
 import stat
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
@@ -149,6 +151,7 @@ class Session:
 
     def abort(self, message: str, code: int = 1) -> None:
         """Print ``message`` and end every rank of the job now."""
+        ignore_interrupts()  # a second Ctrl-C here (a terminal's and mpiexec's) would skip the abort
         sys.stderr.write(f"shoal: {message}\n")
         sys.stderr.flush()
         _wait_until_read(sys.stderr)
@@ -158,8 +161,56 @@ class Session:
         """Rank 0 at exit: release the other ranks if the program never started the cluster
         (they answer a shutdown with their reports, unused here)."""
         if self.rank == 0 and not self.finished:
-            self.send(Command.SHUTDOWN)
-            self.gather_text(None)
+            with interrupts_held(deliver=False):
+                self.send(Command.SHUTDOWN)
+                self.gather_text(None)
+
+
+def ignore_interrupts() -> None:
+    """Ctrl-C does nothing in this process from now on (where Python allows setting it: the
+    main thread)."""
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_held = 0  # how deep rank 0 is in talking to the other ranks
+_pending = False  # a Ctrl-C came while it was
+
+
+def _interrupt(number: int, frame: object) -> None:
+    """Rank 0's SIGINT handler: Python's own, unless the ranks are talking."""
+    global _pending
+    if _held:
+        _pending = True
+        return
+    signal.default_int_handler(number, frame)
+
+
+def hold_interrupts() -> None:
+    """At rank 0: Ctrl-C raises ``KeyboardInterrupt`` as in Python, except inside
+    :func:`interrupts_held`, where it waits for the end (unless the program set a handler of its
+    own)."""
+    with contextlib.suppress(ValueError):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _interrupt)
+
+
+@contextlib.contextmanager
+def interrupts_held(deliver: bool = True) -> Iterator[None]:
+    """Ctrl-C held back inside: rank 0 stopping in the middle of a command (a batch's data sent,
+    its plan not run; a shutdown half done) leaves the other ranks waiting in MPI for a message
+    or a collective that never comes, and the job hangs. It is raised at the end (``deliver``;
+    as NumPy's, which checks for it only between its calls), or dropped (a shutdown at exit)."""
+    global _held, _pending
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+        if _held == 0 and _pending:
+            _pending = False
+            if deliver:
+                raise KeyboardInterrupt
 
 
 def _wait_until_read(stream: object, seconds: float = 2.0) -> None:
@@ -244,6 +295,8 @@ def start() -> Session:
 
         os.environ[settings.NUM_THREADS.name] = str(max(1, available_cores() // max(1, session.local_ranks)))
     atexit.register(session.finish)
+    if session.rank == 0:
+        hold_interrupts()
     return session
 
 

@@ -5,6 +5,11 @@ before it is planned or touches memory (a batch once per structure, :mod:`shoal.
 ends the whole job at once with a message naming the rank, as ``mpiexec`` would for a rank that
 died; a failing computation is reported to rank 0 at the end of its batch instead
 (:mod:`shoal.cluster.rank`).
+
+Ctrl-C is the program's, and the program runs at rank 0: these ranks ignore it and follow rank 0,
+which raises ``KeyboardInterrupt`` at the user's line and shuts them down (or, interrupted inside
+a batch, ends the job). A rank that took it itself could stop in the middle of a batch while
+another waits in MPI, where no signal handler runs.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import time
 from shoal.bytecode import loads, verify
 from shoal.cluster import replayed
 from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
-from shoal.cluster.session import Command, Session
+from shoal.cluster.session import Command, Session, ignore_interrupts
 from shoal.cluster.verified import VerifiedBatches
 
 
@@ -24,6 +29,7 @@ def serve(session: Session) -> int:
     from shoal import settings, trace
     from shoal.engine import create, stack_names
 
+    ignore_interrupts()
     if settings.TRACE.value():
         trace.start()  # no file: the events go to rank 0's trace at the end
     try:

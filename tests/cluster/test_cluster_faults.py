@@ -186,3 +186,33 @@ def test_a_program_that_never_starts_shoal_ends_every_rank(tmp_path: Path, ranks
     result = run(ranks, program, str(inner), timeout=60, env=environment(SHOAL_CLUSTER_HALO_SWEEPS="auto"))
     assert result.returncode == 0, result.stderr
     assert result.stdout in ("hello\n", "sum: 90000.0\n")
+
+
+@pytest.mark.timeout(400)
+@pytest.mark.parametrize("delay", [0.0, 0.3, 0.7, 1.1, 1.6, 2.2])
+def test_ctrl_c_ends_the_job_with_the_programs_traceback(delay: float) -> None:
+    """Ctrl-C (SIGINT to ``mpiexec``, which passes it to every rank) at any point of a loop of
+    batches and fetches: the job ends, rank 0 prints ``KeyboardInterrupt`` with a traceback that
+    ends at the program's line, as ``python app.py`` would. Rank 0 interrupted in the middle of a
+    command (its data sent, its plan not run) once left the others waiting in MPI: a hang."""
+    import time
+
+    command = [mpiexec(), "-n", "2", sys.executable, "-m", "shoal", str(PROGRAMS / "interrupted.py")]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(SHOAL_VERIFY="0"), start_new_session=True)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first == "running\n", first + process.stderr.read()  # type: ignore[union-attr]
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert process.returncode != 0
+    traceback = stderr[stderr.index("Traceback (most recent call last):") :]
+    frames = re.findall(r'File "([^"]+)", line \d+', traceback)
+    assert frames and frames[-1].endswith("interrupted.py") and "\nKeyboardInterrupt\n" in traceback, stderr
+    assert "cluster rank" not in stderr, stderr  # the death Ctrl-C asks for is not a failure to name
