@@ -233,3 +233,50 @@ def test_building_while_running_restores_the_switch_interval_and_reports_a_faili
     finally:
         pool.close()
     assert sys.getswitchinterval() == before
+
+
+def failing(log: list[str], label: str):
+    def run() -> None:
+        log.append(f"run {label}")
+        raise ValueError(f"{label} failed")
+
+    return run
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_pool_runs_what_does_not_depend_on_a_failed_operation(threads: int, reverse: bool) -> None:
+    """A program that catches the error goes on with the arrays of the other operations of the
+    batch, those before the failed one included (reversed, they would otherwise never run); the
+    failed one's dependents never run, and the failure raised is the earliest in program order."""
+    deps = DependencyLists()
+    log: list[str] = []
+    ops = [
+        BlockOp(0, appending(log, "run before"), ((1, 0),), ((2, 0),)),
+        BlockOp(1, appending(log, "run before-chain"), ((2, 0),), ((2, 1),)),
+        BlockOp(2, failing(log, "late"), ((1, 0),), ((3, 0),)),
+        BlockOp(3, appending(log, "run uses-late"), ((3, 0),), ((4, 0),)),
+        BlockOp(4, appending(log, "run after"), ((1, 0),), ((5, 0),)),
+        BlockOp(5, failing(log, "last"), ((1, 0),), ((6, 0),)),
+    ]
+    for op in ops:
+        deps.insert(op)
+    pool = WorkerPool(threads, reverse=reverse)
+    named: list[BlockOp] = []
+    try:
+        with pytest.raises(ValueError, match="late failed"):
+            pool.run(ops, lambda op: None, on_failure=lambda op, error: named.append(op))
+    finally:
+        pool.close()
+    assert sorted(log) == ["run after", "run before", "run before-chain", "run last", "run late"]
+    assert named == [ops[2]]
+
+
+def test_without_finish_others_a_failure_starts_nothing_more() -> None:
+    deps = DependencyLists()
+    log: list[str] = []
+    ops = [BlockOp(0, failing(log, "first"), (), ((1, 0),)), BlockOp(1, appending(log, "run second"), (), ((2, 0),))]
+    deps.insert_group(ops)
+    with pytest.raises(ValueError, match="first failed"):
+        run_ready(ops, lambda op: pytest.fail("serial submits nothing"), FakeRemote([]), capacity=1, serial=True)
+    assert log == ["run first"]

@@ -74,3 +74,27 @@ def test_a_replayed_plan_names_the_instruction_of_the_batch_that_failed():
         engine.shutdown()
     assert isinstance(error, IndexError)
     assert error.__notes__ == ["in instruction 1: gather b3:f8(4) <- b1:f8(4096), b2:i8(4)"]
+
+
+@pytest.mark.parametrize(("threads", "direct_work"), [(1, 0), (2, 0), (2, 1 << 30)], ids=["one-thread", "pool", "direct"])
+def test_what_does_not_read_a_failed_instruction_still_runs(threads, direct_work):
+    """Instructions after a failing one that read none of its outputs run on every path (a
+    cluster rank may put work recorded before the failing call after it); those that do are
+    skipped, and the failure is raised at the end."""
+    source, rows = View(1, F8, 0, (N,), (8,)), View(2, I8, 0, (2,), (8,))
+    gathered, later, spoiled = View(3, F8, 0, (2,), (8,)), View(4, F8, 0, (N,), (8,)), View(5, F8, 0, (2,), (8,))
+    batch = Batch(
+        bases=[BaseDecl(1, F8, N), BaseDecl(2, I8, 2), BaseDecl(3, F8, 2), BaseDecl(4, F8, N), BaseDecl(5, F8, 2)],
+        data={1: np.arange(N, dtype=F8), 2: np.array([1, N + 5], dtype=I8)},
+        instructions=[
+            Instruction("gather", (gathered,), (source, rows), make_attrs(key=(("array", 0),))),
+            Instruction("add", (later,), (source, source)),
+            Instruction("add", (spoiled,), (gathered, gathered)),
+        ],
+    )
+    engine = NodeEngine(NodeConfig(threads=threads, block_size=512, compile="off", direct_work=direct_work))
+    try:
+        assert isinstance(failure(engine, batch), IndexError)
+        np.testing.assert_array_equal(engine.fetch(later), np.arange(N, dtype=F8) * 2)
+    finally:
+        engine.shutdown()

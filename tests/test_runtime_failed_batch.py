@@ -111,3 +111,32 @@ def test_astype_to_a_dtype_bytecode_cannot_carry_is_numpys_and_work_goes_on(inst
         del cast
         results.append(float((xp.arange(N) * 2.0).sum()))
     assert results[:2] == results[2:]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("direct_work", [0, 1 << 40], ids=["blocks", "direct"])
+def test_work_recorded_with_a_failing_call_runs_in_any_order(threads: int, direct_work: int) -> None:
+    """The node engine runs what of a failed batch does not depend on the failed instruction:
+    scheduled latest first, the work recorded before a singular ``inv`` in its batch had never
+    run, and the program that caught ``LinAlgError`` read whatever its memory held."""
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal.engine import create
+    from shoal.engine.node import NodeConfig
+    from shoal.engine.node.config import Schedule
+
+    def program(xp) -> list[float]:
+        a = xp.arange(N) * 1.0
+        singular = xp.ones((64, 64)) * 1.0
+        float(a[0]), float(singular[0, 0])  # both settled: the next batch starts from them
+        b = a * 2.0 + 1.0
+        c = xp.sqrt(b) * 3.0
+        s = singular * 2.0
+        with pytest.raises(np.linalg.LinAlgError, match="Singular matrix"):
+            xp.linalg.inv(s)
+        return [float(b.sum()), float(c[:5].sum()), float(c.sum()), float(s.sum()), float((c - b).sum())]
+
+    config = NodeConfig(threads=threads, block_size=1 << 14, compile="off", schedule=Schedule.REVERSE, direct_work=direct_work)
+    with runtime.configure(engine=create("node", {"node": config}), eager_threshold=0):
+        got = program(snp)
+    assert got == pytest.approx(program(np), rel=1e-12)

@@ -142,14 +142,15 @@ class Flusher:
         return block is None or id(block) in self._feeding
 
     def submit_batch(self) -> None:
-        """Hand the computations gathered so far to the node engine (after a failure, only
-        their declarations and releases, so that the node engine's bases stay consistent)."""
+        """Hand the computations gathered so far to the node engine, after a failure too: the
+        computations recorded before the failed one may come later in this rank's order (one
+        waiting for a message), and the program that catches the error goes on with their
+        arrays. What reads the failed instruction's output is no array the program holds (its
+        call raised), and every rank's messages are sent as planned."""
         batch, self._batch = self._batch, Batch()
         self._feeding.clear()
         if batch.is_empty():
             return
-        if self.failure is not None:
-            batch.instructions = [instruction for instruction in batch.instructions if instruction.op == "release"]
         began = time.perf_counter()
         try:
             self.inner.execute(batch)

@@ -5,9 +5,10 @@ Rank 0's component (:class:`shoal.cluster.manager.ClusterManager`) and the other
 order, so all ranks plan the same operations.
 
 A computation that fails on a rank does not stop the batch there: the rank goes on with its
-messages (so no peer waits forever), skips its later computations, and reports the failure at the
-end of the batch, when all ranks combine their status; rank 0 then raises it as an
-:class:`~shoal.engine.component.EngineError` naming the rank.
+messages (so no peer waits forever) and its other computations (those recorded before the failed
+one may come later in its order), and reports the failure at the end of the batch, when all ranks
+combine their status; rank 0 then raises it as an :class:`~shoal.engine.component.EngineError`
+naming the rank.
 """
 
 from __future__ import annotations

@@ -4,7 +4,10 @@ Every batch is decoded with the wire limits and verified against the bases this 
 before it reaches the engine; another client's bases are invisible (each session has an engine
 of its own). Work runs on the session's worker thread in arrival order; answers go to whichever
 connection the session has at the time (a client may reconnect and resume within the grace
-period). An error while running a batch is kept and answered to the next request.
+period). An error while running a batch is kept and answered to the next request; the bases
+the batch declared stay as the engine left them, so the client and the server agree on what exists
+after a program catches the error and goes on (a refused batch runs again in parts, as in
+``shoal.salvage``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from shoal import salvage
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, View, loads, verify
 from shoal.bytecode.verify import check_view
 from shoal.engine import Component, fp_signals
@@ -195,11 +199,15 @@ class Session:
         batch: Batch | None = None
         try:
             batch = self._without_lost_releases(loads(frame.payload, limits=self.settings.limits.wire))
-            verify(batch, self.known, semantics=True)
             watched = ServerNotes.conditions(frame.header.flags)
+            verify(batch, self.known, semantics=True)
             self._account(batch)
         except (BytecodeError, LimitExceeded, ProtocolError) as error:
-            self._keep(RemoteError(ErrorKind.REJECTED, -1, f"batch {frame.sequence} rejected: {error}", ""))
+            refused = RemoteError(ErrorKind.REJECTED, -1, f"batch {frame.sequence} rejected: {error}", "")
+            if batch is not None and salvage.rejected(error):
+                self._keep(self._salvage(batch) or refused)
+                return
+            self._keep(refused)
             if batch is not None:
                 self.lost.update(decl.id for decl in batch.bases if decl.id not in self.known)
             return
@@ -210,13 +218,51 @@ class Session:
             finally:
                 self.notes.ran(frame.sequence, record)
         except Exception as error:
-            self._keep(RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
-            for decl in batch.bases:
-                if self.known.pop(decl.id, None) is not None:
-                    self.live_bytes -= decl.nbytes
-                    self.lost.add(decl.id)
-        finally:
-            self._forget_released(batch)
+            failed = RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc())
+            if salvage.rejected(error):  # the engine's own verification: nothing of it ran
+                self._unaccount(batch)
+                self._keep(self._salvage(batch) or failed)
+                return
+            # Otherwise the engine declared the batch's bases before running any of it and
+            # keeps them, as it does for a program in its own process: the program goes on with
+            # the arrays made before the failing instruction, in its batch too, so they stay known.
+            self._keep(failed)
+        self._forget_released(batch)
+
+    def _salvage(self, batch: Batch) -> RemoteError | None:
+        """Run what of a refused ``batch`` verifies in parts, as the runtime does for a batch
+        its own component refused (``shoal.salvage``); returns the first error of a part, in
+        program order. The bases whose declarations are refused on their own are lost; the
+        others are declared and the program goes on with them."""
+        try:
+            first = salvage.salvage(batch, self._execute_part, self.lost)
+        except Exception as error:  # a declaration the engine or the memory limit refused
+            self.lost.update(decl.id for decl in batch.bases if decl.id not in self.known)
+            first = error
+        if first is None:
+            return None
+        kind = ErrorKind.REJECTED if isinstance(first, (BytecodeError, LimitExceeded)) else ErrorKind.ENGINE
+        return RemoteError(kind, -1, f"{type(first).__name__}: {first}", "".join(traceback.format_exception(first)))
+
+    def _execute_part(self, part: Batch) -> None:
+        """Run ``part`` of a refused batch (``shoal.salvage``), with the checks of a batch."""
+        verify(part, self.known, semantics=True)
+        self._account(part)
+        try:
+            self._engine.execute(part)
+        except Exception as error:
+            if salvage.rejected(error):
+                self._unaccount(part)
+            else:
+                self._forget_released(part)
+            raise
+        self._forget_released(part)
+
+    def _unaccount(self, batch: Batch) -> None:
+        """Forget the bases ``batch`` declared: its engine refused it before running any of it."""
+        for decl in batch.bases:
+            if self.known.pop(decl.id, None) is not None:
+                self.live_bytes -= decl.nbytes
 
     def _without_lost_releases(self, batch: Batch) -> Batch:
         """``batch`` without the releases of bases whose batch never ran (the program still

@@ -68,6 +68,7 @@ def run_ready(
     reverse: bool = False,
     serial: bool = False,
     on_failure: Callable[[BlockOp, BaseException], None] | None = None,
+    finish_others: bool = False,
 ) -> RunStats:
     """Run ``ops`` (and those ``more`` builds) respecting their reference counts.
 
@@ -81,7 +82,12 @@ def run_ready(
 
     The first failure is re-raised once nothing is in flight any more, after ``on_failure`` was
     called with the operation that raised it (to name what failed in the caller's terms); an
-    operation that never becomes ready (a cycle) raises :class:`RuntimeError`.
+    operation that never becomes ready (a cycle) raises :class:`RuntimeError`. After a failure
+    the loop starts nothing more, unless ``finish_others``: then every operation that does not
+    depend on a failed one still runs (a program that catches the error goes on with the arrays
+    of the other operations), and the failure raised is the earliest in program order. An
+    interrupt (an exception that is not an :class:`Exception`) or a failure to build more
+    operations always stops the loop.
     """
     stats = RunStats(operations=len(ops))
     start = time.perf_counter()
@@ -93,9 +99,10 @@ def run_ready(
     finished = 0
     failure: BaseException | None = None
     failed: BlockOp | None = None
+    stopped = False  # nothing more is started: a failure (unless ``finish_others``) or an interrupt
     tracer = trace.TRACER
     while True:
-        while ready and failure is None:
+        while ready and not stopped:
             op = ready[0][1]
             if op.inline or op.exclusive or serial:
                 if op.exclusive and inflight:
@@ -107,9 +114,9 @@ def run_ready(
                 try:
                     op.result = op.run()
                 except BaseException as error:
-                    failure = error
-                    failed = op
-                    break
+                    failure, failed = _earliest(failure, failed, error, op)
+                    stopped = not (finish_others and isinstance(error, Exception))
+                    continue
                 finally:
                     ended = time.perf_counter()
                     inline_seconds += ended - began
@@ -125,19 +132,20 @@ def run_ready(
                 prepare(op)
             submit(op)
             inflight += 1
-        if more is not None and failure is None:
+        if more is not None and not stopped:
             if inflight:
                 completions = poll.poll(0)
                 if completions:
                     inflight -= len(completions)
-                    done, failure, failed = _absorb(completions, ready, sign, failure, failed)
+                    done, failure, failed = _absorb(completions, ready, sign, failure, failed, finish_others)
                     finished += done
+                    stopped = failure is not None and not (finish_others and isinstance(failure, Exception))
                     continue
             began = time.perf_counter()
             try:
                 built = more()
             except BaseException as error:
-                failure = error
+                failure, failed, stopped = error, None, True
                 built = []
             ended = time.perf_counter()
             building_seconds += ended - began
@@ -152,7 +160,7 @@ def run_ready(
                         heapq.heappush(ready, (sign * op.seq, op))
             continue
         if inflight == 0:
-            if failure is not None or not ready:
+            if stopped or not ready:
                 break
             continue
         clock = time.perf_counter()
@@ -162,8 +170,9 @@ def run_ready(
         if tracer is not None:
             tracer.complete("wait for workers", "wait", clock, ended)
         inflight -= len(completions)
-        done, failure, failed = _absorb(completions, ready, sign, failure, failed)
+        done, failure, failed = _absorb(completions, ready, sign, failure, failed, finish_others)
         finished += done
+        stopped = stopped or (failure is not None and not (finish_others and isinstance(failure, Exception)))
     stats.wall_seconds = time.perf_counter() - start
     stats.building_seconds = building_seconds
     stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds - building_seconds)
@@ -182,18 +191,29 @@ def _absorb(
     sign: int,
     failure: BaseException | None,
     failed: BlockOp | None,
+    finish_others: bool = False,
 ) -> tuple[int, BaseException | None, BlockOp | None]:
-    """Take finished operations in: release their dependents until one has failed. Returns how
-    many finished cleanly while nothing had failed, and the first failure with its operation."""
+    """Take finished operations in: release their dependents until one has failed (with
+    ``finish_others``, the dependents of every operation that did not fail). Returns how many
+    finished cleanly and were taken in, and the failure to raise with its operation."""
     finished = 0
     for op, error in completions:
         if error is not None:
-            if failure is None:
-                failure, failed = error, op
-        elif failure is None:
+            failure, failed = _earliest(failure, failed, error, op)
+        elif failure is None or finish_others:
             finished += 1
             release_dependents(op, ready, sign)
     return finished, failure, failed
+
+
+def _earliest(
+    failure: BaseException | None, failed: BlockOp | None, error: BaseException, op: BlockOp
+) -> tuple[BaseException, BlockOp | None]:
+    """Of the failure kept so far and ``op``'s ``error``, the one to raise: the first seen,
+    unless ``op`` comes earlier in program order (NumPy would have raised that one first)."""
+    if failure is None or (failed is not None and op.seq < failed.seq and isinstance(failure, Exception)):
+        return error, op
+    return failure, failed
 
 
 def release_dependents(op: BlockOp, ready: list[tuple[int, BlockOp]], sign: int) -> None:

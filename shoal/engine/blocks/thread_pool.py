@@ -84,6 +84,8 @@ class WorkerPool:
 
         See :func:`~shoal.engine.blocks.scheduler.run_ready` for ``prepare``, ``more``,
         ``holds_back`` and ``on_failure``. With one thread every operation runs on the calling thread.
+        After a failure every operation that does not depend on the failed one still runs (the
+        program may catch the error and go on with their results).
         """
         switch = sys.getswitchinterval()
         if more is not None and self.threads > 1:
@@ -101,6 +103,7 @@ class WorkerPool:
                 reverse=self.reverse,
                 serial=self.threads == 1,
                 on_failure=on_failure,
+                finish_others=True,
             )
         finally:
             sys.setswitchinterval(switch)

@@ -62,9 +62,16 @@ def run_direct(batch: Batch, storage: Storage) -> None:
     it writes into that operand's memory, as NumPy does with temporaries it elides: ``(a + b) + c``
     makes one temporary, not two. A temporary that only the next instruction reads is made a
     chunk at a time (``chunked_pairs.py``).
+
+    An instruction that raises does not stop the batch: the instructions after it that read no
+    base a failed instruction wrote (or one that read it) still run, since a component above may
+    have put work recorded before the failed one after it (a cluster rank's computations that
+    waited for a message); the first error is raised at the end.
     """
     instructions = batch.instructions
     skip = 0
+    first: Exception | None = None
+    spoiled: set[int] = set()  # bases a failed instruction, or one reading its output, wrote
     for index, instruction in enumerate(instructions):
         if skip:
             skip -= 1
@@ -72,27 +79,43 @@ def run_direct(batch: Batch, storage: Storage) -> None:
         if instruction.op == "release":
             storage.release(instruction.attr("base"))
             continue
-        paired = run_chunked_pair(instructions, index, storage)
-        if paired:
-            skip = paired - 1  # the releases between the pair and its second instruction
+        if spoiled and any(getattr(operand, "base", None) in spoiled for operand in instruction.inputs):
+            spoiled.update(view.base for view in instruction.outputs)
             continue
-        dying = _dying_operand(instructions, index, storage)
-        ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
-        if dying is not None:
-            storage.hand_over(dying, instruction.outputs[0].base)
-        for view in instruction.outputs:
-            storage.ensure(view.base)
-            storage.make_writable(view.base)
-        outs = [storage.array(view) for view in instruction.outputs]
         try:
-            with fp_signals.noting(instruction):
-                if instruction.op == "where" and _selects_in_place(outs[0], ins):
-                    where_in_place(outs, ins, None)
-                else:
-                    spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+            skip = _run_one(instructions, index, storage)
         except Exception as error:
-            name_instruction(error, index, instruction)
-            raise
+            first = first or error
+            spoiled.update(view.base for view in instruction.outputs)
+    if first is not None:
+        raise first
+
+
+def _run_one(instructions: list[Instruction], index: int, storage: Storage) -> int:
+    """Run instruction ``index`` (with the next one, if they run as a chunked pair); returns how
+    many of the instructions after it that ran with it."""
+    instruction = instructions[index]
+    paired = run_chunked_pair(instructions, index, storage)
+    if paired:
+        return paired - 1  # the releases between the pair and its second instruction
+    dying = _dying_operand(instructions, index, storage)
+    ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
+    if dying is not None:
+        storage.hand_over(dying, instruction.outputs[0].base)
+    for view in instruction.outputs:
+        storage.ensure(view.base)
+        storage.make_writable(view.base)
+    outs = [storage.array(view) for view in instruction.outputs]
+    try:
+        with fp_signals.noting(instruction):
+            if instruction.op == "where" and _selects_in_place(outs[0], ins):
+                where_in_place(outs, ins, None)
+            else:
+                spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+    except Exception as error:
+        name_instruction(error, index, instruction)
+        raise
+    return 0
 
 
 def _selects_in_place(out: np.ndarray, ins: list) -> bool:
