@@ -165,7 +165,7 @@ def _main_module(program: Program) -> types.ModuleType:
 
 
 FRONTEND_DIRECTORY = str(Path(__file__).resolve().parent / "numpy") + os.sep
-SHOAL_DIRECTORY = str(Path(__file__).resolve().parent) + os.sep
+PACKAGE_DIRECTORY = str(Path(__file__).resolve().parent) + os.sep
 # The frame NumPy's calls made for the program run in (``shoal.fp_warnings.at_user_line``): it
 # carries the program's file and line, and the module that makes it.
 USER_LINE_FILE = str(Path(__file__).resolve().parent / "fp_warnings.py")
@@ -231,7 +231,7 @@ def _in_shoal_or(code: types.CodeType, library: str | None) -> bool:
     """True for a frame of any of Shoal's modules (or of ``library``, or Python's own
     ``contextlib`` that Shoal's context managers run in)."""
     filename = code.co_filename
-    return filename.startswith(SHOAL_DIRECTORY) or filename == contextlib.__file__ or (library is not None and filename.startswith(library))
+    return filename.startswith(PACKAGE_DIRECTORY) or filename == contextlib.__file__ or (library is not None and filename.startswith(library))
 
 
 def load_engine() -> None:
