@@ -58,6 +58,7 @@ class Forks:
                 return
             if self.fork_values is None:  # dropped when a batch is handed over (``Runtime.flush``)
                 self.fork_values = self._fetch_live()
+            import shoal.engine.node.engine  # noqa: F401 - imported once here, not in every child
             self.fork_failure = None
         except Exception as error:  # the fork goes on; the child raises it at its first array work
             self.fork_failure = f"{type(error).__name__}: {error}"
