@@ -119,7 +119,17 @@ def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) ->
 
     trace.from_settings()
     load_engine()
-    run(program)
+    if cluster is None or not cluster.launched():
+        run(program)
+        return 0
+    try:
+        run(program)
+    except BaseException as error:
+        if cluster.in_forked_child():  # the program forked and this is the child (os.fork)
+            cluster.end_forked_child(error)
+        raise
+    if cluster.in_forked_child():
+        cluster.end_forked_child(None)
     return 0
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shoal import drawn, fp_warnings, held, salvage, settings, trace
+from shoal import drawn, forks, fp_warnings, held, salvage, settings, trace
 from shoal.base_lives import BaseLives, LazyBase
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
@@ -47,7 +47,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class Runtime(SettledMemory, CallRecording, BaseLives):
+class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -271,6 +271,7 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
                     self._warn(settled=True)
                 return
             self._pending = Batch()
+            self.fork_values = None  # values fetched for a fork (``shoal.forks``) may change now
             self._dead_bytes = 0
             self._declared = set()
             self._small_run = 0
@@ -476,3 +477,4 @@ def _close_at_exit() -> None:
 
 
 atexit.register(_close_at_exit)
+forks.register(lambda: _current)

@@ -175,6 +175,12 @@ class ClusterManager(Component):
         finally:
             self.engine.shutdown()
 
+    def forked(self) -> None:
+        """In a forked child: never use the communicators again (a forked process must not call
+        MPI); the parent's ranks go on serving the parent."""
+        self._closed = True
+        return None
+
     def live_bases(self) -> int:
         return len(self.engine.planner.local)
 

@@ -22,6 +22,7 @@ import stat
 import sys
 import time
 from collections.abc import Iterator, Mapping
+from typing import NoReturn
 
 import numpy as np
 
@@ -73,6 +74,7 @@ class Session:
         world.Barrier()
         self.origin = time.perf_counter()  # the ranks' common time origin: their traces align on it
         self.finished = False
+        self.pid = os.getpid()  # a child forked from this rank is not the rank
 
     # ------------------------------------------------------------------ commands
 
@@ -159,8 +161,9 @@ class Session:
 
     def finish(self) -> None:
         """Rank 0 at exit: release the other ranks if the program never started the cluster
-        (they answer a shutdown with their reports, unused here)."""
-        if self.rank == 0 and not self.finished:
+        (they answer a shutdown with their reports, unused here). Not in a child forked from the
+        rank: it must not call MPI."""
+        if self.rank == 0 and not self.finished and os.getpid() == self.pid:
             with interrupts_held(deliver=False):
                 self.send(Command.SHUTDOWN)
                 self.gather_text(None)
@@ -298,6 +301,45 @@ def start() -> Session:
     if session.rank == 0:
         hold_interrupts()
     return session
+
+
+def in_forked_child() -> bool:
+    """True in a child process forked from this job's rank (a ``multiprocessing`` pool's worker,
+    ``os.fork``): it must never call MPI."""
+    return _SESSION is not None and os.getpid() != _SESSION.pid
+
+
+def end_forked_child(error: BaseException | None) -> NoReturn:
+    """End a child forked from rank 0 whose program ended (``error``: what it raised) as the
+    interpreter would (report an uncaught error or a ``SystemExit`` message, run the ``atexit``
+    handlers, flush, exit with the same status) but without finalizing the interpreter, which
+    would finalize MPI: ``MPI_Finalize`` in a forked child waits for ranks that never answer.
+    Pool workers never come here (they end with ``os._exit``)."""
+    status = 0
+    if isinstance(error, SystemExit):
+        code = error.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+        status = 0 if code is None else code if isinstance(code, int) else 1
+    elif error is not None:
+        sys.excepthook(type(error), error, error.__traceback__)
+        status = 1
+    threading_shutdown = getattr(sys.modules.get("threading"), "_shutdown", None)
+    for step in (threading_shutdown, atexit._run_exitfuncs):  # what the interpreter does next
+        try:
+            if step is not None:
+                step()
+        except BaseException:  # reported as the interpreter reports them
+            sys.excepthook(*sys.exc_info())
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    if isinstance(error, KeyboardInterrupt):
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)  # dies of it, as the interpreter does
+    os._exit(status & 0xFF)
 
 
 def library_version() -> str:

@@ -101,6 +101,21 @@ class Component(abc.ABC):
         """Finish or drop outstanding work and release everything; the component may not be used
         afterwards. Raises the :class:`EngineError` of a batch that failed unseen."""
 
+    def in_process(self) -> bool:
+        """True if every base this component keeps lives in this process's memory, so that a
+        child forked from it has a copy of them and keeps using it through :meth:`forked`. By
+        default False: before a fork the runtime fetches the live bases from it
+        (:mod:`shoal.forks`)."""
+        return False
+
+    def forked(self) -> Component | None:
+        """Called in a child forked from this process, before the child runs anything else: the
+        component the child uses from now on. One :meth:`in_process` returns this component made
+        usable by the child alone (its parent's threads are gone); any other drops what it shares
+        with the parent (a socket, an MPI communicator) without using it and returns None, and the
+        child then runs on a node engine of its own. Never talks to anything."""
+        return None
+
     def live_bases(self) -> int:
         """How many bases the component holds after every batch executed so far (leak tests)."""
         return 0

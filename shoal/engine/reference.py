@@ -93,6 +93,12 @@ class ReferenceEngine(Component):
         with fp_signals.noting(instruction):
             entry.reference(outs, ins, instruction.attr_dict())
 
+    def in_process(self) -> bool:
+        return True
+
+    def forked(self) -> Component:
+        return self  # no threads: the child's copy of the bases is all it needs
+
     def fetch(self, view: View) -> np.ndarray:
         return self._array(view).copy()
 

@@ -364,6 +364,13 @@ class ProxyClient(Component):
                 if settings.STATS.value():
                     print(self.statistics(), file=sys.stderr)
 
+    def forked(self) -> None:
+        """In a forked child: close this process's descriptor of the parent's connection, and
+        nothing more (no goodbye, no shutdown of the socket: the parent's session goes on)."""
+        self._closed = True
+        self._drop_socket()
+        return None
+
     def statistics(self) -> str:
         """What ``SHOAL_STATS=1`` prints at exit: round trips (the BYE included) and traffic."""
         return (

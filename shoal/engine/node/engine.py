@@ -32,7 +32,7 @@ from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import Component, EngineError, name_instruction
-from shoal.engine.node.compile.kernel_cache import KernelCache
+from shoal.engine.node.compile.kernel_cache import CompileMode, KernelCache
 from shoal.engine.node.config import NodeConfig, Schedule
 from shoal.engine.node.plan.plan import Plan, plan_batch
 from shoal.engine.node.plan.reorder import reorder_by_shape
@@ -292,6 +292,18 @@ class NodeEngine(Component):
             storage.ensure(base)
             storage.make_writable(base)
         return storage.array(view)
+
+    def in_process(self) -> bool:
+        return True
+
+    def forked(self) -> Component:
+        """This engine in a forked child: the child has a copy of its memory, and gets a thread
+        pool of its own (the parent's threads are gone) and a kernel cache that never compiles
+        (a compiler thread or process of its own would outlive a child that ends with
+        ``os._exit``, as pool workers do); its kernels run on the NumPy path."""
+        self._pool = WorkerPool(self.threads, reverse=self.config.schedule is Schedule.REVERSE)
+        self._kernels = KernelCache(CompileMode.OFF, self.threads, self.config.compile_exit)
+        return self
 
     def forget_structures(self) -> None:
         """Forget every cached plan and verified batch structure: the next batches are planned
