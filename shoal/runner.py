@@ -249,6 +249,13 @@ def load_engine() -> None:
         pass
 
 
+def abandon_pending_work() -> None:
+    """Drop what the program recorded and has not run, if it used Shoal's runtime at all."""
+    runtime = sys.modules.get("shoal.runtime")
+    if runtime is not None:
+        runtime.abandon()
+
+
 def flush_pending_work() -> None:
     """Run everything the program recorded, if it used Shoal's runtime at all."""
     runtime = sys.modules.get("shoal.runtime")
@@ -320,11 +327,17 @@ def run(program: Program) -> None:
         flush_pending_work()
         raise
     except BaseException as error:
-        trimmed = _user_traceback(error.__traceback__, code, isinstance(error, KeyboardInterrupt)) if code is not None else None
+        interrupted = isinstance(error, KeyboardInterrupt)
+        trimmed = _user_traceback(error.__traceback__, code, interrupted) if code is not None else None
         # The program's own error is what it reports; work it left pending is finished on a
-        # best-effort basis, since that work may fail for the very same reason.
-        with contextlib.suppress(Exception):
-            flush_pending_work()
+        # best-effort basis, since that work may fail for the very same reason. After Ctrl-C
+        # nothing more runs, as under ``python app.py`` (and a second Ctrl-C, which a terminal
+        # and ``mpiexec`` can deliver for one key press, would end the flush with its own error).
+        if interrupted:
+            abandon_pending_work()
+        else:
+            with contextlib.suppress(Exception, KeyboardInterrupt):
+                flush_pending_work()
         _report_uncaught_later(error, trimmed)
         raise
     flush_pending_work()

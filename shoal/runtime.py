@@ -75,6 +75,7 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks):
         self.verify: bool = settings.VERIFY.value()
         self.stats = Stats()
         self.closed = False
+        self._abandoned = False  # interrupted: close without running what is pending
         trace.from_settings()
         self._lock = threading.RLock()
         self._pending = Batch()
@@ -392,13 +393,21 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks):
             fp_signals.forget(record)
             fp_warnings.emit(fp_signals.take(record), sites)
 
+    def abandon(self) -> None:
+        """Drop what is pending, now and at :meth:`close`: the program was interrupted, maybe in
+        the middle of a batch, whose bases the pending releases may name undeclared."""
+        with self._lock:
+            self._pending = Batch()
+            self._abandoned = True
+
     def close(self) -> None:
-        """Flush and shut the component down."""
+        """Flush (unless :meth:`abandon` was called) and shut the component down."""
         with self._lock:
             if self.closed:
                 return
             try:
-                self.flush()
+                if not self._abandoned:
+                    self.flush()
             finally:
                 self.uploads.clear()
                 self._deferred.clear()
@@ -438,6 +447,13 @@ def give_pending_warnings() -> None:
     (:meth:`Runtime.give_pending_warnings`)."""
     if _current is not None and not _current.closed:
         _current.give_pending_warnings()
+
+
+def abandon() -> None:
+    """The program was interrupted: drop what the runtime in use holds pending (see
+    :meth:`Runtime.abandon`)."""
+    if _current is not None:
+        _current.abandon()
 
 
 def flush() -> None:

@@ -17,6 +17,7 @@ guardian dies (``PR_SET_PDEATHSIG``), so no rank outlives the job. Linux only; e
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -60,6 +61,10 @@ def guard() -> None:
         return
     if child == 0:
         _die_with(guardian)
+        # A group of its own: ``mpiexec`` passes Ctrl-C on to the guardian's process group, and
+        # the guardian forwards it too, so a rank in that group got two for one key press.
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
         return
     os._exit(_wait(child, rank_of(os.environ), socket.gethostname()))
 
