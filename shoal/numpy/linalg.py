@@ -43,6 +43,7 @@ def _forwarding(name: str) -> Any:
             return _dispatch.array_function(attribute, args, kwargs)
         return attribute(*args, **kwargs)
 
+    call.__module__ = __name__  # where pickle finds this object (a pool's ``map(np.linalg.inv, ...)``)
     return call
 
 

@@ -206,7 +206,12 @@ def default_rng(seed: Any = None) -> Any:
 
 @functools.cache
 def _module_function(name: str) -> Any:
-    return _wrap_function(getattr(_random, name), name)
+    """NumPy's module-level ``name``, wrapped, and named where pickle finds this same object
+    (a pool's ``map(np.random.normal, ...)``): NumPy's own name would find NumPy's function."""
+    call = _wrap_function(getattr(_random, name), name)
+    call.__module__ = __name__
+    call.__qualname__ = name
+    return call
 
 
 def __getattr__(name: str) -> Any:
@@ -219,14 +224,14 @@ def __getattr__(name: str) -> Any:
 seed = _random.seed
 get_state = _random.get_state
 set_state = _random.set_state
-random = _wrap_function(_random.random, "random")
-rand = _wrap_function(_random.rand, "rand")
-randn = _wrap_function(_random.randn, "randn")
-uniform = _wrap_function(_random.uniform, "uniform")
-normal = _wrap_function(_random.normal, "normal")
-randint = _wrap_function(_random.randint, "randint")
-shuffle = _wrap_function(_random.shuffle, "shuffle")
-permutation = _wrap_function(_random.permutation, "permutation")
-choice = _wrap_function(_random.choice, "choice")
+random = _module_function("random")
+rand = _module_function("rand")
+randn = _module_function("randn")
+uniform = _module_function("uniform")
+normal = _module_function("normal")
+randint = _module_function("randint")
+shuffle = _module_function("shuffle")
+permutation = _module_function("permutation")
+choice = _module_function("choice")
 
 __all__ = ["Generator", "RandomState", "default_rng", *(n for n in _random.__all__ if n not in ("Generator", "RandomState", "default_rng"))]
