@@ -51,6 +51,9 @@ def _wrap(block: type, eager: bool = False) -> None:
     def __enter__(self: Any) -> Any:
         runtime.give_pending_warnings()
         entered = enter(self)
+        if type(entered) is list and getattr(self, "_record", False) and hasattr(self, "_module"):
+            entered = RecordedWarnings()  # ``catch_warnings(record=True)``: the block's log
+            self._module._showwarnmsg_impl = entered.append
         if eager:
             warning_filters.eager_blocks += 1
         return entered
@@ -68,3 +71,55 @@ def _wrap(block: type, eager: bool = False) -> None:
     block.__enter__ = __enter__  # type: ignore[attr-defined]
     block.__exit__ = __exit__  # type: ignore[attr-defined]
     setattr(block, _WRAPPED, True)
+
+
+class RecordedWarnings(list):
+    """The log of a ``catch_warnings(record=True)`` block, which gives the pending warnings of
+    lazy operations whenever the program reads it: ``len(w)`` right after ``np.log(a)`` inside the
+    block counts its warning, as under NumPy, though the operation has not run yet."""
+
+    def __len__(self) -> int:
+        runtime.give_pending_warnings()
+        return super().__len__()
+
+    def __getitem__(self, index: Any) -> Any:
+        runtime.give_pending_warnings()
+        return super().__getitem__(index)
+
+    def __iter__(self) -> Any:
+        runtime.give_pending_warnings()
+        return super().__iter__()
+
+    def __reversed__(self) -> Any:
+        runtime.give_pending_warnings()
+        return super().__reversed__()
+
+    def __contains__(self, item: object) -> bool:
+        runtime.give_pending_warnings()
+        return super().__contains__(item)
+
+    def __eq__(self, other: object) -> bool:
+        runtime.give_pending_warnings()
+        return super().__eq__(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        runtime.give_pending_warnings()
+        return super().__repr__()
+
+    def pop(self, index: Any = -1) -> Any:
+        runtime.give_pending_warnings()
+        return super().pop(index)
+
+    def __delitem__(self, index: Any) -> None:
+        runtime.give_pending_warnings()
+        super().__delitem__(index)
+
+    def clear(self) -> None:
+        runtime.give_pending_warnings()  # a warning pending now was given before the clear
+        super().clear()
+
+    def copy(self) -> list:
+        runtime.give_pending_warnings()
+        return list(super().__iter__())

@@ -83,6 +83,17 @@ PROGRAMS = {
             b = a / 0
         print(len(w), sorted(str(x.message) for x in w), {x.lineno for x in w})
     """,
+    "recorded_log_read_inside_the_block": """
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            b = np.log(a - 5)
+            print(len(w), bool(w), [str(x.message) for x in w], w[0].lineno, w[-1] in w)
+            first = list(w)
+            w.clear()
+            c = np.sqrt(a - 3)
+            print(len(w), [x.lineno for x in reversed(w)], w == first, w.pop().category.__name__, len(w))
+        print(len(w), len(first))
+    """,
     "in_order_around_operations_computed_at_once": """
         with warnings.catch_warnings():
             l = np.log(a)
