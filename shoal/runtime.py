@@ -378,6 +378,19 @@ class Runtime(SettledMemory, CallRecording, BaseLives):
         elif self._watches:
             self._warn(settled=False)  # batches that ran: nothing asked of the component
 
+    def give_warnings_before_another(self) -> None:
+        """Before a warning given at once (NumPy's own, for an array in NumPy memory, or the
+        program's ``warnings.warn``), give those pending from earlier lines, in NumPy's order.
+        Only on the main thread, and never inside the runtime's own work (its lock is free)."""
+        if not (self._sites or self._watches) or threading.current_thread() is not threading.main_thread():
+            return
+        if self._lock._is_owned() or not self._lock.acquire(blocking=False):  # type: ignore[attr-defined]
+            return
+        try:
+            self.give_pending_warnings()
+        finally:
+            self._lock.release()
+
     def _warn(self, settled: bool) -> None:
         """Warn for the floating-point conditions of the batches that have run, in order
         (``settled``: every batch handed over has run; one whose engine took no notes is done;
@@ -437,6 +450,12 @@ def give_pending_warnings() -> None:
     (:meth:`Runtime.give_pending_warnings`)."""
     if _current is not None and not _current.closed:
         _current.give_pending_warnings()
+
+
+def give_warnings_before_another() -> None:
+    """:meth:`Runtime.give_warnings_before_another` of the open runtime, if any."""
+    if _current is not None and not _current.closed:
+        _current.give_warnings_before_another()
 
 
 def flush() -> None:
