@@ -25,6 +25,7 @@ from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.frozen_values import new_decl, new_view
+from shoal.pending_warnings import PendingWarnings
 from shoal.recording_calls import CallRecording
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
@@ -47,7 +48,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks):
+class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarnings):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -371,28 +372,6 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks):
             self._warn(settled=True)
             return contents
 
-    def give_pending_warnings(self) -> None:
-        """Run the recorded work that may warn and give its warnings now, under the warnings
-        state in force (a ``warnings.catch_warnings`` block begins or ends:
-        :mod:`shoal.warning_contexts`)."""
-        if self._sites:
-            self.flush(wait=True)
-        elif self._watches:
-            self._warn(settled=False)  # batches that ran: nothing asked of the component
-
-    def _warn(self, settled: bool) -> None:
-        """Warn for the floating-point conditions of the batches that have run, in order
-        (``settled``: every batch handed over has run; one whose engine took no notes is done;
-        one run in another process is done once its notes are back)."""
-        watches = self._watches
-        while watches:
-            record, sites = watches[0]
-            if not (record.done or (settled and not record.remote)):
-                return
-            watches.popleft()
-            fp_signals.forget(record)
-            fp_warnings.emit(fp_signals.take(record), sites)
-
     def abandon(self) -> None:
         """Drop what is pending, now and at :meth:`close`: the program was interrupted, maybe in
         the middle of a batch, whose bases the pending releases may name undeclared."""
@@ -454,6 +433,12 @@ def abandon() -> None:
     :meth:`Runtime.abandon`)."""
     if _current is not None:
         _current.abandon()
+
+
+def give_warnings_before_another() -> None:
+    """:meth:`Runtime.give_warnings_before_another` of the open runtime, if any."""
+    if _current is not None and not _current.closed:
+        _current.give_warnings_before_another()
 
 
 def flush() -> None:

@@ -9,6 +9,10 @@ that silences them in a block (``catch_warnings()`` with
 outside it. So a ``catch_warnings`` block's start and end first run the recorded work that may
 warn and give its warnings: before the block under the state outside it, at its end under its
 own. A block costs nothing more where no warning is pending.
+
+A warning given at once (NumPy's own for an array in NumPy memory, a fallback's, the program's
+``warnings.warn``) first gives those pending from earlier lines, so that they come in the order
+of the lines, as NumPy gives them (:func:`install` wraps the function that shows a warning).
 """
 
 from __future__ import annotations
@@ -26,6 +30,22 @@ def install() -> None:
     ``numpy.testing`` is loaded (:func:`install_for_numpy_testing`)."""
     _wrap(warnings.catch_warnings)
     install_for_numpy_testing()
+    _wrap_show()
+
+
+def _wrap_show() -> None:
+    """Make ``warnings``' display of a warning (``_showwarnmsg``, which Python's warnings call
+    for every warning they show) give the pending warnings of earlier lines first (once)."""
+    show = getattr(warnings, "_showwarnmsg", None)
+    if show is None or getattr(show, _WRAPPED, False):
+        return
+
+    def _showwarnmsg(message: Any) -> None:
+        runtime.give_warnings_before_another()
+        show(message)
+
+    setattr(_showwarnmsg, _WRAPPED, True)
+    warnings._showwarnmsg = _showwarnmsg  # type: ignore[attr-defined]
 
 
 def install_for_numpy_testing() -> None:

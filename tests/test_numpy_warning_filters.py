@@ -5,7 +5,8 @@ in a ``warnings.catch_warnings`` block, or change the filters between an operati
 of its result, got them wrong: recorded lists stayed empty and the warnings leaked to stderr,
 silenced ones printed, a warning pending from before a block went into the block's list, a
 filter set after the operation decided it, and ``simplefilter("error")`` after it raised at the
-read; ``where=`` computed every element and warned for those it leaves out. Each such program
+read; a warning given at once (NumPy's own call on a small array, ``warnings.warn``) came
+before those pending from earlier lines; ``where=`` computed every element and warned for those it leaves out. Each such program
 runs under ``python`` and ``python -m shoal`` with the same output.
 
 Also warnings Shoal itself could add: ``a ** -1`` decided whether to run as ``reciprocal`` on a
@@ -171,6 +172,16 @@ PROGRAMS = {
         second = a.mean(where=nowhere)
         function = np.mean(a, where=nowhere)  # the function: NumPy's own line
         print(first, second, function)
+    """,
+    "in_the_order_of_their_lines": """
+        b = np.log(a - 1)
+        c = np.log(np.zeros(3))  # NumPy's own call, warned at once
+        warnings.warn("between them")
+        d = np.sqrt(np.array([-1.0]) * a[:1])
+        for step in range(2):
+            e = 1 / (a - step)
+            warnings.warn(f"step {step}")
+        print(b[0], c[0], d[0], e[0])
     """,
     "once_per_line_across_filter_changes": """
         for step in range(3):

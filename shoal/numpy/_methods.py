@@ -15,6 +15,7 @@ from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
 from shoal.numpy._held_indexing import held_memory
 from shoal.numpy._lazy import fortran_only, ndarray
+from shoal.numpy._resize import resize_in_place
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
@@ -432,3 +433,4 @@ ndarray.sort = _sorting.sort_in_place
 ndarray.partition = _sorting.partition_in_place
 ndarray.argsort = _argsort
 ndarray.argpartition = _argpartition
+ndarray.resize = resize_in_place

@@ -86,7 +86,7 @@ def astype(array: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe"
     value_probe(discards_imaginary(array.dtype, dtype), array.shape).astype(dtype, casting=casting)
     if not copy_ and dtype == array.dtype:
         return array
-    return copy(array, dtype)
+    return copy(array, dtype) if order == "C" or array.ndim < 2 else copy_in_order(array, order, dtype)
 
 
 def _normalize_shape(args: tuple[Any, ...]) -> Any:
@@ -136,25 +136,34 @@ def ravel(array: ndarray, order: str = "C") -> ndarray:
         in_memory = transpose(array, sorted(range(view.ndim), key=lambda axis: -view.strides[axis]))
         if in_memory._view.is_contiguous():
             return reshape(in_memory, (-1,))
-    return _copied(array, (array.size,))
+    return owning(_copied(array, (array.size,)))
 
 
 def flatten(array: ndarray, order: str = "C") -> ndarray:
     if order not in ("C", "K", "A"):
-        return copy(array.transpose()).reshape(-1)
-    return copy(array).reshape(-1)
+        return owning(copy(array.transpose()).reshape(-1))
+    return owning(copy(array).reshape(-1))
 
 
-def copy_in_order(array: ndarray, order: str = "K") -> Any:
-    """A copy laid out as NumPy's ``order`` asks: ``C``; ``F`` (Fortran); ``A`` and ``K`` Fortran
-    for an array that is Fortran-contiguous and not C-contiguous, else C."""
+def owning(result: Any) -> Any:
+    """``result``, a view of a base made for it alone, as the array that owns that base: NumPy's
+    copies own their memory (``.base`` is ``None``, ``flags.owndata``, ``resize`` takes them)."""
+    if is_lazy(result) and result._owner is not None:
+        return ndarray._wrap(result._base, result._view, readonly=result._readonly)
+    return result
+
+
+def copy_in_order(array: ndarray, order: str = "K", dtype: Any = None) -> Any:
+    """A copy (cast to ``dtype`` if given) laid out as NumPy's ``order`` asks: ``C``; ``F``
+    (Fortran); ``A`` and ``K`` Fortran for an array that is Fortran-contiguous and not
+    C-contiguous, else C."""
     if order not in ("C", "F", "A", "K"):
         np.empty(0).copy(order=order)  # NumPy's error
     fortran = order == "F" or (order in ("A", "K") and fortran_only(array))
     if not fortran or array.ndim < 2:
-        return copy(array)
-    reversed_copy = copy(transpose(array))  # C order of the reversed axes is Fortran order
-    return transpose(reversed_copy) if is_lazy(reversed_copy) else reversed_copy.T
+        return copy(array, dtype)
+    reversed_copy = copy(transpose(array), dtype)  # C order of the reversed axes is Fortran order
+    return owning(transpose(reversed_copy)) if is_lazy(reversed_copy) else reversed_copy.T.copy(order="F")
 
 
 def transpose(array: ndarray, axes: Any = None) -> ndarray:
