@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shoal import library_adapters
+from shoal.interrupts import hold_interrupts
 from shoal.settings import FULL_TRACEBACK
 
 SOURCE_PACKAGE = "numpy"
@@ -319,6 +320,7 @@ def run(program: Program) -> None:
 
     module = _main_module(program)
     sys.modules["__main__"] = module
+    hold_interrupts()  # Ctrl-C waits for the batch in hand (shoal.interrupts)
     code: types.CodeType | None = None
     try:
         code = compile(source, str(program.absolute_path()), "exec", dont_inherit=True)
@@ -331,8 +333,7 @@ def run(program: Program) -> None:
         trimmed = _user_traceback(error.__traceback__, code, interrupted) if code is not None else None
         # The program's own error is what it reports; work it left pending is finished on a
         # best-effort basis, since that work may fail for the very same reason. After Ctrl-C
-        # nothing more runs, as under ``python app.py`` (and a second Ctrl-C, which a terminal
-        # and ``mpiexec`` can deliver for one key press, would end the flush with its own error).
+        # nothing more runs, as under ``python app.py``, but what exit handlers read.
         if interrupted:
             abandon_pending_work()
         else:

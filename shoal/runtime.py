@@ -25,6 +25,7 @@ from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.frozen_values import new_decl, new_view
+from shoal.interrupts import interrupts_held
 from shoal.pending_warnings import PendingWarnings
 from shoal.recording_calls import CallRecording
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
@@ -263,8 +264,9 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
     # running ---------------------------------------------------------------------------------
     def flush(self, wait: bool = False) -> None:
         """Hand everything recorded so far to the component; with ``wait``, return once it has
-        run (an error in a batch the component ran asynchronously is raised here)."""
-        with self._lock:
+        run (an error in a batch the component ran asynchronously is raised here). Ctrl-C waits
+        for the batch to end (:mod:`shoal.interrupts`)."""
+        with interrupts_held(), self._lock:
             self._record_releases()
             batch = self._pending
             if batch.is_empty():
@@ -373,11 +375,9 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
             return contents
 
     def abandon(self) -> None:
-        """Drop what is pending, now and at :meth:`close`: the program was interrupted, maybe in
-        the middle of a batch, whose bases the pending releases may name undeclared."""
-        with self._lock:
-            self._pending = Batch()
-            self._abandoned = True
+        """Run nothing more at :meth:`close`: the program was interrupted (what the program's
+        own exit handlers read still runs)."""
+        self._abandoned = True
 
     def close(self) -> None:
         """Flush (unless :meth:`abandon` was called) and shut the component down."""
@@ -429,7 +429,7 @@ def give_pending_warnings() -> None:
 
 
 def abandon() -> None:
-    """The program was interrupted: drop what the runtime in use holds pending (see
+    """The program was interrupted: the runtime in use runs nothing more at exit (see
     :meth:`Runtime.abandon`)."""
     if _current is not None:
         _current.abandon()

@@ -26,10 +26,11 @@ from shoal.cluster.drawn_ahead import announce, expected_range
 from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
 from shoal.cluster.plan import PlanConfig
 from shoal.cluster.rank import RankEngine, raise_failure
-from shoal.cluster.session import Command, Session, current, interrupts_held
+from shoal.cluster.session import Command, Session, current
 from shoal.engine.component import Component
 from shoal.errors import ShoalFallbackWarning
 from shoal.fp_warnings import at_user_line
+from shoal.interrupts import interrupts_held
 
 
 @dataclass(frozen=True)

@@ -14,20 +14,20 @@ from __future__ import annotations
 
 import array
 import atexit
-import contextlib
 import enum
 import os
 import signal
 import stat
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import NoReturn
 
 import numpy as np
 
 from shoal import settings
 from shoal.cluster import peers, waiting
+from shoal.interrupts import hold_interrupts, ignore_interrupts, interrupts_held
 
 LAUNCH_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
 
@@ -167,53 +167,6 @@ class Session:
             with interrupts_held(deliver=False):
                 self.send(Command.SHUTDOWN)
                 self.gather_text(None)
-
-
-def ignore_interrupts() -> None:
-    """Ctrl-C does nothing in this process from now on (where Python allows setting it: the
-    main thread)."""
-    with contextlib.suppress(ValueError):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-_held = 0  # how deep rank 0 is in talking to the other ranks
-_pending = False  # a Ctrl-C came while it was
-
-
-def _interrupt(number: int, frame: object) -> None:
-    """Rank 0's SIGINT handler: Python's own, unless the ranks are talking."""
-    global _pending
-    if _held:
-        _pending = True
-        return
-    signal.default_int_handler(number, frame)
-
-
-def hold_interrupts() -> None:
-    """At rank 0: Ctrl-C raises ``KeyboardInterrupt`` as in Python, except inside
-    :func:`interrupts_held`, where it waits for the end (unless the program set a handler of its
-    own)."""
-    with contextlib.suppress(ValueError):
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-            signal.signal(signal.SIGINT, _interrupt)
-
-
-@contextlib.contextmanager
-def interrupts_held(deliver: bool = True) -> Iterator[None]:
-    """Ctrl-C held back inside: rank 0 stopping in the middle of a command (a batch's data sent,
-    its plan not run; a shutdown half done) leaves the other ranks waiting in MPI for a message
-    or a collective that never comes, and the job hangs. It is raised at the end (``deliver``;
-    as NumPy's, which checks for it only between its calls), or dropped (a shutdown at exit)."""
-    global _held, _pending
-    _held += 1
-    try:
-        yield
-    finally:
-        _held -= 1
-        if _held == 0 and _pending:
-            _pending = False
-            if deliver:
-                raise KeyboardInterrupt
 
 
 def _wait_until_read(stream: object, seconds: float = 2.0) -> None:

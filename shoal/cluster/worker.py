@@ -20,8 +20,9 @@ import time
 from shoal.bytecode import loads, verify
 from shoal.cluster import replayed
 from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
-from shoal.cluster.session import Command, Session, ignore_interrupts
+from shoal.cluster.session import Command, Session
 from shoal.cluster.verified import VerifiedBatches
+from shoal.interrupts import ignore_interrupts
 
 
 def serve(session: Session) -> int:

@@ -1,0 +1,63 @@
+"""Ctrl-C while Shoal works: held back until the work in hand is done, as NumPy's C loops do.
+
+A ``KeyboardInterrupt`` raised in the middle of a batch would leave the batch's arrays half
+computed, or its bases undeclared, which later batches then name; in the middle of a command to
+MPI ranks it would leave the other ranks waiting forever. Under ``python -m shoal`` the handler
+of SIGINT (where the program left Python's own) holds an interrupt that comes inside
+:func:`interrupts_held` and raises it when the outermost such block ends, on the thread that
+Python's signal handling runs on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+
+
+def ignore_interrupts() -> None:
+    """Ctrl-C does nothing in this process from now on (where Python allows setting it: the
+    main thread)."""
+    with contextlib.suppress(ValueError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+_held = 0  # how deep the program is in Shoal's work that must not stop halfway
+_pending = False  # a Ctrl-C came meanwhile
+
+
+def _interrupt(number: int, frame: object) -> None:
+    """The SIGINT handler: Python's own, unless Shoal is in the middle of its work."""
+    global _pending
+    if _held:
+        _pending = True
+        return
+    signal.default_int_handler(number, frame)
+
+
+def hold_interrupts() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt`` as in Python, except inside :func:`interrupts_held`,
+    where it waits for the end (unless the program set a handler of its own)."""
+    with contextlib.suppress(ValueError):
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, _interrupt)
+
+
+@contextlib.contextmanager
+def interrupts_held(deliver: bool = True) -> Iterator[None]:
+    """Ctrl-C held back inside: a batch stopped halfway leaves its arrays half computed (and the
+    component may not have declared its bases yet), and at MPI rank 0 a command stopped halfway
+    (a batch's data sent, its plan not run; a shutdown half done) leaves the other ranks waiting
+    for a message or a collective that never comes: the job hangs. It is raised at the end
+    (``deliver``; as NumPy's, which checks for it only between its calls), or dropped (a shutdown
+    at exit)."""
+    global _held, _pending
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+        if _held == 0 and _pending:
+            _pending = False
+            if deliver:
+                raise KeyboardInterrupt
