@@ -357,22 +357,27 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
 
     def read(self, view: View) -> np.ndarray:
         """The current contents of ``view`` as a new ndarray (recorded work that writes its base
-        runs first)."""
+        runs first), in the view's axis order where it is dense in one (``a.T + 1`` comes back
+        Fortran-ordered, as NumPy's; a strided view C-ordered, as NumPy's copy)."""
+        order = memory_order(view)
+        asked = view if order is None else new_view(view.base, view.dtype, view.offset, tuple(view.shape[a] for a in order), tuple(view.strides[a] for a in order))
+        if not asked.is_contiguous():
+            order, asked = None, view
         with self._lock:
             settled = self.memory(view)
             if settled is not None:
-                return settled.copy()  # also a held base's values
+                return settled.copy(order="C" if order is None else "K")  # also a held base's values
             if view.base in self._deferred:
                 self._declare_deferred(view.base)
             self.flush()
             tracer = trace.TRACER
             if tracer is None:
-                contents = self.engine.fetch(view)
+                contents = self.engine.fetch(asked)
             else:
                 with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
-                    contents = self.engine.fetch(view)
+                    contents = self.engine.fetch(asked)
             self._warn(settled=True)
-            return contents
+            return contents if order is None else contents.transpose(np.argsort(order))
 
     def abandon(self) -> None:
         """Run nothing more at :meth:`close`: the program was interrupted (what the program's
@@ -398,6 +403,15 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
 
 _current: Runtime | None = None
 _current_lock = threading.Lock()
+
+
+def memory_order(view: View) -> tuple[int, ...] | None:
+    """The axes of ``view`` from the largest stride to the smallest, if that is not their order
+    and every stride is positive; else None."""
+    strides = view.strides
+    if len(strides) < 2 or min(strides) <= 0 or all(strides[a] >= strides[a + 1] for a in range(len(strides) - 1)):
+        return None
+    return tuple(sorted(range(len(strides)), key=lambda axis: -strides[axis]))
 
 
 def current() -> Runtime:

@@ -32,7 +32,8 @@ from shoal.bytecode import Const
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.numpy._fperr import _strict_modes, strict
-from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, contiguous_strides, ndarray, operand
+from shoal.numpy._layout import axis_order, result_strides
+from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, ndarray, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
@@ -58,7 +59,8 @@ class Signature:
         self.out_size = math.prod(last[2]) if type(last) is tuple and len(last) == 3 and last[0] == "out" else 0
         self.dtype = dtype
         self.shape = shape
-        self.strides = contiguous_strides(shape, dtype.itemsize)
+        ordered = key_[1] if len(key_) > 1 and type(key_[1]) is tuple and key_[1][0] == "order" else None
+        self.strides = result_strides(None if ordered is None else ordered[1], shape, dtype.itemsize)
         self.size = math.prod(shape)
         self.silent = opcode in SILENT or (opcode == "copy" and first_dtype == dtype)
 
@@ -67,6 +69,10 @@ _SIGNATURES: dict[tuple, Signature] = {}
 # The same answers without the operands' shapes (opcode, dtype): for a loop whose views change
 # shape every iteration (``a[:, k + 1 :] -= x``), the shapes are worked out per call.
 _ANY_SHAPE: dict[tuple, tuple[str, np.dtype]] = {}
+
+
+def _reordered(strides: tuple[int, ...]) -> bool:
+    return any(strides[axis] < strides[axis + 1] for axis in range(len(strides) - 1))
 
 
 def _int_kind(value: int) -> tuple[bool, ...] | None:
@@ -79,12 +85,16 @@ def key(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> tuple | None:
     """The kinds of a plain call's operands (see the module docstring), or None."""
     kinds: list[Any] = [ufunc]
     lazy = False
+    reordered = False  # an operand whose axes are not in C's order (``a.T``)
     for value in inputs:
         kind = type(value)
         if kind is ndarray:
             view = value._view
             kinds.append((view.dtype, view.shape))
             lazy = True
+            strides = view.strides
+            if len(strides) > 1 and (strides[0] < strides[1] or (len(strides) > 2 and _reordered(strides))):
+                reordered = True
         elif kind is float or kind is bool or kind is complex:
             kinds.append(kind)
         elif kind is int:
@@ -96,10 +106,19 @@ def key(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> tuple | None:
             kinds.append(value.dtype)
         elif kind is np.ndarray and value.ndim and value.dtype.kind in "biufc":
             kinds.append((value.dtype, value.shape))  # NumPy data: its dtype and shape decide as a lazy array's
+            reordered = reordered or (value.ndim > 1 and _reordered(value.strides))
         else:
             return None
     if not lazy:
         return None
+    if reordered:  # the result's axes in the operands' order, as NumPy's (shoal.numpy._layout)
+        try:
+            shape = np.broadcast_shapes(*(kind[1] for kind in kinds[1:] if type(kind) is tuple and len(kind) == 2 and isinstance(kind[0], np.dtype)))
+        except ValueError:
+            return None
+        order = axis_order(inputs, shape)
+        if order is not None:
+            kinds.insert(1, ("order", order))
     if out is not None:
         if type(out) is not ndarray or out._readonly or out._scalar:
             return None

@@ -1,10 +1,7 @@
-"""The lazy ndarray: a view onto a base that lives in a component.
-
-Arrays below the eager threshold are plain ``numpy.ndarray`` objects; :class:`ndarray` here is the
-lazy kind. ``isinstance(x, shoal.numpy.ndarray)`` holds for both, so user code that checks types
-keeps working (:mod:`shoal.numpy._ndarray_type`, which also makes a program's subclass of
-``np.ndarray`` NumPy's), and ``np.ndarray[...]`` in annotations is NumPy's generic alias.
-"""
+"""The lazy ndarray, a view onto a base that lives in a component. Arrays below the eager
+threshold are plain ``numpy.ndarray`` objects; ``isinstance(x, shoal.numpy.ndarray)`` holds for
+both (:mod:`shoal.numpy._ndarray_type`, which also makes a program's subclass of ``np.ndarray``
+NumPy's), and ``np.ndarray[...]`` in annotations is NumPy's generic alias."""
 
 from __future__ import annotations
 
@@ -399,11 +396,16 @@ def _memory_limit() -> int:
 
 
 def from_numpy(value: np.ndarray, copy: bool = True) -> ndarray:
-    """A lazy array holding ``value``'s current contents (copied unless the caller gives it away)."""
-    flat = np.ascontiguousarray(value).reshape(-1)
+    """A lazy array holding ``value``'s current contents (copied unless the caller gives it
+    away), in its Fortran order if it has one (NumPy's result of ``a.T + 1``: order ``K``)."""
+    fortran = value.ndim > 1 and value.flags.f_contiguous and not value.flags.c_contiguous
+    flat = value.ravel(order="F") if fortran else np.ascontiguousarray(value).reshape(-1)
     if copy and np.shares_memory(flat, value):
         flat = flat.copy()
-    return new_array(value.dtype, value.shape, flat)
+    array = new_array(value.dtype, value.shape, flat)
+    if fortran:
+        array._view = View(array._base.id, value.dtype, 0, value.shape, value.strides)
+    return array
 
 
 def is_small(size: int) -> bool:

@@ -85,11 +85,14 @@ def _array_interface(self: ndarray) -> dict[str, Any]:
         start = memory.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
         return dict(memory.__array_interface__, data=owner.reshape(-1).view(np.uint8), offset=start)
     value = self._value()
+    data = value
     if not value.flags.c_contiguous:
-        value = value.copy(order="C")
+        data = value.ravel(order="K")  # a Fortran-ordered value (``a.T + 1``) keeps its order
+        if data.base is None or min(value.strides) <= 0 or data.__array_interface__["data"][0] != value.__array_interface__["data"][0]:
+            data = value = value.copy(order="C")
     interface = dict(value.__array_interface__)
     interface["strides"] = value.strides
-    interface["data"] = value
+    interface["data"] = data
     return interface
 
 

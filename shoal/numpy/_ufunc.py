@@ -13,6 +13,7 @@ from shoal.numpy import _fast_ufunc
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._held_views import on_held_bases
+from shoal.numpy._layout import axis_order, ordered_array
 from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
@@ -166,7 +167,7 @@ def _record(
     dtype: Any,
 ) -> Any:
     opcode = ufunc_opcode(ufunc)
-    runtime_arrays = [new_array(d, shape) for d in dtypes]
+    runtime_arrays = [ordered_array(d, shape, axis_order(inputs, shape)) for d in dtypes]
     direct = where is True
     given_outs = outs
     if direct:

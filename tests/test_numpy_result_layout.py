@@ -1,0 +1,44 @@
+"""Element-wise results keep their operands' axis order, as NumPy's do (order ``K``): ``a.T + 1``
+is Fortran-contiguous, so iterating it in memory order (``np.nditer``, ``ravel(order="K")``)
+meets its elements in NumPy's order."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+from numpy_fixtures import needs_runtime
+
+LARGE = (4, 1 << 18)  # lazy at the default threshold
+
+
+def cases(np, base):
+    cube = base.reshape(4, 512, 512)
+    return {
+        "transposed plus scalar": base.T + 1.0,
+        "function of a transpose": np.sqrt(base.T),
+        "two transposes": base.T * base.T,
+        "transpose and a broadcast row": base.T + base.T[0],
+        "C order where the operands disagree": base.T + numpy.ascontiguousarray(base.T),
+        "axes permuted": cube.transpose(1, 0, 2) - 2.0,
+        "strided transpose": base[::2, ::4].T + 0.5,
+        "negated transpose": -base.T,
+    }
+
+
+@pytest.mark.parametrize("eager_threshold", [None, 0])
+def test_element_wise_results_take_their_operands_axis_order(eager_threshold: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    base = numpy.arange(numpy.prod(LARGE), dtype=numpy.float64).reshape(LARGE)
+    expected = cases(numpy, base)
+    with runtime.configure(engine="node", eager_threshold=eager_threshold):
+        got = cases(snp, snp.array(base))
+        for name, value in expected.items():
+            result = got[name]
+            assert result.flags.f_contiguous == value.flags.f_contiguous, name
+            assert result.flags.c_contiguous == value.flags.c_contiguous, name
+            assert result.strides == value.strides, name
+            numpy.testing.assert_array_equal(numpy.asarray(result).ravel(order="K"), value.ravel(order="K"), err_msg=name)
+            assert [float(x) for x in list(snp.nditer(result))[:8]] == [float(x) for x in list(numpy.nditer(value))[:8]], name
