@@ -42,3 +42,33 @@ def test_element_wise_results_take_their_operands_axis_order(eager_threshold: in
             assert result.strides == value.strides, name
             numpy.testing.assert_array_equal(numpy.asarray(result).ravel(order="K"), value.ravel(order="K"), err_msg=name)
             assert [float(x) for x in list(snp.nditer(result))[:8]] == [float(x) for x in list(numpy.nditer(value))[:8]], name
+
+
+def made_like(np, base):
+    return {
+        "zeros_like": np.zeros_like(base.T),
+        "empty_like": np.empty_like(base.T),
+        "ones_like order A": np.ones_like(base.T, order="A"),
+        "full_like": np.full_like(base.T, 2.0),
+        "zeros_like order C": np.zeros_like(base.T, order="C"),
+        "ones_like of a C array": np.ones_like(base),
+        "copy": np.copy(base.T),
+        "astype": base.T.astype(np.float32),
+        "method copy: C": base.T.copy(),
+    }
+
+
+@pytest.mark.parametrize("eager_threshold", [None, 0])
+def test_arrays_made_like_a_transpose_take_its_order(eager_threshold: int | None) -> None:
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    base = numpy.arange(numpy.prod(LARGE), dtype=numpy.float64).reshape(LARGE)
+    expected = made_like(numpy, base)
+    with runtime.configure(engine="node", eager_threshold=eager_threshold):
+        got = made_like(snp, snp.array(base))
+        for name, value in expected.items():
+            assert (got[name].flags.f_contiguous, got[name].flags.c_contiguous) == (value.flags.f_contiguous, value.flags.c_contiguous), name
+            if name != "empty_like":
+                numpy.testing.assert_array_equal(numpy.asarray(got[name]).ravel(order="K"), value.ravel(order="K"), err_msg=name)

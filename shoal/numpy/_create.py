@@ -151,12 +151,21 @@ def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
     return (proto_shape if shape is None else shape), (proto_dtype if dtype is None else dtype)
 
 
+def _like_order(prototype: Any, order: str, shape: Any) -> str:
+    """The order of a ``*_like`` result: ``K`` and ``A`` keep a Fortran-ordered prototype's
+    (``zeros_like(a.T)`` is Fortran-ordered, as NumPy's) where the shape is the prototype's."""
+    if order in ("K", "A") and shape is None and is_lazy(prototype) and prototype.ndim > 1:
+        flags = prototype.flags
+        return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+    return "F" if order == "F" else "C"
+
+
 def empty_like(prototype: Any, /, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
     """``np.empty_like``."""
     if _numpy_like(prototype, shape):
         return np.empty_like(prototype, dtype, order, subok)
     s, d = _like(prototype, dtype, shape)
-    return empty(s, d)
+    return empty(s, d, _like_order(prototype, order, shape))
 
 
 def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
@@ -164,7 +173,7 @@ def zeros_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, 
     if _numpy_like(a, shape):
         return np.zeros_like(a, dtype, order, subok)
     s, d = _like(a, dtype, shape)
-    return zeros(s, d)
+    return zeros(s, d, _like_order(a, order, shape))
 
 
 def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
@@ -172,7 +181,7 @@ def ones_like(a: Any, dtype: Any = None, order: str = "K", subok: bool = True, s
     if _numpy_like(a, shape):
         return np.ones_like(a, dtype, order, subok)
     s, d = _like(a, dtype, shape)
-    return ones(s, d)
+    return ones(s, d, _like_order(a, order, shape))
 
 
 def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True, shape: Any = None, *, device: Any = None) -> Any:
@@ -180,7 +189,7 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subo
     if type(fill_value) in _PLAIN_SCALARS and _numpy_like(a, shape):
         return np.full_like(a, fill_value, dtype, order, subok)
     s, d = _like(a, dtype, shape)
-    return full(s, fill_value, d)
+    return full(s, fill_value, d, _like_order(a, order, shape))
 
 
 def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K", subok: bool = False, ndmin: int = 0, ndmax: int = 0, like: Any = None) -> Any:
