@@ -466,9 +466,7 @@ def fortran_only(array: ndarray) -> bool:
 def materialize(value: Any) -> Any:
     """Replace lazy arrays (also inside lists, tuples and dicts) by NumPy arrays."""
     if type(value) is ndarray:
-        if value.ndim > 1 and fortran_only(value):
-            return value.T._value().T  # Fortran order, as NumPy's function would see it (``np.save(a.T)``)
-        result = value._value()
+        result = value._value()  # in a Fortran order if the view has one, as NumPy's function sees it
         return result[()] if value._scalar else result
     if isinstance(value, list):
         return [materialize(item) for item in value]
