@@ -231,7 +231,7 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     frame, outer = _user_frame_and_caller(sys._getframe(2))
     if frame is None:
         return None
-    entry = _entry(outer) if outer is not None and op in _FOLDS else None
+    entry = _entry(outer) if outer is not None and (op in _FOLDS or op in _LINALG) else None
     code = frame.f_code
     module_globals = frame.f_globals
     filters = filters_now()
@@ -282,6 +282,7 @@ _sites: dict[tuple[Any, ...], tuple[CodeType, Site]] = {}  # (id(code), line, ca
 
 
 _FOLDS = frozenset(entry.name for entry in OPCODES if entry.kind in (Kind.REDUCTION, Kind.SCAN))
+_LINALG = frozenset({"linalg", "linalg_pair", "linalg_triple"})  # det and slogdet warn from numpy/linalg/_linalg.py
 
 
 def _entry(frame: Any) -> Any:
@@ -292,6 +293,8 @@ def _entry(frame: Any) -> Any:
         return frame.f_locals.get("func")
     if name == "method":
         name = frame.f_locals.get("name", "")
+    if name == "call" and frame.f_globals.get("__name__") == "shoal.numpy.linalg":
+        return frame.f_locals.get("attribute")  # np.linalg's function, forwarded
     return getattr(np.ndarray, name, None)
 
 
@@ -325,6 +328,8 @@ def numpy_location(entry: Any, message: str) -> tuple[str, int, dict[str, Any]] 
             found.append((frame.f_code.co_filename, frame.f_lineno, frame.f_globals))
 
     if probe is not None:
+        if getattr(entry, "__module__", None) == "numpy.linalg":  # a matrix: NaN makes det's LU invalid, as inf does not
+            probe = np.diag((np.nan, 1.0) if head == "invalid value" else probe)
         with np.errstate(all="call", call=handler):
             try:
                 entry(np.array(probe))

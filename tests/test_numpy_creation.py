@@ -112,6 +112,27 @@ def test_meshgrid(snp_any: ModuleType, indexing: str, sparse: bool) -> None:
     check_same(snp_any, lambda xp, *v: xp.meshgrid(*v, indexing=indexing, sparse=sparse), x, y, z)
 
 
+def written_broadcast_views(xp: ModuleType) -> list:
+    """Writes through ``meshgrid(copy=False)`` and ``broadcast_arrays`` views: NumPy's views are
+    writeable with a warning and the write lands in the shared memory."""
+    x = np.arange(3.0)
+    with pytest.warns(FutureWarning):
+        grid, _ = xp.meshgrid(x, np.arange(2.0), copy=False)
+        readable = bool(grid.flags.writeable)
+    with pytest.warns(DeprecationWarning, match="broadcast_arrays"):
+        grid[1, 0] = 9.0
+    row, _ = xp.broadcast_arrays(np.arange(4), np.zeros((2, 1)))
+    with pytest.warns(DeprecationWarning, match="broadcast_arrays"):
+        row[0, 2] = -1
+    return [readable, x.tolist(), np.asarray(grid).tolist(), np.asarray(row).tolist()]
+
+
+def test_small_broadcast_views_are_numpys_writeable_views() -> None:
+    import shoal.numpy as snp
+
+    assert written_broadcast_views(snp) == written_broadcast_views(np)
+
+
 @pytest.mark.parametrize("dtype", [float, int, "int8", "complex64"])
 def test_fromfunction(snp_any: ModuleType, dtype) -> None:
     check_same(snp_any, lambda xp: xp.fromfunction(lambda i, j: i * 10 + j, (3, 4), dtype=dtype))

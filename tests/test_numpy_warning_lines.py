@@ -5,6 +5,7 @@
 line) and as functions (NumPy's ``fromnumeric.py``), and warnings of operations Shoal runs in
 NumPy (fallbacks: ``np.copyto`` complex to real, ``np.nanmean`` of nothing): text, category,
 file, line and count as NumPy's, ``default`` filters counting in the user's module.
+``np.linalg.det`` and ``slogdet`` warn from NumPy's ``numpy/linalg/_linalg.py``.
 """
 
 from __future__ import annotations
@@ -54,7 +55,14 @@ def fallbacks(xp: ModuleType) -> list[Any]:
     return [target, xp.nanmean(a[:0]), xp.nanmean(xp.full(N, xp.nan))]
 
 
-@pytest.mark.parametrize("case", [empty_means, fallbacks], ids=lambda case: case.__name__)
+def determinants(xp: ModuleType) -> list[Any]:
+    scaled = xp.eye(64) * 1e10  # a determinant of 1e640
+    stack = xp.ones((N // 4, 2, 2))
+    stack[3, 0, 0] = xp.nan
+    return [xp.linalg.det(scaled), xp.linalg.det(stack), *xp.linalg.slogdet(stack)]
+
+
+@pytest.mark.parametrize("case", [empty_means, fallbacks, determinants], ids=lambda case: case.__name__)
 def test_warnings_name_numpys_lines(snp: ModuleType, case: Callable[[ModuleType], Any]) -> None:
     expected = shown(case, np)
     assert expected

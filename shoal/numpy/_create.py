@@ -22,7 +22,7 @@ from shoal.numpy._lazy import (
     stays_numpy,
     wrap_numpy,
 )
-from shoal.numpy._shape import astype, broadcast_to, copy_in_order, probe_of, reshape
+from shoal.numpy._shape import astype, broadcast_arrays, copy_in_order, probe_of, reshape
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})
@@ -391,8 +391,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
         outputs[0] = outputs[0].reshape((1, -1, *ones_shape[2:]))
         outputs[1] = outputs[1].reshape((-1, 1, *ones_shape[2:]))
     if not sparse:
-        shape = np.broadcast_shapes(*(o.shape for o in outputs))
-        outputs = [broadcast_to(o, shape) for o in outputs]
+        outputs = list(broadcast_arrays(*outputs))
     if copy:
         outputs = [_copy(o) if is_lazy(o) else o.copy() for o in outputs]
     return tuple(outputs)

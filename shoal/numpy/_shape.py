@@ -200,6 +200,8 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
 def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
     arrays = [a if is_lazy(a) or type(a) is np.ndarray else np.array(a, copy=None, subok=subok) for a in args]
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    if not any(is_lazy(a) for a in arrays) and is_small(math.prod(shape)):
+        return np.broadcast_arrays(*arrays, subok=subok)  # NumPy's views: writeable, warning on a write
     return tuple(a if a.shape == shape else broadcast_to(a, shape) for a in arrays)  # NumPy's: one of the shape is itself
 
 
