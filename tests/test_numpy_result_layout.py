@@ -72,3 +72,26 @@ def test_arrays_made_like_a_transpose_take_its_order(eager_threshold: int | None
             assert (got[name].flags.f_contiguous, got[name].flags.c_contiguous) == (value.flags.f_contiguous, value.flags.c_contiguous), name
             if name != "empty_like":
                 numpy.testing.assert_array_equal(numpy.asarray(got[name]).ravel(order="K"), value.ravel(order="K"), err_msg=name)
+
+
+def saved_after_reads(np):
+    import io
+
+    a = np.arange(4 * 2**18, dtype=float).reshape(4, 2**18)
+    b = a.T * 2 + a.T
+    c = np.sqrt(b) - 1
+    total = float(c.T.sum(axis=1)[0])
+    copy = np.zeros_like(b)
+    copy[...] = c
+    buffer = io.BytesIO()
+    np.save(buffer, c)  # a Fortran-ordered result whose base a read left in NumPy memory
+    return total, buffer.getvalue()
+
+
+def test_a_fortran_ordered_result_saves_as_numpys_after_reads() -> None:
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    with runtime.configure(engine="node"):
+        assert saved_after_reads(snp) == saved_after_reads(numpy)
