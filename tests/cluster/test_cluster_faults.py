@@ -39,25 +39,39 @@ def the_rank(job: list[psutil.Process], rank: int) -> psutil.Process:
     return found
 
 
+def started(command: list[str], env: dict[str, str], first: str) -> subprocess.Popen:
+    """``command`` in a session of its own, once it printed a first line starting with ``first``
+    (else the test fails, and the job is killed)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert process.stdout is not None and process.stderr is not None
+    line = process.stdout.readline()
+    if not line.startswith(first):
+        kill_the_job(process)
+        pytest.fail(line + process.stderr.read())
+    return process
+
+
+def kill_the_job(process: subprocess.Popen) -> None:
+    """Kill whatever is left of the job ``process`` leads (its session)."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 def kill_a_rank(ranks: int, rank: int, number: signal.Signals, *options: str) -> tuple[subprocess.Popen, list[psutil.Process], str, str]:
     """Run ``dies.py`` on ``ranks`` ranks, kill rank ``rank`` with ``number`` once it printed its
     first line; the job, its processes, and its output once it ended (within 30 s)."""
     temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
     command = [mpiexec(), *options, "-n", str(ranks), sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(), start_new_session=True)
+    process = started(command, environment(), "first:")
     job: list[psutil.Process] = []
     try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
-        assert first.startswith("first:"), first + process.stderr.read()  # type: ignore[union-attr]
         job = job_processes(process.pid)
         the_rank(job, rank).send_signal(number)
         stdout, stderr = process.communicate(timeout=30)
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_the_job(process)
         process.wait(timeout=30)
         for stream in (process.stdout, process.stderr):  # left open when the job outlived the timeout
             if stream is not None:
@@ -198,19 +212,13 @@ def test_ctrl_c_ends_the_job_with_the_programs_traceback(delay: float) -> None:
     import time
 
     command = [mpiexec(), "-n", "2", sys.executable, "-m", "shoal", str(PROGRAMS / "interrupted.py")]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment(SHOAL_VERIFY="0"), start_new_session=True)
+    process = started(command, environment(SHOAL_VERIFY="0"), "running")
     try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
-        assert first == "running\n", first + process.stderr.read()  # type: ignore[union-attr]
         time.sleep(delay)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
     finally:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        kill_the_job(process)
     assert process.returncode != 0
     traceback = stderr[stderr.index("Traceback (most recent call last):") :]
     frames = re.findall(r'File "([^"]+)", line \d+', traceback)
