@@ -229,10 +229,11 @@ def _frontends_or_in(code: types.CodeType, library: str | None) -> bool:
 
 
 def _in_shoal_or(code: types.CodeType, library: str | None) -> bool:
-    """True for a frame of any of Shoal's modules (or of ``library``, or Python's own
-    ``contextlib`` that Shoal's context managers run in)."""
+    """True for a frame of any of Shoal's modules (or of ``library``, Python's own ``contextlib``
+    that Shoal's context managers run in, or code made at run time, as a dataclass's
+    ``__init__``, whose file is ``<string>``)."""
     filename = code.co_filename
-    return filename.startswith(PACKAGE_DIRECTORY) or filename == contextlib.__file__ or (library is not None and filename.startswith(library))
+    return filename.startswith((PACKAGE_DIRECTORY, "<")) or filename == contextlib.__file__ or (library is not None and filename.startswith(library))
 
 
 def load_engine() -> None:
