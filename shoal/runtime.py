@@ -22,7 +22,7 @@ import numpy as np
 from shoal import drawn, forks, fp_warnings, held, salvage, settings, trace
 from shoal.base_lives import BaseLives, LazyBase
 from shoal.batch_boundary import BatchBoundary
-from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
+from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs, reordered
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.frozen_values import new_decl, new_view
 from shoal.interrupts import interrupts_held
@@ -409,7 +409,7 @@ def memory_order(view: View) -> tuple[int, ...] | None:
     """The axes of ``view`` from the largest stride to the smallest, if that is not their order
     and every stride is positive; else None."""
     strides = view.strides
-    if len(strides) < 2 or min(strides) <= 0 or all(strides[a] >= strides[a + 1] for a in range(len(strides) - 1)):
+    if len(strides) < 2 or min(strides) <= 0 or not reordered(strides):
         return None
     return tuple(sorted(range(len(strides)), key=lambda axis: -strides[axis]))
 

@@ -11,6 +11,7 @@ from shoal.bytecode.ir import (
     Operand,
     View,
     make_attrs,
+    reordered,
 )
 from shoal.bytecode.opcodes import (
     BY_CODE,
@@ -46,6 +47,7 @@ __all__ = [
     "dumps",
     "loads",
     "make_attrs",
+    "reordered",
     "spec",
     "ufunc_opcode",
     "verify",

@@ -62,6 +62,12 @@ class View:
         return True
 
 
+def reordered(strides: tuple[int, ...]) -> bool:
+    """True if some axis has a smaller stride than the next one: an axis order other than C's
+    (``a.T``)."""
+    return any(strides[axis] < strides[axis + 1] for axis in range(len(strides) - 1))
+
+
 @dataclass(frozen=True, slots=True)
 class Const:
     """A scalar operand. Python scalars are *weak* (NEP 50); NumPy scalars keep their dtype."""

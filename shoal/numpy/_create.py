@@ -155,8 +155,7 @@ def _like_order(prototype: Any, order: str, shape: Any) -> str:
     """The order of a ``*_like`` result: ``K`` and ``A`` keep a Fortran-ordered prototype's
     (``zeros_like(a.T)`` is Fortran-ordered, as NumPy's) where the shape is the prototype's."""
     if order in ("K", "A") and shape is None and is_lazy(prototype) and prototype.ndim > 1:
-        flags = prototype.flags
-        return "F" if flags.f_contiguous and not flags.c_contiguous else "C"
+        return "F" if fortran_only(prototype) else "C"
     return "F" if order == "F" else "C"
 
 

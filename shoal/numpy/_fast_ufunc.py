@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Const
+from shoal.bytecode import Const, reordered
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.numpy._fperr import _strict_modes, strict
@@ -71,10 +71,6 @@ _SIGNATURES: dict[tuple, Signature] = {}
 _ANY_SHAPE: dict[tuple, tuple[str, np.dtype]] = {}
 
 
-def _reordered(strides: tuple[int, ...]) -> bool:
-    return any(strides[axis] < strides[axis + 1] for axis in range(len(strides) - 1))
-
-
 def _int_kind(value: int) -> tuple[bool, ...] | None:
     if not -(2**63) <= value < 2**64:
         return None
@@ -85,7 +81,7 @@ def key(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> tuple | None:
     """The kinds of a plain call's operands (see the module docstring), or None."""
     kinds: list[Any] = [ufunc]
     lazy = False
-    reordered = False  # an operand whose axes are not in C's order (``a.T``)
+    found_reordered = False  # an operand whose axes are not in C's order (``a.T``)
     for value in inputs:
         kind = type(value)
         if kind is ndarray:
@@ -93,8 +89,8 @@ def key(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> tuple | None:
             kinds.append((view.dtype, view.shape))
             lazy = True
             strides = view.strides
-            if len(strides) > 1 and (strides[0] < strides[1] or (len(strides) > 2 and _reordered(strides))):
-                reordered = True
+            if len(strides) > 1 and (strides[0] < strides[1] or (len(strides) > 2 and reordered(strides))):  # 2-D checked inline: the common case
+                found_reordered = True
         elif kind is float or kind is bool or kind is complex:
             kinds.append(kind)
         elif kind is int:
@@ -106,12 +102,12 @@ def key(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> tuple | None:
             kinds.append(value.dtype)
         elif kind is np.ndarray and value.ndim and value.dtype.kind in "biufc":
             kinds.append((value.dtype, value.shape))  # NumPy data: its dtype and shape decide as a lazy array's
-            reordered = reordered or (value.ndim > 1 and _reordered(value.strides))
+            found_reordered = found_reordered or (value.ndim > 1 and reordered(value.strides))
         else:
             return None
     if not lazy:
         return None
-    if reordered:  # the result's axes in the operands' order, as NumPy's (shoal.numpy._layout)
+    if found_reordered:  # the result's axes in the operands' order, as NumPy's (shoal.numpy._layout)
         try:
             shape = np.broadcast_shapes(*(kind[1] for kind in kinds[1:] if type(kind) is tuple and len(kind) == 2 and isinstance(kind[0], np.dtype)))
         except ValueError:

@@ -167,7 +167,8 @@ def _record(
     dtype: Any,
 ) -> Any:
     opcode = ufunc_opcode(ufunc)
-    runtime_arrays = [ordered_array(d, shape, axis_order(inputs, shape)) for d in dtypes]
+    order = axis_order(inputs, shape)
+    runtime_arrays = [ordered_array(d, shape, order) for d in dtypes]
     direct = where is True
     given_outs = outs
     if direct:
