@@ -17,8 +17,10 @@ of the lines, as NumPy gives them (:func:`install` wraps the function that shows
 
 from __future__ import annotations
 
+import functools
 import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 from shoal import runtime, warning_filters
@@ -95,51 +97,25 @@ def _wrap(block: type, eager: bool = False) -> None:
 
 class RecordedWarnings(list):
     """The log of a ``catch_warnings(record=True)`` block, which gives the pending warnings of
-    lazy operations whenever the program reads it: ``len(w)`` right after ``np.log(a)`` inside the
-    block counts its warning, as under NumPy, though the operation has not run yet."""
+    lazy operations whenever the program reads or empties it (:data:`_READS`): ``len(w)`` right
+    after ``np.log(a)`` inside the block counts its warning, as under NumPy, though the operation
+    has not run yet; ``w.clear()`` clears a warning pending before it."""
 
-    def __len__(self) -> int:
+
+_READS = ("__len__", "__getitem__", "__iter__", "__reversed__", "__contains__", "__eq__", "__repr__", "__delitem__", "pop", "clear", "copy")
+
+
+def _giving_pending_warnings_first(name: str) -> Callable[..., Any]:
+    """``list``'s method ``name``, called once the pending warnings are given."""
+    method = getattr(list, name)
+
+    @functools.wraps(method)
+    def read(self: list, *args: Any) -> Any:
         runtime.give_pending_warnings()
-        return super().__len__()
+        return method(self, *args)
 
-    def __getitem__(self, index: Any) -> Any:
-        runtime.give_pending_warnings()
-        return super().__getitem__(index)
+    return read
 
-    def __iter__(self) -> Any:
-        runtime.give_pending_warnings()
-        return super().__iter__()
 
-    def __reversed__(self) -> Any:
-        runtime.give_pending_warnings()
-        return super().__reversed__()
-
-    def __contains__(self, item: object) -> bool:
-        runtime.give_pending_warnings()
-        return super().__contains__(item)
-
-    def __eq__(self, other: object) -> bool:
-        runtime.give_pending_warnings()
-        return super().__eq__(other)
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        runtime.give_pending_warnings()
-        return super().__repr__()
-
-    def pop(self, index: Any = -1) -> Any:
-        runtime.give_pending_warnings()
-        return super().pop(index)
-
-    def __delitem__(self, index: Any) -> None:
-        runtime.give_pending_warnings()
-        super().__delitem__(index)
-
-    def clear(self) -> None:
-        runtime.give_pending_warnings()  # a warning pending now was given before the clear
-        super().clear()
-
-    def copy(self) -> list:
-        runtime.give_pending_warnings()
-        return list(super().__iter__())
+for _name in _READS:
+    setattr(RecordedWarnings, _name, _giving_pending_warnings_first(_name))
