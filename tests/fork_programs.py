@@ -6,15 +6,11 @@ sum is exact in any order and the outputs compare byte for byte."""
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
 import textwrap
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
+from cluster.harness import Run, run_in_session
 
 RUN_TIMEOUT = 120
 
@@ -109,13 +105,6 @@ print("parent", int(b.sum()), int(b[:3].sum()))
 PROGRAMS = {"pool": POOL, "executor": EXECUTOR, "os_fork": OS_FORK}
 
 
-@dataclass
-class Run:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 def write_program(directory: Path, name: str) -> Path:
     """``PROGRAMS[name]`` as a file in ``directory``."""
     path = directory / f"{name}.py"
@@ -126,37 +115,7 @@ def write_program(directory: Path, name: str) -> Path:
 def run(command: list[str], env: dict[str, str], cwd: Path, timeout: float = RUN_TIMEOUT) -> Run:
     """``command`` in a session of its own, killed whole past ``timeout`` (the test fails); the
     test also fails if a process of that session outlives the run (a pool worker, a rank)."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
-    try:
-        stdout, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        stdout, stderr = process.communicate()
-        pytest.fail(f"{' '.join(command)} ran past {timeout} s\nstdout:\n{stdout}\nstderr:\n{stderr}")
-    left = _left_behind(process.pid)
-    if left:
-        os.killpg(process.pid, signal.SIGKILL)
-        pytest.fail(f"{' '.join(command)} left processes behind: {left}\nstderr:\n{stderr}")
-    return Run(process.returncode, stdout, stderr)
-
-
-def _left_behind(group: int, seconds: float = 10.0) -> list[int]:
-    """The processes of process group ``group`` still alive once they had ``seconds`` to end."""
-    deadline = time.monotonic() + seconds
-    while True:
-        alive = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == group and fields[0] != "Z":  # pgrp; a zombie has ended
-                alive.append(int(entry.name))
-        if not alive or time.monotonic() > deadline:
-            return alive
-        time.sleep(0.05)
+    return run_in_session(command, timeout, env, cwd, fail_if_left=True)
 
 
 def python(program: Path, cwd: Path) -> Run:

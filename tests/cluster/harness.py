@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,23 +51,29 @@ def environment(**extra: str) -> dict[str, str]:
 def run(ranks: int, program: Path | str, *arguments: str, timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None) -> Run:
     """``mpiexec -n ranks python -m shoal program arguments...``; kills the whole job past ``timeout``."""
     command = [mpiexec(), "-n", str(ranks), sys.executable, "-W", "error", "-W", "default::RuntimeWarning", "-W", "default:the cluster runs", "-m", "shoal", str(program), *arguments]
-    return _run(command, timeout, env if env is not None else environment())
+    return run_in_session(command, timeout, env if env is not None else environment())
 
 
 def run_numpy(program: Path | str, *arguments: str, timeout: float = RUN_TIMEOUT) -> Run:
     """The program under plain ``python``: the reference."""
-    return _run([sys.executable, "-W", "error", str(program), *arguments], timeout, None)
+    return run_in_session([sys.executable, "-W", "error", str(program), *arguments], timeout, None)
 
 
 def run_command(command: list[str], timeout: float = RUN_TIMEOUT, env: dict[str, str] | None = None) -> Run:
     """``command`` (an ``mpiexec`` line) in a session of its own, killed whole past ``timeout``."""
-    return _run(command, timeout, env if env is not None else environment())
+    return run_in_session(command, timeout, env if env is not None else environment())
 
 
-def _run(command: list[str], timeout: float, env: dict[str, str] | None) -> Run:
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+def run_in_session(command: list[str], timeout: float, env: dict[str, str] | None, cwd: Path | None = None, fail_if_left: bool = False) -> Run:
+    """``command`` (in ``cwd``) in a session of its own, killed whole past ``timeout`` (the test
+    fails) and once it ended; with ``fail_if_left`` the test also fails if a process of that
+    session outlives the run (a pool worker)."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=cwd, start_new_session=True)
     try:
         stdout, stderr = process.communicate(timeout=timeout)
+        left = left_behind(process.pid) if fail_if_left else []
+        if left:
+            pytest.fail(f"{' '.join(command)} left processes behind: {left}\nstderr:\n{stderr}")
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         stdout, stderr = process.communicate()
@@ -77,6 +84,25 @@ def _run(command: list[str], timeout: float, env: dict[str, str] | None) -> Run:
         except ProcessLookupError:
             pass
     return Run(process.returncode, stdout, stderr)
+
+
+def left_behind(group: int, seconds: float = 10.0) -> list[int]:
+    """The processes of process group ``group`` still alive once they had ``seconds`` to end."""
+    deadline = time.monotonic() + seconds
+    while True:
+        alive = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":  # pgrp; a zombie has ended
+                alive.append(int(entry.name))
+        if not alive or time.monotonic() > deadline:
+            return alive
+        time.sleep(0.05)
 
 
 def lines(text: str, prefix: str) -> list[str]:
