@@ -37,6 +37,7 @@ import os
 import statistics
 import time
 from dataclasses import dataclass
+from operator import setitem  # the subscript assignment itself, as `g[k] = v` runs it
 from types import ModuleType
 
 # Before shoal.numpy creates its runtime: every array lazy, no flush inside the recording loop.
@@ -148,8 +149,8 @@ def settled_costs(repeats: int, calls: int = 20000) -> list[tuple[str, float, fl
             ("row view `g[i, 1:-1]`", lambda g: g[5, 1:-1]),
             ("`g[i, 1:-1] + g[i + 1, 1:-1]`", lambda g: g[5, 1:-1] + g[6, 1:-1]),
             ("`g[i, 1:-1] @ v` (v NumPy)", lambda g: g[5, 1:-1] @ vector),
-            ("row write `g[i, 1:-1] = v`", lambda g: g.__setitem__((5, slice(1, -1)), vector)),
-            ("Gauss-Seidel row (11 calls)", lambda g: g.__setitem__((5, slice(1, -1)), 0.2 * (g[4, 1:-1] + g[5, 1:-1] + g[6, 1:-1] + g[5, :-2] + g[5, 2:]))),
+            ("row write `g[i, 1:-1] = v`", lambda g: setitem(g, (5, slice(1, -1)), vector)),
+            ("Gauss-Seidel row (11 calls)", lambda g: setitem(g, (5, slice(1, -1)), 0.2 * (g[4, 1:-1] + g[5, 1:-1] + g[6, 1:-1] + g[5, :-2] + g[5, 2:]))),
         ):
             timings = {}
             for label, grid in (("shoal", lazy), ("numpy", plain)):

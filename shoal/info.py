@@ -57,6 +57,17 @@ def kernel_backend(environ: Mapping[str, str] | None = None) -> str:
     return f"compiled kernels (Numba {numba}, compiled {when}); {cached}"
 
 
+def indexing() -> str:
+    """How a held array's ``a[i, j]`` runs here: the compiled slots, or Python and why."""
+    from shoal.numpy import _slots
+
+    if _slots.COMPILED:
+        return "compiled slots (NumPy's cost per element or row)"
+    if settings.COMPILED_INDEXING.value() == "off":
+        return "Python: SHOAL_COMPILED_INDEXING=off"
+    return "Python: the compiled slots were not built at install (no C compiler); about 50 ns more per access"
+
+
 def settings_lines(environ: Mapping[str, str] | None = None) -> list[str]:
     """One line per setting: name, effective value, and where the value comes from."""
     rows = settings.effective(environ)
@@ -75,6 +86,7 @@ def report(environ: Mapping[str, str] | None = None) -> str:
         f"shoal {shoal.__version__}",
         f"engine stack: {stack(environ)}",
         f"kernels: {kernel_backend(environ)}",
+        f"held-array indexing: {indexing()}",
         f"cores: {available_cores()}",
         f"python: {platform.python_version()} ({sys.executable})",
         f"numpy: {numpy.__version__}",

@@ -153,6 +153,11 @@ SETTLED_THRESHOLD = _integer(
     1 << 19,
     "Views of fewer elements of a base with no pending writes are read and written in place and computed at once by NumPy (0: never).",
 )
+COMPILED_INDEXING = _choice(
+    "SHOAL_COMPILED_INDEXING",
+    ("on", "off"),
+    "Index arrays whose base is held through the compiled slots where they were built at install (`off`: the same rules in Python; read at import).",
+)
 FLUSH_THRESHOLD = _integer("SHOAL_FLUSH_THRESHOLD", 2048, "Instructions per batch before it is handed to the stack.", minimum=1)
 # A loop that updates a lazy array from large NumPy arrays (``a += np.outer(u, v)``) carries each
 # one into the batch, where NumPy frees it after the call: without a bound, 300 updates of a 1000²

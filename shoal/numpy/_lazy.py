@@ -18,6 +18,7 @@ from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._ndarray_type import NdarrayType
+from shoal.numpy._slots import NUMPY_INTEGERS, HeldSlots
 from shoal.numpy._uploads import cacheable
 
 
@@ -32,10 +33,10 @@ def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]
     return tuple(reversed(strides))
 
 
-class ndarray(metaclass=NdarrayType):
+class ndarray(HeldSlots, metaclass=NdarrayType):
     """A lazily evaluated N-dimensional array with NumPy's semantics."""
 
-    __slots__ = ("__weakref__", "_base", "_held", "_owner", "_quiet", "_readonly", "_scalar", "_view")
+    __slots__ = ("__weakref__", "_base", "_owner", "_readonly", "_scalar", "_view")  # _held, _quiet: HeldSlots
     __array_priority__ = 100.0
     __hash__ = None  # type: ignore[assignment]
 
@@ -297,7 +298,8 @@ class ndarray(metaclass=NdarrayType):
         return _dispatch.array_function(func, args, kwargs)
 
     # indexing --------------------------------------------------------------------------------
-    def __getitem__(self, key: Any) -> Any:
+    def _getitem(self, key: Any) -> Any:
+        """``self[key]`` (``__getitem__``, or what the compiled slots leave to Python)."""
         memory = self._held
         if memory is None:
             if self._base.held is None or self._scalar:
@@ -306,7 +308,7 @@ class ndarray(metaclass=NdarrayType):
         kind = type(key)
         if kind is tuple:  # the base is held: NumPy's indexing of its memory (shoal.held)
             first = type(key[0]) if key else tuple
-            if first is int or first in _NUMPY_INTEGERS:  # a row or an element: small
+            if first is int or first in NUMPY_INTEGERS:  # a row or an element: small
                 return memory[key]
             result = memory[key]
             if type(result) is not np.ndarray or result.size < self._base.large:
@@ -323,7 +325,8 @@ class ndarray(metaclass=NdarrayType):
             return _held_indexing.large_view(self, key)
         return _held_indexing.indexed(memory, key)
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def _setitem(self, key: Any, value: Any) -> None:
+        """``self[key] = value`` (``__setitem__``, or what the compiled slots leave to Python)."""
         memory = self._held
         if memory is None:
             if self._base.held is None or self._scalar:
@@ -344,7 +347,6 @@ class ndarray(metaclass=NdarrayType):
 
 # helpers shared by the frontend modules ----------------------------------------------------------
 _NDARRAY = np.ndarray
-_NUMPY_INTEGERS = frozenset((np.int64, np.intp, np.int32))  # with int: a held array's index that takes a row or an element
 NO_QUIET_STORES: frozenset[Any] = frozenset()  # ``_quiet`` while no memory is held
 _SETTLED_KEYWORDS = frozenset(("out", "where", "dtype", "casting"))
 _PLAIN_OPERANDS = frozenset((ndarray, np.ndarray, int, float, complex, bool))

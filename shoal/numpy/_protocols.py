@@ -16,6 +16,7 @@ import numpy as np
 from shoal.numpy import _dispatch
 from shoal.numpy._held_indexing import memory_now
 from shoal.numpy._lazy import ndarray
+from shoal.numpy._slots import COMPILED
 
 _CPU = np.empty(0)
 _VIEW_MAKERS = {  # NumPy's functions that view the array they are given: name -> their file
@@ -114,7 +115,7 @@ def __hash__(self: ndarray, /) -> int:
 
 
 def __delitem__(self: ndarray, key: Any, /) -> None:
-    """``del a[key]``: NumPy's error."""
+    """``del a[key]``: NumPy's error (the compiled slots raise it themselves)."""
     raise ValueError("cannot delete array elements")
 
 
@@ -133,8 +134,10 @@ def __reduce__(self: ndarray, /) -> Any:
     return __reduce_ex__(self, 2)
 
 
-for _function in (__bytes__, __contains__, __delitem__, __hash__, __round__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
+for _function in (__bytes__, __contains__, __hash__, __round__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
     setattr(ndarray, _function.__name__, _function)
+if not COMPILED:  # the Python slots: the class's own methods are its indexing (shoal/numpy/_slots.py)
+    ndarray.__getitem__, ndarray.__setitem__, ndarray.__delitem__ = ndarray._getitem, ndarray._setitem, __delitem__
 ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
 ndarray.__array_interface__ = property(_array_interface, doc=_array_interface.__doc__)
 

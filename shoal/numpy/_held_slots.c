@@ -1,0 +1,216 @@
+/* The indexing slots of the lazy ndarray while its base is held (shoal/numpy/_slots.py).
+ *
+ * A held base's memory is NumPy's: `a[i, j]` and `a[i] = row` are NumPy's indexing of the view
+ * kept in `_held`. Written in Python, the lazy class's `__getitem__` cost 89 ns for an element
+ * against NumPy's 38 (the interpreter's frame for the method); as the type's C slots they cost
+ * what NumPy's do. Only the common cases run here, and only while `_held` is set:
+ *
+ *   read:  an int key, or a tuple whose first item is an int or one of the NumPy integer types
+ *          given to configure() (a row or an element);
+ *   write: a NumPy array of the memory's very dtype, or a value whose type is in `_quiet` (the
+ *          scalar types whose store never warns).
+ *
+ * Everything else calls the class's `_getitem` / `_setitem` (the same rules in Python, which
+ * also handle the bases that are not held). `del a[k]` raises NumPy's error.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *held;  /* the NumPy view of the held base's memory, or NULL / None */
+    PyObject *quiet; /* a frozenset of types whose store into `held` never warns */
+} HeldSlots;
+
+static PyObject *numpy_integers = NULL; /* frozenset of NumPy integer types */
+static PyObject *numpy_ndarray = NULL;  /* numpy.ndarray */
+static PyObject *name_getitem = NULL;
+static PyObject *name_setitem = NULL;
+static PyObject *name_dtype = NULL;
+
+static int
+is_index(PyObject *item)
+{
+    PyTypeObject *type = Py_TYPE(item);
+    if (type == &PyLong_Type) {
+        return 1;
+    }
+    if (numpy_integers == NULL) {
+        return 0;
+    }
+    return PySet_Contains(numpy_integers, (PyObject *)type);
+}
+
+static PyObject *
+held_subscript(PyObject *self, PyObject *key)
+{
+    PyObject *held = ((HeldSlots *)self)->held;
+    if (held != NULL && held != Py_None) {
+        PyTypeObject *kind = Py_TYPE(key);
+        if (kind == &PyLong_Type) {
+            return PyObject_GetItem(held, key);
+        }
+        if (kind == &PyTuple_Type && PyTuple_GET_SIZE(key) > 0) {
+            int index = is_index(PyTuple_GET_ITEM(key, 0));
+            if (index < 0) {
+                return NULL;
+            }
+            if (index) {
+                return PyObject_GetItem(held, key);
+            }
+        }
+    }
+    return PyObject_CallMethodOneArg(self, name_getitem, key);
+}
+
+static int
+same_dtype(PyObject *value, PyObject *held)
+{
+    PyObject *mine = PyObject_GetAttr(value, name_dtype);
+    if (mine == NULL) {
+        return -1;
+    }
+    PyObject *theirs = PyObject_GetAttr(held, name_dtype);
+    if (theirs == NULL) {
+        Py_DECREF(mine);
+        return -1;
+    }
+    int same = mine == theirs;
+    Py_DECREF(mine);
+    Py_DECREF(theirs);
+    return same;
+}
+
+static int
+held_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_ValueError, "cannot delete array elements");
+        return -1;
+    }
+    HeldSlots *slots = (HeldSlots *)self;
+    PyObject *held = slots->held;
+    if (held != NULL && held != Py_None) {
+        PyObject *kind = (PyObject *)Py_TYPE(value);
+        int direct = 0;
+        if (kind == numpy_ndarray) {
+            direct = same_dtype(value, held);
+        }
+        else if (slots->quiet != NULL && PyAnySet_Check(slots->quiet)) {
+            direct = PySet_Contains(slots->quiet, kind);
+        }
+        if (direct < 0) {
+            return -1;
+        }
+        if (direct) {
+            return PyObject_SetItem(held, key, value);
+        }
+    }
+    PyObject *result = PyObject_CallMethodObjArgs(self, name_setitem, key, value, NULL);
+    if (result == NULL) {
+        return -1;
+    }
+    Py_DECREF(result);
+    return 0;
+}
+
+static int
+held_traverse(HeldSlots *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->held);
+    Py_VISIT(self->quiet);
+    return 0;
+}
+
+static int
+held_clear(HeldSlots *self)
+{
+    Py_CLEAR(self->held);
+    Py_CLEAR(self->quiet);
+    return 0;
+}
+
+static void
+held_dealloc(HeldSlots *self)
+{
+    PyObject_GC_UnTrack(self);
+    held_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMappingMethods held_mapping = {
+    .mp_subscript = held_subscript,
+    .mp_ass_subscript = held_ass_subscript,
+};
+
+static PyMemberDef held_members[] = {
+    {"_held", T_OBJECT, offsetof(HeldSlots, held), 0, "The NumPy view of the held base's memory, or None."},
+    {"_quiet", T_OBJECT, offsetof(HeldSlots, quiet), 0, "Scalar types whose store into `_held` never warns."},
+    {NULL},
+};
+
+static PyTypeObject HeldSlotsType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "shoal.numpy._held_slots.HeldSlots",
+    .tp_doc = "Indexing of a held base's memory at NumPy's cost (the lazy ndarray's base class).",
+    .tp_basicsize = sizeof(HeldSlots),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_traverse = (traverseproc)held_traverse,
+    .tp_clear = (inquiry)held_clear,
+    .tp_dealloc = (destructor)held_dealloc,
+    .tp_as_mapping = &held_mapping,
+    .tp_members = held_members,
+};
+
+static PyObject *
+configure(PyObject *module, PyObject *args)
+{
+    PyObject *integers, *ndarray;
+    if (!PyArg_ParseTuple(args, "O!O!:configure", &PyFrozenSet_Type, &integers, &PyType_Type, &ndarray)) {
+        return NULL;
+    }
+    Py_XSETREF(numpy_integers, Py_NewRef(integers));
+    Py_XSETREF(numpy_ndarray, Py_NewRef(ndarray));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"configure", configure, METH_VARARGS,
+     "configure(integers, ndarray): the frozenset of NumPy integer types that index a row or an "
+     "element like an int, and numpy.ndarray."},
+    {NULL},
+};
+
+static struct PyModuleDef held_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "shoal.numpy._held_slots",
+    .m_doc = "The lazy ndarray's indexing slots while its base is held, in C.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__held_slots(void)
+{
+    name_getitem = PyUnicode_InternFromString("_getitem");
+    name_setitem = PyUnicode_InternFromString("_setitem");
+    name_dtype = PyUnicode_InternFromString("dtype");
+    if (name_getitem == NULL || name_setitem == NULL || name_dtype == NULL) {
+        return NULL;
+    }
+    /* object's constructor, so that object.__new__(subclass) stays allowed */
+    HeldSlotsType.tp_new = PyBaseObject_Type.tp_new;
+    if (PyType_Ready(&HeldSlotsType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&held_module);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "HeldSlots", (PyObject *)&HeldSlotsType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
