@@ -135,7 +135,8 @@ def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: An
     index, recorded = _reduceat_index(indices)
     axis_number = _one_axis("reduceat", source, axis)
     length = source.shape[axis_number]
-    if index.size and (int(index.min()) < 0 or int(index.max()) >= length):  # NumPy checks the indices before the types
+    if index.size and int(index.view(np.uintp).max()) >= length:  # one pass: a negative index reads as a huge one
+        # NumPy checks the indices before the types
         bad = index[(index < 0) | (index >= length)]
         raise IndexError(f"index {bad[0]} out-of-bounds in {ufunc.__name__}.reduceat [0, {length})")
     out = _single_out(out)
