@@ -107,19 +107,37 @@ def accumulate(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, ou
     return _deliver(result, out)
 
 
-def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
-    """``ufunc.reduceat`` as one ``reduceat`` instruction."""
-    source = as_lazy(array)
+def _reduceat_index(indices: Any) -> tuple[np.ndarray, Any]:
+    """``reduceat``'s indices read now as intp (NumPy converts a sequence as ``np.array(...,
+    intp)`` does, an array safely) and what the instruction reads: a lazy intp array itself (its
+    values read in the component's memory where they are settled: no copy), or the NumPy array
+    (a large one is uploaded once while unchanged); NumPy's errors for indices of another depth
+    or type."""
+    if is_lazy(indices) and indices.dtype == np.intp and indices.ndim == 1:
+        runtime = indices._base.runtime
+        runtime.flush()
+        memory = runtime.memory(indices._view)
+        if memory is None:
+            return indices._value(), indices
+        memory.flags.writeable = False
+        return memory, indices
     given = materialize(indices)
-    # NumPy converts a sequence to integers as ``np.array(..., intp)`` does, an array safely
     index = given if isinstance(given, np.ndarray) else np.array(given, dtype=np.intp)
     if index.ndim != 1:
         raise ValueError("object too deep for desired array" if index.ndim > 1 else "object of too small depth for desired array")
-    index = index.astype(np.intp, casting="safe")  # NumPy's TypeError for other index types
+    index = index.astype(np.intp, casting="safe", copy=False)  # NumPy's TypeError for other index types
+    return index, index
+
+
+def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: Any = None, out: Any = None) -> Any:
+    """``ufunc.reduceat`` as one ``reduceat`` instruction."""
+    source = as_lazy(array)
+    index, recorded = _reduceat_index(indices)
     axis_number = _one_axis("reduceat", source, axis)
     length = source.shape[axis_number]
-    bad = index[(index < 0) | (index >= length)]
-    if bad.size:  # NumPy checks the indices before the types
+    if index.size and int(index.view(np.uintp).max()) >= length:  # one pass: a negative index reads as a huge one
+        # NumPy checks the indices before the types
+        bad = index[(index < 0) | (index >= length)]
         raise IndexError(f"index {bad[0]} out-of-bounds in {ufunc.__name__}.reduceat [0, {length})")
     out = _single_out(out)
 
@@ -130,13 +148,13 @@ def reduceat(ufunc: np.ufunc, array: Any, indices: Any, axis: Any = 0, dtype: An
     shape = (*source.shape[:axis_number], index.size, *source.shape[axis_number + 1 :])
     options = {"axis": axis, "dtype": dtype, "out": out}
     if not is_supported(probe.dtype):
-        return in_numpy(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, index), options)
+        return in_numpy(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, recorded), options)
     if out is not None and not _check_out(call, source, out, shape, probe):
         return _dispatch.fallback_call(f"{ufunc.__name__}.reduceat", ufunc.reduceat, (array, indices), options)
     result = new_array(probe.dtype, shape)
     if index.size and result.size:
         options = {"axis": axis_number, "dtype": None if dtype is None else np.dtype(dtype)}
-        source._base.runtime.record("reduceat", (result._view,), (source._view, operand(index)), ufunc=ufunc.__name__, **options)
+        source._base.runtime.record("reduceat", (result._view,), (source._view, operand(recorded)), ufunc=ufunc.__name__, **options)
     return _deliver(result, out)
 
 
