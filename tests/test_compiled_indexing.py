@@ -131,6 +131,17 @@ def test_an_integer_out_of_range_of_a_held_int8_array_raises_numpy_s_error(lazy)
     assert _outcome(write(a))[0][0] is OverflowError
 
 
+@pytest.mark.parametrize("key", [(slice(None), 3), slice(2, 4), (slice(1, 3), slice(None)), ()], ids=repr)
+def test_a_large_view_of_a_held_array_goes_back_to_lazy_work(lazy, key):
+    a, expected = _held_pair(lazy, shape=(100, 1000))  # large: 64 elements (the settled threshold)
+    small = a[5:7, 3]  # a column by slices, under the threshold: NumPy's view of the memory
+    assert type(small) is numpy.ndarray and small.tolist() == expected[5:7, 3].tolist()
+    del small
+    view = a[key]
+    assert type(view) is snp.ndarray and a._base.id not in lazy.held  # handed back, a lazy view
+    numpy.testing.assert_array_equal(numpy.asarray(view), expected[key])
+
+
 @pytest.mark.parametrize("key", [(1, 1), 2, slice(0, 2)], ids=repr)
 def test_deleting_an_element_raises_numpy_s_error(lazy, key):
     a, expected = _held_pair(lazy)

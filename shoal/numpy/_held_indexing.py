@@ -62,6 +62,7 @@ def own_view(array: ndarray) -> np.ndarray:
     if array._readonly:
         memory.flags.writeable = False
     array._quiet = _quiet_stores(memory.dtype)
+    array._large = base.large
     array._held = memory
     held.remember(base, array)
     return memory

@@ -6,7 +6,8 @@
  * what NumPy's do. Only the common cases run here, and only while `_held` is set:
  *
  *   read:  an int key, or a tuple whose first item is an int or one of the NumPy integer types
- *          given to configure() (a row or an element);
+ *          given to configure() (a row or an element); a slice or another tuple whose view
+ *          has fewer than `_large` elements (a column);
  *   write: a NumPy array of the memory's very dtype, or a value whose type is in `_quiet` (the
  *          scalar types whose store never warns).
  *
@@ -21,6 +22,7 @@ typedef struct {
     PyObject_HEAD
     PyObject *held;  /* the NumPy view of the held base's memory, or NULL / None */
     PyObject *quiet; /* a frozenset of types whose store into `held` never warns */
+    Py_ssize_t large; /* views of at least this many elements of `held` are left to Python */
 } HeldSlots;
 
 static PyObject *numpy_integers = NULL; /* frozenset of NumPy integer types */
@@ -28,6 +30,7 @@ static PyObject *numpy_ndarray = NULL;  /* numpy.ndarray */
 static PyObject *name_getitem = NULL;
 static PyObject *name_setitem = NULL;
 static PyObject *name_dtype = NULL;
+static PyObject *name_size = NULL;
 
 static int
 is_index(PyObject *item)
@@ -42,22 +45,56 @@ is_index(PyObject *item)
     return PySet_Contains(numpy_integers, (PyObject *)type);
 }
 
+/* `held[key]` if it is small (or not an array), else NULL with no error set: the caller leaves
+ * the key to Python, which hands a large view's work back to the engine. */
+static PyObject *
+small_view(HeldSlots *slots, PyObject *key)
+{
+    PyObject *result = PyObject_GetItem(slots->held, key);
+    if (result == NULL || (PyObject *)Py_TYPE(result) != numpy_ndarray) {
+        return result;
+    }
+    PyObject *size = PyObject_GetAttr(result, name_size);
+    if (size == NULL) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    Py_ssize_t elements = PyLong_AsSsize_t(size);
+    Py_DECREF(size);
+    if (elements == -1 && PyErr_Occurred()) {
+        Py_DECREF(result);
+        return NULL;
+    }
+    if (elements < slots->large) {
+        return result;
+    }
+    Py_DECREF(result); /* dropped before Python decides: a live view of the memory keeps the hold */
+    return NULL;
+}
+
 static PyObject *
 held_subscript(PyObject *self, PyObject *key)
 {
-    PyObject *held = ((HeldSlots *)self)->held;
+    HeldSlots *slots = (HeldSlots *)self;
+    PyObject *held = slots->held;
     if (held != NULL && held != Py_None) {
         PyTypeObject *kind = Py_TYPE(key);
         if (kind == &PyLong_Type) {
             return PyObject_GetItem(held, key);
         }
-        if (kind == &PyTuple_Type && PyTuple_GET_SIZE(key) > 0) {
-            int index = is_index(PyTuple_GET_ITEM(key, 0));
-            if (index < 0) {
-                return NULL;
+        if (kind == &PyTuple_Type || kind == &PySlice_Type) {
+            if (kind == &PyTuple_Type && PyTuple_GET_SIZE(key) > 0) {
+                int index = is_index(PyTuple_GET_ITEM(key, 0));
+                if (index < 0) {
+                    return NULL;
+                }
+                if (index) {
+                    return PyObject_GetItem(held, key);
+                }
             }
-            if (index) {
-                return PyObject_GetItem(held, key);
+            PyObject *result = small_view(slots, key);
+            if (result != NULL || PyErr_Occurred()) {
+                return result;
             }
         }
     }
@@ -147,6 +184,7 @@ static PyMappingMethods held_mapping = {
 static PyMemberDef held_members[] = {
     {"_held", T_OBJECT, offsetof(HeldSlots, held), 0, "The NumPy view of the held base's memory, or None."},
     {"_quiet", T_OBJECT, offsetof(HeldSlots, quiet), 0, "Scalar types whose store into `_held` never warns."},
+    {"_large", T_PYSSIZET, offsetof(HeldSlots, large), 0, "Views of `_held` of at least this many elements are left to Python."},
     {NULL},
 };
 
@@ -196,7 +234,8 @@ PyInit__held_slots(void)
     name_getitem = PyUnicode_InternFromString("_getitem");
     name_setitem = PyUnicode_InternFromString("_setitem");
     name_dtype = PyUnicode_InternFromString("dtype");
-    if (name_getitem == NULL || name_setitem == NULL || name_dtype == NULL) {
+    name_size = PyUnicode_InternFromString("size");
+    if (name_getitem == NULL || name_setitem == NULL || name_dtype == NULL || name_size == NULL) {
         return NULL;
     }
     /* object's constructor, so that object.__new__(subclass) stays allowed */

@@ -5,9 +5,10 @@ While an array's base is held (:mod:`shoal.held`), its values are NumPy memory k
 indexing of it. A Python ``__getitem__`` costs such a loop the interpreter's frame per access
 (89 ns for an element against NumPy's 38), so the common cases run in the C slots of
 ``_held_slots.c``, built at install where a C compiler is found: an element or a row read with
-an int (or NumPy integer) first index, a store of a NumPy array of the memory's dtype or of a
-scalar type in ``_quiet``. Every other case, and every array whose base is not held, calls the
-class's ``_getitem`` / ``_setitem``.
+an int (or NumPy integer) first index, a column or another view by slices of fewer than
+``_large`` elements, a store of a NumPy array of the memory's dtype or of a scalar type in
+``_quiet``. Every other case, and every array whose base is not held, calls the class's
+``_getitem`` / ``_setitem``.
 
 Without the compiled module (no compiler at install, or ``SHOAL_COMPILED_INDEXING=off``) the
 base class is :class:`PythonSlots` and the lazy class's ``__getitem__`` / ``__setitem__`` are
@@ -25,9 +26,9 @@ NUMPY_INTEGERS = frozenset((np.int64, np.intp, np.int32))
 
 
 class PythonSlots:
-    """The two attributes the compiled slots read, as plain slots."""
+    """The attributes the compiled slots read, as plain slots."""
 
-    __slots__ = ("_held", "_quiet")
+    __slots__ = ("_held", "_large", "_quiet")
 
 
 def _compiled() -> type | None:
