@@ -179,3 +179,17 @@ def test_matmul_in_place_and_with_views(snp: ModuleType) -> None:
 
     square = np.arange(9.0).reshape(3, 3)
     check_same(snp, program, square, square.T / 3)
+
+
+def test_a_numpy_operand_times_a_lazy_matrix(snp: ModuleType) -> None:
+    """``v @ a`` with ``v`` NumPy's reaches the lazy class through ``np.matmul``'s override."""
+
+    def program(xp, a, b):
+        v = np.asarray(a[0])
+        return v @ b, v @ b[:, ::-1], np.matmul(np.asarray(a), b), np.matmul(v, b)
+
+    check_same(snp, program, np.arange(12.0).reshape(3, 4), np.arange(8.0).reshape(4, 2))
+    error = check_same(snp, lambda xp, a, b: np.asarray(a) @ b, np.ones(3), np.ones((4, 2)))
+    assert isinstance(error, ValueError)
+    error = check_same(snp, lambda xp, a, b: np.asarray(a) @ b[0, 0], np.ones(3), np.ones((4, 2)))
+    assert isinstance(error, ValueError)

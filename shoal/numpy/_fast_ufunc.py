@@ -31,6 +31,7 @@ import numpy as np
 from shoal.bytecode import Const, reordered
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
+from shoal.numpy import _linalg
 from shoal.numpy._fperr import _strict_modes, strict
 from shoal.numpy._layout import axis_order, result_strides
 from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, ndarray, operand
@@ -38,6 +39,7 @@ from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
 NOT_FAST: Any = object()
+_MATMUL = np.matmul
 
 SIGNATURE_ENTRIES = 4096
 
@@ -191,7 +193,10 @@ _seen: tuple[Any, int] = (object(), -1)  # NumPy's last error state object, and 
 def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     """Record ``ufunc(*inputs)`` (into ``out``, a lazy array, if given) if a call with operands
     of these kinds was recorded before, or compute it at once if its operands are settled (as
-    the general path would); else :data:`NOT_FAST`."""
+    the general path would); else :data:`NOT_FAST`. A matrix product goes to ``np.matmul``'s
+    own path (:mod:`shoal.numpy._linalg`) at once: ``v @ a`` of a NumPy ``v`` comes through here."""
+    if ufunc is _MATMUL:
+        return _linalg.matmul(*inputs) if out is None else NOT_FAST
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
     runtime = None
