@@ -9,7 +9,9 @@ module runs again in a process with ``SHOAL_COMPILED_INDEXING=off``.
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import operator
 import os
 import shutil
 import subprocess
@@ -177,6 +179,16 @@ def test_an_array_lets_go_of_its_held_view(lazy):
     gc.collect()
     assert view() is None
     assert sys.getrefcount(quiet) == before - 1
+
+
+@pytest.mark.parametrize("shape", [(6, 5), (100, 1000)], ids=["held", "not held"])
+def test_the_lazy_class_is_a_sequence_as_with_a_python_getitem(lazy, shape):
+    """A class with a Python ``__getitem__`` fills the sequence slots too: ``reversed()`` and
+    C code asking ``PySequence_Check`` (pandas' ``is_scalar``) must see the same class."""
+    a, expected = _held_pair(lazy) if shape == (6, 5) else (snp.ones(shape), numpy.ones(shape))
+    assert ctypes.pythonapi.PySequence_Check(ctypes.py_object(a)) == 1
+    assert [row.tolist() for row in reversed(a)] == [row.tolist() for row in reversed(expected)]
+    assert numpy.asarray(operator.getitem(a, -1)).tolist() == expected[-1].tolist()
 
 
 def test_the_setting_chooses_the_slots():

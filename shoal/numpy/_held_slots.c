@@ -176,6 +176,37 @@ held_dealloc(HeldSlots *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* The sequence slots a class with a Python `__getitem__` gets too: `reversed()` and libraries that
+ * ask `PySequence_Check` (pandas' `is_scalar`) see what they saw before. */
+static PyObject *
+held_item(PyObject *self, Py_ssize_t index)
+{
+    PyObject *key = PyLong_FromSsize_t(index);
+    if (key == NULL) {
+        return NULL;
+    }
+    PyObject *result = held_subscript(self, key);
+    Py_DECREF(key);
+    return result;
+}
+
+static int
+held_ass_item(PyObject *self, Py_ssize_t index, PyObject *value)
+{
+    PyObject *key = PyLong_FromSsize_t(index);
+    if (key == NULL) {
+        return -1;
+    }
+    int result = held_ass_subscript(self, key, value);
+    Py_DECREF(key);
+    return result;
+}
+
+static PySequenceMethods held_sequence = {
+    .sq_item = held_item,
+    .sq_ass_item = held_ass_item,
+};
+
 static PyMappingMethods held_mapping = {
     .mp_subscript = held_subscript,
     .mp_ass_subscript = held_ass_subscript,
@@ -198,6 +229,7 @@ static PyTypeObject HeldSlotsType = {
     .tp_clear = (inquiry)held_clear,
     .tp_dealloc = (destructor)held_dealloc,
     .tp_as_mapping = &held_mapping,
+    .tp_as_sequence = &held_sequence,
     .tp_members = held_members,
 };
 
