@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import inspect
 import operator
 import os
 import shutil
@@ -142,6 +143,24 @@ def test_a_large_view_of_a_held_array_goes_back_to_lazy_work(lazy, key):
     view = a[key]
     assert type(view) is snp.ndarray and a._base.id not in lazy.held  # handed back, a lazy view
     numpy.testing.assert_array_equal(numpy.asarray(view), expected[key])
+
+
+ITEM_ARGUMENTS = [(3,), (1, 2), ((1, 2),), (numpy.int64(2), 1), (), (6, 0), (1, 2, 3), (-1,), (1.5,)]
+
+
+@pytest.mark.parametrize("arguments", ITEM_ARGUMENTS, ids=repr)
+@pytest.mark.parametrize("shape", [(6, 5), (1, 1)], ids=["held", "one element"])
+def test_item_of_a_held_array_is_numpy_s(lazy, arguments, shape):
+    a, expected = _held_pair(lazy) if shape == (6, 5) else (snp.full(shape, 2.5), numpy.full(shape, 2.5))
+    assert _outcome(lambda: a.item(*arguments)) == _outcome(lambda: expected.item(*arguments))
+    assert _outcome(lambda: a.item(x=1))[0][0] is _outcome(lambda: expected.item(x=1))[0][0]
+
+
+def test_item_has_numpy_s_signature():
+    def parameters(method):
+        return [(parameter.name, parameter.kind) for parameter in inspect.signature(method).parameters.values()]
+
+    assert parameters(snp.ndarray.item) == parameters(numpy.ndarray.item)
 
 
 @pytest.mark.parametrize("key", [(1, 1), 2, slice(0, 2)], ids=repr)

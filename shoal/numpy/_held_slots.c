@@ -12,7 +12,8 @@
  *          scalar types whose store never warns).
  *
  * Everything else calls the class's `_getitem` / `_setitem` (the same rules in Python, which
- * also handle the bases that are not held). `del a[k]` raises NumPy's error.
+ * also handle the bases that are not held). `del a[k]` raises NumPy's error. `a.item(...)` is
+ * the held memory's `item`, else the class's `_item`.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -31,6 +32,8 @@ static PyObject *name_getitem = NULL;
 static PyObject *name_setitem = NULL;
 static PyObject *name_dtype = NULL;
 static PyObject *name_size = NULL;
+static PyObject *name_item = NULL;
+static PyObject *name_python_item = NULL;
 
 static int
 is_index(PyObject *item)
@@ -207,6 +210,36 @@ static PySequenceMethods held_sequence = {
     .sq_ass_item = held_ass_item,
 };
 
+/* `a.item(...)`: the held memory's own `item`, else the class's `_item`. */
+static PyObject *
+held_item_method(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Py_ssize_t count = PyVectorcall_NARGS(nargsf) + (kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames));
+    PyObject *held = ((HeldSlots *)self)->held;
+    PyObject *receiver = held != NULL && held != Py_None ? held : self;
+    PyObject *name = receiver == held ? name_item : name_python_item;
+    PyObject *small[9];
+    PyObject **stack = count < 9 ? small : PyMem_New(PyObject *, count + 1);
+    if (stack == NULL) {
+        return PyErr_NoMemory();
+    }
+    stack[0] = receiver;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        stack[i + 1] = args[i];
+    }
+    PyObject *result = PyObject_VectorcallMethod(name, stack, (size_t)PyVectorcall_NARGS(nargsf) + 1, kwnames);
+    if (stack != small) {
+        PyMem_Free(stack);
+    }
+    return result;
+}
+
+static PyMethodDef held_methods[] = {
+    {"item", (PyCFunction)(void (*)(void))held_item_method, METH_FASTCALL | METH_KEYWORDS,
+     "item($self, /, *args)\n--\n\nThe element asked for, as a Python scalar (NumPy's ndarray.item)."},
+    {NULL},
+};
+
 static PyMappingMethods held_mapping = {
     .mp_subscript = held_subscript,
     .mp_ass_subscript = held_ass_subscript,
@@ -231,6 +264,7 @@ static PyTypeObject HeldSlotsType = {
     .tp_as_mapping = &held_mapping,
     .tp_as_sequence = &held_sequence,
     .tp_members = held_members,
+    .tp_methods = held_methods,
 };
 
 static PyObject *
@@ -267,7 +301,10 @@ PyInit__held_slots(void)
     name_setitem = PyUnicode_InternFromString("_setitem");
     name_dtype = PyUnicode_InternFromString("dtype");
     name_size = PyUnicode_InternFromString("size");
-    if (name_getitem == NULL || name_setitem == NULL || name_dtype == NULL || name_size == NULL) {
+    name_item = PyUnicode_InternFromString("item");
+    name_python_item = PyUnicode_InternFromString("_item");
+    if (name_getitem == NULL || name_setitem == NULL || name_dtype == NULL || name_size == NULL || name_item == NULL
+        || name_python_item == NULL) {
         return NULL;
     }
     /* object's constructor, so that object.__new__(subclass) stays allowed */

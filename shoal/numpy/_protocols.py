@@ -165,8 +165,9 @@ def _attach_fallback_methods() -> None:
     properties of the class (so ``inspect`` and the Array API tests see them with NumPy's
     signatures). The class has no ``__getattr__``: it would keep the interpreter from
     specializing every attribute read of a lazy array."""
+    own = {name for klass in ndarray.__mro__[:-1] for name in vars(klass)}  # the compiled base's ``item`` too
     for name in dir(np.ndarray):
-        if name.startswith("_") or name in vars(ndarray):
+        if name.startswith("_") or name in own:
             continue
         attribute = getattr(np.ndarray, name)
         if callable(attribute) and not isinstance(attribute, type):
