@@ -189,6 +189,31 @@ def test_after_the_hand_back_reads_and_writes_are_recorded_again(lazy):
     numpy.testing.assert_array_equal(numpy.asarray(a), expected)
 
 
+class _EndingIndex:
+    """An index whose ``__index__`` runs recorded work on ``array`` (Python code in the middle of
+    NumPy's indexing of the held memory, which asks to end the hold)."""
+
+    def __init__(self, array, value: int) -> None:
+        self.array, self.value = array, value
+
+    def __index__(self) -> int:
+        if self.array is not None:
+            float(self.array.sum())  # recorded: the base goes back to the engine
+            self.array = None
+            gc.collect()
+        return self.value
+
+
+def test_an_index_that_ends_the_hold_mid_read_or_write(lazy):
+    a, expected = _held_pair(lazy, shape=(100, 1000))
+    assert float(a[_EndingIndex(a, 7), 3]) == expected[7, 3]  # the hold stays: the read references the memory
+    b, expected = _held_pair(lazy, shape=(100, 1000))
+    row = numpy.full(1000, -2.0)
+    b[_EndingIndex(b, 9)] = row
+    expected[9] = row
+    numpy.testing.assert_array_equal(numpy.asarray(b), expected)
+
+
 def test_an_array_lets_go_of_its_held_view(lazy):
     a, _ = _held_pair(lazy)
     view = weakref.ref(a._held)

@@ -51,9 +51,9 @@ is_index(PyObject *item)
 /* `held[key]` if it is small (or not an array), else NULL with no error set: the caller leaves
  * the key to Python, which hands a large view's work back to the engine. */
 static PyObject *
-small_view(HeldSlots *slots, PyObject *key)
+small_view(PyObject *held, Py_ssize_t large, PyObject *key)
 {
-    PyObject *result = PyObject_GetItem(slots->held, key);
+    PyObject *result = PyObject_GetItem(held, key);
     if (result == NULL || (PyObject *)Py_TYPE(result) != numpy_ndarray) {
         return result;
     }
@@ -68,37 +68,49 @@ small_view(HeldSlots *slots, PyObject *key)
         Py_DECREF(result);
         return NULL;
     }
-    if (elements < slots->large) {
+    if (elements < large) {
         return result;
     }
     Py_DECREF(result); /* dropped before Python decides: a live view of the memory keeps the hold */
     return NULL;
 }
 
+/* The read of the held memory for `key`, or NULL with no error set where Python decides. */
+static PyObject *
+held_read(HeldSlots *slots, PyObject *held, PyObject *key)
+{
+    PyTypeObject *kind = Py_TYPE(key);
+    if (kind == &PyLong_Type) {
+        return PyObject_GetItem(held, key);
+    }
+    if (kind != &PyTuple_Type && kind != &PySlice_Type) {
+        return NULL;
+    }
+    if (kind == &PyTuple_Type && PyTuple_GET_SIZE(key) > 0) {
+        int index = is_index(PyTuple_GET_ITEM(key, 0));
+        if (index < 0) {
+            return NULL;
+        }
+        if (index) {
+            return PyObject_GetItem(held, key);
+        }
+    }
+    return small_view(held, slots->large, key);
+}
+
+/* The memory is referenced for as long as a call may run Python code (a key's `__index__`),
+ * which could end the hold and drop the array's own reference. */
 static PyObject *
 held_subscript(PyObject *self, PyObject *key)
 {
     HeldSlots *slots = (HeldSlots *)self;
     PyObject *held = slots->held;
     if (held != NULL && held != Py_None) {
-        PyTypeObject *kind = Py_TYPE(key);
-        if (kind == &PyLong_Type) {
-            return PyObject_GetItem(held, key);
-        }
-        if (kind == &PyTuple_Type || kind == &PySlice_Type) {
-            if (kind == &PyTuple_Type && PyTuple_GET_SIZE(key) > 0) {
-                int index = is_index(PyTuple_GET_ITEM(key, 0));
-                if (index < 0) {
-                    return NULL;
-                }
-                if (index) {
-                    return PyObject_GetItem(held, key);
-                }
-            }
-            PyObject *result = small_view(slots, key);
-            if (result != NULL || PyErr_Occurred()) {
-                return result;
-            }
+        Py_INCREF(held);
+        PyObject *result = held_read(slots, held, key);
+        Py_DECREF(held);
+        if (result != NULL || PyErr_Occurred()) {
+            return result;
         }
     }
     return PyObject_CallMethodOneArg(self, name_getitem, key);
@@ -144,7 +156,10 @@ held_ass_subscript(PyObject *self, PyObject *key, PyObject *value)
             return -1;
         }
         if (direct) {
-            return PyObject_SetItem(held, key, value);
+            Py_INCREF(held);
+            int stored = PyObject_SetItem(held, key, value);
+            Py_DECREF(held);
+            return stored;
         }
     }
     PyObject *result = PyObject_CallMethodObjArgs(self, name_setitem, key, value, NULL);
@@ -218,9 +233,11 @@ held_item_method(PyObject *self, PyObject *const *args, size_t nargsf, PyObject 
     PyObject *held = ((HeldSlots *)self)->held;
     PyObject *receiver = held != NULL && held != Py_None ? held : self;
     PyObject *name = receiver == held ? name_item : name_python_item;
+    Py_INCREF(receiver);
     PyObject *small[9];
     PyObject **stack = count < 9 ? small : PyMem_New(PyObject *, count + 1);
     if (stack == NULL) {
+        Py_DECREF(receiver);
         return PyErr_NoMemory();
     }
     stack[0] = receiver;
@@ -231,6 +248,7 @@ held_item_method(PyObject *self, PyObject *const *args, size_t nargsf, PyObject 
     if (stack != small) {
         PyMem_Free(stack);
     }
+    Py_DECREF(receiver);
     return result;
 }
 
