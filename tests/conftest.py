@@ -15,8 +15,8 @@ from numpy_fixtures import every_array_lazy, snp, snp_any  # noqa: F401  (fixtur
 
 QUICK_STACKED_SHARE = 4  # the quick tier runs one in this many of the stacked runs
 
-# The task runtime fixture, and after every test a check that no task segment leaked.
-pytest_plugins = ("task_fixtures",)
+# The task runtime fixture, the held-memory runtime (`lazy`, where a module has none of its own), and after every test a check that no task segment leaked.
+pytest_plugins = ("task_fixtures", "held_fixtures")
 
 
 def _stacked(item: pytest.Item) -> bool:

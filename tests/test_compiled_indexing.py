@@ -25,19 +25,10 @@ import numpy
 import pytest
 
 import shoal.numpy as snp
-from shoal import held, info, runtime
+from shoal import info, runtime
 from shoal.numpy import _slots
 
 TESTS = Path(__file__).resolve().parent
-
-
-@pytest.fixture(params=["node", "reference"])
-def lazy(monkeypatch, request):
-    """Every array lazy; a base is held after 4 settled accesses in a row."""
-    monkeypatch.setenv("SHOAL_COMPILE", "off")
-    monkeypatch.setattr(held, "HOLD_RUN", 4)
-    with runtime.configure(engine=request.param, eager_threshold=0, flush_threshold=4096, settled_threshold=64) as rt:
-        yield rt
 
 
 def _held_pair(rt: runtime.Runtime, dtype: str = "float64", shape: tuple[int, int] = (6, 5)) -> tuple[snp.ndarray, numpy.ndarray]:

@@ -12,21 +12,11 @@ from __future__ import annotations
 import gc
 
 import numpy
-import pytest
 
 import shoal.numpy as snp
-from shoal import held, runtime
+from shoal import runtime
 from shoal.bytecode import View
 from shoal.numpy import _lazy
-
-
-@pytest.fixture(params=["node", "reference"])
-def lazy(monkeypatch, request):
-    """Every array lazy; a base is held after 4 settled accesses in a row."""
-    monkeypatch.setenv("SHOAL_COMPILE", "off")
-    monkeypatch.setattr(held, "HOLD_RUN", 4)
-    with runtime.configure(engine=request.param, eager_threshold=0, flush_threshold=4096, settled_threshold=64) as rt:
-        yield rt
 
 
 def _engine_memory(rt: runtime.Runtime, array: snp.ndarray) -> numpy.ndarray:

@@ -84,9 +84,8 @@ def test_reduceat_reads_its_values_at_the_call(snp: ModuleType) -> None:
         np.testing.assert_array_equal(np.asarray(result), np.add.reduceat(np.arange(12.0), [0, 2, 5, 9]))
 
 
-def test_reduceat_reads_lazy_indices_in_place(snp: ModuleType, monkeypatch) -> None:
-    """Lazy intp indices are read where they are: the instruction reads the array's own base,
-    no copy of them is carried into the batch."""
+def _recorded_instructions(monkeypatch) -> list:
+    """The (opcode, inputs) of every instruction recorded from now on in this test."""
     from shoal import runtime
 
     needs_runtime()
@@ -98,6 +97,13 @@ def test_reduceat_reads_lazy_indices_in_place(snp: ModuleType, monkeypatch) -> N
         return original(self, op, outputs, inputs, **attrs)
 
     monkeypatch.setattr(runtime.Runtime, "record", spy)
+    return recorded
+
+
+def test_reduceat_reads_lazy_indices_in_place(snp: ModuleType, monkeypatch) -> None:
+    """Lazy intp indices are read where they are: the instruction reads the array's own base,
+    no copy of them is carried into the batch."""
+    recorded = _recorded_instructions(monkeypatch)
     size = 1 << 20  # beyond the settled threshold: recorded, not computed at once
     indices = snp.array(np.arange(0, size, 4096), copy=True)
     value = snp.array(np.arange(float(size)), copy=True) * 2.0
@@ -110,17 +116,7 @@ def test_reduceat_reads_lazy_indices_in_place(snp: ModuleType, monkeypatch) -> N
 def test_reduceat_uploads_large_numpy_indices_once(snp: ModuleType, monkeypatch) -> None:
     """A large NumPy index array used again unchanged is read from one upload, not copied into
     every call; once it changes, the new values count."""
-    from shoal import runtime
-
-    needs_runtime()
-    recorded = []
-    original = runtime.Runtime.record
-
-    def spy(self, op, outputs, inputs, **attrs):
-        recorded.append((op, inputs))
-        return original(self, op, outputs, inputs, **attrs)
-
-    monkeypatch.setattr(runtime.Runtime, "record", spy)
+    recorded = _recorded_instructions(monkeypatch)
     size = 1 << 20
     indices = np.arange(0, size, 8)  # as many as the threshold beyond which NumPy data is lazy
     value = snp.array(np.arange(float(size)), copy=True)
