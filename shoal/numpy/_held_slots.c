@@ -79,6 +79,9 @@ small_view(PyObject *held, Py_ssize_t large, PyObject *key)
 static PyObject *
 held_read(HeldSlots *slots, PyObject *held, PyObject *key)
 {
+    if (numpy_ndarray == NULL) {
+        return NULL; /* not configured: Python decides every case */
+    }
     PyTypeObject *kind = Py_TYPE(key);
     if (kind == &PyLong_Type) {
         return PyObject_GetItem(held, key);
