@@ -23,6 +23,7 @@ from numpy.lib.array_utils import normalize_axis_index
 from shoal import fp_warnings
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _dispatch
+from shoal.numpy._indexed import settled_key
 from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array, operand
 from shoal.numpy._probe import quietly, value_probe
 
@@ -114,13 +115,8 @@ def _reduceat_index(indices: Any) -> tuple[np.ndarray, Any]:
     (a large one is uploaded once while unchanged); NumPy's errors for indices of another depth
     or type."""
     if is_lazy(indices) and indices.dtype == np.intp and indices.ndim == 1:
-        runtime = indices._base.runtime
-        runtime.flush()
-        memory = runtime.memory(indices._view)
-        if memory is None:
-            return indices._value(), indices
-        memory.flags.writeable = False
-        return memory, indices
+        memory = settled_key(indices)  # its memory, read-only, or itself where the component refuses
+        return (indices._value() if memory is indices else memory), indices
     given = materialize(indices)
     index = given if isinstance(given, np.ndarray) else np.array(given, dtype=np.intp)
     if index.ndim != 1:
