@@ -17,7 +17,6 @@ from shoal.numpy._held_indexing import held_memory
 from shoal.numpy._lazy import fortran_only, ndarray
 from shoal.numpy._resize import resize_in_place
 from shoal.numpy._settled import NOT_SETTLED, settled_call
-from shoal.numpy._slots import COMPILED
 from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
 
@@ -418,9 +417,7 @@ ndarray.fill = _fill
 ndarray.clip = _clip
 ndarray.copy = _copy
 ndarray.tobytes = _tobytes
-ndarray._item = _item
-if not COMPILED:  # the compiled slots' ``item`` calls ``_item`` where the base is not held
-    ndarray.item = _item
+ndarray._item = _item  # ``item`` is the compiled type's, else this one (set in _protocols)
 ndarray.ravel = _ravel
 ndarray.flatten = _flatten
 ndarray.squeeze = _squeeze

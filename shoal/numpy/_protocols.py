@@ -136,8 +136,9 @@ def __reduce__(self: ndarray, /) -> Any:
 
 for _function in (__bytes__, __contains__, __hash__, __round__, __array_namespace__, __dlpack__, __dlpack_device__, to_device, __reduce_ex__, __reduce__):
     setattr(ndarray, _function.__name__, _function)
-if not COMPILED:  # the Python slots: the class's own methods are its indexing (shoal/numpy/_slots.py)
+if not COMPILED:  # the Python slots: the class's own methods are its indexing and ``item`` (shoal/numpy/_slots.py)
     ndarray.__getitem__, ndarray.__setitem__, ndarray.__delitem__ = ndarray._getitem, ndarray._setitem, __delitem__
+    ndarray.item = ndarray._item
 ndarray.device = property(_device, doc="The device the array lives on: ``'cpu'``.")
 ndarray.__array_interface__ = property(_array_interface, doc=_array_interface.__doc__)
 
