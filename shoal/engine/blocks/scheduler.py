@@ -115,7 +115,7 @@ def run_ready(
                     op.result = op.run()
                 except BaseException as error:
                     failure, failed = _earliest(failure, failed, error, op)
-                    stopped = not (finish_others and isinstance(error, Exception))
+                    stopped = _stops(error, finish_others)
                     continue
                 finally:
                     ended = time.perf_counter()
@@ -139,7 +139,7 @@ def run_ready(
                     inflight -= len(completions)
                     done, failure, failed = _absorb(completions, ready, sign, failure, failed, finish_others)
                     finished += done
-                    stopped = failure is not None and not (finish_others and isinstance(failure, Exception))
+                    stopped = _stops(failure, finish_others)
                     continue
             began = time.perf_counter()
             try:
@@ -172,7 +172,7 @@ def run_ready(
         inflight -= len(completions)
         done, failure, failed = _absorb(completions, ready, sign, failure, failed, finish_others)
         finished += done
-        stopped = stopped or (failure is not None and not (finish_others and isinstance(failure, Exception)))
+        stopped = stopped or _stops(failure, finish_others)
     stats.wall_seconds = time.perf_counter() - start
     stats.building_seconds = building_seconds
     stats.bookkeeping_seconds = max(0.0, stats.wall_seconds - waiting_seconds - inline_seconds - building_seconds)
@@ -204,6 +204,12 @@ def _absorb(
             finished += 1
             release_dependents(op, ready, sign)
     return finished, failure, failed
+
+
+def _stops(failure: BaseException | None, finish_others: bool) -> bool:
+    """True if ``failure`` ends the loop: any failure, unless ``finish_others`` and it is an
+    :class:`Exception` (an interrupt always does)."""
+    return failure is not None and not (finish_others and isinstance(failure, Exception))
 
 
 def _earliest(
