@@ -61,8 +61,6 @@ def resize_in_place(self: ndarray, /, *new_shape: Any, refcheck: bool = True) ->
             raise ValueError("cannot resize this array: it does not own its data")
         if refcheck and sys.getrefcount(self) > _OWN_REFERENCES:
             raise ValueError(_REFERENCED)
-    if not shape:
-        shape = ()
     order = "F" if fortran else "C"
     layout = shape[::-1] if fortran else shape  # the memory order's shape, C-contiguous
     fresh = new_array(view.dtype, layout)
