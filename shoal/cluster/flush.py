@@ -18,10 +18,11 @@ they read from at each of them: the heat example's ``center[:] = work`` after it
 then ran as a batch of its own instead of in the sweep's fused kernel. When nothing more is
 ready, the loop polls: the gathered batch goes to the node engine (while the messages are in
 flight), the receives are tested, and only if no computation was pending does the rank wait
-(``Waitsome``). A send first hands the gathered batch over if its data comes from it. In blocking mode
-(``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program order and each send and
-receive is waited for where it stands; every rank plans its messages in the same global order,
-so this finishes too.
+(``Waitsome``). A send first hands the gathered batch over if its data comes from it; one that is
+not done once posted is tested from a thread while the node engine runs (:class:`SendProgress`).
+In blocking mode (``SHOAL_LATENCY_HIDING=off``) the loop runs serially in program order and each
+send and receive is waited for where it stands; every rank plans its messages in the same global
+order, so this finishes too.
 
 Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced as ``wait``.
 """
@@ -29,6 +30,7 @@ Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced 
 from __future__ import annotations
 
 import functools
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,12 +87,14 @@ class Flusher:
         self.failure: BaseException | None = None  # the first failed computation of this batch
         self._batch = Batch()
         self._sends: list[tuple[object, np.ndarray]] = []
+        self._unfinished: list = []  # sends found not done after they were posted
         self._receiving: list[BlockOp] = []
         self._plan: dict[int, Op] = {}
         self._access_keys: dict[tuple[Access, int | None], tuple[tuple[int, int], ...]] = {}  # the blocks of an access, by its block size
         self._block_of: dict[int, BlockOp] = {}  # id of an op of the batch -> its block operation
         self._feeding: set[int] = set()  # ids of the block operations that read what the gathered batch writes
         self.graphs_reused = 0  # batches whose dependency graph came with their plan
+        self._progress = SendProgress() if latency_hiding and comm is not None else None
 
     # ------------------------------------------------------------------ dependency keys
 
@@ -152,10 +156,19 @@ class Flusher:
         if batch.is_empty():
             return
         began = time.perf_counter()
+        progress = None
+        if self._progress is not None:
+            self._unfinished = [request for request in self._unfinished if request]
+            if self._unfinished:
+                progress = self._progress
+                progress.begin(self._unfinished)
         try:
             self.inner.execute(batch)
         except Exception as error:
             self.failure = self.failure or error
+        finally:
+            if progress is not None:
+                progress.end()
         self.stats.engine_seconds += time.perf_counter() - began
 
     def _send(self, op: Op) -> None:
@@ -184,6 +197,8 @@ class Flusher:
             tracer.complete("send", "communication", began, ended, {"to": op.peer, "bytes": int(data.nbytes)})
         if self.latency_hiding:
             self._sends.append((request, data))
+            if not request.Test():  # one that needs this rank's MPI calls to go on (a rendezvous)
+                self._unfinished.append(request)
         else:
             self.wait_for([request], "wait for send")
 
@@ -305,6 +320,7 @@ class Flusher:
             if last:
                 requests = [request for request, _ in self._sends]
                 self._sends = []
+                self._unfinished = []
                 if requests:
                     self.wait_for(requests, "wait for sends")
         finally:
@@ -385,6 +401,51 @@ class Flusher:
                 blocks[position].waits += 1
                 blocks[position].refcount += 1
         return blocks
+
+
+class SendProgress:
+    """Tests this rank's unfinished sends from a thread of its own while the node engine computes
+    and the rank makes no MPI call: 0.1 ms after :meth:`begin`, then at doubling intervals up to
+    2 ms, until they are done or :meth:`end`. MPI moves some messages only inside the sender's
+    MPI calls (a rendezvous; MPICH's shared-memory messages of two cells), so without it the
+    neighbour waited for this rank's whole node-engine batch. The thread level is
+    ``serialized``: the lock keeps its tests and the rank's own calls apart."""
+
+    FIRST = 0.0001
+    LONGEST = 0.002
+
+    def __init__(self) -> None:
+        self._lock = threading.Condition()
+        self._requests: list = []
+        self._active = False
+        self._thread = threading.Thread(target=self._run, name="shoal-send-progress", daemon=True)
+        self._thread.start()
+
+    def begin(self, requests: list) -> None:
+        with self._lock:
+            self._requests = requests
+            self._active = True
+            self._lock.notify()
+
+    def end(self) -> None:
+        with self._lock:
+            self._active = False
+            self._requests = []
+
+    def _run(self) -> None:
+        from mpi4py import MPI
+
+        lock = self._lock
+        while True:
+            with lock:
+                while not self._active:
+                    lock.wait()
+                interval = self.FIRST
+                while self._active:
+                    lock.wait(interval)
+                    if self._active and MPI.Request.Testall(self._requests):
+                        self._active = False
+                    interval = min(self.LONGEST, 2 * interval)
 
 
 def _never() -> None:

@@ -30,6 +30,11 @@ from shoal.cluster import peers, waiting
 from shoal.interrupts import hold_interrupts, ignore_interrupts, interrupts_held
 
 LAUNCH_VARIABLES = ("PMI_RANK", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS")
+# MPICH's shared-memory cells hold 8192 bytes with their header, and from 8192 bytes on a message
+# is copied by the receiver (CMA); one between (a row of 1016-1023 doubles) went in two cells
+# whose second the sender only sent at its next MPI call, after its whole node-engine batch.
+# Cells of 16 KiB carry every message below 8192 bytes at once. Set only where the user has not.
+MPICH_DEFAULTS = {"MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE": "16384"}
 
 
 class Command(enum.IntEnum):
@@ -240,6 +245,8 @@ def start() -> Session:
 
     mpi4py.rc.threads = True
     mpi4py.rc.thread_level = "serialized"
+    for name, value in MPICH_DEFAULTS.items():
+        os.environ.setdefault(name, value)
     session = Session()
     _SESSION = session
     stack = settings.STACK.value() or ""
