@@ -25,6 +25,7 @@ sweep of a rank then has the same shapes, which its node engine fuses into one k
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -168,12 +169,24 @@ def _local(planner: Planner, base: int) -> Valid:
     return tuple(local_bytes(layout, rank) for rank in range(planner.ranks))
 
 
+def local_bounds(planner: Planner, operands: Operands, rank: int) -> tuple[int, int]:
+    """The rows of ``operands``' output that ``rank`` could compute with every operand's rows
+    that it holds (its own and its halo) current."""
+    count = operands.views[0].shape[0]
+    begin, end = 0, count
+    for view, geometry in zip(operands.views, operands.rows):
+        first, last = _bounds(geometry, count, *local_bytes(planner.layouts[view.base], rank))
+        begin, end = max(begin, first), min(end, last)
+    return begin, max(begin, end)
+
+
 def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], rows: list[Rows], owned: list[tuple[int, int]]) -> bool:
     """Every rank computes exactly the rows it owns, after receiving the rows of its
     neighbours that they read and it does not hold current: each rank computes the same rows
     every time, so a loop's sweeps are alike for its node engine (which fuses each sweep into
     one kernel and keeps its temporaries in registers), at the cost of an exchange before most
     sweeps."""
+    owned = planner.row_plan.rows.get(planner.position, owned)  # a temporary: the rows its readers read
     needed: dict[int, list[tuple[int, int]]] = {}  # per input base and rank: the bytes its own rows read
     for view, (offset, stride, first, last) in zip(views[1:], rows[1:]):
         layout = planner.layouts[view.base]
@@ -186,20 +199,37 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
             high = min(local_high, offset + (end - 1) * stride + last)
             known_low, known_high = spans[rank]
             spans[rank] = (low, high) if known_high <= known_low else (min(low, known_low), max(high, known_high))
+    stale = []
     for base, spans in needed.items():
         # An exchange refreshes all that the ranks' own rows have read of this base so far: a
         # sweep's first instruction then brings both sides of the halo at once, before the
         # sweep computes anything, and the sweep reaches the node engine as one batch.
-        demand = planner.demand.get(base)
-        planner.demand[base] = tuple(spans if demand is None else (_hull(span, known) for span, known in zip(spans, demand)))
-        valid = planner.valid[base]
-        if any(low < valid[rank][0] or high > valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low):
-            exchange(planner, [base], list(planner.demand[base]))
+        _demand(planner, base, spans)
+        if not _current(planner, base, spans):
+            stale.append(base)
+    if stale:
+        # With it come the halo rows of the other arrays that the batch reads before it writes
+        # them again: one exchange, one wait, instead of one for each array.
+        for base, spans in planner.row_plan.upcoming(planner.position).items():
+            if base not in stale and base in planner.valid and not _current(planner, base, spans):
+                _demand(planner, base, spans)
+                stale.append(base)
+        exchange(planner, stale, {base: list(planner.demand[base]) for base in stale})
     begin, end = owned[planner.rank]
     if end > begin:
         _compute_rows(planner, instruction, views[0].shape, begin, end)
     planner.valid[views[0].base] = _written(planner, views[0], rows[0], owned)
     return True
+
+
+def _demand(planner: Planner, base: int, spans: list[tuple[int, int]]) -> None:
+    demand = planner.demand.get(base)
+    planner.demand[base] = tuple(spans if demand is None else (_hull(span, known) for span, known in zip(spans, demand)))
+
+
+def _current(planner: Planner, base: int, spans: list[tuple[int, int]]) -> bool:
+    valid = planner.valid[base]
+    return all(valid[rank][0] <= low and high <= valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low)
 
 
 def _hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
@@ -261,9 +291,9 @@ def _written(planner: Planner, out: View, rows: Rows, boxes: list[tuple[int, int
     return tuple(result)
 
 
-def exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] | None = None) -> None:
+def exchange(planner: Planner, bases: list[int], wanted: Mapping[int, list[tuple[int, int]]] | None = None) -> None:
     """Every rank sends its own bytes that lie in another rank's stale halo of ``bases`` (in
-    each rank's ``wanted`` bytes only, if given); then those halos are current. Messages follow
+    each rank's ``wanted`` bytes of a base only, if given); then those halos are current. Messages follow
     one global order (receiver, base side, sender); the copies of arrived rows into a rank's halo
     come after all of its sends, which would otherwise wait for them (its edge rows share a
     dependency block with the halo beside them) and so for the neighbour's message."""
@@ -274,8 +304,9 @@ def exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] |
         planner.ops[copies_from:] = [op for op in planner.ops[copies_from:] if op.kind != "compute"] + copies
 
 
-def _exchange(planner: Planner, bases: list[int], wanted: list[tuple[int, int]] | None) -> None:
+def _exchange(planner: Planner, bases: list[int], wanted_by_base: Mapping[int, list[tuple[int, int]]] | None) -> None:
     for base in bases:
+        wanted = None if wanted_by_base is None else wanted_by_base[base]
         layout = planner.layouts[base]
         dtype = planner.decls[base].dtype
         item = layout.itemsize
@@ -346,7 +377,7 @@ class Operands:
             return None
         result = []
         for low_row, high_row in reading:
-            spans = [_read_bytes(rows, low_row, high_row) for view, rows in zip(self.views[1:], self.rows[1:]) if view.base == out.base]
+            spans = [read_bytes(rows, low_row, high_row) for view, rows in zip(self.views[1:], self.rows[1:]) if view.base == out.base]
             spans = [span for span in spans if span[1] > span[0]]
             result.append((min(low for low, _ in spans), max(high for _, high in spans)) if spans else (0, 0))
         return result
@@ -400,7 +431,7 @@ def _read_rows(planner: Planner, readers: list[Operands], out: View, geometry: R
         if end <= begin or not read:
             result.append((begin, end))
             continue
-        first, last = _overlapping(geometry, out.shape[0], min(low for low, _ in read), max(high for _, high in read))
+        first, last = rows_overlapping(geometry, out.shape[0], min(low for low, _ in read), max(high for _, high in read))
         new_begin, new_end = max(begin, first), min(end, last)
         if mine_end > mine_begin:
             new_begin, new_end = min(new_begin, mine_begin), max(new_end, mine_end)
@@ -408,7 +439,7 @@ def _read_rows(planner: Planner, readers: list[Operands], out: View, geometry: R
     return result
 
 
-def _read_bytes(rows: Rows, begin: int, end: int) -> tuple[int, int]:
+def read_bytes(rows: Rows, begin: int, end: int) -> tuple[int, int]:
     """The bytes rows ``[begin, end)`` of a view (by its ``rows``) span."""
     if end <= begin:
         return 0, 0
@@ -416,7 +447,7 @@ def _read_bytes(rows: Rows, begin: int, end: int) -> tuple[int, int]:
     return offset + begin * stride + first, offset + (end - 1) * stride + last
 
 
-def _overlapping(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
+def rows_overlapping(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
     """The rows ``[a, b)`` of a view (``count`` rows) whose bytes meet ``[low, high)``."""
     offset, stride, first, last = rows
     if stride <= 0:

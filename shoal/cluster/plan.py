@@ -55,6 +55,7 @@ from shoal.cluster.plan_cache import (
     make_template,
     replay,
 )
+from shoal.cluster.reader_rows import RowPlan, plan_rows
 
 OWNER_COMPUTES = frozenset({"copy", "fill", "where"})
 BLOCKS_PER_BASE = 64  # a local base's bytes are tracked in about this many dependency blocks
@@ -113,6 +114,7 @@ class Planner(GatheredPlanning):
         self.later: list[Instruction] = []  # the instructions of the batch being planned
         self.position = 0  # the one being planned among them
         self.temporaries: set[int] = set()  # the bases the batch being planned releases
+        self.row_plan = RowPlan()  # own-rows mode: the batch's temporaries' rows and halo reads (shoal.cluster.reader_rows)
 
     # ------------------------------------------------------------------ bases
 
@@ -278,6 +280,7 @@ class Planner(GatheredPlanning):
         self.first_ops = []
         self.later = batch.instructions
         self.temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
+        self.row_plan = RowPlan() if self.config.redundant_rows or self.config.layout != "rows" else plan_rows(self, batch.instructions, OWNER_COMPUTES)
         for position, instruction in enumerate(batch.instructions):
             self.position = position
             self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's
