@@ -30,6 +30,7 @@ Time spent inside MPI waits is counted per rank (:class:`CommStats`) and traced 
 from __future__ import annotations
 
 import functools
+import math
 import threading
 import time
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from shoal.engine.blocks import BlockOp, Completion, DependencyLists, run_ready
 from shoal.engine.component import Component
 
 ACCESS_KEYS_KEPT = 1 << 16  # accesses whose dependency keys a rank remembers (a loop's repeat)
+PROGRESS_MIN_WORK = 1 << 21  # elements a node-engine batch writes before its sends are tested from a thread
 
 
 @dataclass
@@ -159,7 +161,7 @@ class Flusher:
         progress = None
         if self._progress is not None:
             self._unfinished = [request for request in self._unfinished if request]
-            if self._unfinished:
+            if self._unfinished and _work(batch) >= PROGRESS_MIN_WORK:
                 progress = self._progress
                 progress.begin(self._unfinished)
         try:
@@ -401,6 +403,11 @@ class Flusher:
                 blocks[position].waits += 1
                 blocks[position].refcount += 1
         return blocks
+
+
+def _work(batch: Batch) -> int:
+    """The elements ``batch``'s instructions write."""
+    return sum(math.prod(view.shape) for instruction in batch.instructions for view in instruction.outputs)
 
 
 class SendProgress:
