@@ -25,7 +25,7 @@ from typing import NoReturn
 
 import numpy as np
 
-from shoal import settings
+from shoal import settings, trace
 from shoal.cluster import peers, waiting
 from shoal.interrupts import hold_interrupts, ignore_interrupts, interrupts_held
 
@@ -117,7 +117,10 @@ class Session:
             raise ValueError(f"rank 0 announced {count} integers")
         buffer = np.empty(length + 8 * count, dtype=np.uint8)
         if buffer.size:
+            arrived = time.perf_counter()
             self.control.Bcast(buffer, root=0)
+            if trace.TRACER is not None:
+                trace.TRACER.complete("receive a command", "communication", arrived, time.perf_counter(), {"bytes": int(buffer.size)})
         return command, buffer[:length].tobytes(), [int(value) for value in buffer[length:].view(np.int64)]
 
     def gather_text(self, text: str | None) -> list[str | None] | None:

@@ -69,8 +69,13 @@ def serve(session: Session) -> int:
                 watched, ids = ints[0], ints[1:]
                 if len(ids) > len(batch.bases):
                     raise ValueError(f"rank 0 named data for {len(ids)} bases of a batch declaring {len(batch.bases)}")
+                checked = time.perf_counter()
                 engine.receive_data(batch, ids)
-                stats.receive_seconds += time.perf_counter() - began
+                ended = time.perf_counter()
+                stats.receive_seconds += ended - began
+                if trace.TRACER is not None:
+                    trace.TRACER.complete("decode and verify the batch", "scheduling", began, checked, {"instructions": len(batch.instructions)})
+                    trace.TRACER.complete("receive or draw its data", "communication", checked, ended, {"bases": len(ids)})
                 engine.execute(batch, watched)
             elif command is Command.REPLAY:
                 began = time.perf_counter()

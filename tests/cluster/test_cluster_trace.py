@@ -25,6 +25,9 @@ def test_trace_and_statistics_show_each_ranks_messages_and_waiting(tmp_path: Pat
     categories = Counter((event["pid"], event["cat"]) for event in events if event["ph"] == "X")
     for pid in names:
         assert categories[(pid, "communication")] > 0 and categories[(pid, "wait")] > 0
+    at_rank_1 = Counter(event["name"] for event in events if event["ph"] == "X" and event["pid"] == ranks[0])
+    assert at_rank_1["decode and verify the batch"] > 0 and at_rank_1["receive or draw its data"] > 0
+    assert at_rank_1["receive a command"] > 0
     rows = re.findall(r"rank (\d)  \S+  (\d+)/(\d+)  \S+  ([\d.]+) s \((\d+)% of", result.stderr)
     assert [row[0] for row in rows] == ["0", "1"]
     for _, sent, received, _, _ in rows:
