@@ -224,7 +224,7 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
 
 def _demand(planner: Planner, base: int, spans: list[tuple[int, int]]) -> None:
     demand = planner.demand.get(base)
-    planner.demand[base] = tuple(spans if demand is None else (_hull(span, known) for span, known in zip(spans, demand)))
+    planner.demand[base] = tuple(spans if demand is None else (hull(span, known) for span, known in zip(spans, demand)))
 
 
 def _current(planner: Planner, base: int, spans: list[tuple[int, int]]) -> bool:
@@ -232,7 +232,8 @@ def _current(planner: Planner, base: int, spans: list[tuple[int, int]]) -> bool:
     return all(valid[rank][0] <= low and high <= valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low)
 
 
-def _hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
+def hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
+    """The smallest byte range holding both (an empty one holds nothing)."""
     if one[1] <= one[0]:
         return other
     if other[1] <= other[0]:

@@ -25,6 +25,7 @@ from shoal.bytecode import Kind, spec
 from shoal.cluster.halo import (
     Operands,
     halo_operands,
+    hull,
     local_bounds,
     local_bytes,
     read_bytes,
@@ -61,15 +62,6 @@ class RowPlan:
                 known = result.get(base)
                 result[base] = spans if known is None else [hull(one, other) for one, other in zip(known, spans)]
         return result
-
-
-def hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
-    """The smallest byte range holding both (an empty one holds nothing)."""
-    if one[1] <= one[0]:
-        return other
-    if other[1] <= other[0]:
-        return one
-    return min(one[0], other[0]), max(one[1], other[1])
 
 
 def plan_rows(planner: Planner, instructions: list[Instruction], elementwise: frozenset[str]) -> RowPlan:
