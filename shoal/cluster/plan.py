@@ -280,7 +280,7 @@ class Planner(GatheredPlanning):
         self.first_ops = []
         self.later = batch.instructions
         self.temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
-        self.row_plan = RowPlan() if self.config.redundant_rows or self.config.layout != "rows" else plan_rows(self, batch.instructions, OWNER_COMPUTES)
+        self.row_plan = RowPlan() if self.config.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
         for position, instruction in enumerate(batch.instructions):
             self.position = position
             self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's

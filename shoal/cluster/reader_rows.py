@@ -17,6 +17,7 @@ step, and the rest of the step runs on each rank's own memory, the same rows eve
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -48,17 +49,21 @@ class RowPlan:
     batch reads before that array's next write at once."""
 
     rows: dict[int, Rows] = field(default_factory=dict)
-    reads: dict[int, list[tuple[int, Spans]]] = field(default_factory=dict)  # base -> (position, bytes read per rank)
+    reads: dict[int, list[tuple[int, Spans]]] = field(default_factory=dict)  # base -> (position, bytes read per rank), in program order
     writes: dict[int, list[int]] = field(default_factory=dict)  # base -> positions writing it
 
     def upcoming(self, position: int) -> dict[int, Spans]:
-        """Per base: the bytes each rank reads of it from ``position`` on, up to its next write."""
+        """Per base: the bytes each rank reads of it from ``position`` on, up to its next write
+        (the reads of that instruction included: they come before its write)."""
         result: dict[int, Spans] = {}
         for base, reads in self.reads.items():
-            stop = min((at for at in self.writes.get(base, ()) if at >= position), default=None)
-            for at, spans in reads:
-                if at < position or (stop is not None and at > stop):
-                    continue
+            writes = self.writes.get(base, [])
+            following = bisect_left(writes, position)
+            stop = writes[following] if following < len(writes) else None
+            for index in range(bisect_left(reads, (position,)), len(reads)):
+                at, spans = reads[index]
+                if stop is not None and at > stop:
+                    break
                 known = result.get(base)
                 result[base] = spans if known is None else [hull(one, other) for one, other in zip(known, spans)]
         return result
@@ -99,6 +104,8 @@ def plan_rows(planner: Planner, instructions: list[Instruction], elementwise: fr
                 held = [local_bytes(layout, rank) for rank in range(planner.ranks)]
                 read = [(max(low, held_low), min(high, held_high)) for (low, high), (held_low, held_high) in zip(read, held)]
                 plan.reads.setdefault(view.base, []).append((position, read))
+    for reads in plan.reads.values():
+        reads.reverse()  # found backwards: in program order, for bisection
     return plan
 
 
