@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.test_cluster_halo_simulated import gather, run_plans
+from cluster.test_cluster_halo_simulated import TAGS, gather, run_plans
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.cluster import plan as plan_module
 from shoal.cluster.plan import PlanConfig, Planner
@@ -25,7 +25,6 @@ from shoal.cluster.reader_rows import RowPlan
 from shoal.engine.reference import ReferenceEngine
 
 F8 = np.dtype("f8")
-TAGS = 1 << 15
 H, M = 1, 2
 
 
