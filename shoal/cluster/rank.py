@@ -63,9 +63,11 @@ class RankEngine:
         the draw's recipe, from which the rank draws its part itself."""
         from mpi4py import MPI
 
+        ids = [decl.id for decl in batch.bases if decl.id in batch.data]
+        if not ids:  # a loop's batches mostly: no layouts to compute
+            return
         layouts = self.planner.new_layouts(batch)
         requests = []
-        ids = [decl.id for decl in batch.bases if decl.id in batch.data]
         half = self.recipe_tags
         for number, base in enumerate(ids):
             data = batch.data[base]
@@ -93,6 +95,9 @@ class RankEngine:
         decls = {decl.id: decl for decl in batch.bases}
         if len(set(ids)) != len(ids) or any(base not in decls for base in ids):
             raise ValueError("rank 0 named data for bases the batch does not declare")
+        self.planner.local_data = True
+        if not ids:
+            return
         if layouts is None:
             for base in ids:  # laid out as bases with data, as at rank 0 (temporaries follow their operands)
                 batch.data[base] = np.empty(0, dtype=decls[base].dtype)
@@ -114,7 +119,6 @@ class RankEngine:
                     if status.Get_count(MPI.BYTE) != part.nbytes:
                         raise ValueError(f"rank 0 sent {status.Get_count(MPI.BYTE)} bytes of base {base}, not {part.nbytes}")
             batch.data[base] = part
-        self.planner.local_data = True
 
     def _draw(self, base: int, dtype: np.dtype, layout: AnyLayout, count: int, tag: int) -> np.ndarray:
         """This rank's ``count`` elements of base ``base``, drawn from the recipe rank 0 sends."""
