@@ -31,9 +31,9 @@ def job_processes(launcher: int) -> list[psutil.Process]:
         return []
 
 
-def the_rank(job: list[psutil.Process], rank: int) -> psutil.Process:
-    """The process that is rank ``rank`` of ``dies.py``: the child of the guardian mpiexec started."""
-    guarded = [p for p in job if p.environ().get("PMI_RANK") == str(rank) and "dies.py" in " ".join(p.cmdline())]
+def the_rank(job: list[psutil.Process], rank: int, program: str = "dies.py") -> psutil.Process:
+    """The process that is rank ``rank`` of ``program``: the child of the guardian mpiexec started."""
+    guarded = [p for p in job if p.environ().get("PMI_RANK") == str(rank) and program in " ".join(p.cmdline())]
     assert len(guarded) == 2
     (found,) = [p for p in guarded if p.ppid() in {q.pid for q in guarded}]
     return found
@@ -59,16 +59,16 @@ def kill_the_job(process: subprocess.Popen) -> None:
         pass
 
 
-def kill_a_rank(ranks: int, rank: int, number: signal.Signals, *options: str) -> tuple[subprocess.Popen, list[psutil.Process], str, str]:
-    """Run ``dies.py`` on ``ranks`` ranks, kill rank ``rank`` with ``number`` once it printed its
+def kill_a_rank(ranks: int, rank: int, number: signal.Signals, *options: str, program: str = "dies.py") -> tuple[subprocess.Popen, list[psutil.Process], str, str]:
+    """Run ``program`` on ``ranks`` ranks, kill rank ``rank`` with ``number`` once it printed its
     first line; the job, its processes, and its output once it ended (within 30 s)."""
     temporaries = {path.name for path in SHM.glob("mpich_shar_tmp*")}
-    command = [mpiexec(), *options, "-n", str(ranks), sys.executable, "-m", "shoal", str(PROGRAMS / "dies.py")]
+    command = [mpiexec(), *options, "-n", str(ranks), sys.executable, "-m", "shoal", str(PROGRAMS / program)]
     process = started(command, environment(), "first:")
     job: list[psutil.Process] = []
     try:
         job = job_processes(process.pid)
-        the_rank(job, rank).send_signal(number)
+        the_rank(job, rank, program).send_signal(number)
         stdout, stderr = process.communicate(timeout=30)
     finally:
         kill_the_job(process)
@@ -105,6 +105,20 @@ def test_a_killed_rank_ends_the_job_where_the_launcher_does_not(rank: int) -> No
     assert re.search(rf"shoal: cluster rank {rank} \(pid \d+\) ended before the job did; ending rank {1 - rank} \(", stderr), stderr
     _, alive = psutil.wait_procs(job, timeout=10)
     assert alive == []
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_a_rank_killed_while_its_neighbour_tests_sends_from_a_thread_ends_the_job(rank: int) -> None:
+    """The neighbour of the killed rank may be inside a node-engine batch with its sends tested
+    from a thread (``SendProgress``): it still ends, naming the rank, and leaves nothing."""
+    before = segments()
+    process, job, stdout, stderr = kill_a_rank(2, rank, signal.SIGKILL, "-disable-auto-cleanup", program="dies_while_sending.py")
+    assert process.returncode != 0
+    assert "last:" not in stdout
+    assert f"shoal: cluster rank {rank} ({os.uname().nodename}) was killed by signal 9 (SIGKILL)" in stderr
+    _, alive = psutil.wait_procs(job, timeout=10)
+    assert alive == []
+    assert segments() <= before
 
 
 def test_a_guardian_passes_the_exit_code_and_signals_on(tmp_path: Path) -> None:
