@@ -94,28 +94,19 @@ def test_a_rank_killed_by_a_signal_is_named_and_the_job_ends(number: signal.Sign
     assert segments() <= before
 
 
+@pytest.mark.parametrize("program", ["dies.py", "dies_while_sending.py"])
 @pytest.mark.parametrize("rank", [0, 1])
-def test_a_killed_rank_ends_the_job_where_the_launcher_does_not(rank: int) -> None:
+def test_a_killed_rank_ends_the_job_where_the_launcher_does_not(rank: int, program: str) -> None:
     """With MPICH's clean-up off, no rank learns from MPI that another died: each watches the
-    ranks of its host, and ends itself when one ends before the job does."""
-    process, job, stdout, stderr = kill_a_rank(2, rank, signal.SIGKILL, "-disable-auto-cleanup")
+    ranks of its host, and ends itself when one ends before the job does; also while the other
+    rank is inside a node-engine batch with its sends tested from a thread (``SendProgress``,
+    which ``dies_while_sending.py`` keeps busy)."""
+    before = segments()
+    process, job, stdout, stderr = kill_a_rank(2, rank, signal.SIGKILL, "-disable-auto-cleanup", program=program)
     assert process.returncode != 0
     assert "last:" not in stdout
     assert f"shoal: cluster rank {rank} ({os.uname().nodename}) was killed by signal 9 (SIGKILL)" in stderr
     assert re.search(rf"shoal: cluster rank {rank} \(pid \d+\) ended before the job did; ending rank {1 - rank} \(", stderr), stderr
-    _, alive = psutil.wait_procs(job, timeout=10)
-    assert alive == []
-
-
-@pytest.mark.parametrize("rank", [0, 1])
-def test_a_rank_killed_while_its_neighbour_tests_sends_from_a_thread_ends_the_job(rank: int) -> None:
-    """The neighbour of the killed rank may be inside a node-engine batch with its sends tested
-    from a thread (``SendProgress``): it still ends, naming the rank, and leaves nothing."""
-    before = segments()
-    process, job, stdout, stderr = kill_a_rank(2, rank, signal.SIGKILL, "-disable-auto-cleanup", program="dies_while_sending.py")
-    assert process.returncode != 0
-    assert "last:" not in stdout
-    assert f"shoal: cluster rank {rank} ({os.uname().nodename}) was killed by signal 9 (SIGKILL)" in stderr
     _, alive = psutil.wait_procs(job, timeout=10)
     assert alive == []
     assert segments() <= before
