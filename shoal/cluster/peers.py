@@ -23,6 +23,7 @@ import uuid
 import numpy as np
 
 GRACE_SECONDS = 2.0
+PEER_END_SECONDS = 1.0  # a rank about to abort waits this long to see whether a peer ended
 FIELDS = 5  # boot id (two words), pid namespace (device, inode), pid
 
 
@@ -68,6 +69,27 @@ class PeerWatch:
         """The job reached its end: peers may exit now."""
         self.armed.clear()
 
+    def end_if_a_peer_ended(self) -> None:
+        """If a watched peer has ended (a rank whose MPI call failed because its neighbour died),
+        end this rank as the watch would, naming that peer, instead of aborting the job: an
+        ``MPI_Abort`` now would end the launcher's processes before they report how the peer
+        died."""
+        if not self.armed.is_set() or not self._descriptors:
+            return
+        ended, _, _ = select.select(list(self._descriptors), [], [], PEER_END_SECONDS)  # its end may be signalled just after the failed call
+        if ended:
+            self._end(*self._descriptors[ended[0]])
+
+    def _end(self, peer: int, pid: int) -> None:
+        time.sleep(GRACE_SECONDS)  # the launcher may end this rank first
+        if self.armed.is_set():
+            sys.stderr.write(
+                f"shoal: cluster rank {peer} (pid {pid}) ended before the job did; "
+                f"ending rank {self.rank} ({self.host})\n"
+            )
+            sys.stderr.flush()
+            os._exit(1)
+
     def _watch(self) -> None:
         poller = select.poll()
         for fd in self._descriptors:
@@ -76,15 +98,7 @@ class PeerWatch:
             ready = poller.poll()
             if not self.armed.is_set() or not ready:
                 break
-            peer, pid = self._descriptors[ready[0][0]]
-            time.sleep(GRACE_SECONDS)  # the launcher may end this rank first
-            if self.armed.is_set():
-                sys.stderr.write(
-                    f"shoal: cluster rank {peer} (pid {pid}) ended before the job did; "
-                    f"ending rank {self.rank} ({self.host})\n"
-                )
-                sys.stderr.flush()
-                os._exit(1)
+            self._end(*self._descriptors[ready[0][0]])
             break
         for fd in self._descriptors:
             os.close(fd)

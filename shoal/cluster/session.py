@@ -160,8 +160,10 @@ class Session:
         return texts, flags
 
     def abort(self, message: str, code: int = 1) -> None:
-        """Print ``message`` and end every rank of the job now."""
+        """Print ``message`` and end every rank of the job now (or, if a peer on this host has
+        ended, end this rank naming the peer: the failure was that peer's death)."""
         ignore_interrupts()  # a second Ctrl-C here (a terminal's and mpiexec's) would skip the abort
+        self.watch.end_if_a_peer_ended()
         sys.stderr.write(f"shoal: {message}\n")
         sys.stderr.flush()
         _wait_until_read(sys.stderr)
