@@ -188,17 +188,10 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
     sweeps."""
     owned = planner.row_plan.rows.get(planner.position, owned)  # a temporary: the rows its readers read
     needed: dict[int, list[tuple[int, int]]] = {}  # per input base and rank: the bytes its own rows read
-    for view, (offset, stride, first, last) in zip(views[1:], rows[1:]):
-        layout = planner.layouts[view.base]
-        spans = needed.setdefault(view.base, [(0, 0)] * planner.ranks)
-        for rank, (begin, end) in enumerate(owned):
-            if end <= begin:
-                continue
-            local_low, local_high = local_bytes(layout, rank)
-            low = max(local_low, offset + begin * stride + first)
-            high = min(local_high, offset + (end - 1) * stride + last)
-            known_low, known_high = spans[rank]
-            spans[rank] = (low, high) if known_high <= known_low else (min(low, known_low), max(high, known_high))
+    for view, geometry in zip(views[1:], rows[1:]):
+        read = held_reads(planner, view.base, geometry, owned)
+        known = needed.get(view.base)
+        needed[view.base] = read if known is None else [hull(one, other) for one, other in zip(known, read)]
     stale = []
     for base, spans in needed.items():
         # An exchange refreshes all that the ranks' own rows have read of this base so far: a
@@ -220,6 +213,21 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
         _compute_rows(planner, instruction, views[0].shape, begin, end)
     planner.valid[views[0].base] = _written(planner, views[0], rows[0], owned)
     return True
+
+
+def held_reads(planner: Planner, base: int, geometry: Rows, rows: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Per rank, the bytes of ``base`` that its ``rows`` of a view of it (laid out as
+    ``geometry``) read, within what the rank holds; ``(0, 0)`` for a rank that computes none."""
+    layout = planner.layouts[base]
+    spans = []
+    for rank, (begin, end) in enumerate(rows):
+        if end <= begin:
+            spans.append((0, 0))
+            continue
+        low, high = read_bytes(geometry, begin, end)
+        local_low, local_high = local_bytes(layout, rank)
+        spans.append((max(local_low, low), min(local_high, high)))
+    return spans
 
 
 def _demand(planner: Planner, base: int, spans: list[tuple[int, int]]) -> None:

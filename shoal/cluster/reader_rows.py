@@ -18,7 +18,6 @@ step, and the rest of the step runs on each rank's own memory, the same rows eve
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -26,9 +25,9 @@ from shoal.bytecode import Kind, spec
 from shoal.cluster.halo import (
     Operands,
     halo_operands,
+    held_reads,
     hull,
     local_bounds,
-    local_bytes,
     read_bytes,
     rows_overlapping,
 )
@@ -76,8 +75,7 @@ def plan_rows(planner: Planner, instructions: list[Instruction], elementwise: fr
     for position, instruction in enumerate(instructions):
         for view in instruction.outputs:
             plan.writes.setdefault(view.base, []).append(position)
-    writes = Counter(view.base for instruction in instructions for view in instruction.outputs)
-    extendable = {base for base in planner.temporaries if writes[base] == 1}
+    extendable = {base for base in planner.temporaries if len(plan.writes.get(base, ())) == 1}
     needed: dict[int, Spans] = {}  # temporary base -> per rank, bytes its readers read
     result = plan.rows
     for position in range(len(instructions) - 1, -1, -1):
@@ -95,15 +93,12 @@ def plan_rows(planner: Planner, instructions: list[Instruction], elementwise: fr
             if rows != list(operands.owned):
                 result[position] = rows
         for view, geometry in zip(operands.views[1:], operands.rows[1:]):
-            read = [read_bytes(geometry, begin, end) for begin, end in rows]
             if view.base in extendable and view.base != out.base:
+                read = [read_bytes(geometry, begin, end) for begin, end in rows]
                 known = needed.get(view.base)
                 needed[view.base] = read if known is None else [hull(one, other) for one, other in zip(known, read)]
             elif view.base not in planner.temporaries:
-                layout = planner.layouts[view.base]
-                held = [local_bytes(layout, rank) for rank in range(planner.ranks)]
-                read = [(max(low, held_low), min(high, held_high)) for (low, high), (held_low, held_high) in zip(read, held)]
-                plan.reads.setdefault(view.base, []).append((position, read))
+                plan.reads.setdefault(view.base, []).append((position, held_reads(planner, view.base, geometry, rows)))
     for reads in plan.reads.values():
         reads.reverse()  # found backwards: in program order, for bisection
     return plan
