@@ -92,6 +92,9 @@ def _report_fallbacks() -> None:
 
 
 def _run_program(path: str, arguments: Sequence[str], report_fallbacks: bool) -> int:
+    from shoal.threads.libraries import shorten_blas_spinning
+
+    shorten_blas_spinning()
     from shoal.runner import Program, ProgramNotFound, load_engine, run
 
     program = Program(path, list(arguments))

@@ -110,3 +110,24 @@ def full_view(base: int, dtype: Any, shape: tuple[int, ...]) -> View:
         strides.append(stride)
         stride *= max(n, 1)
     return View(base, dtype, 0, tuple(shape), tuple(reversed(strides)))
+
+
+def direct_against_reference(batch: Batch, checked: list[View], threads: int = 2) -> None:
+    """Run ``batch`` on a node engine that runs every batch directly (no compiler) and on the
+    reference engine, and compare the ``checked`` views bit for bit, dtypes included."""
+    from shoal.engine import ReferenceEngine
+    from shoal.engine.node import NodeConfig, NodeEngine
+
+    node = NodeEngine(NodeConfig(threads=threads, compile="off", direct_work=1 << 40))
+    reference = ReferenceEngine()
+    try:
+        reference.execute(batch)
+        reference.flush()
+        node.execute(batch)
+        assert node.last_stats.direct
+        for view in checked:
+            np.testing.assert_array_equal(node.fetch(view), reference.fetch(view))
+            assert node.fetch(view).dtype == reference.fetch(view).dtype
+    finally:
+        node.shutdown()
+        reference.shutdown()

@@ -8,12 +8,10 @@ import warnings
 
 import numpy as np
 import pytest
-from engine_node_recorder import Recorder
+from engine_node_recorder import Recorder, direct_against_reference
 
 import shoal.numpy as snp
 from shoal import runtime
-from shoal.engine import ReferenceEngine
-from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.run import chunked_pairs
 
 RNG = np.random.default_rng(7)
@@ -25,8 +23,8 @@ def _run_both(program, monkeypatch):
     chunked: list[int] = []
     run_pair = chunked_pairs.run_chunked_pair
 
-    def counting(instructions, index, storage):
-        taken = run_pair(instructions, index, storage)
+    def counting(instructions, index, storage, pool=None):
+        taken = run_pair(instructions, index, storage, pool)
         if taken:
             chunked.append(taken)
         return taken
@@ -34,20 +32,7 @@ def _run_both(program, monkeypatch):
     monkeypatch.setattr("shoal.engine.node.run.direct.run_chunked_pair", counting)
     recorder = Recorder()
     checked = program(recorder)
-    batch = recorder.new_batch()
-    node = NodeEngine(NodeConfig(threads=2, compile="off", direct_work=1 << 40))
-    reference = ReferenceEngine()
-    try:
-        reference.execute(batch)
-        reference.flush()
-        node.execute(batch)
-        assert node.last_stats.direct
-        for view in checked:
-            np.testing.assert_array_equal(node.fetch(view), reference.fetch(view))
-            assert node.fetch(view).dtype == reference.fetch(view).dtype
-    finally:
-        node.shutdown()
-        reference.shutdown()
+    direct_against_reference(recorder.new_batch(), checked)
     return chunked
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 
 import numexpr
@@ -10,6 +12,7 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from shoal.threads import available_cores, library_pools, library_threads, limit_library_threads
+from shoal.threads.libraries import BLAS_DEFAULTS, shorten_blas_spinning
 
 from .helpers import busy_other_threads, matmul_work
 
@@ -79,3 +82,21 @@ def test_bad_limits_are_rejected(bad):
 def test_library_pools_lists_openblas_and_numexpr():
     names = {pool.name for pool in library_pools()}
     assert {"openblas", "numexpr"} <= names
+
+
+def test_shoal_shortens_blas_spinning_before_numpy_loads_unless_the_user_set_it(tmp_path):
+    """OpenBLAS reads its spin time once, when it loads: ``python -m shoal`` sets it first, and a
+    process that has loaded NumPy already is left alone."""
+    program = tmp_path / "spin.py"
+    program.write_text("import os\nprint(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))\n")
+    environment = {key: value for key, value in os.environ.items() if key != "OPENBLAS_THREAD_TIMEOUT"}
+
+    def shown(extra: dict[str, str]) -> str:
+        done = subprocess.run([sys.executable, "-m", "shoal", str(program)], capture_output=True, text=True, env={**environment, **extra}, timeout=120, check=True)
+        return done.stdout.strip()
+
+    assert shown({}) == BLAS_DEFAULTS["OPENBLAS_THREAD_TIMEOUT"]
+    assert shown({"OPENBLAS_THREAD_TIMEOUT": "24"}) == "24"
+    before = dict(os.environ)
+    assert shorten_blas_spinning() is False  # NumPy is loaded in this process
+    assert dict(os.environ) == before

@@ -10,7 +10,8 @@ from __future__ import annotations
 import queue
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from shoal import trace
 from shoal.engine.blocks.dependencies import BlockOp
@@ -107,6 +108,25 @@ class WorkerPool:
             )
         finally:
             sys.setswitchinterval(switch)
+
+    def each(self, calls: Sequence[Callable[[], Any]]) -> list[BaseException | None]:
+        """Run ``calls`` at once, the first on the calling thread and the others on the workers
+        (no scheduler loop may be running), and return each one's error (None: it returned)."""
+        ops = [BlockOp(seq, call, (), ()) for seq, call in enumerate(calls)]
+        for op in ops[1:]:
+            self.submit(op)
+        errors: list[BaseException | None] = [None] * len(ops)
+        if ops:
+            try:
+                ops[0].run()
+            except BaseException as error:  # the others still finish before anything is reported
+                errors[0] = error
+        waiting = len(ops) - 1
+        while waiting:
+            for op, error in self.poll(None):
+                errors[op.seq] = error
+                waiting -= 1
+        return errors
 
     def close(self) -> None:
         """Stop and join the workers (a later :meth:`run` starts new ones)."""

@@ -146,10 +146,10 @@ class NodeEngine(Component):
             _take_donated(batch)
             tracer = trace.TRACER
             if tracer is None:
-                run_direct(batch, self._storage)
+                run_direct(batch, self._storage, pool if self.threads > 1 else None)
             else:
                 with tracer.span("run instruction by instruction", "compute"):
-                    run_direct(batch, self._storage)
+                    run_direct(batch, self._storage, pool if self.threads > 1 else None)
             self._storage.trim()
             self.last_stats = BatchStats(
                 instructions=len(batch.instructions),

@@ -25,8 +25,10 @@ import numpy as np
 
 from shoal.bytecode import Const, Instruction, Kind, View, spec
 from shoal.engine import fp_signals
+from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
 from shoal.engine.fp_signals import NumpyLog, category, logging_state, named
+from shoal.engine.node.run.row_parts import PAIR_SHARE, independent, rows_of, run_shares, shares
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.zero_fills import whole_base
 
@@ -35,10 +37,10 @@ MIN_ELEMENTS = 1 << 17  # below this the whole calls are as fast: no chunking
 _NUMERIC = frozenset("biufc")
 
 
-def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: Storage) -> int:
+def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: Storage, pool: WorkerPool | None = None) -> int:
     """Run instruction ``index`` and the next one that is not a release chunk by chunk if they
     are such a pair, and the releases between them after it: how many instructions that was
-    (0: none, nothing run). The temporary's own release must follow the pair, among releases."""
+    (0: none, nothing run). With a ``pool``, a large pair's rows are shared among its threads. The temporary's own release must follow the pair, among releases."""
     first = instructions[index]
     if not _element_wise(first):
         return 0
@@ -64,15 +66,17 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     reads = [operand for operand in second.inputs if isinstance(operand, View) and operand.base == temporary.base]
     if not reads or any(view != temporary for view in reads):
         return 0
+    if not storage.has_memory(out.base):
+        pool = None  # fresh pages: two threads faulting them in contend (docs/decisions.md)
     storage.ensure(out.base)
     storage.make_writable(out.base)  # first: operands of its base read its own memory, as the writes will
     target = storage.array(out)
     first_ins = [_value(operand, storage) for operand in first.inputs]
     second_ins = [None if isinstance(operand, View) and operand.base == temporary.base else _value(operand, storage) for operand in second.inputs]
-    if not _independent(target, first_ins, second_ins):
+    if not independent(target, first_ins, second_ins):
         return 0
-    buffer = np.empty((max(1, CHUNK_ELEMENTS // max(1, math.prod(shape[1:]))), *shape[1:]), temporary.dtype)
-    _run(first, second, (index, second_at), first_ins, second_ins, target, buffer)
+    step = max(1, CHUNK_ELEMENTS // max(1, math.prod(shape[1:])))
+    _run(first, second, (index, second_at), first_ins, second_ins, target, step, pool)
     for base in between:
         storage.release(base)
     return second_at - index + 1
@@ -97,41 +101,6 @@ def _value(operand: Any, storage: Storage) -> Any:
     return operand.value if isinstance(operand, Const) else storage.array(operand)
 
 
-def _independent(target: np.ndarray, first_ins: list[Any], second_ins: list[Any]) -> bool:
-    """True if writing ``target`` a chunk at a time changes no value a later chunk reads."""
-    for value in (*first_ins, *second_ins):
-        if isinstance(value, np.ndarray) and value.dtype.kind not in _NUMERIC:
-            return False
-    for value in first_ins:
-        if isinstance(value, np.ndarray) and np.may_share_memory(target, value):
-            return False
-    for value in second_ins:
-        if isinstance(value, np.ndarray) and np.may_share_memory(target, value) and not _same_elements(target, value):
-            return False
-    return True
-
-
-def _same_elements(target: np.ndarray, value: np.ndarray) -> bool:
-    return (
-        value.shape == target.shape
-        and value.strides == target.strides
-        and value.dtype == target.dtype
-        and value.__array_interface__["data"][0] == target.__array_interface__["data"][0]
-    )
-
-
-def _rows(value: Any, ndim: int, start: int, stop: int) -> Any:
-    """``value``'s share of output rows ``[start, stop)`` (broadcast operands stay whole)."""
-    if not isinstance(value, np.ndarray):
-        return value
-    axis = value.ndim - ndim
-    if axis < 0 or value.shape[axis] == 1:
-        return value
-    index = [slice(None)] * value.ndim
-    index[axis] = slice(start, stop)
-    return value[tuple(index)]
-
-
 def _run(
     first: Instruction,
     second: Instruction,
@@ -139,26 +108,32 @@ def _run(
     first_ins: list[Any],
     second_ins: list[Any],
     target: np.ndarray,
-    buffer: np.ndarray,
+    step: int,
+    pool: WorkerPool | None,
 ) -> None:
-    rows, ndim = target.shape[0], target.ndim
+    ndim = target.ndim
     first_call, second_call = spec(first.op).reference, spec(second.op).reference
     first_attrs, second_attrs = first.attr_dict(), second.attr_dict()
     watched = fp_signals.watched()
-    log = NumpyLog()
-    step = buffer.shape[0]
-    with logging_state(watched, log) if watched else np.errstate(all="ignore"):
-        for start in range(0, rows, step):
-            stop = min(rows, start + step)
-            chunk = buffer[: stop - start]
-            log.current = first
-            try:
-                first_call([chunk], [_rows(value, ndim, start, stop) for value in first_ins], first_attrs)
-                log.current = second
-                second_call([target[start:stop]], [chunk if value is None else _rows(value, ndim, start, stop) for value in second_ins], second_attrs)
-            except Exception as error:
-                name_instruction(error, positions[0] if log.current is first else positions[1], log.current)
-                raise
-    for source, message in zip(log.sources, log.messages):
-        if source is not None and category(message) & watched:
-            fp_signals.note(source, named(source, message))
+
+    def run(begin: int, end: int) -> NumpyLog:
+        log = NumpyLog()
+        buffer = np.empty((step, *target.shape[1:]), first.outputs[0].dtype)
+        with logging_state(watched, log) if watched else np.errstate(all="ignore"):
+            for start in range(begin, end, step):
+                stop = min(end, start + step)
+                chunk = buffer[: stop - start]
+                log.current = first
+                try:
+                    first_call([chunk], [rows_of(value, ndim, start, stop) for value in first_ins], first_attrs)
+                    log.current = second
+                    second_call([target[start:stop]], [chunk if value is None else rows_of(value, ndim, start, stop) for value in second_ins], second_attrs)
+                except Exception as error:
+                    name_instruction(error, positions[0] if log.current is first else positions[1], log.current)
+                    raise
+        return log
+
+    for log in run_shares(pool, shares(pool, target.shape, PAIR_SHARE), run):
+        for source, message in zip(log.sources, log.messages):
+            if source is not None and category(message) & watched:
+                fp_signals.note(source, named(source, message))

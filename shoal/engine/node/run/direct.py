@@ -25,8 +25,10 @@ import numpy as np
 
 from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
 from shoal.engine import fp_signals
+from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
 from shoal.engine.node.run.chunked_pairs import run_chunked_pair
+from shoal.engine.node.run.row_parts import CALL_SHARE, independent, rows_of, run_shares, shares
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
@@ -55,13 +57,14 @@ def runs_direct(batch: Batch, direct_work: int) -> bool:
     return work < instructions * (direct_work // 16)
 
 
-def run_direct(batch: Batch, storage: Storage) -> None:
+def run_direct(batch: Batch, storage: Storage, pool: WorkerPool | None = None) -> None:
     """Run ``batch``'s instructions in order over whole views.
 
     An element-wise instruction that fills a new base in place of an operand released right after
     it writes into that operand's memory, as NumPy does with temporaries it elides: ``(a + b) + c``
     makes one temporary, not two. A temporary that only the next instruction reads is made a
-    chunk at a time (``chunked_pairs.py``).
+    chunk at a time (``chunked_pairs.py``). With a ``pool``, a large element-wise call's rows are
+    shared among its threads (``row_parts.py``).
 
     An instruction that raises does not stop the batch: the instructions after it that read no
     base a failed instruction wrote (or one that read it) still run, since a component above may
@@ -83,7 +86,7 @@ def run_direct(batch: Batch, storage: Storage) -> None:
             spoiled.update(view.base for view in instruction.outputs)
             continue
         try:
-            skip = _run_one(instructions, index, storage)
+            skip = _run_one(instructions, index, storage, pool)
         except Exception as error:
             first = first or error
             spoiled.update(view.base for view in instruction.outputs)
@@ -91,31 +94,52 @@ def run_direct(batch: Batch, storage: Storage) -> None:
         raise first
 
 
-def _run_one(instructions: list[Instruction], index: int, storage: Storage) -> int:
+def _run_one(instructions: list[Instruction], index: int, storage: Storage, pool: WorkerPool | None) -> int:
     """Run instruction ``index`` (with the next one, if they run as a chunked pair); returns how
     many of the instructions after it that ran with it."""
     instruction = instructions[index]
-    paired = run_chunked_pair(instructions, index, storage)
+    paired = run_chunked_pair(instructions, index, storage, pool)
     if paired:
         return paired - 1  # the releases between the pair and its second instruction
     dying = _dying_operand(instructions, index, storage)
     ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
     if dying is not None:
         storage.hand_over(dying, instruction.outputs[0].base)
+    if not instruction.outputs or not storage.has_memory(instruction.outputs[0].base):
+        pool = None  # fresh pages: two threads faulting them in contend (docs/decisions.md)
     for view in instruction.outputs:
         storage.ensure(view.base)
         storage.make_writable(view.base)
     outs = [storage.array(view) for view in instruction.outputs]
     try:
-        with fp_signals.noting(instruction):
-            if instruction.op == "where" and _selects_in_place(outs[0], ins):
+        if instruction.op == "where" and _selects_in_place(outs[0], ins):
+            with fp_signals.noting(instruction):
                 where_in_place(outs, ins, None)
-            else:
-                spec(instruction.op).reference(outs, ins, instruction.attr_dict())
+        else:
+            _call(instruction, outs, ins, pool)
     except Exception as error:
         name_instruction(error, index, instruction)
         raise
     return 0
+
+
+def _call(instruction: Instruction, outs: list[np.ndarray], ins: list, pool: WorkerPool | None) -> None:
+    """``instruction``'s NumPy call, its rows shared among ``pool``'s threads where it is a large
+    element-wise call whose rows are independent."""
+    reference = spec(instruction.op).reference
+    attrs = instruction.attr_dict()
+    ranges = shares(pool, outs[0].shape, CALL_SHARE) if len(outs) == 1 and spec(instruction.op).kind is Kind.ELEMENTWISE else []
+    if len(ranges) < 2 or spec(instruction.op).ufunc is None or not independent(outs[0], (), ins):
+        with fp_signals.noting(instruction):
+            reference(outs, ins, attrs)
+        return
+    ndim = outs[0].ndim
+
+    def run(start: int, stop: int) -> None:
+        with fp_signals.noting(instruction):
+            reference([outs[0][start:stop]], [rows_of(value, ndim, start, stop) for value in ins], attrs)
+
+    run_shares(pool, ranges, run)
 
 
 def _selects_in_place(out: np.ndarray, ins: list) -> bool:
