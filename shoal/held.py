@@ -45,6 +45,7 @@ HOLD_RUN = 16
 # of it (and every view of such a view) has it as its NumPy ``.base``: it is an ndarray whose
 # own base is a memoryview, where NumPy stops collapsing a chain of views.
 _OWN_REFERENCES = 4
+_PRUNE_HOLDERS = 32  # lazy arrays noted for a held base before the dead ones are dropped
 
 
 def due(runtime: Runtime, base_id: int) -> bool:
@@ -82,7 +83,13 @@ def view_of(kept: np.ndarray, view: View) -> np.ndarray:
 def remember(base: LazyBase, array: object) -> None:
     """Note that lazy ``array`` keeps a view of ``base``'s held memory for its own indexing:
     :func:`forget_views` takes it back before the base is handed back."""
-    base.holders.append(weakref.ref(array))
+    holders = base.holders
+    for ref in holders:
+        if ref() is array:
+            return
+    if len(holders) >= _PRUNE_HOLDERS:
+        holders[:] = [ref for ref in holders if ref() is not None]
+    holders.append(weakref.ref(array))
 
 
 def forget_views(base: LazyBase) -> None:
@@ -94,16 +101,23 @@ def forget_views(base: LazyBase) -> None:
     base.holders.clear()
 
 
+def _views_kept(base: LazyBase) -> int:
+    """References to ``base``'s held memory that its lazy arrays keep for their indexing (one a
+    live array: its view's NumPy ``.base``)."""
+    arrays = {id(array): array for ref in base.holders if (array := ref()) is not None and array._held is not None}  # type: ignore[attr-defined]
+    return len(arrays)
+
+
 def unhold(runtime: Runtime, base_id: int) -> bool:
     """Hand held base ``base_id`` back before an instruction that reads or writes it is recorded.
     Returns True if it stays held (NumPy views of its memory are alive): the caller then runs the
     batch at once."""
     base = runtime.lazy_base(base_id)
+    kept = runtime.held[base_id]
+    if sys.getrefcount(kept) > _OWN_REFERENCES + (0 if base is None else _views_kept(base)):
+        return True  # the lazy arrays keep their views for the next indexing
     if base is not None:
         forget_views(base)
-    kept = runtime.held[base_id]
-    if sys.getrefcount(kept) > _OWN_REFERENCES:
-        return True
     del runtime.held[base_id]
     if base is not None:
         base.held = None

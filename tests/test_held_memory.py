@@ -114,6 +114,28 @@ def test_views_kept_by_lazy_arrays_are_dropped_at_the_hand_back(lazy):
     numpy.testing.assert_array_equal(numpy.asarray(t), expected.T)
 
 
+def test_a_hold_kept_by_a_live_view_keeps_the_arrays_views_for_their_indexing(lazy):
+    """``a[i] += x @ a[i + 1:]``: the row read for the update is alive when the large view is
+    taken, so the base stays held; the lazy array's view of the memory stays the same one (not
+    dropped and made again at every access), noted once."""
+
+    def program(np, watch=None):
+        a = np.arange(400.0).reshape(20, 20)
+        x = np.linspace(0.0, 1.0, 20)
+        _row_loop(np, a, 20)
+        first = None
+        for i in range(12):
+            a[i] += x[i + 1 :] @ a[i + 1 :]
+            if watch is not None:
+                first = a._held if first is None else first
+                watch.append((a._base.id in runtime.current().held, a._held is first, len(a._base.holders)))
+        return a
+
+    watch: list = []
+    numpy.testing.assert_array_equal(numpy.asarray(program(snp, watch)), program(numpy))
+    assert watch == [(True, True, 1)] * 12
+
+
 def test_a_kept_view_makes_recorded_reads_and_writes_run_at_once_until_it_dies(lazy):
     def program(np, watch=None):
         a = np.arange(100.0).reshape(10, 10)

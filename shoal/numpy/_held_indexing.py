@@ -89,7 +89,8 @@ def large_view(array: ndarray, key: Any) -> Any:
     views of the held memory): then NumPy's view."""
     if not _augmented_target(sys._getframe(2)) and array._base.runtime.release_hold(array._base.id):
         return _index.getitem(array, key)
-    return own_view(array)[key]
+    memory = array._held
+    return (own_view(array) if memory is None else memory)[key]
 
 
 _COPY, _CACHE = dis.opmap["COPY"], dis.opmap["CACHE"]
