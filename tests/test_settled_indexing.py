@@ -93,6 +93,40 @@ def test_integer_index_arrays_gather_and_scatter(lazy):
     same(program)
 
 
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int8", "uint32", "uint64", "uint8"])
+def test_gathers_by_one_index_array_of_any_integer_dtype(lazy, monkeypatch, dtype):
+    """One integer index array over the first axis is NumPy's ``take`` along it where that casts
+    the index safely (not ``uint64``): the same values, shapes and dtypes either way."""
+    taken: list[int] = []
+    take = numpy.take
+
+    def counting(*args, **kwargs):
+        taken.append(1)
+        return take(*args, **kwargs)
+
+    monkeypatch.setattr(numpy, "take", counting)
+
+    def program(np):
+        x = np.arange(30.0).reshape(10, 3) * 0.5
+        indices = (np.arange(40) * 7 % 10).astype(dtype)
+        return [x[indices], x[indices[::3]], x[indices.reshape(5, 8)], x[:, 0][indices], x[(indices,)]]
+
+    same(program)
+    assert bool(taken) == (lazy.offers_memory() and dtype != "uint64")
+
+
+@pytest.mark.parametrize("source", ["empty", "first_of_several", "negative"])
+def test_gather_errors_are_numpy_errors(lazy, source):
+    def program(np):
+        if source == "empty":
+            return np.zeros((0, 3))[np.arange(2)]
+        if source == "first_of_several":  # the first index out of bounds is the one named
+            return (np.arange(10.0) * 2.0)[np.arange(12)[::-1] + np.zeros(12, dtype=np.int64)]
+        return (np.arange(10.0) * 2.0)[np.arange(3) - 12]
+
+    same_error(program)
+
+
 def test_scatter_casts_as_numpy(lazy):
     def program(np):
         a = np.zeros(20, dtype=np.int32)
