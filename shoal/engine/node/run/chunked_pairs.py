@@ -45,6 +45,8 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     if not _element_wise(first):
         return 0
     temporary = first.outputs[0]
+    if temporary.size < MIN_ELEMENTS:  # the pair's output has the temporary's shape
+        return 0
     second_at = index + 1
     while second_at < len(instructions) and instructions[second_at].op == "release":
         second_at += 1

@@ -34,6 +34,7 @@ from shoal.engine.node.run.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
 
 DIRECT_WORK_ELEMENTS: int = DIRECT_WORK.default
+HAND_OVER_MIN = 1 << 12  # elements below which a new base's own allocation is as cheap as a hand-over
 
 
 def batch_work(batch: Batch) -> int:
@@ -173,7 +174,7 @@ def _dying_operand(instructions: Sequence[Instruction], index: int, storage: Sto
     if operation.kind is not Kind.ELEMENTWISE or operation.ufunc is None or len(instruction.outputs) != 1:
         return None
     out = instruction.outputs[0]
-    if storage.has_memory(out.base):
+    if out.size < HAND_OVER_MIN or storage.has_memory(out.base):
         return None
     decl = storage.decl(out.base)
     if out.offset != 0 or out.dtype != decl.dtype or out.size != decl.size or out.strides != _contiguous(out):
