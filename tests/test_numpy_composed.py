@@ -257,3 +257,36 @@ def test_nan_ignoring_sums_and_products(snp: ModuleType, value: np.ndarray, axis
         value.flat[::3] = np.nan
     options = {"keepdims": keepdims} if name in ("nansum", "nanprod") else {}
     check_same(snp, lambda xp, v: getattr(xp, name)(v, axis=axis, **options), value, rtol=1e-5)
+
+
+@DIFFERENTIAL
+@given(value=small, k=st.integers(-6, 6) | st.sampled_from([True, 2**40, -(2**40), 1.5]), name=st.sampled_from(["tril", "triu"]))
+def test_triangles(snp: ModuleType, value: np.ndarray, k, name: str) -> None:
+    """Any dtype, 0 to 3 dimensions (a 1-d input gives a square; a 0-d one NumPy's error),
+    offsets beyond the matrix, a ``bool`` offset and a ``float`` one (NumPy's own mask)."""
+    check_same(snp, lambda xp, v: getattr(xp, name)(v, k), value)
+    check_same(snp, lambda xp, v: getattr(xp, name)(v.T, k=k), value)
+
+
+def test_triangles_of_a_lazy_array_stay_lazy(monkeypatch) -> None:
+    """NumPy's own ``tril`` began with ``asanyarray``, which made the matrix a NumPy copy, and
+    made its mask in NumPy: now nothing is read until the sum is."""
+    import shoal.numpy as snp
+    from shoal import runtime
+    from shoal.numpy import _lazy
+
+    read: list[int] = []
+    value = _lazy.ndarray._value
+
+    def counted(self, *args, **kwargs):
+        read.append(1)
+        return value(self, *args, **kwargs)
+
+    monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+    with runtime.configure(engine="node", eager_threshold=16):
+        matrix = snp.arange(60.0).reshape(6, 10) + 1.0
+        lower, upper = snp.tril(matrix, -1), snp.triu(matrix, 2)
+        assert _lazy.is_lazy(lower) and _lazy.is_lazy(upper) and not read
+        expected = np.arange(60.0).reshape(6, 10) + 1.0
+        assert float(snp.sum(lower)) == float(np.sum(np.tril(expected, -1)))
+        np.testing.assert_array_equal(np.asarray(upper), np.triu(expected, 2))

@@ -228,6 +228,24 @@ def _creation(name: str) -> Any:
     return create
 
 
+def _tri(N: Any, M: Any = None, k: Any = 0, dtype: Any = float, *, like: Any = None) -> Any:
+    """``np.tri`` as ``np.tril`` and ``np.triu`` read it: NumPy's comparison of row and column
+    numbers (``greater_equal.outer``), recorded where the mask is large, so that the mask, the
+    selection and what reads it fuse instead of NumPy making the mask and Shoal a copy of it
+    (``np.sum(np.tril(a))`` of 4000 x 4000: 0.20 s against NumPy's 0.03)."""
+    from shoal import runtime as _runtime
+
+    try:
+        rows, columns, offset = operator.index(N), operator.index(N if M is None else M), operator.index(k)
+    except TypeError:
+        return np.tri(N, M, k, dtype, like=like)
+    if like is not None or rows * columns < _runtime.current().eager_threshold or not -(2**62) < offset < 2**62:
+        return np.tri(N, M, k, dtype, like=like)
+    row_numbers = as_lazy(np.arange(rows, dtype=np.int64).reshape(rows, 1))
+    mask = apply_ufunc(np.greater_equal, (row_numbers, np.arange(-offset, columns - offset, dtype=np.int64)))
+    return mask.astype(dtype, copy=False)
+
+
 def _nan_replaced(a: Any, value: Any) -> tuple[Any, Any]:
     """NumPy's ``_replace_nan`` for the nan-ignoring sums and products, recorded lazily: ``a``
     with its NaNs replaced by ``value`` (a new array), and the mask of where they were (None for
@@ -266,6 +284,8 @@ def _register() -> None:
     table[np.linalg.vecdot] = vecdot
     table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
     table[np.outer] = outer
+    for function in (np.tril, np.triu):  # NumPy's asanyarray made the matrix a NumPy copy
+        table[function] = _rebound(function, asanyarray=_creation("asanyarray"), tri=_tri)
     table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
     # NumPy's own diff and gradient made a lazy array a NumPy one first (gradient through the
     # fallback): 3 x 10^6 elements 1.3x and 2.5x NumPy's time.

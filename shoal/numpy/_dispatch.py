@@ -31,8 +31,7 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 COMPOSABLE: set[str] = {
     "vstack", "hstack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "dsplit",
     "isclose", "allclose", "array_equal", "average", "nan_to_num",
-    "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "triu",
-    "tril", "trim_zeros",
+    "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "trim_zeros",
 }  # fmt: skip
 
 # Implementations of a NumPy submodule that loads on first use, imported with it ("fft.fft").
