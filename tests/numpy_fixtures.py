@@ -111,6 +111,14 @@ def snp(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
         yield module
 
 
+@pytest.fixture(params=LAZY_MODES, ids=lambda mode: mode.label)
+def snp_recorded(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
+    """Like ``snp``, with no small view computed at once by NumPy (``settled_threshold`` 0): a
+    function of lazy arrays takes its recorded path."""
+    with shoal_numpy(request.param, settled_threshold=0) as module:
+        yield module
+
+
 @pytest.fixture(params=ALL_MODES, ids=lambda mode: mode.label)
 def snp_any(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
     """Like ``snp``, plus one run where every array is small enough to stay plain NumPy."""

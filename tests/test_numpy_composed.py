@@ -261,11 +261,11 @@ def test_nan_ignoring_sums_and_products(snp: ModuleType, value: np.ndarray, axis
 
 @DIFFERENTIAL
 @given(value=small, k=st.integers(-6, 6) | st.sampled_from([True, 2**40, -(2**40), 1.5]), name=st.sampled_from(["tril", "triu"]))
-def test_triangles(snp: ModuleType, value: np.ndarray, k, name: str) -> None:
+def test_triangles(snp_recorded: ModuleType, value: np.ndarray, k, name: str) -> None:
     """Any dtype, 0 to 3 dimensions (a 1-d input gives a square; a 0-d one NumPy's error),
     offsets beyond the matrix, a ``bool`` offset and a ``float`` one (NumPy's own mask)."""
-    check_same(snp, lambda xp, v: getattr(xp, name)(v, k), value)
-    check_same(snp, lambda xp, v: getattr(xp, name)(v.T, k=k), value)
+    check_same(snp_recorded, lambda xp, v: getattr(xp, name)(v, k), value)
+    check_same(snp_recorded, lambda xp, v: getattr(xp, name)(v.T, k=k), value)
 
 
 def test_triangles_of_a_lazy_array_stay_lazy(monkeypatch) -> None:
@@ -290,3 +290,49 @@ def test_triangles_of_a_lazy_array_stay_lazy(monkeypatch) -> None:
         expected = np.arange(60.0).reshape(6, 10) + 1.0
         assert float(snp.sum(lower)) == float(np.sum(np.tril(expected, -1)))
         np.testing.assert_array_equal(np.asarray(upper), np.triu(expected, 2))
+
+
+@DIFFERENTIAL
+@given(
+    first=numeric,
+    second=numeric,
+    tolerances=st.sampled_from([(1e-5, 1e-8), (0.0, 0.0), (0.5, 1), (1e-3, float("inf"))]),
+    equal_nan=st.booleans(),
+)
+def test_isclose_and_allclose(snp_recorded: ModuleType, first: np.ndarray, second: np.ndarray, tolerances, equal_nan: bool) -> None:
+    """Any numeric dtypes (integers are compared as floats), shapes that broadcast or not
+    (NumPy's error), and tolerances of any kind."""
+    rtol, atol = tolerances
+    check_same(snp_recorded, lambda xp, a, b: xp.isclose(a, b, rtol, atol, equal_nan), first, second)
+    check_same(snp_recorded, lambda xp, a, b: xp.allclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan), first, second)
+
+
+@pytest.mark.parametrize("equal_nan", [False, True])
+@pytest.mark.parametrize("tolerances", [(1e-5, 1e-8), (1e-2, 0.0), (0.0, 0.5)])
+def test_isclose_at_the_edge_of_its_tolerance(snp_recorded: ModuleType, tolerances, equal_nan: bool) -> None:
+    """Values a fraction or a multiple of the tolerance apart, NaN on one side or both, and
+    infinities of either sign: every element's answer is NumPy's."""
+    rtol, atol = tolerances
+    base = np.linspace(-50.0, 50.0, 48)
+    apart = np.tile([0.0, 0.5, 0.99, 1.01, 2.0, -0.99, -1.01, 3.0], 6) * (atol + rtol * np.abs(base))
+    other = base + apart
+    base[[3, 9]], other[[3, 17]] = np.nan, np.nan
+    base[[20, 21, 22]], other[[20, 21, 22]] = np.inf, [np.inf, -np.inf, 1.0]
+    check_same(snp_recorded, lambda xp, a, b: xp.isclose(a, b, rtol, atol, equal_nan), base, other)
+    check_same(snp_recorded, lambda xp, a, b: xp.isclose(a.reshape(6, 8), b[:8], rtol, atol, equal_nan), base, other)
+    check_same(snp_recorded, lambda xp, a, b: xp.allclose(a[30:], b[30:], rtol, atol, equal_nan), base, other)
+
+
+@DIFFERENTIAL
+@given(value=numeric, axis=st.none() | st.integers(-3, 2), weighted=st.booleans(), returned=st.booleans(), keepdims=st.booleans())
+def test_average(snp_recorded: ModuleType, value: np.ndarray, axis, weighted: bool, returned: bool, keepdims: bool) -> None:
+    """Plain and weighted (weights as the array, or along the axis), with the sum of weights
+    returned, keeping dimensions; NumPy's errors (weights of the wrong shape, an empty array)."""
+
+    def average(xp, v):
+        weights = None
+        if weighted:
+            weights = np.arange(1.0, v.size + 1.0).reshape(v.shape) if axis is None or not v.ndim else np.arange(1.0, v.shape[axis] + 1.0)
+        return xp.average(v, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
+
+    check_same(snp_recorded, average, value, rtol=1e-9)

@@ -276,6 +276,7 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
 
 def _register() -> None:
     table = _dispatch.IMPLEMENTATIONS
+    keeps_lazy = _numpy_with(asanyarray=_creation("asanyarray"))
     for function in (flip, flipud, fliplr, matrix_transpose, take, repeat, tile, trace, cumulative_sum, cumulative_prod):
         table[getattr(np, function.__name__)] = function
     table[np.linalg.matrix_transpose] = matrix_transpose
@@ -286,10 +287,12 @@ def _register() -> None:
     table[np.outer] = outer
     for function in (np.tril, np.triu):  # NumPy's asanyarray made the matrix a NumPy copy
         table[function] = _rebound(function, asanyarray=_creation("asanyarray"), tri=_tri)
+    # The same for isclose (allclose calls it) and average: 4000 x 4000 1.4x and 2.4x NumPy's time.
+    table[np.isclose] = _rebound(np.isclose, asanyarray=_creation("asanyarray"))
+    table[np.average] = _rebound(np.average, np=keeps_lazy)
     table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
     # NumPy's own diff and gradient made a lazy array a NumPy one first (gradient through the
     # fallback): 3 x 10^6 elements 1.3x and 2.5x NumPy's time.
-    keeps_lazy = _numpy_with(asanyarray=_creation("asanyarray"))
     table[np.diff] = _rebound(np.diff, asanyarray=_creation("asanyarray"), np=keeps_lazy)
     table[np.gradient] = _rebound(np.gradient, np=keeps_lazy)
     # The nan-ignoring sums and products (their NumPy versions warn nothing of their own).

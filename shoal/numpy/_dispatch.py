@@ -30,7 +30,7 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 # running their Python implementation keeps the work lazy.
 COMPOSABLE: set[str] = {
     "vstack", "hstack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "dsplit",
-    "isclose", "allclose", "array_equal", "average", "nan_to_num",
+    "allclose", "array_equal", "nan_to_num",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "trim_zeros",
 }  # fmt: skip
 
