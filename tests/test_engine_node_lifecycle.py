@@ -11,6 +11,7 @@ from engine_node_recorder import Recorder
 
 from shoal.engine import EngineError, create
 from shoal.engine.node import NodeConfig, NodeEngine
+from shoal.engine.node.run.direct import HAND_OVER_MIN
 from shoal.engine.node.stats import BatchStats
 
 
@@ -206,9 +207,13 @@ def _direct_engine() -> NodeEngine:
     return NodeEngine(NodeConfig(threads=1, compile="off", direct_work=1 << 40))
 
 
+N = HAND_OVER_MIN
+
+
 def test_direct_runs_write_into_an_operand_released_right_after_as_numpy_elides_temporaries():
+    """Arrays as large as the smallest that is handed over (a smaller one is allocated anew)."""
     rec = Recorder()
-    a, b, c = (rec.array(np.arange(100.0) * k) for k in (1, 2, 3))
+    a, b, c = (rec.array(np.arange(float(N)) * k) for k in (1, 2, 3))
     first = rec.ufunc("add", a, b)
     second = rec.ufunc("add", first, c)
     rec.release(first)  # (a + b) + c: the first sum dies at once
@@ -218,23 +223,23 @@ def test_direct_runs_write_into_an_operand_released_right_after_as_numpy_elides_
     try:
         engine.execute(rec.new_batch())
         assert engine.last_stats.direct
-        np.testing.assert_array_equal(engine.fetch(scaled), (np.arange(100.0) * 6) * 0.5)
-        assert engine.last_stats.peak_bytes == 4 * 100 * 8  # a, b, c (borrowed) and one temporary
+        np.testing.assert_array_equal(engine.fetch(scaled), (np.arange(float(N)) * 6) * 0.5)
+        assert engine.last_stats.peak_bytes == 4 * N * 8  # a, b, c (borrowed) and one temporary
     finally:
         engine.shutdown()
 
 
 def test_direct_runs_keep_an_operand_read_through_another_geometry():
     rec = Recorder()
-    values = rec.array(np.arange(100.0))
+    values = rec.array(np.arange(float(N)))
     scaled = rec.ufunc("multiply", values, 2.0)
     mirrored = rec.ufunc("subtract", scaled, rec.index(scaled, slice(None, None, -1)))
     rec.release(scaled)  # dies, but is also read in reverse: NumPy would have to buffer it
     engine = _direct_engine()
     try:
         engine.execute(rec.new_batch())
-        expected = np.arange(100.0) * 2.0
+        expected = np.arange(float(N)) * 2.0
         np.testing.assert_array_equal(engine.fetch(mirrored), expected - expected[::-1])
-        assert engine.last_stats.peak_bytes == 3 * 100 * 8  # values, scaled and mirrored apart
+        assert engine.last_stats.peak_bytes == 3 * N * 8  # values, scaled and mirrored apart
     finally:
         engine.shutdown()
