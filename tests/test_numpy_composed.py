@@ -251,12 +251,12 @@ def test_diff_and_gradient_of_a_lazy_array_stay_lazy() -> None:
 
 @DIFFERENTIAL
 @given(value=numeric, axis=st.none() | st.integers(-3, 2), name=st.sampled_from(["nansum", "nanprod", "nancumsum", "nancumprod"]), keepdims=st.booleans())
-def test_nan_ignoring_sums_and_products(snp: ModuleType, value: np.ndarray, axis, name: str, keepdims: bool) -> None:
+def test_nan_ignoring_sums_and_products(snp_recorded: ModuleType, value: np.ndarray, axis, name: str, keepdims: bool) -> None:
     if value.dtype.kind in "fc" and value.size:
         value = value.copy()
         value.flat[::3] = np.nan
     options = {"keepdims": keepdims} if name in ("nansum", "nanprod") else {}
-    check_same(snp, lambda xp, v: getattr(xp, name)(v, axis=axis, **options), value, rtol=1e-5)
+    check_same(snp_recorded, lambda xp, v: getattr(xp, name)(v, axis=axis, **options), value, rtol=1e-5)
 
 
 @DIFFERENTIAL
@@ -336,3 +336,50 @@ def test_average(snp_recorded: ModuleType, value: np.ndarray, axis, weighted: bo
         return xp.average(v, axis=axis, weights=weights, returned=returned, keepdims=keepdims)
 
     check_same(snp_recorded, average, value, rtol=1e-9)
+
+
+floats_with_nans = arrays(st.sampled_from([np.dtype("float64"), np.dtype("float32"), np.dtype("complex128"), np.dtype("int32")]), shapes, bound=50)
+
+
+@DIFFERENTIAL
+@given(value=floats_with_nans, axis=st.none() | st.integers(-3, 2), keepdims=st.booleans(), pattern=st.sampled_from(["some", "rows", "all", "none"]))
+def test_nan_ignoring_means_and_extremes(snp_recorded: ModuleType, value: np.ndarray, axis, keepdims: bool, pattern: str) -> None:
+    """``nanmean``, ``nanmax`` and ``nanmin`` recorded: NaNs here and there, whole slices of
+    them (NaN results), all of them, none, integers (no NaN at all); NumPy's errors for axes out
+    of range and empty arrays."""
+    if value.dtype.kind in "fc" and value.size:
+        value = value.copy()
+        if pattern == "some":
+            value.flat[::3] = np.nan
+        elif pattern == "rows" and value.ndim:
+            value[0] = np.nan
+        elif pattern == "all":
+            value[...] = np.nan
+    for name in ("nanmean", "nanmax", "nanmin"):
+        check_same(snp_recorded, lambda xp, v, name=name: getattr(xp, name)(v, axis=axis, keepdims=keepdims), value, rtol=1e-6)
+    check_same(snp_recorded, lambda xp, v: xp.nanmax(v, axis=axis, initial=-1e9), value)
+    check_same(snp_recorded, lambda xp, v: xp.nanmean(v, axis=axis, dtype=np.float64), value, rtol=1e-12)
+
+
+def test_nan_ignoring_reductions_warn_at_the_programs_line(every_array_lazy) -> None:
+    """Their own warnings ("Mean of empty slice", "All-NaN slice encountered") name the line
+    that called them, once each, as NumPy's do."""
+    import warnings
+
+    import shoal.numpy as snp
+
+    def program(xp):
+        grid = xp.ones((3, 4)) * 2.0
+        grid[1] = np.nan
+        return [xp.nanmean(grid, axis=1), xp.nanmax(grid, axis=1), xp.nanmin(grid, axis=1)]
+
+    found = []
+    for xp in (np, snp):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            values = [np.asarray(value) for value in program(xp)]
+        found.append((values, [(w.category, str(w.message), w.filename, w.lineno) for w in caught]))
+    (want, expected), (have, got) = found
+    for one, other in zip(want, have):
+        np.testing.assert_array_equal(other, one)
+    assert got == expected and len(expected) == 3
