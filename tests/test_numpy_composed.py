@@ -383,3 +383,16 @@ def test_nan_ignoring_reductions_warn_at_the_programs_line(every_array_lazy) -> 
     for one, other in zip(want, have):
         np.testing.assert_array_equal(other, one)
     assert got == expected and len(expected) == 3
+
+
+@DIFFERENTIAL
+@given(value=small, k=st.integers(-6, 6))
+def test_diag(snp_recorded: ModuleType, value: np.ndarray, k: int) -> None:
+    """A 1-d input on the diagonal of a new matrix, the diagonal of a 2-d one (a read-only view),
+    NumPy's error for other dimensions."""
+    from shoal.numpy import _dispatch
+
+    before = _dispatch.FALLBACKS["diag"]
+    check_same(snp_recorded, lambda xp, v: xp.diag(v, k), value)
+    check_same(snp_recorded, lambda xp, v: xp.diag(v.reshape(-1)[:4], k=k) + 1, value)
+    assert _dispatch.FALLBACKS["diag"] == before  # recorded, not NumPy's on computed values

@@ -1,8 +1,8 @@
 """NumPy functions that return views of their argument: views of the lazy array too.
 
 ``np.atleast_2d`` ran NumPy's own code, whose ``asanyarray`` copied the lazy array, and
-``np.rot90``, ``np.rollaxis``, ``np.unstack``, ``np.diag`` of a matrix and
-``sliding_window_view`` ran in NumPy on a copy (the fallback): writes through the result never
+``np.rot90``, ``np.rollaxis``, ``np.unstack``, ``np.diag`` and ``sliding_window_view`` ran in
+NumPy on a copy (the fallback): writes through the result never
 reached the array, nor its writes the result, and ``np.atleast_2d(m) is m`` was false.
 
 The ``atleast`` functions follow NumPy's code with Shoal's ``asanyarray``. The others are
@@ -51,12 +51,17 @@ def _three_d(result: Any) -> Any:
     return result[:, :, np.newaxis] if result.ndim == 2 else result
 
 
-def _probed(function: Callable[..., Any], views_only: Callable[[ndarray], bool] = lambda array: True) -> Callable[..., Any]:
+def _probed(
+    function: Callable[..., Any], views_only: Callable[[ndarray], bool] = lambda array: True, copying: Callable[..., Any] | None = None
+) -> Callable[..., Any]:
     """``function`` (NumPy's, making views of its first argument) for a lazy first argument:
     its results' geometry, found on a probe, as views of the lazy array. Where ``views_only``
-    says the call would copy, NumPy runs it on the contents (the fallback)."""
+    says the call would copy, ``copying`` makes the result if given, else NumPy runs it on the
+    contents (the fallback)."""
 
     def implementation(array: Any, *args: Any, **kwargs: Any) -> Any:
+        if is_lazy(array) and not views_only(array) and copying is not None:
+            return copying(array, *args, **kwargs)
         if not is_lazy(array) or not views_only(array):
             return _dispatch.fallback_call(function.__name__, function, (array, *args), kwargs)
         probe = probe_of(array)
@@ -68,6 +73,18 @@ def _probed(function: Callable[..., Any], views_only: Callable[[ndarray], bool] 
     return implementation
 
 
+def _diagonal_matrix(v: ndarray, k: int = 0) -> Any:
+    """``np.diag`` of a lazy array that is not a matrix, in NumPy's steps: a vector written along
+    the ``k``-th diagonal of a new zero matrix (NumPy's error for other dimensions)."""
+    if v.ndim != 1:
+        raise ValueError("Input must be 1- or 2-d.")
+    n = v.shape[0] + abs(k)
+    result = _create.zeros((n, n), v.dtype)
+    start = k if k >= 0 else (-k) * n
+    result[: n - k].flat[start :: n + 1] = v
+    return result
+
+
 def _register() -> None:
     table = _dispatch.IMPLEMENTATIONS
     table[np.atleast_1d] = _atleast(_one_d)
@@ -76,7 +93,7 @@ def _register() -> None:
     table[np.rot90] = _probed(np.rot90)
     table[np.rollaxis] = _probed(np.rollaxis)
     table[np.unstack] = _probed(np.unstack, lambda array: array.ndim >= 2)  # a vector unstacks into scalars
-    table[np.diag] = _probed(np.diag, lambda array: array.ndim == 2)  # a vector's is a new matrix
+    table[np.diag] = _probed(np.diag, lambda array: array.ndim == 2, _diagonal_matrix)  # a vector's is a new matrix
     table[sliding_window_view] = _probed(sliding_window_view)
 
 
