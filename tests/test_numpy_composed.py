@@ -344,9 +344,9 @@ floats_with_nans = arrays(st.sampled_from([np.dtype("float64"), np.dtype("float3
 @DIFFERENTIAL
 @given(value=floats_with_nans, axis=st.none() | st.integers(-3, 2), keepdims=st.booleans(), pattern=st.sampled_from(["some", "rows", "all", "none"]))
 def test_nan_ignoring_means_and_extremes(snp_recorded: ModuleType, value: np.ndarray, axis, keepdims: bool, pattern: str) -> None:
-    """``nanmean``, ``nanmax`` and ``nanmin`` recorded: NaNs here and there, whole slices of
-    them (NaN results), all of them, none, integers (no NaN at all); NumPy's errors for axes out
-    of range and empty arrays."""
+    """``nanmean``, ``nanmax``, ``nanmin``, ``nanvar`` and ``nanstd`` recorded: NaNs here and
+    there, whole slices of them (NaN results), all of them, none, integers (no NaN at all),
+    degrees of freedom; NumPy's errors for axes out of range and empty arrays."""
     if value.dtype.kind in "fc" and value.size:
         value = value.copy()
         if pattern == "some":
@@ -355,15 +355,17 @@ def test_nan_ignoring_means_and_extremes(snp_recorded: ModuleType, value: np.nda
             value[0] = np.nan
         elif pattern == "all":
             value[...] = np.nan
-    for name in ("nanmean", "nanmax", "nanmin"):
+    for name in ("nanmean", "nanmax", "nanmin", "nanvar", "nanstd"):
         check_same(snp_recorded, lambda xp, v, name=name: getattr(xp, name)(v, axis=axis, keepdims=keepdims), value, rtol=1e-6)
+    check_same(snp_recorded, lambda xp, v: xp.nanvar(v, axis=axis, ddof=1), value, rtol=1e-6)
+    check_same(snp_recorded, lambda xp, v: xp.nanstd(v, axis=axis, correction=1.5, dtype=np.float64), value, rtol=1e-9)
     check_same(snp_recorded, lambda xp, v: xp.nanmax(v, axis=axis, initial=-1e9), value)
     check_same(snp_recorded, lambda xp, v: xp.nanmean(v, axis=axis, dtype=np.float64), value, rtol=1e-12)
 
 
 def test_nan_ignoring_reductions_warn_at_the_programs_line(every_array_lazy) -> None:
-    """Their own warnings ("Mean of empty slice", "All-NaN slice encountered") name the line
-    that called them, once each, as NumPy's do."""
+    """Their own warnings ("Mean of empty slice", "All-NaN slice encountered", "Degrees of
+    freedom <= 0 for slice.") name the line that called them, once each, as NumPy's do."""
     import warnings
 
     import shoal.numpy as snp
@@ -371,7 +373,7 @@ def test_nan_ignoring_reductions_warn_at_the_programs_line(every_array_lazy) -> 
     def program(xp):
         grid = xp.ones((3, 4)) * 2.0
         grid[1] = np.nan
-        return [xp.nanmean(grid, axis=1), xp.nanmax(grid, axis=1), xp.nanmin(grid, axis=1)]
+        return [xp.nanmean(grid, axis=1), xp.nanmax(grid, axis=1), xp.nanmin(grid, axis=1), xp.nanstd(grid, axis=1, ddof=3)]
 
     found = []
     for xp in (np, snp):
@@ -382,7 +384,7 @@ def test_nan_ignoring_reductions_warn_at_the_programs_line(every_array_lazy) -> 
     (want, expected), (have, got) = found
     for one, other in zip(want, have):
         np.testing.assert_array_equal(other, one)
-    assert got == expected and len(expected) == 3
+    assert got == expected and len(expected) == 4
 
 
 @DIFFERENTIAL

@@ -235,3 +235,34 @@ def test_divmod_and_modf_return_pairs(snp: ModuleType) -> None:
     check_same(snp, lambda xp, x: xp.divmod(x, 3), a)
     check_same(snp, lambda xp, x: divmod(x, 3), a)
     check_same(snp, lambda xp, x: xp.modf(x), a)
+
+
+def test_where_given_as_numpys_no_value_with_an_output_is_recorded(every_array_lazy, monkeypatch) -> None:
+    """NumPy's own functions pass ``where=np._NoValue`` on (``nanvar``'s ``np.subtract(..., out=arr,
+    where=where)``): every element, as NumPy takes it; the call is recorded, not computed on the
+    arrays' contents. Without ``out`` NumPy warns, and so does the call here."""
+    import warnings
+
+    import shoal.numpy as snp
+    from shoal.numpy import _lazy
+
+    read: list[int] = []
+    value = _lazy.ndarray._value
+
+    def counted(self, *args, **kwargs):
+        read.append(1)
+        return value(self, *args, **kwargs)
+
+    monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+    a, out = snp.arange(6.0) + 1.0, snp.zeros(6) + 0.0
+    result = np.subtract(a, 0.5, out=out, casting="unsafe", where=np._NoValue)
+    assert result is out and not read
+    np.testing.assert_array_equal(np.asarray(out), np.arange(6.0) + 0.5)
+    with warnings.catch_warnings(record=True) as shoal_caught:
+        warnings.simplefilter("always")
+        shoal_result = np.asarray(np.add(a, 1.0, where=np._NoValue))
+    with warnings.catch_warnings(record=True) as numpy_caught:
+        warnings.simplefilter("always")
+        numpy_result = np.add(np.arange(6.0) + 1.0, 1.0, where=np._NoValue)
+    np.testing.assert_array_equal(shoal_result, numpy_result)
+    assert [(w.category, str(w.message)) for w in shoal_caught] == [(w.category, str(w.message)) for w in numpy_caught]

@@ -43,6 +43,8 @@ def apply_ufunc(
     **ignored: Any,
 ) -> Any:
     """Record ``ufunc(*inputs)``; errors, dtypes and shapes are NumPy's, found at the call."""
+    if where is np._NoValue and out is not None:  # NumPy's own functions pass it on: every element (with no ``out``, NumPy warns)
+        where = True
     plain = where is True and dtype is None and casting == "same_kind" and not ignored and len(inputs) == ufunc.nin and ufunc.nout == 1
     if plain:
         single = out[0] if type(out) is tuple and len(out) == 1 else out
