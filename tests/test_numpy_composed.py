@@ -398,3 +398,64 @@ def test_diag(snp_recorded: ModuleType, value: np.ndarray, k: int) -> None:
     check_same(snp_recorded, lambda xp, v: xp.diag(v, k), value)
     check_same(snp_recorded, lambda xp, v: xp.diag(v.reshape(-1)[:4], k=k) + 1, value)
     assert _dispatch.FALLBACKS["diag"] == before  # recorded, not NumPy's on computed values
+
+
+@DIFFERENTIAL
+@given(first=small, second=small, equal_nan=st.booleans(), nans=st.booleans())
+def test_array_equal(snp_recorded: ModuleType, first: np.ndarray, second: np.ndarray, equal_nan: bool, nans: bool) -> None:
+    """Arrays of other shapes (False), of other dtypes, equal up to NaNs at the same places or
+    at others; a Python ``bool`` either way, as NumPy's."""
+    if nans and first.dtype.kind in "fc" and first.size:
+        first = first.copy()
+        first.flat[::2] = np.nan
+    for other in (second, first.copy(), first[..., ::-1].copy() if first.ndim else first.copy()):
+        check_same(snp_recorded, lambda xp, a, b: xp.array_equal(a, b, equal_nan=equal_nan), first, other)
+    check_same(snp_recorded, lambda xp, a: xp.array_equal(a, a, equal_nan=equal_nan), first)
+
+
+@DIFFERENTIAL
+@given(vector=arrays(dtypes, st.integers(0, 5).map(lambda n: (n,)), bound=50), matrix=small)
+def test_column_stack(snp_recorded: ModuleType, vector: np.ndarray, matrix: np.ndarray) -> None:
+    """Vectors as columns beside matrices; NumPy's errors for lengths and dimensions that differ."""
+    check_same(snp_recorded, lambda xp, v, m: xp.column_stack([v, v * 2]), vector, matrix)
+    check_same(snp_recorded, lambda xp, v, m: xp.column_stack((v, m)), vector, matrix)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda xp, a, b: xp.isclose(a, b),
+        lambda xp, a, b: xp.allclose(a, b),
+        lambda xp, a, b: xp.array_equal(a, b),
+        lambda xp, a, b: xp.column_stack([a[:, 0], b[:, 1]]),
+        lambda xp, a, b: xp.average(a, axis=0),
+        lambda xp, a, b: xp.nanmean(a, axis=1),
+        lambda xp, a, b: xp.nanmax(a),
+        lambda xp, a, b: xp.nanstd(a, axis=0),
+    ],
+    ids=["isclose", "allclose", "array_equal", "column_stack", "average", "nanmean", "nanmax", "nanstd"],
+)
+def test_functions_of_lazy_arrays_read_no_more_than_their_answers(monkeypatch, call) -> None:
+    """NumPy's own code for these read their lazy arguments whole (``asanyarray``, ``np.array``)
+    and computed in NumPy; now what they read is at most as large as their answer (the checks
+    NumPy's code makes on it, or on the counts behind it)."""
+    import shoal.numpy as snp
+    from shoal import runtime
+    from shoal.numpy import _lazy
+
+    sizes: list[int] = []
+    value = _lazy.ndarray._value
+
+    def counted(self, *args, **kwargs):
+        sizes.append(self.size)
+        return value(self, *args, **kwargs)
+
+    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0):
+        first, second = snp.arange(48.0).reshape(6, 8) / 7.0, snp.arange(48.0).reshape(6, 8) / 7.0 + 1e-9
+        monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+        result = call(snp, first, second)
+        read = max(sizes, default=0)
+        monkeypatch.undo()
+        expected = call(np, np.arange(48.0).reshape(6, 8) / 7.0, np.arange(48.0).reshape(6, 8) / 7.0 + 1e-9)
+        np.testing.assert_allclose(np.asarray(result), expected, rtol=1e-12)
+        assert read <= max(1, np.size(expected))  # a check of the answer (NaN counts), never the 48 inputs

@@ -277,6 +277,8 @@ def _register() -> None:
     # The same for isclose (allclose calls it) and average: 4000 x 4000 1.4x and 2.4x NumPy's time.
     table[np.isclose] = _rebound(np.isclose, asanyarray=_creation("asanyarray"))
     table[np.average] = _rebound(np.average, np=keeps_lazy)
+    table[np.array_equal] = _rebound(np.array_equal, asarray=_creation("asarray"), asanyarray=_creation("asanyarray"))
+    table[np.column_stack] = _rebound(np.column_stack, asanyarray=_creation("asanyarray"), array=_creation("array"))
     table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
     # NumPy's own diff and gradient made a lazy array a NumPy one first (gradient through the
     # fallback): 3 x 10^6 elements 1.3x and 2.5x NumPy's time.

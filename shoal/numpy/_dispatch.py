@@ -29,8 +29,8 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 # NumPy functions written in Python on top of dispatchable operations that Shoal implements;
 # running their Python implementation keeps the work lazy.
 COMPOSABLE: set[str] = {
-    "vstack", "hstack", "dstack", "column_stack", "split", "array_split", "hsplit", "vsplit", "dsplit",
-    "allclose", "array_equal", "nan_to_num",
+    "vstack", "hstack", "dstack", "split", "array_split", "hsplit", "vsplit", "dsplit",
+    "allclose", "nan_to_num",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "trim_zeros",
 }  # fmt: skip
 
