@@ -323,3 +323,34 @@ def every_array_lazy() -> Iterator[Any]:
     runtime = importlib.import_module("shoal.runtime")
     with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0) as configured:
         yield configured
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """From now on, the size of every lazy array whose contents are read (``_value``), in order."""
+    from shoal.numpy import _lazy
+
+    sizes: list[int] = []
+    value = _lazy.ndarray._value
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        sizes.append(self.size)
+        return value(self, *args, **kwargs)
+
+    monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+    return sizes
+
+
+def same_values_and_warnings(program: Callable[[ModuleType], Any], **configured: Any) -> None:
+    """``program`` on NumPy and on ``shoal.numpy`` under a runtime ``configured`` so: the same
+    values, and the same warnings (category, message and line), in the same order."""
+    runtime = importlib.import_module("shoal.runtime")
+    module = importlib.import_module("shoal.numpy")
+    with warnings.catch_warnings(record=True) as expected:
+        warnings.simplefilter("always")
+        want = program(np)
+    with runtime.configure(**configured):
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            have = np.asarray(program(module))
+    np.testing.assert_array_equal(have, want)
+    assert [(w.category, str(w.message), w.lineno) for w in got] == [(w.category, str(w.message), w.lineno) for w in expected]

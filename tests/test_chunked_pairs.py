@@ -4,14 +4,11 @@ pairs whose order of chunks could matter run whole, and floating-point condition
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pytest
 from engine_node_recorder import Recorder, direct_against_reference
+from numpy_fixtures import same_values_and_warnings
 
-import shoal.numpy as snp
-from shoal import runtime
 from shoal.engine.node.run import chunked_pairs
 
 RNG = np.random.default_rng(7)
@@ -94,12 +91,4 @@ def test_a_condition_met_in_chunks_warns_once_at_numpys_line(monkeypatch):
         b -= np_.log(a)  # divide by zero in log, in the first column of every chunk
         return b
 
-    with warnings.catch_warnings(record=True) as expected:
-        warnings.simplefilter("always")
-        want = program(np)
-    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0):
-        with warnings.catch_warnings(record=True) as got:
-            warnings.simplefilter("always")
-            have = np.asarray(program(snp))
-    np.testing.assert_array_equal(have, want)
-    assert [(w.category, str(w.message), w.lineno) for w in got] == [(w.category, str(w.message), w.lineno) for w in expected]
+    same_values_and_warnings(program, engine="node", eager_threshold=0, settled_threshold=0)

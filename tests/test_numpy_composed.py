@@ -18,6 +18,7 @@ from numpy_fixtures import (
     arrays,
     assert_same,
     check_same,
+    count_reads,
     dtypes,
     needs_runtime,
     shapes,
@@ -275,14 +276,7 @@ def test_triangles_of_a_lazy_array_stay_lazy(monkeypatch) -> None:
     from shoal import runtime
     from shoal.numpy import _lazy
 
-    read: list[int] = []
-    value = _lazy.ndarray._value
-
-    def counted(self, *args, **kwargs):
-        read.append(1)
-        return value(self, *args, **kwargs)
-
-    monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+    read = count_reads(monkeypatch)
     with runtime.configure(engine="node", eager_threshold=16):
         matrix = snp.arange(60.0).reshape(6, 10) + 1.0
         lower, upper = snp.tril(matrix, -1), snp.triu(matrix, 2)
@@ -441,18 +435,10 @@ def test_functions_of_lazy_arrays_read_no_more_than_their_answers(monkeypatch, c
     NumPy's code makes on it, or on the counts behind it)."""
     import shoal.numpy as snp
     from shoal import runtime
-    from shoal.numpy import _lazy
-
-    sizes: list[int] = []
-    value = _lazy.ndarray._value
-
-    def counted(self, *args, **kwargs):
-        sizes.append(self.size)
-        return value(self, *args, **kwargs)
 
     with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0):
         first, second = snp.arange(48.0).reshape(6, 8) / 7.0, snp.arange(48.0).reshape(6, 8) / 7.0 + 1e-9
-        monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+        sizes = count_reads(monkeypatch)
         result = call(snp, first, second)
         read = max(sizes, default=0)
         monkeypatch.undo()

@@ -15,6 +15,7 @@ from numpy_fixtures import (
     INEXACT_DTYPES,
     arrays,
     check_same,
+    count_reads,
     dtypes,
     shapes,
     two_shapes,
@@ -244,16 +245,8 @@ def test_where_given_as_numpys_no_value_with_an_output_is_recorded(every_array_l
     import warnings
 
     import shoal.numpy as snp
-    from shoal.numpy import _lazy
 
-    read: list[int] = []
-    value = _lazy.ndarray._value
-
-    def counted(self, *args, **kwargs):
-        read.append(1)
-        return value(self, *args, **kwargs)
-
-    monkeypatch.setattr(_lazy.ndarray, "_value", counted)
+    read = count_reads(monkeypatch)
     a, out = snp.arange(6.0) + 1.0, snp.zeros(6) + 0.0
     result = np.subtract(a, 0.5, out=out, casting="unsafe", where=np._NoValue)
     assert result is out and not read

@@ -6,14 +6,12 @@ floating-point warnings once, at the program's line."""
 from __future__ import annotations
 
 import threading
-import warnings
 
 import numpy as np
 import pytest
 from engine_node_recorder import Recorder, direct_against_reference
+from numpy_fixtures import same_values_and_warnings
 
-import shoal.numpy as snp
-from shoal import runtime
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.node.run import row_parts
 
@@ -124,15 +122,7 @@ def test_a_condition_met_in_every_share_warns_once_at_numpys_line(monkeypatch):
         b /= a  # divide by zero in both threads' rows
         return b
 
-    with warnings.catch_warnings(record=True) as expected:
-        warnings.simplefilter("always")
-        want = program(np)
-    with runtime.configure(engine="node", eager_threshold=0, settled_threshold=0):
-        with warnings.catch_warnings(record=True) as got:
-            warnings.simplefilter("always")
-            have = np.asarray(program(snp))
-    np.testing.assert_array_equal(have, want)
-    assert [(w.category, str(w.message), w.lineno) for w in got] == [(w.category, str(w.message), w.lineno) for w in expected]
+    same_values_and_warnings(program, engine="node", eager_threshold=0, settled_threshold=0)
     assert 2 in shared
 
 
