@@ -8,9 +8,10 @@ call whose rows are independent (its output overlaps no operand except as that v
 split instead into one share of rows per thread: each thread calls the same NumPy loop on its
 rows, so every element is computed from the same operands as in the whole call, bit for bit.
 
-Each share runs under its own floating-point state (NumPy's error state is per thread), and the
-messages are noted after all shares finished, in row order; the first share's error, in row
-order, is raised.
+Each share runs under its own floating-point state (NumPy's error state is per thread) and
+notes what it met; a condition met in several shares is reported once, as NumPy's one call
+reports it (the notes are kept once per instruction and condition). The first error in row
+order is raised once every share has finished.
 """
 
 from __future__ import annotations
