@@ -28,19 +28,27 @@ from shoal.engine import fp_signals
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
 from shoal.engine.fp_signals import NumpyLog, category, logging_state, named
-from shoal.engine.node.run.row_parts import PAIR_SHARE, independent, rows_of, run_shares, shares
+from shoal.engine.node.run.row_parts import (
+    NUMERIC,
+    PAIR_SHARE,
+    independent,
+    rows_of,
+    run_shares,
+    shares,
+    sharing,
+)
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.zero_fills import whole_base
 
 CHUNK_ELEMENTS = 1 << 16  # a temporary's chunk: 512 KiB of float64, inside the 1 MiB L2
 MIN_ELEMENTS = 1 << 17  # below this the whole calls are as fast: no chunking
-_NUMERIC = frozenset("biufc")
 
 
 def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: Storage, pool: WorkerPool | None = None) -> int:
     """Run instruction ``index`` and the next one that is not a release chunk by chunk if they
     are such a pair, and the releases between them after it: how many instructions that was
-    (0: none, nothing run). With a ``pool``, a large pair's rows are shared among its threads. The temporary's own release must follow the pair, among releases."""
+    (0: none, nothing run). The temporary's own release must follow the pair, among releases.
+    With a ``pool``, a large pair's rows are shared among its threads."""
     first = instructions[index]
     if not _element_wise(first):
         return 0
@@ -68,8 +76,7 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     reads = [operand for operand in second.inputs if isinstance(operand, View) and operand.base == temporary.base]
     if not reads or any(view != temporary for view in reads):
         return 0
-    if not storage.has_memory(out.base):
-        pool = None  # fresh pages: two threads faulting them in contend (docs/decisions.md)
+    pool = sharing(pool, storage, out.base)
     storage.ensure(out.base)
     storage.make_writable(out.base)  # first: operands of its base read its own memory, as the writes will
     target = storage.array(out)
@@ -96,7 +103,7 @@ def _released_next(instructions: Sequence[Instruction], start: int, base: int) -
 
 def _element_wise(instruction: Instruction) -> bool:
     entry = spec(instruction.op)
-    return entry.kind is Kind.ELEMENTWISE and entry.ufunc is not None and len(instruction.outputs) == 1 and instruction.outputs[0].dtype.kind in _NUMERIC
+    return entry.kind is Kind.ELEMENTWISE and entry.ufunc is not None and len(instruction.outputs) == 1 and instruction.outputs[0].dtype.kind in NUMERIC
 
 
 def _value(operand: Any, storage: Storage) -> Any:

@@ -28,7 +28,14 @@ from shoal.engine import fp_signals
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
 from shoal.engine.node.run.chunked_pairs import run_chunked_pair
-from shoal.engine.node.run.row_parts import CALL_SHARE, independent, rows_of, run_shares, shares
+from shoal.engine.node.run.row_parts import (
+    CALL_SHARE,
+    independent,
+    rows_of,
+    run_shares,
+    shares,
+    sharing,
+)
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import where_in_place
 from shoal.settings import DIRECT_WORK
@@ -106,8 +113,7 @@ def _run_one(instructions: list[Instruction], index: int, storage: Storage, pool
     ins = [operand.value if isinstance(operand, Const) else storage.array(operand) for operand in instruction.inputs]
     if dying is not None:
         storage.hand_over(dying, instruction.outputs[0].base)
-    if not instruction.outputs or not storage.has_memory(instruction.outputs[0].base):
-        pool = None  # fresh pages: two threads faulting them in contend (docs/decisions.md)
+    pool = sharing(pool, storage, instruction.outputs[0].base) if instruction.outputs else None
     for view in instruction.outputs:
         storage.ensure(view.base)
         storage.make_writable(view.base)
@@ -127,10 +133,11 @@ def _run_one(instructions: list[Instruction], index: int, storage: Storage, pool
 def _call(instruction: Instruction, outs: list[np.ndarray], ins: list, pool: WorkerPool | None) -> None:
     """``instruction``'s NumPy call, its rows shared among ``pool``'s threads where it is a large
     element-wise call whose rows are independent."""
-    reference = spec(instruction.op).reference
+    entry = spec(instruction.op)
+    reference = entry.reference
     attrs = instruction.attr_dict()
-    ranges = shares(pool, outs[0].shape, CALL_SHARE) if len(outs) == 1 and spec(instruction.op).kind is Kind.ELEMENTWISE else []
-    if len(ranges) < 2 or spec(instruction.op).ufunc is None or not independent(outs[0], (), ins):
+    ranges = shares(pool, outs[0].shape, CALL_SHARE) if len(outs) == 1 and entry.kind is Kind.ELEMENTWISE and entry.ufunc is not None else []
+    if len(ranges) < 2 or not independent(outs[0], (), ins):
         with fp_signals.noting(instruction):
             reference(outs, ins, attrs)
         return

@@ -23,13 +23,21 @@ from typing import Any
 import numpy as np
 
 from shoal.engine.blocks.thread_pool import WorkerPool
+from shoal.engine.node.run.storage import Storage
 
 # Elements a thread's share must hold to be worth a handover: a plain operation streams 8 MB
 # from the 32 MiB L3 in about 0.12 ms, which two threads do no faster; a chunked pair makes a
 # temporary and applies it, twice the work per element (measured, docs/decisions.md).
 CALL_SHARE = 1 << 20
 PAIR_SHARE = 1 << 18
-_NUMERIC = frozenset("biufc")
+NUMERIC = frozenset("biufc")  # dtype kinds whose loops the rows can be cut for
+
+
+def sharing(pool: WorkerPool | None, storage: Storage, base: int) -> WorkerPool | None:
+    """``pool`` for a call writing ``base`` if the base has memory already, else None: a new
+    output's pages are faulted in by the call, and two threads faulting together lost (CSR at
+    60,000 rows 0.041 -> 0.048 s, docs/decisions.md). Asked before the output is allocated."""
+    return pool if storage.has_memory(base) else None
 
 
 def shares(pool: WorkerPool | None, shape: tuple[int, ...], share: int) -> list[tuple[int, int]]:
@@ -46,7 +54,7 @@ def run_shares(pool: WorkerPool | None, ranges: list[tuple[int, int]], run: Call
     """``run(start, stop)`` for every range, at once; their results in order. The first error
     in row order is raised once every share has finished."""
     if len(ranges) == 1 or pool is None:
-        return [run(*ranges[0])] if len(ranges) == 1 else [run(start, stop) for start, stop in ranges]
+        return [run(start, stop) for start, stop in ranges]
     results: list[Any] = [None] * len(ranges)
 
     def share(part: int) -> Callable[[], None]:
@@ -79,7 +87,7 @@ def independent(target: np.ndarray, reads: Sequence[Any], own: Sequence[Any] = (
     reads: numeric operands only; ``reads`` overlap none of it, and ``own`` (the writing call's
     operands) only as the very same elements."""
     for value in (*reads, *own):
-        if isinstance(value, np.ndarray) and value.dtype.kind not in _NUMERIC:
+        if isinstance(value, np.ndarray) and value.dtype.kind not in NUMERIC:
             return False
     for value in reads:
         if isinstance(value, np.ndarray) and np.may_share_memory(target, value):
