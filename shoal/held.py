@@ -103,9 +103,8 @@ def forget_views(base: LazyBase) -> None:
 
 def _views_kept(base: LazyBase) -> int:
     """References to ``base``'s held memory that its lazy arrays keep for their indexing (one a
-    live array: its view's NumPy ``.base``)."""
-    arrays = {id(array): array for ref in base.holders if (array := ref()) is not None and array._held is not None}  # type: ignore[attr-defined]
-    return len(arrays)
+    live array: its view's NumPy ``.base``; :func:`remember` notes each array once)."""
+    return sum(1 for ref in base.holders if (array := ref()) is not None and array._held is not None)  # type: ignore[attr-defined]
 
 
 def unhold(runtime: Runtime, base_id: int) -> bool:

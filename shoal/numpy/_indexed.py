@@ -22,9 +22,6 @@ from shoal import fp_warnings
 from shoal.numpy._lazy import ndarray, wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED
 
-_TAKEN = frozenset("iu")  # index dtypes ``take`` casts to ``intp`` safely (unsigned below its size)
-_INTP = np.dtype(np.intp).itemsize
-
 
 def _lazy_index(key: Any) -> tuple[Any, ...] | None:
     """``key`` as a tuple if one of its items is a lazy integer or boolean array of one or more
@@ -96,9 +93,8 @@ def gather(source: np.ndarray, key: Any) -> Any:
     ``take`` along it, the same values, order of checks and errors at two thirds of the cost of
     the general indexing (960,000 indices into 60,000 doubles: 0.46 against 0.65 ms)."""
     index = key[0] if type(key) is tuple and len(key) == 1 else key
-    if type(index) is np.ndarray and index.dtype.kind in _TAKEN and index.dtype.itemsize <= _INTP and source.ndim and source.shape[0]:
-        if index.dtype.kind == "i" or index.dtype.itemsize < _INTP:
-            return np.take(source, index, axis=0)
+    if type(index) is np.ndarray and index.dtype.kind in "iu" and np.can_cast(index.dtype, np.intp) and source.ndim and source.shape[0]:
+        return np.take(source, index, axis=0)  # ``take`` casts the index to ``intp``: only where that is safe
     return source[key]
 
 

@@ -60,9 +60,9 @@ def _probed(
     contents (the fallback)."""
 
     def implementation(array: Any, *args: Any, **kwargs: Any) -> Any:
-        if is_lazy(array) and not views_only(array) and copying is not None:
-            return copying(array, *args, **kwargs)
         if not is_lazy(array) or not views_only(array):
+            if copying is not None and is_lazy(array):
+                return copying(array, *args, **kwargs)
             return _dispatch.fallback_call(function.__name__, function, (array, *args), kwargs)
         probe = probe_of(array)
         result = function(probe, *args, **kwargs)
