@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
+from shoal import runtime as _runtime
 from shoal.bytecode import spec
 from shoal.numpy import _dispatch, _nan_functions, _reduce, _shape
 from shoal.numpy._lazy import as_lazy, is_lazy, make_view, materialize, ndarray, new_array
@@ -233,8 +234,6 @@ def _tri(N: Any, M: Any = None, k: Any = 0, dtype: Any = float, *, like: Any = N
     numbers (``greater_equal.outer``), recorded where the mask is large, so that the mask, the
     selection and what reads it fuse instead of NumPy making the mask and Shoal a copy of it
     (``np.sum(np.tril(a))`` of 4000 x 4000: 0.20 s against NumPy's 0.03)."""
-    from shoal import runtime as _runtime
-
     try:
         rows, columns, offset = operator.index(N), operator.index(N if M is None else M), operator.index(k)
     except TypeError:
