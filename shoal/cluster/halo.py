@@ -189,9 +189,7 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
     owned = planner.row_plan.rows.get(planner.position, owned)  # a temporary: the rows its readers read
     needed: dict[int, list[tuple[int, int]]] = {}  # per input base and rank: the bytes its own rows read
     for view, geometry in zip(views[1:], rows[1:]):
-        read = held_reads(planner, view.base, geometry, owned)
-        known = needed.get(view.base)
-        needed[view.base] = read if known is None else [hull(one, other) for one, other in zip(known, read)]
+        widen(needed, view.base, held_reads(planner, view.base, geometry, owned))
     stale = []
     for base, spans in needed.items():
         # An exchange refreshes all that the ranks' own rows have read of this base so far: a
@@ -238,6 +236,12 @@ def _demand(planner: Planner, base: int, spans: list[tuple[int, int]]) -> None:
 def _current(planner: Planner, base: int, spans: list[tuple[int, int]]) -> bool:
     valid = planner.valid[base]
     return all(valid[rank][0] <= low and high <= valid[rank][1] for rank, (low, high) in enumerate(spans) if high > low)
+
+
+def widen(spans_by_base: dict[int, list[tuple[int, int]]], base: int, spans: list[tuple[int, int]]) -> None:
+    """Widen ``spans_by_base[base]`` (a byte range per rank) to hold ``spans`` too."""
+    known = spans_by_base.get(base)
+    spans_by_base[base] = spans if known is None else [hull(one, other) for one, other in zip(known, spans)]
 
 
 def hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:

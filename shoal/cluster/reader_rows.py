@@ -26,10 +26,10 @@ from shoal.cluster.halo import (
     Operands,
     halo_operands,
     held_reads,
-    hull,
     local_bounds,
     read_bytes,
     rows_overlapping,
+    widen,
 )
 
 if TYPE_CHECKING:
@@ -63,8 +63,7 @@ class RowPlan:
                 at, spans = reads[index]
                 if stop is not None and at > stop:
                     break
-                known = result.get(base)
-                result[base] = spans if known is None else [hull(one, other) for one, other in zip(known, spans)]
+                widen(result, base, spans)
         return result
 
 
@@ -94,9 +93,7 @@ def plan_rows(planner: Planner, instructions: list[Instruction], elementwise: fr
                 result[position] = rows
         for view, geometry in zip(operands.views[1:], operands.rows[1:]):
             if view.base in extendable and view.base != out.base:
-                read = [read_bytes(geometry, begin, end) for begin, end in rows]
-                known = needed.get(view.base)
-                needed[view.base] = read if known is None else [hull(one, other) for one, other in zip(known, read)]
+                widen(needed, view.base, [read_bytes(geometry, begin, end) for begin, end in rows])
             elif view.base not in planner.temporaries:
                 plan.reads.setdefault(view.base, []).append((position, held_reads(planner, view.base, geometry, rows)))
     for reads in plan.reads.values():
