@@ -241,11 +241,12 @@ class Planner(GatheredPlanning):
         plan-cache key's halo state)."""
         return {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
 
-    def plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> list[Op]:
+    def plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None = False, kept: Template | None = None) -> list[Op]:
         """This rank's operations for ``batch``, in program order: replayed from the plan cache
         when the same batch (up to its base numbers) was planned before (``keyed``: its
-        :meth:`keyed`, if known). ``template`` is then the cached plan they came from or were
-        kept as (None for a plan not kept), ``key`` the batch's key."""
+        :meth:`keyed`, if known), or from ``kept``, its key's template kept elsewhere
+        (:mod:`shoal.cluster.split_plans`). ``template`` is then the cached plan they came from
+        or were kept as (None for a plan not kept), ``key`` the batch's key."""
         for local in self._retired:  # released by the previous batch, which has run
             self.block_bytes.pop(local, None)
         self._retired = []
@@ -256,6 +257,10 @@ class Planner(GatheredPlanning):
         if keyed is None:
             return self._plan(batch)
         key, order = keyed
+        if kept is not None:
+            self.cache.hits += 1
+            self.template = kept
+            return replay(self, kept, order, batch)
         template = self.cache.get(key)
         if template is not None:
             self.template = template

@@ -138,6 +138,11 @@ class PlanCache:
         return template
 
     def put(self, key: tuple, template: Template | None) -> None:
+        """Keep ``template`` (None: planned afresh each time) for ``key``; a key kept again loses
+        its number until every rank kept its new template."""
+        number = self._numbers.pop(key, None)
+        if number is not None:
+            del self._keys[number]
         self.templates[key] = template
         self.templates.move_to_end(key)
         while len(self.templates) > self.capacity:

@@ -20,7 +20,7 @@ import numpy as np
 
 from shoal import drawn
 from shoal.bytecode import Batch, View
-from shoal.cluster import segments, waiting
+from shoal.cluster import split_plans, waiting
 from shoal.cluster.drawn_ahead import DrawsAhead
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
@@ -148,13 +148,15 @@ class RankEngine:
         try:
             self.notes.begin(batch, watched)
             stats.batches += 1
-            parts = segments.split(batch, self.planner.new_layouts) if self.planner.config.layout == "rows" else None
+            parts = None
+            if self.planner.config.layout == "rows":
+                keyed = self.planner.keyed(batch) if keyed is False else keyed
+                parts = split_plans.plan_parts(self.planner, batch, keyed, self._plan)
             if parts is None:
                 self._run(batch, keyed)
             else:  # one loop iteration at a time, alike ones replayed (shoal.cluster.segments)
                 stats.parts += len(parts)
-                self._run_parts([(start, *self._plan(part, False)) for start, part in parts])
-                self.planner.template = self.planner.key = None  # the whole batch has no plan to keep
+                self._run_parts(parts)
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
             self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
             raise
@@ -175,12 +177,12 @@ class RankEngine:
         self.notes.planned(ops, first_ops)
         self.flusher.run(ops, template)
 
-    def _plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None) -> tuple[list[Op], list[int], Template | None]:
+    def _plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None, kept: Template | None = None) -> tuple[list[Op], list[int], Template | None]:
         """``batch``'s operations, the index of each instruction's first, and the cached plan
-        they follow (if kept)."""
+        they follow (if kept; ``kept``: its key's template, known)."""
         stats = self.flusher.stats
         began = time.perf_counter()
-        ops = self.planner.plan(batch, keyed)
+        ops = self.planner.plan(batch, keyed, kept)
         stats.plan_seconds += time.perf_counter() - began
         stats.replayed = self.planner.cache.hits
         return ops, self.planner.first_ops, self.planner.template
