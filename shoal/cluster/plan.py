@@ -24,6 +24,7 @@ Three schemes cover every instruction:
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
@@ -230,11 +231,12 @@ class Planner(GatheredPlanning):
 
     # ------------------------------------------------------------------ planning
 
-    def keyed(self, batch: Batch) -> tuple[tuple, list[int]] | None:
-        """``batch``'s plan-cache key and its bases in the key's order (None: not cached)."""
+    def keyed(self, batch: Batch, carried: Collection[int] | None = None) -> tuple[tuple, list[int]] | None:
+        """``batch``'s plan-cache key and its bases in the key's order (None: not cached);
+        ``carried``: the bases that come with data, if not yet in ``batch.data``."""
         if not self.cache.capacity:
             return None
-        return batch_key(batch, self.layouts, self.halo_state())
+        return batch_key(batch, self.layouts, self.halo_state(), carried)
 
     def halo_state(self) -> dict[int, tuple]:
         """Per base with halos: its current bytes per rank and the bytes its own rows read (the

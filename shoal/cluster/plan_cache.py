@@ -21,7 +21,7 @@ declared base's data this rank holds.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -51,9 +51,12 @@ def instruction_key(instruction: Instruction, number: Callable[[int], object]) -
     return (instruction.op, tuple(map(operand, instruction.outputs)), tuple(map(operand, instruction.inputs)), repr(instruction.attrs))
 
 
-def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None) -> tuple[tuple, list[int]] | None:
+def batch_key(
+    batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None, carried: Collection[int] | None = None
+) -> tuple[tuple, list[int]] | None:
     """The batch's key and its bases in order of first appearance (the key's numbering); None
-    for a batch that names a base neither declared nor known (planning reports it)."""
+    for a batch that names a base neither declared nor known (planning reports it). ``carried``:
+    the bases that come with data, if not yet in ``batch.data``."""
     numbers: dict[int, int] = {}
     order: list[int] = []
 
@@ -64,7 +67,8 @@ def batch_key(batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] 
             order.append(base)
         return found
 
-    declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in batch.data) for decl in batch.bases)
+    data = batch.data if carried is None else carried
+    declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in data) for decl in batch.bases)
     instructions = []
     for instruction in batch.instructions:
         if instruction.op == "release":

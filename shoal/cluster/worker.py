@@ -61,14 +61,15 @@ def serve(session: Session) -> int:
             if command is Command.EXECUTE:
                 began = time.perf_counter()
                 batch = loads(payload)
-                # Keyed here without its data (which arrives only once the batch is verified) and
-                # again when planned: the key records which declarations carry data.
-                verified.check(batch, engine.planner.decls, engine.planner.layouts)
                 if not ints:
                     raise ValueError("rank 0 sent a batch without the conditions it watches")
                 watched, ids = ints[0], ints[1:]
                 if len(ids) > len(batch.bases):
                     raise ValueError(f"rank 0 named data for {len(ids)} bases of a batch declaring {len(batch.bases)}")
+                # Keyed once, before its data arrives (only once the batch is verified), for
+                # verification and planning: the key records which declarations carry data.
+                keyed = engine.planner.keyed(batch, set(ids))
+                verified.check(batch, engine.planner.decls, engine.planner.layouts, keyed)
                 checked = time.perf_counter()
                 engine.receive_data(batch, ids)
                 ended = time.perf_counter()
@@ -76,7 +77,7 @@ def serve(session: Session) -> int:
                 if trace.TRACER is not None:
                     trace.TRACER.complete("decode and verify the batch", "scheduling", began, checked, {"instructions": len(batch.instructions)})
                     trace.TRACER.complete("receive or draw its data", "communication", checked, ended, {"bases": len(ids)})
-                engine.execute(batch, watched)
+                engine.execute(batch, watched, keyed)
             elif command is Command.REPLAY:
                 began = time.perf_counter()
                 if not ints:
