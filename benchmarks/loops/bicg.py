@@ -32,6 +32,7 @@ def main() -> None:
     p = rng.random(n)
     r = rng.random(n)
 
+    float(a[0, 0])  # the set-up runs before the timer also where it is lazy
     start = time.perf_counter()
     p, r = bicg(a, p, r, args.steps)
     checksum = float(np.sum(p)) + float(np.sum(r))

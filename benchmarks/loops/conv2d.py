@@ -35,6 +35,7 @@ def main() -> None:
     weights = rng.random((K, K))
     weights /= np.sum(weights)
 
+    float(image[0, 0])  # the set-up runs before the timer also where it is lazy
     start = time.perf_counter()
     for _ in range(args.steps):
         image = convolve(image, weights)

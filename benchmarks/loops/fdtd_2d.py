@@ -30,6 +30,7 @@ def main() -> None:
     ex, ey, hz = rng.random(shape), rng.random(shape), rng.random(shape)
     source = np.arange(args.steps, dtype=np.float64)
 
+    float(hz[0, 0])  # the set-up runs before the timer also where it is lazy
     start = time.perf_counter()
     fdtd(ex, ey, hz, source)
     checksum = float(np.sum(ex)) + float(np.sum(ey)) + float(np.sum(hz))

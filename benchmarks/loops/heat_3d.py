@@ -31,6 +31,7 @@ def main() -> None:
     a = rng.random((args.size,) * 3)
     b = a.copy()
 
+    float(b[0, 0, 0])  # the set-up runs before the timer also where it is lazy
     start = time.perf_counter()
     for _ in range(args.steps):
         laplace_step(a, b)
