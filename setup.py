@@ -1,10 +1,16 @@
-"""The compiled indexing slots of the lazy ndarray (``shoal/numpy/_held_slots.c``).
+"""The compiled indexing slots of the lazy ndarray (``shoal/numpy/_held_slots.c``) and the makers
+of slotted objects that recording builds (``shoal/_slot_makers.c``).
 
-Everything else about the package is in ``pyproject.toml``. The extension is optional: where no C
-compiler is found the install goes on without it and the same rules run in Python
-(``shoal/numpy/_slots.py``).
+Everything else about the package is in ``pyproject.toml``. The extensions are optional: where no
+C compiler is found the install goes on without them and the same work runs in Python
+(``shoal/numpy/_slots.py``, ``shoal/frozen_values.py``).
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("shoal.numpy._held_slots", ["shoal/numpy/_held_slots.c"], optional=True)])
+setup(
+    ext_modules=[
+        Extension("shoal.numpy._held_slots", ["shoal/numpy/_held_slots.c"], optional=True),
+        Extension("shoal._slot_makers", ["shoal/_slot_makers.c"], optional=True),
+    ]
+)

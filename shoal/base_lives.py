@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from shoal import held
-from shoal.frozen_values import new_instruction
+from shoal.frozen_values import new_instruction, slot_maker
 
 if TYPE_CHECKING:
     from shoal.runtime import Runtime
@@ -36,6 +36,11 @@ class LazyBase:
         self.held = None
         if runtime is not None and not runtime.closed:
             runtime.release(self.id)
+
+
+#: ``make_base(runtime, id, dtype, size, None, [], 0, 0)`` is ``LazyBase(runtime, id, dtype, size)``
+#: without its ``__init__`` (the recording path of a remembered ufunc call).
+make_base = slot_maker(LazyBase, ("runtime", "id", "dtype", "size", "held", "holders", "accesses", "large"))
 
 
 class BaseLives:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal import drawn, forks, fp_warnings, held, salvage, settings, trace
-from shoal.base_lives import BaseLives, LazyBase
+from shoal.base_lives import BaseLives, LazyBase, make_base
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs, reordered
 from shoal.engine import Component, create, fp_signals, stack_names
@@ -238,7 +238,7 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
             self.stats.bases_created += 1
             self._pending.bases.append(new_decl(base_id, dtype, size))
             self._declared.add(base_id)
-            base = LazyBase(self, base_id, dtype, size)
+            base = make_base(self, base_id, dtype, size, None, [], 0, 0)
             self._bases[base_id] = _ref(base)
             view = new_view(base_id, dtype, 0, shape, strides)
             self._record_call(op, view, inputs, size, largest_input, site)

@@ -34,7 +34,7 @@ from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.numpy import _linalg
 from shoal.numpy._fperr import _strict_modes, strict
 from shoal.numpy._layout import axis_order, result_strides
-from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, ndarray, operand
+from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, make_lazy_array, ndarray, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
@@ -241,18 +241,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         return out
     shape = signature.shape
     base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
-    result = _new(ndarray)
-    result._base = base
-    result._view = view
-    result._owner = None
-    result._readonly = False
-    result._scalar = not shape
-    result._held = None
-    result._quiet = NO_QUIET_STORES
-    return result
-
-
-_new = object.__new__
+    return make_lazy_array(base, view, None, False, not shape, None, NO_QUIET_STORES)
 
 
 def _learned_at_other_shapes(signature_key: tuple, inputs: tuple[Any, ...], out: Any) -> Signature | None:

@@ -17,6 +17,7 @@ from shoal import runtime as _runtime
 from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
 from shoal.bytecode.dtypes import is_supported
+from shoal.frozen_values import slot_maker
 from shoal.numpy._ndarray_type import NdarrayType
 from shoal.numpy._slots import NUMPY_INTEGERS, HeldSlots
 from shoal.numpy._uploads import cacheable
@@ -73,6 +74,8 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
         readonly: bool = False,
         scalar: bool = False,
     ) -> ndarray:
+        if cls is ndarray:
+            return make_lazy_array(base, view, owner, readonly, scalar, None, NO_QUIET_STORES)
         self = object.__new__(cls)
         self._base = base
         self._view = view
@@ -368,6 +371,11 @@ def deliver(result: ndarray, out: Any) -> Any:
     if out is None and not result.shape:
         result._scalar = True
     return result
+
+
+#: ``make_lazy_array(base, view, owner, readonly, scalar, None, NO_QUIET_STORES)`` is
+#: ``ndarray._wrap(base, view, owner, readonly, scalar)``, in one call (``shoal.frozen_values``).
+make_lazy_array = slot_maker(ndarray, ("_base", "_view", "_owner", "_readonly", "_scalar", "_held", "_quiet"))
 
 
 def is_lazy(value: Any) -> bool:
