@@ -141,14 +141,14 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
                 flags = data.flags
                 if flags.c_contiguous and flags.writeable:
                     self._deferred[base_id] = (dtype, size, data)
-                    base = LazyBase(self, base_id, dtype, size)
+                    base = make_base(self, base_id, dtype, size, None, [], 0, 0)
                     self._bases[base_id] = _ref(base)
                     return base
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
-            base = LazyBase(self, base_id, dtype, size)
+            base = make_base(self, base_id, dtype, size, None, [], 0, 0)
             self._bases[base_id] = _ref(base)
             return base
 

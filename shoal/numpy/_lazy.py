@@ -17,7 +17,7 @@ from shoal import runtime as _runtime
 from shoal.base_lives import LazyBase
 from shoal.bytecode import Const, View
 from shoal.bytecode.dtypes import is_supported
-from shoal.frozen_values import slot_maker
+from shoal.frozen_values import new_view, slot_maker
 from shoal.numpy._ndarray_type import NdarrayType
 from shoal.numpy._slots import NUMPY_INTEGERS, HeldSlots
 from shoal.numpy._uploads import cacheable
@@ -359,7 +359,7 @@ def make_view(base: int, dtype: np.dtype, offset: int, shape: tuple[int, ...], s
     """A view; empty views are anchored at offset 0 so they always lie inside their base."""
     if 0 in shape:
         offset = 0
-    return View(base, dtype, offset, tuple(shape), tuple(strides))
+    return new_view(base, dtype, offset, tuple(shape), tuple(strides))
 
 
 def deliver(result: ndarray, out: Any) -> Any:
@@ -394,7 +394,7 @@ def new_array(
     if data is None and size * dtype.itemsize > _memory_limit():
         np.empty(shape, dtype)  # NumPy's own MemoryError (or ValueError) at the call that asked
     base = _runtime.current().new_base(dtype, size, data, donate)
-    view = View(base.id, dtype, 0, shape, contiguous_strides(shape, dtype.itemsize))
+    view = new_view(base.id, dtype, 0, shape, contiguous_strides(shape, dtype.itemsize))
     return ndarray._wrap(base, view)
 
 
