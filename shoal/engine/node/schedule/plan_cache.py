@@ -50,7 +50,7 @@ from shoal.engine.node.keys import exact_key
 from shoal.engine.node.plan.row_gather import index_values
 from shoal.engine.node.run.storage import Storage
 
-PLAN_CACHE_ENTRIES = 8
+PLAN_CACHE_ENTRIES = 64
 
 
 class StructureKey(tuple):
