@@ -38,9 +38,9 @@ class LazyBase:
             runtime.release(self.id)
 
 
-#: ``make_base(runtime, id, dtype, size, None, [], 0, 0)`` is ``LazyBase(runtime, id, dtype, size)``
-#: without its ``__init__`` (the recording path of a remembered ufunc call).
-make_base = slot_maker(LazyBase, ("runtime", "id", "dtype", "size", "held", "holders", "accesses", "large"))
+#: ``make_base(runtime, id, dtype, size, [])`` is ``LazyBase(runtime, id, dtype, size)`` without
+#: its ``__init__`` (the list: its holders, new for each base).
+make_base = slot_maker(LazyBase, ("runtime", "id", "dtype", "size", "holders", "held", "accesses", "large"), (None, 0, 0))
 
 
 class BaseLives:

@@ -63,16 +63,20 @@ def python_decl(base: int, dtype: np.dtype, size: int) -> BaseDecl:
     return decl
 
 
-def slot_maker(cls: type, names: tuple[str, ...]) -> Callable[..., Any]:
+def slot_maker(cls: type, names: tuple[str, ...], defaults: tuple = ()) -> Callable[..., Any]:
     """A callable building an instance of the slotted class ``cls`` from the values of its slots
-    ``names`` in order, without ``cls``'s ``__init__`` (in C where built)."""
+    ``names`` in order (the last ones may be left to ``defaults``), without ``cls``'s
+    ``__init__`` (in C where built)."""
     if _slot_makers is not None:
-        return _slot_makers.maker(cls, names)
+        return _slot_makers.maker(cls, names, defaults)
     setters = tuple(getattr(cls, name).__set__ for name in names)
+    required = len(names) - len(defaults)
 
     def make(*values: Any) -> Any:
+        if not required <= len(values) <= len(names):
+            raise TypeError(f"a maker of {cls.__name__} takes {required} to {len(names)} arguments ({len(values)} given)")
         made = _new(cls)
-        for setter, value in zip(setters, values, strict=True):
+        for setter, value in zip(setters, (*values, *defaults[len(values) - required :])):
             setter(made, value)
         return made
 

@@ -141,14 +141,14 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
                 flags = data.flags
                 if flags.c_contiguous and flags.writeable:
                     self._deferred[base_id] = (dtype, size, data)
-                    base = make_base(self, base_id, dtype, size, None, [], 0, 0)
+                    base = make_base(self, base_id, dtype, size, [])
                     self._bases[base_id] = _ref(base)
                     return base
             self._pending.bases.append(BaseDecl(base_id, dtype, size))
             self._declared.add(base_id)
             if data is not None:
                 self._pending.data[base_id] = data
-            base = make_base(self, base_id, dtype, size, None, [], 0, 0)
+            base = make_base(self, base_id, dtype, size, [])
             self._bases[base_id] = _ref(base)
             return base
 
@@ -238,7 +238,7 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
             self.stats.bases_created += 1
             self._pending.bases.append(new_decl(base_id, dtype, size))
             self._declared.add(base_id)
-            base = make_base(self, base_id, dtype, size, None, [], 0, 0)
+            base = make_base(self, base_id, dtype, size, [])
             self._bases[base_id] = _ref(base)
             view = new_view(base_id, dtype, 0, shape, strides)
             self._record_call(op, view, inputs, size, largest_input, site)

@@ -65,7 +65,7 @@ def test_the_module_makers_build_what_the_constructors_build() -> None:
     assert frozen_values.new_instruction("release", (), (), (("base", 3),)) == Instruction("release", (), (), (("base", 3),))
     assert frozen_values.new_instruction("negative", (VIEW,), (VIEW,)) == Instruction("negative", (VIEW,), (VIEW,))  # attrs left to ()
     assert frozen_values.new_decl(5, F8, 6) == BaseDecl(5, F8, 6)
-    built, made = LazyBase(None, 5, F8, 6), make_base(None, 5, F8, 6, None, [], 0, 0)  # type: ignore[arg-type]
+    built, made = LazyBase(None, 5, F8, 6), make_base(None, 5, F8, 6, [])  # type: ignore[arg-type]
     assert fields(made) == fields(built) and made.holders is not built.holders
     lazy = make_lazy_array(built, VIEW, None, False, False, None, NO_QUIET_STORES)
     assert type(lazy) is ndarray and fields(lazy) == {"_base": built, "_owner": None, "_readonly": False, "_scalar": False, "_view": VIEW}
@@ -80,6 +80,14 @@ def test_no_reference_is_leaked_or_kept_too_long(makers: str) -> None:
     assert sys.getrefcount(shape) == before + 1000
     del made
     assert sys.getrefcount(shape) == before
+
+
+def test_slots_left_out_take_the_defaults(makers: str) -> None:
+    instruction = frozen_values.slot_maker(Instruction, ("op", "outputs", "inputs", "attrs"), ((),))
+    assert instruction("negative", (VIEW,), (VIEW,)) == Instruction("negative", (VIEW,), (VIEW,))
+    assert instruction("sum", (VIEW,), (VIEW,), (("axis", 0),)).attrs == (("axis", 0),)
+    with pytest.raises(TypeError, match="takes 3 to 4 arguments \\(2 given\\)"):
+        instruction("negative", (VIEW,))
 
 
 def test_objects_made_take_part_in_garbage_collection(makers: str) -> None:
