@@ -9,7 +9,9 @@ fit the kept plan.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -182,3 +184,30 @@ def test_constants_of_a_replayed_cut_reach_every_part() -> None:
     found = {value.value for op in ops for instruction in op.instructions for value in instruction.inputs if isinstance(value, Const)}
     assert {0.5 + step / 128 for step in range(SWEEPS)} <= found
     assert np.isclose(min(found), 0.5)
+
+
+@pytest.mark.full
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_rounds_of_a_long_loop_sent_as_numbers_under_mpiexec_give_numpys_results(ranks: int, mode: str, tmp_path: Path) -> None:
+    from cluster.harness import (
+        PROGRAMS,
+        assert_same_arrays,
+        environment,
+        load_arrays,
+        run,
+        run_numpy,
+    )
+
+    program = PROGRAMS / "loops.py"
+    expected = tmp_path / "numpy.npz"
+    assert run_numpy(program, "rounds", str(expected)).returncode == 0
+    got = tmp_path / "cluster.npz"
+    result = run(ranks, program, "rounds", str(got), env=environment(SHOAL_STATS="1", SHOAL_LATENCY_HIDING=mode))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_same_arrays(load_arrays(got), load_arrays(expected), reordered=frozenset({"sums"}))
+    numbers = [int(found) for found in re.findall(r"(\d+) sent as plan numbers", result.stderr)]
+    iterations = [int(found) for found in re.findall(r"\((\d+) loop iterations of long ones", result.stderr)]
+    assert len(numbers) == ranks and min(numbers) >= 4, result.stderr[-3000:]  # rounds after the halos settle
+    assert len(iterations) == ranks and min(iterations) >= 8 * 8, result.stderr[-3000:]

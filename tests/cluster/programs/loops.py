@@ -2,7 +2,9 @@
 (NumPy) and under ``mpiexec -n N python -m shoal`` (the cluster), which plans such a batch one
 iteration at a time (``shoal/cluster/segments.py``). ``KIND`` is ``sweeps`` (an in-place stencil:
 halo rows travel every iteration) or ``means`` (element-wise work and two means a day: only
-reductions' results travel)."""
+reductions' results travel) or ``rounds`` (the sweeps' loop again and again, a value read after
+each round: later rounds reach the other ranks as the number of a cut kept by every rank,
+``shoal/cluster/split_plans.py``)."""
 
 import sys
 
@@ -19,6 +21,16 @@ if kind == "sweeps":
         if step == 11:
             grid[40:50, ::7] = -grid[40:50, ::7]  # an iteration unlike the others
     results["grid"] = grid
+elif kind == "rounds":
+    grid = rng.random((96, 80))
+    sums = []
+    for round_ in range(8):
+        factor = 0.2 - round_ / 1024.0  # a constant that changes every round
+        for _ in range(16):
+            grid[1:-1, 1:-1] = factor * (grid[1:-1, 1:-1] + grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
+        sums.append(float(grid.sum()))
+    results["grid"] = grid
+    results["sums"] = np.array(sums)
 else:
     spot = rng.uniform(10.0, 100.0, 6000)
     strike = rng.uniform(10.0, 100.0, 6000)
