@@ -16,7 +16,7 @@ import numpy
 import shoal.numpy as snp
 from shoal import runtime
 from shoal.bytecode import View
-from shoal.numpy import _lazy
+from shoal.numpy import _numpy_data
 
 
 def _engine_memory(rt: runtime.Runtime, array: snp.ndarray) -> numpy.ndarray:
@@ -241,8 +241,8 @@ def test_an_update_of_a_held_view_by_a_lazy_value_is_numpys(lazy):
 
 def test_the_view_is_written_where_it_lies_and_nothing_is_copied(lazy, monkeypatch):
     copies = []
-    original = _lazy.from_numpy
-    monkeypatch.setattr(_lazy, "from_numpy", lambda value, copy=True: copies.append(value.shape) or original(value, copy))
+    original = _numpy_data.from_numpy
+    monkeypatch.setattr(_numpy_data, "from_numpy", lambda value, copy=True: copies.append(value.shape) or original(value, copy))
     a = _held(snp)
     assert a._base.id in lazy.held
     view = a[:, 4:]

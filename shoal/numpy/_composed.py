@@ -18,7 +18,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from shoal import runtime as _runtime
 from shoal.bytecode import spec
 from shoal.numpy import _dispatch, _nan_functions, _reduce, _shape
-from shoal.numpy._lazy import as_lazy, is_lazy, make_view, materialize, ndarray, new_array
+from shoal.numpy._lazy import is_lazy, make_view, ndarray
+from shoal.numpy._numpy_data import as_lazy, materialize, new_array
 from shoal.numpy._probe import quietly, value_probe
 from shoal.numpy._ufunc import apply_ufunc
 

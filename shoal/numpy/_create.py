@@ -11,13 +11,11 @@ import numpy as np
 
 from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
-from shoal.numpy._lazy import (
-    fortran_only,
+from shoal.numpy._lazy import fortran_only, is_lazy, ndarray
+from shoal.numpy._numpy_data import (
     from_numpy,
-    is_lazy,
     is_small,
     materialize,
-    ndarray,
     new_array,
     stays_numpy,
     wrap_numpy,

@@ -19,7 +19,8 @@ import numpy as np
 
 from shoal import fp_warnings
 from shoal.errors import ShoalFallbackWarning
-from shoal.numpy._lazy import is_lazy, materialize, ndarray, wrap_numpy
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import materialize, wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED
 from shoal.numpy._settled_functions import PURE_FUNCTIONS, settled_function
 

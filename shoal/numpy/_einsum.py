@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 
 from shoal.numpy import _dispatch, _reduce, _shape
-from shoal.numpy._lazy import as_lazy, is_lazy
+from shoal.numpy._lazy import is_lazy
 from shoal.numpy._linalg import matmul
+from shoal.numpy._numpy_data import as_lazy
 from shoal.numpy._probe import quietly, value_probe
 
 _LETTERS = set(string.ascii_letters)

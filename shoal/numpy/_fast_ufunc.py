@@ -34,7 +34,8 @@ from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.numpy import _linalg
 from shoal.numpy._fperr import _strict_modes, strict
 from shoal.numpy._layout import axis_order, result_strides
-from shoal.numpy._lazy import NO_QUIET_STORES, _memory_limit, make_lazy_array, ndarray, operand
+from shoal.numpy._lazy import NO_QUIET_STORES, make_lazy_array, ndarray
+from shoal.numpy._numpy_data import _memory_limit, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import View
-from shoal.numpy._lazy import is_lazy, materialize, ndarray
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import materialize
 
 
 class FlatIter:

@@ -17,7 +17,8 @@ import numpy as np
 
 from shoal import fp_warnings, runtime
 from shoal.bytecode.dtypes import is_supported
-from shoal.numpy._lazy import deliver, from_numpy, is_lazy, ndarray
+from shoal.numpy._lazy import deliver, is_lazy, ndarray
+from shoal.numpy._numpy_data import from_numpy
 
 _LAZY_MODES = frozenset(("ignore", "warn"))
 # NumPy keeps its error state in a context variable holding an immutable object per state; the

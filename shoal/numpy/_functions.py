@@ -11,15 +11,8 @@ from shoal import held
 from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
-from shoal.numpy._lazy import (
-    from_numpy,
-    is_lazy,
-    ndarray,
-    new_array,
-    operand,
-    stays_numpy,
-    wrap_numpy,
-)
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import from_numpy, new_array, operand, stays_numpy, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._ufunc import apply_ufunc

@@ -13,7 +13,8 @@ import numpy as np
 from shoal import held
 from shoal.numpy import _index, _indexed
 from shoal.numpy._dispatch import warn_fallback
-from shoal.numpy._lazy import NO_QUIET_STORES, from_numpy, is_small, make_view, ndarray
+from shoal.numpy._lazy import NO_QUIET_STORES, make_view, ndarray
+from shoal.numpy._numpy_data import from_numpy, is_small
 
 
 def held_memory(value: Any) -> Any:

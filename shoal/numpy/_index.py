@@ -12,7 +12,8 @@ from shoal.bytecode import View
 from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._indexed import indexed_get, indexed_set
-from shoal.numpy._lazy import is_lazy, make_view, ndarray, new_array, operand, wrap_numpy
+from shoal.numpy._lazy import is_lazy, make_view, ndarray
+from shoal.numpy._numpy_data import new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
 from shoal.numpy._settled import NOT_SETTLED, readable, writable
 

@@ -19,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from shoal import fp_warnings
-from shoal.numpy._lazy import ndarray, wrap_numpy
+from shoal.numpy._lazy import ndarray
+from shoal.numpy._numpy_data import wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED
 
 

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from shoal.bytecode import View
-from shoal.numpy._lazy import contiguous_strides, ndarray, new_array
+from shoal.numpy._lazy import contiguous_strides, ndarray
+from shoal.numpy._numpy_data import new_array
 
 
 def axis_order(inputs: tuple[Any, ...], shape: tuple[int, ...]) -> tuple[int, ...] | None:

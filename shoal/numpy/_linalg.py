@@ -10,14 +10,8 @@ import numpy as np
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._fperr import deliver_now, plain, strict
 from shoal.numpy._held_indexing import held_memory
-from shoal.numpy._lazy import (
-    deliver,
-    is_lazy,
-    is_small,
-    new_array,
-    operand,
-    wrap_numpy,
-)
+from shoal.numpy._lazy import deliver, is_lazy
+from shoal.numpy._numpy_data import is_small, new_array, operand, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_product
 

@@ -24,7 +24,8 @@ from numpy.linalg import _linalg as _numpy_linalg
 
 from shoal.engine.component import EngineError
 from shoal.numpy import _dispatch
-from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array
+from shoal.numpy._lazy import is_lazy
+from shoal.numpy._numpy_data import as_lazy, materialize, new_array
 
 _RAISES_ON_VALUES = frozenset({"inv", "solve", "cholesky", "eigvalsh", "eigh"})  # eigh: no convergence on NaN
 _SVD_BASED = frozenset({"svd", "svdvals", "pinv"})  # raise on non-finite values unless hermitian

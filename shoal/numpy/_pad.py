@@ -16,7 +16,7 @@ import numpy as np
 from numpy.lib._arraypad_impl import _as_pairs
 
 from shoal.numpy import _dispatch
-from shoal.numpy._lazy import as_lazy, materialize, new_array
+from shoal.numpy._numpy_data import as_lazy, materialize, new_array
 from shoal.numpy._pad_axes import AXIS_MODES, pad_by_axis
 from shoal.numpy._probe import quietly, value_probe
 

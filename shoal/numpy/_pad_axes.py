@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.lib import _arraypad_impl as _numpy_pad
 
-from shoal.numpy._lazy import new_array
+from shoal.numpy._numpy_data import new_array
 
 STAT_MODES = ("maximum", "minimum", "mean", "median")
 AXIS_MODES = (*STAT_MODES, "linear_ramp", "empty")

@@ -11,7 +11,8 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from shoal import fp_warnings
 from shoal.bytecode import BY_NAME
 from shoal.numpy._fperr import eager_reduction, strict
-from shoal.numpy._lazy import deliver, is_lazy, ndarray, new_array, wrap_numpy
+from shoal.numpy._lazy import deliver, is_lazy, ndarray
+from shoal.numpy._numpy_data import new_array, wrap_numpy
 from shoal.numpy._probe import format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 

@@ -15,7 +15,8 @@ import sys
 from typing import Any
 
 from shoal.numpy import _shape
-from shoal.numpy._lazy import fortran_only, ndarray, new_array
+from shoal.numpy._lazy import fortran_only, ndarray
+from shoal.numpy._numpy_data import new_array
 
 # References to the array inside ``resize`` when nothing else holds it: the caller's name, the
 # argument, and ``sys.getrefcount``'s own (NumPy counts two: the name and the call's).

@@ -22,7 +22,8 @@ import numpy as np
 
 from shoal import runtime as _runtime
 from shoal.fp_warnings import at_user_line
-from shoal.numpy._lazy import ndarray, wrap_numpy
+from shoal.numpy._lazy import ndarray
+from shoal.numpy._numpy_data import wrap_numpy
 from shoal.settled_memory import PRODUCT_READ_FACTOR
 
 # A marker for "not applicable": the caller records the operation as before.

@@ -20,7 +20,8 @@ import numpy as np
 
 from shoal.bytecode.dtypes import is_supported
 from shoal.fp_warnings import at_user_line
-from shoal.numpy._lazy import ndarray, wrap_numpy
+from shoal.numpy._lazy import ndarray
+from shoal.numpy._numpy_data import wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED, has_lazy, operands, readable
 
 # NumPy function -> how many leading positional arguments are inputs (a further one would be

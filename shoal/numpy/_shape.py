@@ -16,20 +16,8 @@ from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import strict
 from shoal.numpy._held_indexing import memory_now
-from shoal.numpy._lazy import (
-    as_lazy,
-    contiguous_strides,
-    deliver,
-    fortran_only,
-    from_numpy,
-    is_lazy,
-    is_small,
-    make_view,
-    ndarray,
-    new_array,
-    operand,
-    wrap_numpy,
-)
+from shoal.numpy._lazy import contiguous_strides, deliver, fortran_only, is_lazy, make_view, ndarray
+from shoal.numpy._numpy_data import as_lazy, from_numpy, is_small, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, geometry_probe, quietly, value_probe
 from shoal.numpy._settled import readable
 

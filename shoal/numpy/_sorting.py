@@ -8,7 +8,8 @@ import numpy as np
 from numpy.lib._shape_base_impl import _make_along_axis_idx
 from numpy.lib.array_utils import normalize_axis_index
 
-from shoal.numpy._lazy import as_lazy, is_lazy, ndarray, new_array, operand
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import as_lazy, new_array, operand
 from shoal.numpy._probe import quietly, value_probe
 
 

@@ -19,7 +19,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from shoal.bytecode.opcodes import FFT_ONE_AXIS
 from shoal.numpy import _dispatch
-from shoal.numpy._lazy import as_lazy, materialize, new_array
+from shoal.numpy._numpy_data import as_lazy, materialize, new_array
 from shoal.numpy._probe import quietly, value_probe
 
 _REAL_FORWARD = ("rfft", "ihfft", "rfftn", "rfft2")

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy._lazy import from_numpy, is_small
+from shoal.numpy._numpy_data import from_numpy, is_small
 
 # References to an operator's temporary operand seen from :func:`adopted`: the interpreter's
 # stack, the operator's parameter, this function's parameter and ``sys.getrefcount``'s argument.

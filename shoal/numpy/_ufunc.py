@@ -14,7 +14,8 @@ from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._held_views import on_held_bases
 from shoal.numpy._layout import axis_order, ordered_array
-from shoal.numpy._lazy import is_lazy, is_small, ndarray, new_array, operand
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import is_small, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 

@@ -24,7 +24,8 @@ from shoal import fp_warnings
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _dispatch
 from shoal.numpy._indexed import settled_key
-from shoal.numpy._lazy import as_lazy, is_lazy, materialize, new_array, operand
+from shoal.numpy._lazy import is_lazy
+from shoal.numpy._numpy_data import as_lazy, materialize, new_array, operand
 from shoal.numpy._probe import quietly, value_probe
 
 

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from shoal.numpy import _dispatch
-from shoal.numpy._lazy import is_lazy, materialize, ndarray, wrap_numpy
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import materialize, wrap_numpy
 
 
 def _read(value: Any) -> Any:

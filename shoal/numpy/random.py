@@ -19,7 +19,8 @@ import numpy.random as _random
 
 from shoal import drawn, fp_warnings
 from shoal import runtime as _runtime
-from shoal.numpy._lazy import is_lazy, is_small, materialize, ndarray, new_array, wrap_numpy
+from shoal.numpy._lazy import is_lazy, ndarray
+from shoal.numpy._numpy_data import is_small, materialize, new_array, wrap_numpy
 
 _IN_PLACE = {"shuffle"}
 _WARNS = frozenset({"multivariate_normal", "random_integers", "tomaxint"})  # the draws NumPy warns from, naming their caller
