@@ -69,7 +69,7 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
         return 0
     out = second.outputs[0]
     shape = out.shape
-    if temporary.shape != shape or len(shape) == 0 or shape[0] < 2 or math.prod(shape) < MIN_ELEMENTS:
+    if temporary.shape != shape or len(shape) == 0 or shape[0] < 2:  # its size was checked first
         return 0
     if not whole_base(temporary, storage.decl(temporary.base)) or out.base == temporary.base:
         return 0
