@@ -82,29 +82,25 @@ def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: Pl
         return None
     planned = []
     found: list[SplitPart] | None = [] if keyed is not None else None
+    where = {} if keyed is None else {base: position for position, base in enumerate(keyed[1])}  # a base's place in the whole batch's key order
     ends = [start for start, _ in parts[1:]] + [len(batch.instructions)]
     for (start, part), end in zip(parts, ends):
         part_keyed = planner.keyed(part)
         ops, first_ops, template = plan_one(part, part_keyed, None)
         planned.append((start, ops, first_ops, template))
         if found is not None and part_keyed is not None and template is not None:
-            found.append(SplitPart(start, end, part_keyed[0], _positions(part_keyed[1], keyed[1]), template))  # type: ignore[index]
+            found.append(SplitPart(start, end, part_keyed[0], tuple(where[base] for base in part_keyed[1]), template))
         else:
             found = None
     planner.template = planner.key = None
     if keyed is not None:
-        split = None if found is None else SplitTemplate(tuple(found), len(keyed[1]), _declared(found, keyed[1]))
+        split = None if found is None else SplitTemplate(tuple(found), len(keyed[1]), _declared(found))
         cache.put(keyed[0], split)  # type: ignore[arg-type]
         planner.template, planner.key = split, keyed[0]  # type: ignore[assignment]
     return planned
 
 
-def _positions(part_order: list[int], whole_order: list[int]) -> tuple[int, ...]:
-    where = {base: position for position, base in enumerate(whole_order)}
-    return tuple(where[base] for base in part_order)
-
-
-def _declared(parts: list[SplitPart], whole_order: list[int]) -> tuple[tuple[int, AnyLayout, None, None], ...]:
+def _declared(parts: list[SplitPart]) -> tuple[tuple[int, AnyLayout, None, None], ...]:
     """Each declaration of the whole batch with its layout, from the parts' plans (a cut keeps
     the layout of every base that carries data)."""
     declared = []
