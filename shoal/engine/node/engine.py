@@ -145,11 +145,12 @@ class NodeEngine(Component):
         if direct:
             _take_donated(batch)
             tracer = trace.TRACER
+            sharing = pool if self.threads > 1 else None  # the threads that share a large call's rows
             if tracer is None:
-                run_direct(batch, self._storage, pool if self.threads > 1 else None)
+                run_direct(batch, self._storage, sharing)
             else:
                 with tracer.span("run instruction by instruction", "compute"):
-                    run_direct(batch, self._storage, pool if self.threads > 1 else None)
+                    run_direct(batch, self._storage, sharing)
             self._storage.trim()
             self.last_stats = BatchStats(
                 instructions=len(batch.instructions),
