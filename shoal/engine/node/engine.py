@@ -74,7 +74,7 @@ def _take_donated(batch: Batch) -> None:
         batch.data.pop(base, None)
 
 
-REMEMBERED_STRUCTURES = 8
+REMEMBERED_STRUCTURES = 64
 
 
 class NodeEngine(Component):

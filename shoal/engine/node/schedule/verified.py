@@ -26,7 +26,7 @@ from shoal.bytecode import BaseDecl, Batch
 from shoal.bytecode.verify import NO_LIMITS, VerifyLimits, verify
 from shoal.engine.node.schedule.plan_cache import BatchShape
 
-VERIFIED_ENTRIES = 16
+VERIFIED_ENTRIES = 64
 MISSES = 2  # keys of one opcode sequence that missed in a row before such batches are no longer keyed
 
 
