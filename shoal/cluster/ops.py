@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Instruction, View, make_attrs
+from shoal.frozen_values import slot_maker
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Op:
     """One operation of one rank.
 
@@ -42,6 +44,13 @@ class Op:
     request: object = None
     issued: bool = False
     done: bool = False
+
+
+new_op: Callable[..., Op] = slot_maker(
+    Op,
+    ("kind", "reads", "writes", "instructions", "needs", "declares", "peer", "tag", "view", "temp", "dtype", "shape", "late", "buffer", "data", "request", "issued", "done"),
+    (None, False, False),
+)  # every mutable field given: a maker's defaults are shared
 
 
 def access(view: View) -> Access:

@@ -25,9 +25,10 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
+from shoal.bytecode import Batch, Const, Instruction, View
 from shoal.cluster.layout import local_part
-from shoal.cluster.ops import release_of
+from shoal.cluster.ops import new_op, release_of
+from shoal.frozen_values import new_decl, new_instruction, new_view
 
 if TYPE_CHECKING:
     from shoal.cluster.layout import Layout
@@ -209,11 +210,15 @@ def _fill_constants(ops: list[Op], places: list[tuple[int, int, int, int]], valu
 
 def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int]) -> list[Op]:
     """Copies of ``ops`` (not yet run) with every local base number and tag mapped, without
-    their data; ``needs`` point at the copies."""
-    from shoal.cluster.plan import Op
+    their data; ``needs`` point at the copies. Built through the slot makers: replaying a part
+    of lattice Boltzmann copies about 400 operations."""
+    made: dict[int, View] = {}  # a template's view object, mapped once
 
     def view(value: View) -> View:
-        return View(local(value.base), value.dtype, value.offset, value.shape, value.strides)
+        found = made.get(id(value))
+        if found is None:
+            found = made[id(value)] = new_view(local(value.base), value.dtype, value.offset, value.shape, value.strides)
+        return found
 
     def operand(value: View | Const) -> View | Const:
         return value if isinstance(value, Const) else view(value)
@@ -224,25 +229,27 @@ def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], 
     def instruction(value: Instruction) -> Instruction:
         if value.op == "release":
             return release_of(local(int(value.attr("base"))))
-        return Instruction(value.op, tuple(map(view, value.outputs)), tuple(map(operand, value.inputs)), value.attrs)
+        return new_instruction(value.op, tuple(map(view, value.outputs)), tuple(map(operand, value.inputs)), value.attrs)
 
     copies: dict[int, Op] = {}
     result = []
     for op in ops:
-        copy = Op(
+        copy = new_op(
             op.kind,
-            reads=accesses(op.reads),
-            writes=accesses(op.writes),
-            instructions=[instruction(value) for value in op.instructions],
-            needs=[copies[id(need)] for need in op.needs],
-            declares=[BaseDecl(local(decl.id), decl.dtype, decl.size) for decl in op.declares],
-            peer=op.peer,
-            tag=tag(op.tag) if op.kind != "compute" else op.tag,
-            view=None if op.view is None else view(op.view),
-            temp=local(op.temp) if op.temp >= 0 else op.temp,
-            dtype=op.dtype,
-            shape=op.shape,
-            late=op.late,
+            accesses(op.reads),
+            accesses(op.writes),
+            [instruction(value) for value in op.instructions],
+            [copies[id(need)] for need in op.needs],
+            [new_decl(local(decl.id), decl.dtype, decl.size) for decl in op.declares] if op.declares else [],
+            op.peer,
+            tag(op.tag) if op.kind != "compute" else op.tag,
+            None if op.view is None else view(op.view),
+            local(op.temp) if op.temp >= 0 else op.temp,
+            op.dtype,
+            op.shape,
+            op.late,
+            None,
+            {},
         )
         copies[id(op)] = copy
         result.append(copy)
@@ -293,9 +300,10 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
     limit = planner.tag_limit
     decls = {decl.id: decl for decl in batch.bases}
 
-    def local(slot: int) -> int:
-        return first_local + slot if slot >= 0 else planner.local[order[-1 - slot]]
-
+    slots = {slot: first_local + slot for slot in range(template.created)}  # looked up by a bound method: no Python call per operand
+    here = planner.local
+    slots.update((-1 - number, here[base]) for number, base in enumerate(order) if base in here)
+    local = slots.__getitem__
     ops = renumbered(template.ops, local, lambda tag: (tag + first_tag) % limit)
     if template.constants:
         _fill_constants(ops, template.constants, constants(batch))

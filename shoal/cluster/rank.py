@@ -20,7 +20,7 @@ import numpy as np
 
 from shoal import drawn
 from shoal.bytecode import Batch, View
-from shoal.cluster import split_plans, waiting
+from shoal.cluster import split_plans
 from shoal.cluster.drawn_ahead import DrawsAhead
 from shoal.cluster.flush import Flusher
 from shoal.cluster.fp_notes import RankNotes
