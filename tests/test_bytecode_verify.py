@@ -264,3 +264,80 @@ def test_reduction_shape_rule_matches_numpy(axis, keepdims):
     assert check_shapes(BY_NAME["sum"], (contiguous(1, F8, expected),), inputs, attrs) is None
     wrong = contiguous(1, F8, (*expected, 1))
     assert check_shapes(BY_NAME["sum"], (wrong,), inputs, attrs) is not None
+
+
+def _verdict(batch: Batch, alike: list[int] | None = None) -> str | None:
+    try:
+        verify(batch, alike=alike)
+    except BytecodeError as error:
+        return str(error)
+    return None
+
+
+def _repeated(batch: Batch) -> Batch:
+    """``batch`` with each computing instruction followed by itself over a fresh base of the same
+    size for each base it names: a repeat that passes exactly when the instruction does."""
+    copies: list[BaseDecl] = []
+    instructions: list[Instruction] = []
+    declared = {decl.id: decl for decl in batch.bases if isinstance(decl, BaseDecl)}
+    fresh = 10**6
+    for instruction in batch.instructions:
+        instructions.append(instruction)
+        if not isinstance(instruction, Instruction) or instruction.op == "release":
+            continue  # malformed ones stay single
+        mapping: dict[int, int] = {}
+        for value in (*instruction.outputs, *instruction.inputs):
+            if isinstance(value, View) and value.base in declared and value.base not in mapping:
+                mapping[value.base] = fresh
+                copies.append(BaseDecl(fresh, declared[value.base].dtype, declared[value.base].size))
+                fresh += 1
+        renamed = [View(mapping.get(v.base, v.base), v.dtype, v.offset, v.shape, v.strides) if isinstance(v, View) else v for v in instruction.inputs]
+        outputs = [View(mapping.get(v.base, v.base), v.dtype, v.offset, v.shape, v.strides) if isinstance(v, View) else v for v in instruction.outputs]
+        instructions.append(Instruction(instruction.op, tuple(outputs), tuple(renamed), instruction.attrs))
+    return Batch(bases=[*batch.bases, *copies], instructions=instructions, data=batch.data)
+
+
+@pytest.mark.parametrize("make", [valid_batch, every_opcode_batch, *(make for _, make, _ in REJECTIONS)], ids=["valid", "every opcode", *(name for name, _, _ in REJECTIONS)])
+def test_instructions_verified_as_repeats_get_full_verifications_verdict(make: Callable[[], Batch]) -> None:
+    """An instruction named as a repeat of an earlier one is compared with it instead of checked
+    in full where that decides its verdict: the verdict and message never change, whichever
+    earlier instruction the hints name."""
+    batch = make()
+    for case in (batch, _repeated(batch)):
+        count = len(case.instructions)
+        expected = _verdict(case)
+        for hints in ([index - 1 for index in range(count)], [0] * count, [-1] * count):
+            assert _verdict(case, hints) == expected
+
+
+def test_repeats_of_a_computation_are_not_checked_again() -> None:
+    from importlib import import_module
+
+    verifier = import_module("shoal.bytecode.verify")._Verifier
+    batch = _repeated(valid_batch())
+    checked: list[int] = []
+    original = verifier._instruction
+    try:
+        verifier._instruction = lambda self, index, instruction: (checked.append(index), original(self, index, instruction))[-1]
+        verify(batch, alike=[index - 1 for index in range(len(batch.instructions))])
+    finally:
+        verifier._instruction = original
+    assert 1 not in checked and 0 in checked  # the add's repeat over fresh bases
+
+
+def test_hints_for_another_number_of_instructions_are_refused() -> None:
+    with pytest.raises(ValueError, match="alike names 2 instructions"):
+        verify(valid_batch(), alike=[-1, 0])
+
+
+@pytest.mark.parametrize("target", [2, 3, 9], ids=["released", "smaller", "unknown"])
+def test_a_repeat_over_a_base_it_may_not_write_is_rejected_as_in_full(target: int) -> None:
+    batch = Batch(bases=[BaseDecl(0, F8, 16), BaseDecl(1, F8, 16), BaseDecl(2, F8, 16), BaseDecl(3, F8, 4)])
+    batch.instructions += [
+        Instruction("add", (TARGET,), (SQUARE, Const(2.0)), ()),
+        Instruction("release", (), (), make_attrs(base=2)),
+        Instruction("add", (contiguous(target, F8, (4, 4)),), (SQUARE, Const(3.0)), ()),
+    ]
+    expected = _verdict(batch)
+    assert expected is not None
+    assert _verdict(batch, [-1, -1, 0]) == expected

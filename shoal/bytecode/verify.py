@@ -27,7 +27,7 @@ bounds the bytes a batch declares and the work it asks for (a boundary sets them
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,18 +71,25 @@ def verify(
     *,
     semantics: bool = True,
     limits: VerifyLimits = NO_LIMITS,
+    alike: Sequence[int] | None = None,
 ) -> None:
     """Raise :class:`BytecodeError` if ``batch`` is malformed, or asks for more than ``limits``.
 
     ``known_bases`` are the bases that earlier batches declared and did not release; a batch
     may use them without declaring them. ``semantics=False`` leaves out the shape and attribute
     rules of each opcode (and with them the work bound): structure and memory bounds only.
+    ``alike``: per instruction, the position of an earlier one it may repeat over other bases
+    (-1: none); such an instruction with the same operation, attributes, views but for their
+    bases, and types of constants, over live bases of the same sizes as that one's, passes the
+    checks that one passed and is not checked again (anything else is checked in full).
     """
     if not isinstance(batch, Batch):
         raise BytecodeError(f"expected a Batch, got {type(batch).__name__}")
     if limits.max_work is not None and not semantics:
         raise ValueError("VerifyLimits.max_work needs semantics=True: work is counted from agreeing shapes")
-    _Verifier(known_bases or {}, semantics, limits).run(batch)
+    if alike is not None and len(alike) != len(batch.instructions):
+        raise ValueError(f"alike names {len(alike)} instructions of a batch of {len(batch.instructions)}")
+    _Verifier(known_bases or {}, semantics, limits).run(batch, alike if limits.max_work is None else None)
 
 
 class _Verifier:
@@ -98,7 +105,7 @@ class _Verifier:
                 raise BytecodeError(f"known base {base!r} maps to the declaration of base {decl.id}")
             self.live[base] = decl
 
-    def run(self, batch: Batch) -> None:
+    def run(self, batch: Batch, alike: Sequence[int] | None = None) -> None:
         declared_here: dict[int, BaseDecl] = {}
         for index, decl in enumerate(batch.bases):
             _check_decl(decl, f"base declaration {index}")
@@ -113,8 +120,44 @@ class _Verifier:
             _check_data(base, array, declared_here.get(base))
         self._check_bytes(declared_here)
         self.live.update(declared_here)
-        for index, instruction in enumerate(batch.instructions):
-            self._instruction(index, instruction)
+        instructions = batch.instructions
+        if alike is None:
+            for index, instruction in enumerate(instructions):
+                self._instruction(index, instruction)
+            return
+        sizes = {base: decl.nbytes for base, decl in self.live.items()}  # every base's, released ones too
+        for index, instruction in enumerate(instructions):
+            model = alike[index]
+            if not (0 <= model < index and self._repeats(instruction, instructions[model], sizes)):
+                self._instruction(index, instruction)
+
+    def _repeats(self, instruction: Instruction, model: Instruction, sizes: Mapping[int, int]) -> bool:
+        """True if ``instruction`` passes every check because ``model``, verified before it, did:
+        what the checks read of the two differs only in their bases (each live here and of the
+        size of ``model``'s) and the values of their constants (of the same types)."""
+        if type(instruction) is not Instruction or instruction.op != model.op or instruction.op == "release" or instruction.attrs != model.attrs:
+            return False
+        pairs = (*zip(instruction.outputs, model.outputs), *zip(instruction.inputs, model.inputs))
+        if len(instruction.outputs) != len(model.outputs) or len(instruction.inputs) != len(model.inputs):
+            return False
+        live = self.live
+        for value, like in pairs:
+            if type(value) is View:
+                if type(like) is not View or type(value.base) is not int:
+                    return False
+                decl = live.get(value.base)
+                if (
+                    decl is None
+                    or decl.nbytes != sizes.get(like.base)
+                    or value.dtype != like.dtype
+                    or value.offset != like.offset
+                    or value.shape != like.shape
+                    or value.strides != like.strides
+                ):
+                    return False
+            elif not (type(value) is Const and type(like) is Const and type(value.value) is type(like.value)):  # a constant's check reads its type
+                return False
+        return True
 
     def _check_bytes(self, declared_here: Mapping[int, BaseDecl]) -> None:
         declared = sum(decl.nbytes for decl in declared_here.values())

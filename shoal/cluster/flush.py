@@ -66,6 +66,7 @@ class CommStats:
     replayed: int = 0  # of which the plan came from the plan cache (or parts of them: ``parts``)
     parts: int = 0  # loop iterations of long batches planned one by one (shoal.cluster.segments)
     by_number: int = 0  # of which rank 0 sent the plan's number instead of the batch
+    repeated: int = 0  # instructions rank 0 sent as repeats of an earlier loop iteration (shoal.cluster.alike)
     parts_drawn: int = 0  # parts of random draws sent (rank 0) or drawn here (others) as recipes
     receive_seconds: float = 0.0  # other ranks: receiving, decoding and verifying rank 0's batches
     plan_seconds: float = 0.0  # planning (or finding a cached plan)

@@ -20,7 +20,7 @@ import numpy as np
 
 from shoal import drawn, settings, trace
 from shoal.bytecode import Batch, Instruction, View, dumps
-from shoal.cluster import replayed
+from shoal.cluster import alike, replayed, segments
 from shoal.cluster.cyclic import parse_block
 from shoal.cluster.drawn_ahead import announce, expected_range
 from shoal.cluster.link import PROBE_BYTES, SLOW_ROUND_TRIP, round_trip
@@ -130,18 +130,40 @@ class ClusterManager(Component):
         watched = self.engine.notes.claim(batch)
         keyed = self.engine.planner.keyed(batch)
         replay = replayed.request(self.engine.planner, keyed)
+        starts = None
         if replay is None:
             ids = [decl.id for decl in batch.bases if decl.id in batch.data]
-            self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), [watched, *ids])
+            encoded, starts = self._alike(batch)
+            if encoded is None:
+                self.session.send(Command.EXECUTE, dumps(Batch(bases=batch.bases, instructions=batch.instructions)), [watched, *ids])
+            else:
+                payload, structure = encoded
+                self.session.send(Command.ALIKE, payload, [watched, len(ids), *ids, *structure])
         else:  # a plan every rank keeps: its number, the batch's bases and its constants
             self.session.send(Command.REPLAY, replayed.encode_constants(batch), [watched, *replay])
             self.engine.flusher.stats.by_number += 1
         self.engine.send_data(batch)  # each rank gets its part of the data only
         self.engine.flusher.stats.receive_seconds += time.perf_counter() - began
-        raise_failure(self.engine.execute(batch, watched, keyed))
+        raise_failure(self.engine.execute(batch, watched, keyed, starts))
         given, self.engine.planner.warnings = self.engine.planner.warnings, []
         for text in given:  # after the batch ran on every rank: a warning turned error is safe
             at_user_line(warnings.warn, text, ShoalFallbackWarning, stacklevel=1)  # at the program's line
+
+    def _alike(self, batch: Batch) -> tuple[tuple[bytes, list[int]] | None, list[int] | None]:
+        """The ``ALIKE`` command's payload and integers for ``batch`` (None: send it whole), and
+        where the parts that planning cuts it into start (None: not cut)."""
+        if self.config.layout != "rows":
+            return None, None
+        parts = segments.split(batch, self.engine.planner.new_layouts)
+        if parts is None:
+            return None, None
+        starts = [start for start, _ in parts]
+        encoded = alike.encode(batch, starts)
+        if encoded is None:
+            return None, starts
+        payload, structure, repeated = encoded
+        self.engine.flusher.stats.repeated += repeated
+        return (payload, structure), starts
 
     def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
         """Announce a draw the batches will split in ranges, so that the other ranks draw their
@@ -218,6 +240,7 @@ def report(engine: RankEngine) -> dict:
         "replayed": stats.replayed,
         "parts": stats.parts,
         "by_number": stats.by_number,
+        "repeated": stats.repeated,
         "parts_drawn": stats.parts_drawn,
         "parts_drawn_ahead": engine.ahead.taken,
         "receive_seconds": stats.receive_seconds,
@@ -279,7 +302,8 @@ def format_reports(reports: list[dict]) -> str:
         )
         other = value["busy_seconds"] - value["wait_seconds"] - value["engine_seconds"] - value["communication_seconds"]
         lines.append(
-            f"    batches {value['batches']} ({value.get('parts', 0)} loop iterations of long ones, {value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers)  "
+            f"    batches {value['batches']} ({value.get('parts', 0)} loop iterations of long ones, {value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers; "
+            f"{value.get('repeated', 0)} instructions sent as repeats of an earlier iteration)  "
             f"random parts drawn where they live {value.get('parts_drawn', 0)} ({value.get('parts_drawn_ahead', 0)} ahead)  "
             f"broadcast+decode+verify {value['receive_seconds']:.3f} s  "
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "

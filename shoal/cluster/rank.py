@@ -147,10 +147,11 @@ class RankEngine:
         found = self.ahead.take(buffer.tobytes(), begin, count)
         return made.draw(begin, count) if found is None else found
 
-    def execute(self, batch: Batch, watched: int = 0, keyed: tuple[tuple, list[int]] | Literal[False] | None = False) -> str | None:
+    def execute(self, batch: Batch, watched: int = 0, keyed: tuple[tuple, list[int]] | Literal[False] | None = False, starts: list[int] | None = None) -> str | None:
         """Run ``batch`` on this rank, noting the floating-point conditions ``watched`` (rank 0's
         :meth:`~shoal.cluster.fp_notes.RankNotes.claim`; ``keyed``: the batch's plan-cache key if
-        known); returns every rank's failures (at rank 0), joined.
+        known; ``starts``: where rank 0 cut it into loop iterations, if it did); returns every
+        rank's failures (at rank 0), joined.
 
         A failed computation is reported at the end; anything else that goes wrong here (a
         message of the wrong size, a bug) leaves the ranks out of step, so it ends the job."""
@@ -161,7 +162,7 @@ class RankEngine:
             parts = None
             if self.planner.config.layout == "rows":
                 keyed = self.planner.keyed(batch) if keyed is False else keyed
-                parts = split_plans.plan_parts(self.planner, batch, keyed, self._plan)
+                parts = split_plans.plan_parts(self.planner, batch, keyed, self._plan, starts)
             if parts is None:
                 self._run(batch, keyed)
             else:  # one loop iteration at a time, alike ones replayed (shoal.cluster.segments)

@@ -42,7 +42,11 @@ def request(planner: Planner, keyed: tuple[tuple, list[int]] | None) -> list[int
 
 def encode_constants(batch: Batch) -> bytes:
     """Rank 0: the payload of a ``REPLAY`` command, the batch's constants in the key's order."""
-    values = constants(batch)
+    return write_constants(constants(batch))
+
+
+def write_constants(values: list[Const]) -> bytes:
+    """``values`` in the wire format's scalar encoding, one after another."""
     if not values:
         return b""
     writer = Writer(DEFAULT_LIMITS)
@@ -51,20 +55,24 @@ def encode_constants(batch: Batch) -> bytes:
     return b"".join(writer.chunks)
 
 
+def read_constant(reader: Reader, place: int, kind: type) -> Const:
+    """The next constant ``reader`` holds, which must be a scalar of type ``kind`` (constant
+    ``place`` of a command: named in the error)."""
+    try:
+        if not reader.remaining or reader.buffer[reader.pos] not in SCALAR_TAGS:
+            raise ValueError(f"constant {place} is missing or not a scalar")
+        value = reader.value("constant")
+    except BytecodeError as error:
+        raise ValueError(f"rank 0 sent a malformed constant {place}: {error}") from None
+    if type(value) is not kind:
+        raise ValueError(f"constant {place} is a {type(value).__name__}, not the {kind.__name__} of the instruction it stands in")
+    return Const(value)
+
+
 def _decode_constants(payload: bytes, types: list[type]) -> list[Const]:
     """The constants of a ``REPLAY`` payload, each of the type the key names for its place."""
     reader = Reader(memoryview(payload), DEFAULT_LIMITS)
-    values = []
-    try:
-        for place, kind in enumerate(types):
-            if not reader.remaining or reader.buffer[reader.pos] not in SCALAR_TAGS:
-                raise ValueError(f"constant {place} of the replay is missing or not a scalar")
-            value = reader.value("constant")
-            if type(value) is not kind:
-                raise ValueError(f"constant {place} of the replay is a {type(value).__name__}, not the {kind.__name__} of the plan")
-            values.append(Const(value))
-    except BytecodeError as error:
-        raise ValueError(f"rank 0 sent malformed constants with a replay: {error}") from None
+    values = [read_constant(reader, place, kind) for place, kind in enumerate(types)]
     if reader.remaining:
         raise ValueError(f"rank 0 sent {reader.remaining} bytes more than the replay's {len(types)} constants")
     return values

@@ -92,7 +92,13 @@ def split(batch: Batch, layouts_of: Callable[[Batch], dict]) -> list[tuple[int, 
     alive_at = [alive[position] for position in computing]
     start = min(range(found), key=lambda offset: (sum(alive_at[offset::found]), offset))  # fewest alive over all cuts
     cuts = [computing[index] for index in range(start, len(computing), found) if computing[index] > 0]
-    bounds = list(zip([0, *cuts], [*cuts, len(instructions)]))
+    return cut(batch, [0, *cuts], layouts_of)
+
+
+def cut(batch: Batch, starts: list[int], layouts_of: Callable[[Batch], dict]) -> list[tuple[int, Batch]] | None:
+    """``batch`` cut into parts beginning at ``starts`` (0 first, increasing), or None if a part
+    would lay out a base that came with data otherwise than the whole batch does."""
+    bounds = list(zip(starts, [*starts[1:], len(batch.instructions)]))
     parts = _parts(batch, bounds)
     whole = layouts_of(_with_data(batch))
     for _, part in parts:

@@ -44,6 +44,7 @@ class Command(enum.IntEnum):
     REPLAY = 4  # a batch as the number of a plan every rank keeps (shoal.cluster.replayed)
     START = 5  # the program's first use of Shoal's arrays: every rank starts its engine
     DRAW_AHEAD = 6  # a large random draw the program made: ranks draw their parts while idle
+    ALIKE = 7  # a batch whose repeated loop iterations refer to an earlier one (shoal.cluster.alike)
 
 
 def launched(environ: Mapping[str, str] | None = None) -> bool:

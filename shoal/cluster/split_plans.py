@@ -63,10 +63,11 @@ class SplitTemplate:
     declared: tuple[tuple[int, AnyLayout, None, None], ...]  # (whole key number, layout, -, -) per declaration
 
 
-def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: PlanOne) -> list[Planned] | None:
+def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: PlanOne, starts: list[int] | None = None) -> list[Planned] | None:
     """``batch`` cut into loop iterations and each one planned by ``plan_one`` (part, its key
     and order, its template if known), or None if it is not cut. ``keyed``: the whole batch's
-    key and order. Leaves ``planner.template`` the kept cut (None if a part's plan was not kept)
+    key and order; ``starts``: where rank 0 cut it (:mod:`shoal.cluster.alike`), if it did.
+    Leaves ``planner.template`` the kept cut (None if a part's plan was not kept)
     and ``planner.key`` the whole batch's key, so that the batch's closing gather numbers it."""
     cache = planner.cache
     if keyed is not None and cache.number_of(keyed[0]) is not None:
@@ -77,9 +78,14 @@ def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: Pl
         planned = [_replayed_part(planner, batch, keyed[1], part, plan_one) for part in kept.parts]
         planner.template, planner.key = kept, keyed[0]  # type: ignore[assignment]
         return planned
-    parts = segments.split(batch, planner.new_layouts)
-    if parts is None:
-        return None
+    if starts is None:
+        parts = segments.split(batch, planner.new_layouts)
+        if parts is None:
+            return None
+    else:
+        parts = segments.cut(batch, starts, planner.new_layouts)
+        if parts is None:
+            raise ValueError("rank 0 cut a batch where its parts would lay out data otherwise than the batch")
     planned = []
     found: list[SplitPart] | None = [] if keyed is not None else None
     where = {} if keyed is None else {base: position for position, base in enumerate(keyed[1])}  # a base's place in the whole batch's key order

@@ -33,17 +33,20 @@ class VerifiedBatches:
         self._keys: OrderedDict[tuple, None] = OrderedDict()
         self.skipped = 0  # batches admitted by their key (for tests and stats)
 
-    def check(self, batch: Batch, known: Mapping[int, BaseDecl], layouts: dict[int, Layout], keyed: tuple[tuple, list[int]] | None = None) -> None:
+    def check(
+        self, batch: Batch, known: Mapping[int, BaseDecl], layouts: dict[int, Layout], keyed: tuple[tuple, list[int]] | None = None, alike: list[int] | None = None
+    ) -> None:
         """Verify ``batch`` against the ``known`` live bases (whose ``layouts`` this rank keeps):
         in full unless a batch of its key passed before; raises
         :class:`~shoal.bytecode.BytecodeError` if it is malformed. ``keyed``: its plan-cache key
-        (:meth:`~shoal.cluster.plan.Planner.keyed`), if known: it holds all the key here needs."""
+        (:meth:`~shoal.cluster.plan.Planner.keyed`), if known: it holds all the key here needs.
+        ``alike``: per instruction, the earlier one it was rebuilt from (:mod:`shoal.cluster.alike`)."""
         key = _key(batch, known, batch_key(batch, layouts) if keyed is None else keyed)
         if key is not None and key in self._keys and _ids_well_formed(batch, known):
             self._keys.move_to_end(key)
             self.skipped += 1
             return
-        verify(batch, known)
+        verify(batch, known, alike=alike)
         if key is not None:
             self._keys[key] = None
             while len(self._keys) > self.kept:

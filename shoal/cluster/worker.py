@@ -18,7 +18,7 @@ import sys
 import time
 
 from shoal.bytecode import loads, verify
-from shoal.cluster import replayed
+from shoal.cluster import alike, replayed
 from shoal.cluster.manager import ClusterConfig, collect_reports, rank_engine
 from shoal.cluster.session import Command, Session
 from shoal.cluster.verified import VerifiedBatches
@@ -58,18 +58,26 @@ def serve(session: Session) -> int:
         verified = VerifiedBatches()
         while True:
             command, payload, ints = session.receive()
-            if command is Command.EXECUTE:
+            if command is Command.EXECUTE or command is Command.ALIKE:
                 began = time.perf_counter()
-                batch = loads(payload)
                 if not ints:
                     raise ValueError("rank 0 sent a batch without the conditions it watches")
-                watched, ids = ints[0], ints[1:]
+                watched, ids, starts, origins = ints[0], ints[1:], None, None
+                if command is Command.EXECUTE:
+                    batch = loads(payload)
+                else:
+                    count = ints[1] if len(ints) > 1 else -1
+                    if not 0 <= count <= len(ints) - 2:
+                        raise ValueError(f"rank 0 named data for {count} bases in an ALIKE command of {len(ints)} integers")
+                    ids = ints[2 : 2 + count]
+                    batch, starts, origins = alike.decode(payload, ints[2 + count :])
+                    stats.repeated += sum(1 for origin in origins if origin >= 0)
                 if len(ids) > len(batch.bases):
                     raise ValueError(f"rank 0 named data for {len(ids)} bases of a batch declaring {len(batch.bases)}")
                 # Keyed once, before its data arrives (only once the batch is verified), for
                 # verification and planning: the key records which declarations carry data.
                 keyed = engine.planner.keyed(batch, set(ids))
-                verified.check(batch, engine.planner.decls, engine.planner.layouts, keyed)
+                verified.check(batch, engine.planner.decls, engine.planner.layouts, keyed, origins)
                 checked = time.perf_counter()
                 engine.receive_data(batch, ids)
                 ended = time.perf_counter()
@@ -77,7 +85,7 @@ def serve(session: Session) -> int:
                 if trace.TRACER is not None:
                     trace.TRACER.complete("decode and verify the batch", "scheduling", began, checked, {"instructions": len(batch.instructions)})
                     trace.TRACER.complete("receive or draw its data", "communication", checked, ended, {"bases": len(ids)})
-                engine.execute(batch, watched, keyed)
+                engine.execute(batch, watched, keyed, starts)
             elif command is Command.REPLAY:
                 began = time.perf_counter()
                 if not ints:

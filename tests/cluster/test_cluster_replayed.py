@@ -126,12 +126,12 @@ def _payload(*values: object) -> bytes:
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        (b"", "constant 0 of the replay is missing"),
+        (b"", "constant 0 is missing"),
         (_payload(3), "is a int, not the float"),
         (_payload(np.float32(0.5)), "is a float32, not the float"),
         (_payload(0.5, 0.5), "bytes more than"),
         (_payload(0.5) + b"\x00", "bytes more than"),
-        (_payload(0.5)[:-1], "malformed constants"),
+        (_payload(0.5)[:-1], "malformed constant 0"),
         (_payload(("a", 1)), "not a scalar"),
     ],
     ids=["none", "an int", "a float32", "two", "a byte more", "a byte less", "a tuple"],

@@ -211,3 +211,5 @@ def test_rounds_of_a_long_loop_sent_as_numbers_under_mpiexec_give_numpys_results
     iterations = [int(found) for found in re.findall(r"\((\d+) loop iterations of long ones", result.stderr)]
     assert len(numbers) == ranks and min(numbers) >= 4, result.stderr[-3000:]  # rounds after the halos settle
     assert len(iterations) == ranks and min(iterations) >= 8 * 8, result.stderr[-3000:]
+    repeats = [int(found) for found in re.findall(r"(\d+) instructions sent as repeats", result.stderr)]
+    assert len(repeats) == ranks and min(repeats) > 0, result.stderr[-3000:]  # the rounds before their key has a number
