@@ -341,3 +341,18 @@ def test_a_repeat_over_a_base_it_may_not_write_is_rejected_as_in_full(target: in
     expected = _verdict(batch)
     assert expected is not None
     assert _verdict(batch, [-1, -1, 0]) == expected
+
+
+def test_a_repeated_release_releases_as_a_checked_one_does() -> None:
+    batch = Batch(bases=[BaseDecl(0, F8, 16), BaseDecl(1, F8, 16), BaseDecl(2, F8, 16)])
+    batch.instructions += [
+        Instruction("release", (), (), make_attrs(base=0)),
+        Instruction("release", (), (), make_attrs(base=1)),
+        Instruction("add", (contiguous(2, F8, (4, 4)),), (TARGET, Const(1.0)), ()),
+        Instruction("release", (), (), make_attrs(base=1)),
+    ]
+    expected = _verdict(batch)
+    assert expected is not None and "released by instruction 1" in expected
+    assert _verdict(batch, [-1, 0, -1, 1]) == expected
+    batch.instructions[2:] = [Instruction("release", (), (), make_attrs(base=2))]
+    assert _verdict(batch) is None and _verdict(batch, [-1, 0, 1]) is None

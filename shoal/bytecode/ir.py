@@ -128,13 +128,16 @@ class Batch:
     ``instructions`` run in order. A ``release`` instruction ends a base's life. ``donated`` names
     data arrays the producer hands over: a component may keep and write them instead of copying,
     and take them out of ``data`` while it runs (an in-process hint only; it does not travel on
-    the wire).
+    the wire). ``repeats``, if given, names per instruction an earlier one it repeats over other
+    bases (-1: none), for verification (:func:`shoal.bytecode.verify`'s ``alike``; an in-process
+    hint too).
     """
 
     bases: list[BaseDecl] = field(default_factory=list)
     data: dict[int, np.ndarray] = field(default_factory=dict)
     instructions: list[Instruction] = field(default_factory=list)
     donated: set[int] = field(default_factory=set)
+    repeats: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.instructions)

@@ -128,14 +128,34 @@ class _Verifier:
         sizes = {base: decl.nbytes for base, decl in self.live.items()}  # every base's, released ones too
         for index, instruction in enumerate(instructions):
             model = alike[index]
-            if not (0 <= model < index and self._repeats(instruction, instructions[model], sizes)):
+            if not (0 <= model < index and self._repeats(instruction, instructions[model], sizes, index)):
                 self._instruction(index, instruction)
 
-    def _repeats(self, instruction: Instruction, model: Instruction, sizes: Mapping[int, int]) -> bool:
+    def _repeated_release(self, instruction: Instruction, index: int) -> bool:
+        """Release a live base named as a release's only attribute and nothing else (else False:
+        the full check words the error)."""
+        attrs = instruction.attrs
+        if instruction.outputs or instruction.inputs or type(attrs) is not tuple or len(attrs) != 1:
+            return False
+        entry = attrs[0]
+        if type(entry) is not tuple or len(entry) != 2:
+            return False
+        name, base = entry
+        if name != "base" or type(base) is not int or base not in self.live:
+            return False
+        del self.live[base]
+        self.released_by[base] = index
+        return True
+
+    def _repeats(self, instruction: Instruction, model: Instruction, sizes: Mapping[int, int], index: int) -> bool:
         """True if ``instruction`` passes every check because ``model``, verified before it, did:
         what the checks read of the two differs only in their bases (each live here and of the
         size of ``model``'s) and the values of their constants (of the same types)."""
-        if type(instruction) is not Instruction or instruction.op != model.op or instruction.op == "release" or instruction.attrs != model.attrs:
+        if type(instruction) is not Instruction or instruction.op != model.op:
+            return False
+        if instruction.op == "release":
+            return self._repeated_release(instruction, index)
+        if instruction.attrs != model.attrs:
             return False
         pairs = (*zip(instruction.outputs, model.outputs), *zip(instruction.inputs, model.inputs))
         if len(instruction.outputs) != len(model.outputs) or len(instruction.inputs) != len(model.inputs):

@@ -89,6 +89,8 @@ class Flusher:
         self.stats = CommStats()
         self.failure: BaseException | None = None  # the first failed computation of this batch
         self._batch = Batch()
+        self._repeats: list[int] = []  # per instruction of the gathered batch, the one it repeats (-1: none)
+        self._models: dict[int, tuple[int, int]] = {}  # a template operation -> where its first replay stands in the gathered batch
         self._sends: list[tuple[object, np.ndarray]] = []
         self._unfinished: list = []  # sends found not done after they were posted
         self._receiving: list[BlockOp] = []
@@ -137,9 +139,18 @@ class Flusher:
             batch.bases.append(BaseDecl(need.temp, need.dtype, need.buffer.size))
             batch.data[need.temp] = need.buffer.reshape(-1)
             batch.donated.add(need.temp)
+        start = len(batch.instructions)
+        count = len(op.instructions)
         batch.instructions.extend(op.instructions)
+        model = op.model
+        first = None if model is None else self._models.setdefault(id(model), (start, count))
+        if first is not None and first[0] != start and first[1] == count:
+            self._repeats.extend(range(first[0], first[0] + count))
+        else:
+            self._repeats.extend([-1] * count)
         for need in op.needs:
             batch.instructions.append(release_of(need.temp))
+            self._repeats.append(-1)
             need.buffer = None
 
     def reads_gathered(self, op: Op) -> bool:
@@ -155,9 +166,13 @@ class Flusher:
         arrays. What reads the failed instruction's output is no array the program holds (its
         call raised), and every rank's messages are sent as planned."""
         batch, self._batch = self._batch, Batch()
+        repeats, self._repeats = self._repeats, []
+        self._models.clear()
         self._feeding.clear()
         if batch.is_empty():
             return
+        if any(position >= 0 for position in repeats):  # a loop's iterations gathered in one batch: each verified once
+            batch.repeats = repeats
         began = time.perf_counter()
         progress = None
         if self._progress is not None:

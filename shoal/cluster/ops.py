@@ -44,12 +44,13 @@ class Op:
     request: object = None
     issued: bool = False
     done: bool = False
+    model: Op | None = None  # the template's operation this one replays (its instructions repeat it over other bases)
 
 
 new_op: Callable[..., Op] = slot_maker(
     Op,
-    ("kind", "reads", "writes", "instructions", "needs", "declares", "peer", "tag", "view", "temp", "dtype", "shape", "late", "buffer", "data", "request", "issued", "done"),
-    (None, False, False),
+    ("kind", "reads", "writes", "instructions", "needs", "declares", "peer", "tag", "view", "temp", "dtype", "shape", "late", "buffer", "data", "request", "issued", "done", "model"),
+    (None, False, False, None),
 )  # every mutable field given: a maker's defaults are shared
 
 

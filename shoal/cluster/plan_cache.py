@@ -208,10 +208,11 @@ def _fill_constants(ops: list[Op], places: list[tuple[int, int, int, int]], valu
         op.instructions[index] = Instruction(instruction.op, instruction.outputs, tuple(inputs), instruction.attrs)
 
 
-def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int]) -> list[Op]:
+def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int], replaying: bool = False) -> list[Op]:
     """Copies of ``ops`` (not yet run) with every local base number and tag mapped, without
-    their data; ``needs`` point at the copies. Built through the slot makers: replaying a part
-    of lattice Boltzmann copies about 400 operations."""
+    their data; ``needs`` point at the copies; ``replaying``: each copy names the operation it
+    copies as its model. Built through the slot makers: replaying a part of lattice Boltzmann
+    copies about 400 operations."""
     made: dict[int, View] = {}  # a template's view object, mapped once
 
     def view(value: View) -> View:
@@ -250,6 +251,10 @@ def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], 
             op.late,
             None,
             {},
+            None,
+            False,
+            False,
+            op if replaying else None,
         )
         copies[id(op)] = copy
         result.append(copy)
@@ -304,7 +309,7 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
     here = planner.local
     slots.update((-1 - number, here[base]) for number, base in enumerate(order) if base in here)
     local = slots.__getitem__
-    ops = renumbered(template.ops, local, lambda tag: (tag + first_tag) % limit)
+    ops = renumbered(template.ops, local, lambda tag: (tag + first_tag) % limit, replaying=True)
     if template.constants:
         _fill_constants(ops, template.constants, constants(batch))
     for number, layout, slot, block_bytes in template.declared:

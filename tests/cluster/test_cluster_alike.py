@@ -15,7 +15,9 @@ import pytest
 
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Const, verify
 from shoal.cluster import alike, segments, split_plans
+from shoal.cluster.flush import Flusher
 from shoal.cluster.plan import Planner
+from shoal.engine.component import Component
 from tests.cluster.test_cluster_plan_cache import F8, Ids, creation, described, state
 from tests.cluster.test_cluster_split_plans import SWEEPS, long_loop, planned, planners, planning
 
@@ -198,3 +200,49 @@ def test_a_malformed_alike_command_is_refused(how: str, message: str) -> None:
     payload, structure = _malformed(batch, starts, how)
     with pytest.raises((ValueError, BytecodeError), match=message):
         alike.decode(payload, structure)
+
+
+def test_a_rank_gathers_replayed_iterations_naming_what_they_repeat() -> None:
+    """The node-engine batch a flush gathers names, for each replayed computation, the one of
+    the same template before it, and verification with those names agrees with full verification."""
+    root, batch, starts = prepared()
+    decls = dict(root.decls)
+    parts = split_plans.plan_parts(root, batch, root.keyed(batch), planning(root), starts)  # type: ignore[arg-type]
+    assert parts is not None
+    ops = [op for _, planned_ops, _, _ in parts for op in planned_ops if op.kind == "compute" and not op.needs]
+    assert sum(op.model is not None for op in ops) >= len(ops) // 2
+
+    class Caught(Component):
+        name = "caught"
+
+        def __init__(self) -> None:
+            self.batches: list[Batch] = []
+
+        @classmethod
+        def configure(cls, environ: object = None) -> None:
+            return None
+
+        def execute(self, gathered: Batch) -> None:
+            self.batches.append(gathered)
+
+        def fetch(self, view: object) -> None:
+            raise AssertionError("nothing is read")
+
+        def shutdown(self) -> None:
+            return None
+
+    caught = Caught()
+    flusher = Flusher(caught, None, 0, True, {})
+    for op in ops:
+        flusher._add_compute(op)
+    flusher.submit_batch()
+    (gathered,) = caught.batches
+    repeats = gathered.repeats
+    assert repeats is not None and len(repeats) == len(gathered.instructions)
+    assert sum(model >= 0 for model in repeats) >= len(repeats) // 3
+    for position, model in enumerate(repeats):
+        if model >= 0:
+            assert model < position and gathered.instructions[model].op == gathered.instructions[position].op
+    local = {decl.id: decl for decl in gathered.bases}
+    known = {root.local[base]: BaseDecl(root.local[base], decl.dtype, decl.size) for base, decl in decls.items() if base in root.local}
+    verify(Batch(bases=list(local.values()), instructions=gathered.instructions), known, alike=repeats)

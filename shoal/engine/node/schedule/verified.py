@@ -75,7 +75,8 @@ class VerifiedShapes:
             if sequence in self._sequences:
                 self._sequences[sequence] = 0
             return
-        verify(batch, known, limits=limits)
+        repeats = batch.repeats
+        verify(batch, known, limits=limits, alike=repeats if repeats is not None and len(repeats) == len(batch.instructions) else None)
         if shape is not None and sequence in self._sequences:
             self._sequences[sequence] += 1
         if shape is not None and limits == NO_LIMITS:
