@@ -30,7 +30,7 @@ from collections.abc import Callable
 from shoal.bytecode import Batch, Const, Instruction, View, dumps, loads
 from shoal.bytecode.codec import DEFAULT_LIMITS, Reader
 from shoal.cluster.ops import release_of
-from shoal.cluster.plan_cache import instruction_key
+from shoal.cluster.plan_cache import first_use_numbering, instruction_key
 from shoal.cluster.replayed import read_constant, write_constants
 from shoal.frozen_values import new_instruction, new_view
 
@@ -41,16 +41,7 @@ _LENGTH = struct.Struct("<Q")
 def relative(instructions: list[Instruction]) -> tuple[tuple, list[int]]:
     """What planning reads of ``instructions`` with their bases numbered by first use among
     them (releases included), and the bases in that order."""
-    numbers: dict[int, int] = {}
-    order: list[int] = []
-
-    def number(base: int) -> int:
-        found = numbers.get(base)
-        if found is None:
-            found = numbers[base] = len(order)
-            order.append(base)
-        return found
-
+    number, order = first_use_numbering()
     keys = []
     for instruction in instructions:
         if instruction.op == "release":

@@ -52,12 +52,9 @@ def instruction_key(instruction: Instruction, number: Callable[[int], object]) -
     return (instruction.op, tuple(map(operand, instruction.outputs)), tuple(map(operand, instruction.inputs)), repr(instruction.attrs))
 
 
-def batch_key(
-    batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None, carried: Collection[int] | None = None
-) -> tuple[tuple, list[int]] | None:
-    """The batch's key and its bases in order of first appearance (the key's numbering); None
-    for a batch that names a base neither declared nor known (planning reports it). ``carried``:
-    the bases that come with data, if not yet in ``batch.data``."""
+def first_use_numbering() -> tuple[Callable[[int], int], list[int]]:
+    """A function numbering bases by first use (0, 1, ...), and the list it fills with them in
+    that order."""
     numbers: dict[int, int] = {}
     order: list[int] = []
 
@@ -68,6 +65,16 @@ def batch_key(
             order.append(base)
         return found
 
+    return number, order
+
+
+def batch_key(
+    batch: Batch, layouts: dict[int, Layout], valid: dict[int, tuple] | None = None, carried: Collection[int] | None = None
+) -> tuple[tuple, list[int]] | None:
+    """The batch's key and its bases in order of first appearance (the key's numbering); None
+    for a batch that names a base neither declared nor known (planning reports it). ``carried``:
+    the bases that come with data, if not yet in ``batch.data``."""
+    number, order = first_use_numbering()
     data = batch.data if carried is None else carried
     declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in data) for decl in batch.bases)
     instructions = []
