@@ -151,12 +151,12 @@ class ClusterManager(Component):
 
     def _alike(self, batch: Batch) -> tuple[tuple[bytes, list[int]] | None, list[int] | None]:
         """The ``ALIKE`` command's payload and integers for ``batch`` (None: send it whole), and
-        where the parts that planning cuts it into start (None: not cut)."""
+        where the parts that planning cuts it into start (empty: not cut; None: not looked for)."""
         if self.config.layout != "rows":
             return None, None
         parts = segments.split(batch, self.engine.planner.new_layouts)
         if parts is None:
-            return None, None
+            return None, []
         starts = [start for start, _ in parts]
         encoded = alike.encode(batch, starts)
         if encoded is None:

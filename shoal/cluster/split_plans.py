@@ -66,8 +66,8 @@ class SplitTemplate:
 def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: PlanOne, starts: list[int] | None = None) -> list[Planned] | None:
     """``batch`` cut into loop iterations and each one planned by ``plan_one`` (part, its key
     and order, its template if known), or None if it is not cut. ``keyed``: the whole batch's
-    key and order; ``starts``: where rank 0 cut it (:mod:`shoal.cluster.alike`), if it did.
-    Leaves ``planner.template`` the kept cut (None if a part's plan was not kept)
+    key and order; ``starts``: where rank 0 cut it (:mod:`shoal.cluster.alike`; empty: it
+    found no cut), if it looked. Leaves ``planner.template`` the kept cut (None if a part's plan was not kept)
     and ``planner.key`` the whole batch's key, so that the batch's closing gather numbers it."""
     cache = planner.cache
     if keyed is not None and cache.number_of(keyed[0]) is not None:
@@ -78,6 +78,8 @@ def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: Pl
         planned = [_replayed_part(planner, batch, keyed[1], part, plan_one) for part in kept.parts]
         planner.template, planner.key = kept, keyed[0]  # type: ignore[assignment]
         return planned
+    if starts == []:
+        return None
     if starts is None:
         parts = segments.split(batch, planner.new_layouts)
         if parts is None:
