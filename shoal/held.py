@@ -107,14 +107,21 @@ def _views_kept(base: LazyBase) -> int:
     return sum(1 for ref in base.holders if (array := ref()) is not None and array._held is not None)  # type: ignore[attr-defined]
 
 
+def views_alive(runtime: Runtime, base_id: int) -> bool:
+    """True if NumPy views of held base ``base_id``'s memory are alive (besides those its lazy
+    arrays keep for their own indexing)."""
+    base = runtime.lazy_base(base_id)
+    kept = runtime.held[base_id]
+    return sys.getrefcount(kept) > _OWN_REFERENCES + (0 if base is None else _views_kept(base))
+
+
 def unhold(runtime: Runtime, base_id: int) -> bool:
     """Hand held base ``base_id`` back before an instruction that reads or writes it is recorded.
     Returns True if it stays held (NumPy views of its memory are alive): the caller then runs the
     batch at once."""
-    base = runtime.lazy_base(base_id)
-    kept = runtime.held[base_id]
-    if sys.getrefcount(kept) > _OWN_REFERENCES + (0 if base is None else _views_kept(base)):
+    if views_alive(runtime, base_id):
         return True  # the lazy arrays keep their views for the next indexing
+    base = runtime.lazy_base(base_id)
     if base is not None:
         forget_views(base)
     del runtime.held[base_id]

@@ -132,8 +132,11 @@ def test_a_large_view_of_a_held_array_goes_back_to_lazy_work(lazy, key):
     assert type(small) is numpy.ndarray and small.tolist() == expected[5:7, 3].tolist()
     del small
     view = a[key]
-    assert type(view) is snp.ndarray and a._base.id not in lazy.held  # handed back, a lazy view
+    assert type(view) is snp.ndarray and a._base.id in lazy.held  # a lazy view; the base held until work is recorded on it
+    doubled = view * 2.0
+    assert a._base.id not in lazy.held  # recorded work on the view handed it back
     numpy.testing.assert_array_equal(numpy.asarray(view), expected[key])
+    numpy.testing.assert_array_equal(numpy.asarray(doubled), expected[key] * 2.0)
 
 
 ITEM_ARGUMENTS = [(3,), (1, 2), ((1, 2),), (numpy.int64(2), 1), (), (6, 0), (1, 2, 3), (-1,), (1.5,)]

@@ -233,8 +233,11 @@ def test_an_update_of_a_held_view_by_a_lazy_value_is_numpys(lazy):
     expected = _program(numpy)
     a = _held(snp)
     assert a._base.id in lazy.held
-    view = a[:, 1:]  # a large view read for lazy work: the base goes back to the engine
-    assert type(view) is snp.ndarray and a._base.id not in lazy.held
+    view = a[:, 1:]  # a large view: lazy, the base held until work is recorded on it
+    assert type(view) is snp.ndarray and a._base.id in lazy.held
+    doubled = view * 2.0  # lazy work: the base goes back to the engine
+    assert a._base.id not in lazy.held
+    numpy.testing.assert_array_equal(numpy.asarray(doubled), numpy.asarray(a)[:, 1:] * 2.0)
     got = _program(snp)  # its updates in place (``a[:, k + 1:] -= ...``) are NumPy's views
     _assert_same(expected, got)
 
