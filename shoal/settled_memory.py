@@ -77,11 +77,10 @@ class SettledMemory:
                     return held.view_of(kept, view)
             return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
 
-    def release_hold(self: Runtime, base_id: int) -> bool:
-        """Hand held base ``base_id`` back to the component if no NumPy view of its memory is
-        alive; True if it was handed back."""
+    def held_views_alive(self: Runtime, base_id: int) -> bool:
+        """True if base ``base_id`` is held and NumPy views of its memory are alive."""
         with self._lock:
-            return base_id in self.held and not held.unhold(self, base_id)
+            return base_id in self.held and held.views_alive(self, base_id)
 
     def offers_memory(self: Runtime) -> bool:
         """True if the component hands out the memory of settled bases (it runs in this process)."""

@@ -157,11 +157,10 @@ class _Verifier:
             return self._repeated_release(instruction, index)
         if instruction.attrs != model.attrs:
             return False
-        pairs = (*zip(instruction.outputs, model.outputs), *zip(instruction.inputs, model.inputs))
         if len(instruction.outputs) != len(model.outputs) or len(instruction.inputs) != len(model.inputs):
             return False
         live = self.live
-        for value, like in pairs:
+        for value, like in (*zip(instruction.outputs, model.outputs), *zip(instruction.inputs, model.inputs)):
             if type(value) is View:
                 if type(like) is not View or type(value.base) is not int:
                     return False

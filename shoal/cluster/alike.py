@@ -30,7 +30,7 @@ from collections.abc import Callable
 from shoal.bytecode import Batch, Const, Instruction, View, dumps, loads
 from shoal.bytecode.codec import DEFAULT_LIMITS, Reader
 from shoal.cluster.ops import release_of
-from shoal.cluster.plan_cache import first_use_numbering, instruction_key
+from shoal.cluster.plan_cache import first_use_numbering, instructions_key
 from shoal.cluster.replayed import read_constant, write_constants
 from shoal.frozen_values import new_instruction, new_view
 
@@ -42,13 +42,10 @@ def relative(instructions: list[Instruction]) -> tuple[tuple, list[int]]:
     """What planning reads of ``instructions`` with their bases numbered by first use among
     them (releases included), and the bases in that order."""
     number, order = first_use_numbering()
-    keys = []
-    for instruction in instructions:
-        if instruction.op == "release":
-            keys.append(("release", number(_released(instruction))))
-        else:
-            keys.append(instruction_key(instruction, number))
-    return tuple(keys), order
+    keys = instructions_key(instructions, number)
+    if keys is None:
+        raise ValueError("rank 0 sent a release of something that is not a base")
+    return keys, order
 
 
 def encode(batch: Batch, starts: list[int]) -> tuple[bytes, list[int], int] | None:

@@ -77,19 +77,28 @@ def batch_key(
     number, order = first_use_numbering()
     data = batch.data if carried is None else carried
     declared = tuple((number(decl.id), decl.dtype, decl.size, decl.id in data) for decl in batch.bases)
-    instructions = []
-    for instruction in batch.instructions:
+    instructions = instructions_key(batch.instructions, number)
+    if instructions is None:
+        return None
+    used = used_bases(order, {decl.id for decl in batch.bases}, layouts, valid)
+    if used is None:
+        return None
+    return (declared, instructions, used), order
+
+
+def instructions_key(instructions: list[Instruction], number: Callable[[int], object]) -> tuple | None:
+    """Each of ``instructions`` as planning reads it, bases as ``number`` names them (a release
+    as its base); None if a release names something that is not a base."""
+    keys = []
+    for instruction in instructions:
         if instruction.op == "release":
             base = instruction.attr("base")
             if not isinstance(base, int):
                 return None
-            instructions.append(("release", number(base)))
+            keys.append(("release", number(base)))
             continue
-        instructions.append(instruction_key(instruction, number))
-    used = used_bases(order, {decl.id for decl in batch.bases}, layouts, valid)
-    if used is None:
-        return None
-    return (declared, tuple(instructions), used), order
+        keys.append(instruction_key(instruction, number))
+    return tuple(keys)
 
 
 def used_bases(order: list[int], fresh: set[int], layouts: dict[int, Layout], valid: dict[int, tuple] | None) -> tuple | None:

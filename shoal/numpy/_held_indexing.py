@@ -91,7 +91,7 @@ def large_view(array: ndarray, key: Any) -> Any:
     back: a product with a small result (a triangular matrix product's ``a[i + 1:, i] @
     b[i + 1:]``) reads the held memory at once (released and held again every row, such a row
     took 226 µs against NumPy's 65)."""
-    if not _augmented_target(sys._getframe(2)) and not held.views_alive(array._base.runtime, array._base.id):
+    if not _augmented_target(sys._getframe(2)) and not array._base.runtime.held_views_alive(array._base.id):
         return _index.getitem(array, key)
     memory = array._held
     return (own_view(array) if memory is None else memory)[key]
