@@ -332,6 +332,8 @@ def _join(group: Group | None, new: list[Access]) -> list[Access] | None:
             return None
         if any(a.write and a.base in group.postponed_reads for a in new):
             return None
+    if _one_mapping_per_base(group, new):
+        return list(new)  # nothing can clash: every clash needs two mappings of one base
     existing = [] if group is None else [a for base in {a.base for a in new} for a in group.accesses.get(base, ())]
     everything = [*existing, *new]
     joined = list(new)
@@ -347,6 +349,22 @@ def _join(group: Group | None, new: list[Access]) -> list[Access] | None:
             if b is not a and _clash(a, b) and id(a) not in deferred and id(b) not in deferred:
                 return None
     return joined
+
+
+def _one_mapping_per_base(group: Group | None, new: list[Access]) -> bool:
+    """True if every base ``new`` touches is touched through one mapping, in ``new`` and in
+    ``group``: the common case of a loop body (fresh results, inputs read alike), which then
+    joins without comparing every pair of accesses."""
+    keys: dict[int, tuple] = {}
+    known = {} if group is None else group.accesses
+    for access in new:
+        key = keys.setdefault(access.base, access.key)
+        if key != access.key:
+            return False
+        for other in known.get(access.base, ()):
+            if other.key != key:
+                return False
+    return True
 
 
 def _clash(a: Access, b: Access) -> bool:
