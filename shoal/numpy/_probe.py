@@ -27,9 +27,20 @@ def _anchor(dtype: np.dtype) -> np.ndarray:
     return anchor
 
 
+_PROBES: dict[tuple[np.dtype, tuple[int, ...], tuple[int, ...]], np.ndarray] = {}
+PROBES_KEPT = 512  # geometries a loop indexes over and over: NumPy's ``as_strided`` costs 2-3 µs
+
+
 def geometry_probe(dtype: np.dtype, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
-    """A writable array with this geometry whose data pointer is an anchor; never read it."""
-    return as_strided(_anchor(dtype), shape=shape, strides=strides, writeable=True)
+    """A writable array with this geometry whose data pointer is an anchor; never read it, and
+    never change it (the same geometry gets the same probe)."""
+    key = (dtype, shape, strides)
+    probe = _PROBES.get(key)
+    if probe is None:
+        if len(_PROBES) >= PROBES_KEPT:
+            _PROBES.clear()
+        probe = _PROBES[key] = as_strided(_anchor(dtype), shape=shape, strides=strides, writeable=True)
+    return probe
 
 
 def data_address(array: np.ndarray) -> int:
