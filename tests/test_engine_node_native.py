@@ -186,3 +186,22 @@ def test_stencils_from_shared_libraries_match_the_reference(program, exact, thre
     second = run_both(program, block=64, threads=threads, compile="background", exact=exact, batches=3)
     assert second.compile_errors == [] and second.last_stats.replayed
     assert second.last_stats.compiled_block_ops >= 4 and second.last_stats.deferred_writes == second.last_stats.kernels
+
+
+@pytest.mark.full
+def test_a_library_on_disk_serves_once_the_numpy_path_has_spent_its_load_time(kernel_cache, monkeypatch):
+    """Estimated too cheap to load (a view-block's NumPy calls cost more than its elements say),
+    a structure runs on NumPy until the time it actually spent there pays for loading its
+    library; the blocks after that are compiled. Before, it ran on NumPy in every run."""
+    pytest.importorskip("numba")
+    first = run_both(prices, block=128, compile="sync", exact=False)
+    assert first.compile_errors == [] and list(kernel_cache.glob("*.so"))
+    monkeypatch.setattr(compiler, "load_and_warm", lambda path: pytest.fail(f"{path} loaded through Numba"))
+    monkeypatch.setattr(compiler, "NUMPY_SECONDS_PER_ELEMENT_STEP", 0.0)  # never worth loading by the estimate
+    monkeypatch.setattr(compiler, "NATIVE_LOAD_SECONDS", 1e-9)  # any NumPy time pays for loading
+    second = run_both(prices, block=128, threads=1, compile="background", exact=False, batches=2)
+    assert second.compile_errors == []
+    assert second.last_stats.compiled_block_ops > 0
+    monkeypatch.setattr(compiler, "NATIVE_LOAD_SECONDS", 1e9)  # the NumPy time never pays for it
+    third = run_both(prices, block=128, threads=1, compile="background", exact=False, batches=2)
+    assert third.last_stats.compiled_block_ops == 0

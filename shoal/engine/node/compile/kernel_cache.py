@@ -12,8 +12,10 @@ NumPy path has spent, or the batches built so far will spend, about as much CPU 
 structure as compiling would take (the ski-rental rule: never worse than twice the better
 choice). What compiling costs is measured in the worker and remembered (``costs.py``).
 A kernel with a shared library on disk loads in under a millisecond and is used from the first
-block of any batch that would spend more than that; one only in Numba's cache pays for importing
-Numba, once.
+block of any batch that would spend more than that, or from the block after the NumPy path has
+actually spent that much on its structure (the estimate misses view-blocks whose NumPy calls
+cost more than their elements: a rank's shallow water ran such a kernel on NumPy every run); one
+only in Numba's cache pays for importing Numba, once.
 
 The cache directory is used only if no other user could have written in it (``cache_files.py``);
 otherwise the run warns once and compiles its kernels in memory, in this process, caching nothing.
@@ -233,12 +235,8 @@ class KernelCache:
             pending = key in self._pending
         if pending or worth < NATIVE_LOAD_SECONDS:
             return None
-        if key not in self._no_library and directory is not None:
-            kernel = native.load(native_library(directory, key))
-            if kernel is not None:
-                self._ready[key] = kernel
-                return kernel
-            self._no_library.add(key)
+        if self._load_library(key, directory):
+            return self._ready[key]
         compile_seconds = self._compile_seconds(program)
         if worth >= min(estimated_load_seconds(), compile_seconds) and key not in self._not_on_disk:
             if machine_code_cached(key):
@@ -256,6 +254,8 @@ class KernelCache:
         with self._lock:
             spent = self._numpy_seconds.get(key, 0.0) + seconds
             self._numpy_seconds[key] = spent
+        if spent >= NATIVE_LOAD_SECONDS * self.threads and self._load_library(key):
+            return  # the NumPy path took longer than estimated: its library, on disk, serves from now on
         spent += self._past_seconds.get(key, 0.0)
         compile_seconds = self._compile_seconds(program)
         # Loading runs in this process and holds the GIL, so every pool thread waits for it:
@@ -265,6 +265,23 @@ class KernelCache:
             return  # not hot enough even to load it: no need to look at the disk cache
         if spent >= compile_seconds or machine_code_cached(key):
             self._submit(key, program)
+
+    def _load_library(self, key: str, directory: Path | None = None) -> bool:
+        """Load kernel ``key``'s shared library if one is on disk (looked for once); True if the
+        kernel is ready."""
+        if key in self._ready:
+            return True
+        if key in self._no_library:
+            return False
+        directory = directory or kernel_directory()
+        if directory is None:
+            return False
+        kernel = native.load(native_library(directory, key))
+        if kernel is None:
+            self._no_library.add(key)
+            return False
+        self._ready[key] = kernel
+        return True
 
     def _past(self, key: str) -> float:
         if key not in self._past_seconds:
