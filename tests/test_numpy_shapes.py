@@ -193,3 +193,14 @@ def test_a_numpy_operand_times_a_lazy_matrix(snp: ModuleType) -> None:
     assert isinstance(error, ValueError)
     error = check_same(snp, lambda xp, a, b: np.asarray(a) @ b[0, 0], np.ones(3), np.ones((4, 2)))
     assert isinstance(error, ValueError)
+
+
+def test_product_dtypes_are_numpys_for_every_pair_and_a_refused_pair_raises_every_time(snp_recorded: ModuleType) -> None:
+    """The result dtype of ``matmul`` and ``dot`` is found on probes once per pair of dtypes and
+    ranks (``shoal/numpy/_linalg.py``); NumPy's refusal is never remembered as an answer."""
+    pairs = [(x, y) for x in ALL_DTYPES for y in ALL_DTYPES]
+    for first, second in pairs:
+        for _ in range(2):  # the second time from what the first found
+            check_same(snp_recorded, lambda xp, a, b: (xp.matmul(a, b), xp.dot(a, b), a @ b[:, 0]), np.ones((3, 2), first), np.ones((2, 4), second))
+    for _ in range(2):
+        check_same(snp_recorded, lambda xp, a, b: xp.matmul(a, b), np.ones((2, 2)), np.array([["a", "b"], ["c", "d"]]))

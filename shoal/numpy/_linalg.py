@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -23,6 +24,13 @@ def _info(value: Any) -> tuple[tuple[int, ...], np.dtype]:
         return value.shape, value.dtype
     array = np.asarray(value)
     return array.shape, array.dtype
+
+
+@functools.lru_cache(maxsize=256)
+def _result_dtype(function: Any, da: np.dtype, db: np.dtype, ndim_a: int, ndim_b: int) -> np.dtype:
+    """The dtype ``function`` (``np.matmul`` or ``np.dot``) gives operands of these dtypes and
+    dimensions, from NumPy itself on probes (its error, if it refuses them, is not kept)."""
+    return np.asarray(quietly(function, value_probe(da, (1,) * ndim_a), value_probe(db, (1,) * ndim_b))).dtype
 
 
 def held_product(function: Any, a: Any, b: Any) -> Any:
@@ -60,7 +68,7 @@ def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
         )
     batch = broadcast_shape([a2[:-2], b2[:-2]])
     shape = batch + ((a2[-2],) if len(sa) >= 2 else ()) + ((b2[-1],) if len(sb) >= 2 else ())
-    dtype = np.asarray(quietly(np.matmul, value_probe(da, (1,) * len(sa)), value_probe(db, (1,) * len(sb)))).dtype
+    dtype = _result_dtype(np.matmul, da, db, len(sa), len(sb))
     return _product("matmul", a, b, out, shape, dtype, np.matmul)
 
 
@@ -81,7 +89,7 @@ def dot(a: Any, b: Any, out: Any = None) -> Any:
             f"shapes {format_shape(sa)} and {format_shape(sb)} not aligned: {sa[-1]} (dim {len(sa) - 1}) != {sb[contract_b]} (dim {contract_b})"
         )
     shape = sa[:-1] + sb[:contract_b] + sb[contract_b + 1 :]
-    dtype = np.asarray(quietly(np.dot, value_probe(da, (1,) * len(sa)), value_probe(db, (1,) * len(sb)))).dtype
+    dtype = _result_dtype(np.dot, da, db, len(sa), len(sb))
     return _product("dot", a, b, out, shape, dtype, np.dot)
 
 
