@@ -3,7 +3,9 @@
 A settled view costs 2-12 µs of Shoal's own time per operation against NumPy's 0.3-3 µs, so a
 row or element loop over a lazy matrix (Gauss-Seidel, a triangular solve, ADI) ran 4-9x NumPy
 with settled views alone. Once the program has made ``HOLD_RUN`` settled accesses in a row
-without recording anything, and as many more to the base itself, the base is *held*: the
+without recording anything, and as many more to the base itself, the base is *held* (a read of a
+view at or above the settled threshold, a product's whole matrix, counts as
+``HEAVY_READ_WEIGHT`` accesses: BiCG's matrix was held after 14 steps, now after 3): the
 component's own memory of it, the very ndarray the engine keeps, is handed to the frontend
 (:attr:`LazyBase.held`), and indexing an array of that base (``a[i, 1:-1]``, ``a[i] = row``) is
 NumPy's own indexing of that memory, returning NumPy's views and scalars; what follows in the
@@ -48,17 +50,17 @@ _OWN_REFERENCES = 4
 _PRUNE_HOLDERS = 32  # lazy arrays noted for a held base before the dead ones are dropped
 
 
-def due(runtime: Runtime, base_id: int) -> bool:
-    """True if base ``base_id`` is to be held at this settled access: the run of settled accesses
-    is long enough, and this base has had as many itself since the run was long enough (a fresh
-    small result read once, or a few times, stays as it is: holding a base held back from the
-    engine declares it there)."""
+def due(runtime: Runtime, base_id: int, weight: int = 1) -> bool:
+    """True if base ``base_id`` is to be held at this settled access (counting ``weight``): the
+    run of settled accesses is long enough, and this base has had as many itself since the run
+    was long enough (a fresh small result read once, or a few times, stays as it is: holding a
+    base held back from the engine declares it there)."""
     if runtime.direct_run < HOLD_RUN:
         return False
     base = runtime.lazy_base(base_id)
     if base is None:
         return False
-    base.accesses += 1
+    base.accesses += weight
     return base.accesses >= HOLD_RUN
 
 

@@ -29,6 +29,7 @@ SETTLING_RUN = 8
 # NumPy against 1.84x, docs/decisions.md). An instruction with a small result reading up to as
 # much counts as small work towards ``SETTLING_RUN``: once settled, the loop runs in NumPy.
 PRODUCT_READ_FACTOR = 64
+HEAVY_READ_WEIGHT = 4  # settled accesses a read of a view at or above the threshold counts for (a product's matrix)
 
 
 class SettledMemory:
@@ -48,7 +49,8 @@ class SettledMemory:
             deferred = self._deferred.get(base)
             if deferred is not None:
                 return self._deferred_view(view, deferred[2], write)
-            self.direct_run += 1
+            weight = HEAVY_READ_WEIGHT if view.size >= self.settled_threshold else 1
+            self.direct_run += weight
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
@@ -71,7 +73,7 @@ class SettledMemory:
                     self._settled[base] = whole
             elif whole.dtype != view.dtype and base in self._declared:
                 return None
-            if base not in self._declared and held.due(self, base):
+            if base not in self._declared and held.due(self, base, weight):
                 kept = self._hold(base)
                 if kept is not None:
                     return held.view_of(kept, view)
@@ -174,8 +176,9 @@ class SettledMemory:
             return None
         if write:
             drawn.spoil(data)
-        self.direct_run += 1
-        if self._engine is not None and data.size and held.due(self, view.base):
+        weight = HEAVY_READ_WEIGHT if view.size >= self.settled_threshold else 1
+        self.direct_run += weight
+        if self._engine is not None and data.size and held.due(self, view.base, weight):
             self._declare_deferred(view.base)
             self.flush()
             kept = self._hold(view.base)

@@ -468,3 +468,28 @@ def test_a_large_view_read_by_a_product_with_a_small_result_leaves_the_base_held
     same(expected, got)
     assert watch == [True]
     assert len(holds) <= 3, holds  # each base held once (a, b; a fresh result at most once more)
+
+
+def test_a_matrix_read_whole_by_products_is_held_within_a_few_steps(lazy, monkeypatch):
+    """BiCG's loop (``q = a @ p; s = r @ a``) reads the whole settled matrix in every product:
+    such a read counts as several settled accesses (``HEAVY_READ_WEIGHT``), so the matrix is held
+    after a few steps rather than after 16 (each step ran the products on the settled path at
+    about 1.5x NumPy's time before the hold)."""
+    from shoal.numpy._held_indexing import held_memory
+
+    def program(np, watch=None):
+        a = np.arange(400.0).reshape(20, 20) % 7.0 + 1.0
+        p = numpy.ones(20)
+        r = numpy.linspace(0.5, 1.5, 20)
+        for _ in range(6):
+            q = a @ p
+            s = r @ a
+            p = s / numpy.sqrt(s @ s)
+            r = q / numpy.sqrt(q @ q)
+            if watch is not None:
+                watch.append(held_memory(a) is not None)
+        return [p, r, a]
+
+    watch: list[bool] = []
+    same(program(numpy), program(snp, watch))
+    assert all(watch[1:]), watch  # held from the second step (the third before)
