@@ -493,3 +493,36 @@ def test_a_matrix_read_whole_by_products_is_held_within_a_few_steps(lazy, monkey
     watch: list[bool] = []
     same(program(numpy), program(snp, watch))
     assert all(watch[1:]), watch  # held from the second step (the third before)
+
+
+def test_numpy_conversion_of_a_held_array_shares_its_memory_as_numpys_does(lazy):
+    """``np.asarray`` of a held array (and NumPy indexing by one) reads the held memory itself,
+    as it reads a NumPy array's own: no copy a call (a CSR product's ``x[indices]`` copied its
+    indices every step). What NumPy's array shares then changes with the lazy array, also by
+    recorded work, and stays after the lazy array is gone; a read-only array gives a read-only
+    one."""
+    from shoal.numpy._held_indexing import held_memory
+
+    def program(np, watch=None):
+        a = np.arange(400.0) * 0.5
+        index = np.arange(300) % 7 * 3
+        total = 0.0
+        for i in range(60):  # element reads: both bases held
+            total += float(a[i]) + float(index[i])
+        if watch is not None:
+            watch.append(held_memory(a) is not None and held_memory(index) is not None)
+        shared = numpy.asarray(a)
+        picked = numpy.arange(100.0)[index]  # NumPy indexing by a lazy (held) index array
+        a[3] = -1.0
+        a += 1.0  # recorded work: the engine writes what ``shared`` sees
+        seen = shared.copy()
+        view = a[::-1]
+        view.flags.writeable = False
+        frozen = numpy.asarray(view)
+        del a, view
+        fresh = np.ones(400) * 2.0  # new bases after the old one is gone
+        return [seen, shared, picked, total, frozen.flags.writeable, fresh]
+
+    watch: list[bool] = []
+    same(program(numpy), program(snp, watch))
+    assert watch == [True]
