@@ -88,6 +88,19 @@ def _checking(planned: list[int]):
     return plan_twice
 
 
+def _answers():
+    """A list of the shortcut's answers and a stand-in for it that notes each."""
+    taken: list[bool] = []
+    original = planning._one_mapping_per_base
+
+    def noting(group, new):
+        answer = original(group, new)
+        taken.append(answer)
+        return answer
+
+    return taken, noting
+
+
 @pytest.mark.parametrize("program", PROGRAMS)
 def test_engine_programs_plan_alike_with_and_without_the_shortcut(program):
     planned: list[int] = []
@@ -113,14 +126,7 @@ read(a); read(b); read(c); read(v)
 """
     inputs = [RNG.uniform(-1, 1, (40, 60)) for _ in range(3)] + [RNG.uniform(-1, 1, 60)]
     planned: list[int] = []
-    taken: list[bool] = []
-    original = planning._one_mapping_per_base
-
-    def noting(group, new):
-        answer = original(group, new)
-        taken.append(answer)
-        return answer
-
+    taken, noting = _answers()
     engine = NodeEngine(NodeConfig(threads=2, block_size=256, compile="off", direct_work="0"))
     with mock.patch.object(node_engine, "plan_batch", _checking(planned)), mock.patch.object(planning, "_one_mapping_per_base", noting):
         with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=2048, settled_threshold=0):
@@ -134,13 +140,7 @@ read(a); read(b); read(c); read(v)
 def test_the_shortcut_is_taken_and_refused_where_it_must_be():
     """A fresh result and inputs read alike take the shortcut; an in-place shifted update (two
     mappings of one base) does not, and still gets the pairwise verdict."""
-    taken: list[bool] = []
-    original = planning._one_mapping_per_base
-
-    def noting(group, new):
-        answer = original(group, new)
-        taken.append(answer)
-        return answer
+    taken, noting = _answers()
 
     def program(rec):
         a = rec.array(np.arange(64.0))
