@@ -49,8 +49,7 @@ class SettledMemory:
             deferred = self._deferred.get(base)
             if deferred is not None:
                 return self._deferred_view(view, deferred[2], write)
-            weight = HEAVY_READ_WEIGHT if view.size >= self.settled_threshold else 1
-            self.direct_run += weight
+            weight = self._counted(view)
             cache = self._writable if write else self._settled
             whole = cache.get(base)
             if whole is None:
@@ -78,6 +77,13 @@ class SettledMemory:
                 if kept is not None:
                     return held.view_of(kept, view)
             return np.ndarray(view.shape, view.dtype, whole, view.offset, view.strides)  # positional: 2.5x faster than by keyword
+
+    def _counted(self: Runtime, view: View) -> int:
+        """Count a settled access to ``view`` in the run towards a hold; returns its weight
+        (``HEAVY_READ_WEIGHT`` for a view at or above the settled threshold, else 1)."""
+        weight = HEAVY_READ_WEIGHT if view.size >= self.settled_threshold else 1
+        self.direct_run += weight
+        return weight
 
     def held_views_alive(self: Runtime, base_id: int) -> bool:
         """True if base ``base_id`` is held and NumPy views of its memory are alive."""
@@ -176,8 +182,7 @@ class SettledMemory:
             return None
         if write:
             drawn.spoil(data)
-        weight = HEAVY_READ_WEIGHT if view.size >= self.settled_threshold else 1
-        self.direct_run += weight
+        weight = self._counted(view)
         if self._engine is not None and data.size and held.due(self, view.base, weight):
             self._declare_deferred(view.base)
             self.flush()

@@ -27,12 +27,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 
-from shoal.bytecode import Batch, Const, Instruction, View, dumps, loads
+from shoal.bytecode import Batch, Const, Instruction, dumps, loads
 from shoal.bytecode.codec import DEFAULT_LIMITS, Reader
 from shoal.cluster.ops import release_of
-from shoal.cluster.plan_cache import first_use_numbering, instructions_key
+from shoal.cluster.plan_cache import first_use_numbering, instructions_key, view_renamer
 from shoal.cluster.replayed import read_constant, write_constants
-from shoal.frozen_values import new_instruction, new_view
+from shoal.frozen_values import new_instruction
 
 FULL = -1  # an iteration whose bytecode the command carries
 _LENGTH = struct.Struct("<Q")
@@ -147,14 +147,7 @@ def _next(numbers: object, what: str) -> int:
 def _rebuilt(model: list[Instruction], base: Callable[[int], int], reader: Reader, place: int) -> list[Instruction]:
     """``model``'s instructions over the bases ``base`` maps its own to, with the next constants
     of ``reader`` (``place``: the position of the first rebuilt instruction, for messages)."""
-    views: dict[int, View] = {}
-
-    def view(value: View) -> View:
-        found = views.get(id(value))
-        if found is None:
-            found = views[id(value)] = new_view(base(value.base), value.dtype, value.offset, value.shape, value.strides)
-        return found
-
+    view = view_renamer(base)
     rebuilt = []
     for offset, instruction in enumerate(model):
         if instruction.op == "release":

@@ -224,18 +224,26 @@ def _fill_constants(ops: list[Op], places: list[tuple[int, int, int, int]], valu
         op.instructions[index] = Instruction(instruction.op, instruction.outputs, tuple(inputs), instruction.attrs)
 
 
+def view_renamer(base_of: Callable[[int], int]) -> Callable[[View], View]:
+    """A function giving a view over the base ``base_of`` maps its own to, made once for each
+    view object it is given (a template's instructions share their view objects)."""
+    made: dict[int, View] = {}
+
+    def view(value: View) -> View:
+        found = made.get(id(value))
+        if found is None:
+            found = made[id(value)] = new_view(base_of(value.base), value.dtype, value.offset, value.shape, value.strides)
+        return found
+
+    return view
+
+
 def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], int], replaying: bool = False) -> list[Op]:
     """Copies of ``ops`` (not yet run) with every local base number and tag mapped, without
     their data; ``needs`` point at the copies; ``replaying``: each copy names the operation it
     copies as its model. Built through the slot makers: replaying a part of lattice Boltzmann
     copies about 400 operations."""
-    made: dict[int, View] = {}  # a template's view object, mapped once
-
-    def view(value: View) -> View:
-        found = made.get(id(value))
-        if found is None:
-            found = made[id(value)] = new_view(local(value.base), value.dtype, value.offset, value.shape, value.strides)
-        return found
+    view = view_renamer(local)
 
     def operand(value: View | Const) -> View | Const:
         return value if isinstance(value, Const) else view(value)
