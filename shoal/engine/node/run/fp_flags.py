@@ -94,10 +94,10 @@ def _hardware(watched: int) -> int:
     return found & watched
 
 
-def compute(runner: Any, index: int, buffers: dict[int, np.ndarray]) -> Any:
-    """``runner._compute(index, buffers)`` (a view-block into its deferred buffers), noting
-    the conditions it meets per instruction."""
-    return _gated(runner, index, lambda: runner._compute(index, buffers), stored=False)
+def compute(runner: Any, kernel: Any, index: int, buffers: dict[int, np.ndarray]) -> Any:
+    """``runner._compute(kernel, index, buffers)`` (a view-block into its deferred buffers),
+    noting the conditions it meets per instruction."""
+    return _gated(runner, index, lambda: runner._compute(kernel, index, buffers), stored=False)
 
 
 def compute_storing(runner: Any, kernel: Any, index: int, shape: tuple[int, ...]) -> Any:

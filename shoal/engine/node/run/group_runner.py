@@ -56,7 +56,7 @@ class GroupRunner:
         if program.sweeps > 1:
             raise RuntimeError("a kernel running several sweeps per pass has no NumPy path; it is planned only once compiled")
         buffers = {slot: block_buffer(slot, program.slots[slot].dtype, shape) for slot in program.reaches}
-        result = fp_flags.compute(self, index, buffers)
+        result = fp_flags.compute(self, kernel, index, buffers)
         for slot, computed in buffers.items():
             held = store(computed, self._target(slot, index), *self.held_rows(slot, index))
             if held is not None:
@@ -94,10 +94,12 @@ class GroupRunner:
                 )
         return result
 
-    def _compute(self, index: int, buffers: dict[int, np.ndarray]) -> Any:
+    def _compute(self, kernel: Any, index: int, buffers: dict[int, np.ndarray]) -> Any:
+        """View-block ``index`` into its deferred ``buffers``: by ``kernel``, the compiled kernel
+        :meth:`run` found ready (looked up once: one compiled meanwhile may store rows itself,
+        which a call into ``buffers`` cannot do), else by NumPy tiles."""
         if self.kernels is None:
             return run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants(), self.tile_elements)
-        kernel = self.kernels.ready(self.key)
         if isinstance(kernel, NativeKernel):
             self.compiled_blocks += 1
             prepared = self._prepared.get(index)
