@@ -340,6 +340,14 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
         elif kind in self._quiet:
             memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
             return
+        elif kind is ndarray and value._base.held is None and math.prod(value._view.shape) >= self._base.large:
+            # Large lazy work (``b[1:-1] = (a[:-2] + a[2:]) / 2`` into a held ``b``) is recorded
+            # into the base, which goes back to the engine: NumPy's store would read the work
+            # out into a new array and copy that in (1-D Jacobi on 32M elements: two copies of
+            # 256 MB a sweep).
+            del memory
+            _index.setitem(self, key, value)
+            return
         with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
             memory[key] = value
 
