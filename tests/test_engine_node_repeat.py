@@ -9,11 +9,22 @@ import numpy as np
 import pytest
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.engine.node.schedule import repeat
 from shoal.engine.node.schedule.plan_cache import batch_shape
 from shoal.engine.node.schedule.repeat import Previous, repeated_shape
 
 F8 = np.dtype("f8")
 N = 8
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def walk(request, monkeypatch):
+    """Every case with the comparison in C (``_repeat_walk.c``, where built) and in Python."""
+    if request.param == "python":
+        monkeypatch.setattr(repeat, "_repeat_walk", None)
+    elif repeat._repeat_walk is None:
+        pytest.skip("shoal/engine/node/schedule/_repeat_walk.c was not built here")
+    return request.param
 
 
 def _body(

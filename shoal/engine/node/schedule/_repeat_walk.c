@@ -1,0 +1,480 @@
+/* The instruction walk of repeated_shape (shoal/engine/node/schedule/repeat.py) in C.
+ *
+ * A replayed batch is compared with the previous one instruction by instruction; in Python that
+ * walk cost about 1 us an instruction, four fifths of a replayed batch's planning. declare()
+ * compares the batch's declarations the same way (and begins the renaming); walk() does the
+ * same comparison over the slots of the bytecode's View, Instruction and Const objects (their
+ * offsets found once, by configure()), with the same answers:
+ *
+ *   True  - every fact is equal; the renaming (new_of, old_of, ids) and the new batch's
+ *           constants are filled in exactly as _walk_python fills them;
+ *   False - a fact differs;
+ *   None  - a value of a kind this walk does not know (a release with other attributes, an
+ *           operand that is neither a View, an int nor a Const, an unset slot): the caller runs
+ *           the Python walk on fresh copies of what it passed.
+ *
+ * Attributes, dtypes that are equal but not the same object, and constants that are not the
+ * previous batch's very objects are compared by the Python functions given to configure()
+ * (exact_key, constant_kind, same_dtype), as the Python walk compares them.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+enum { V_BASE, V_DTYPE, V_OFFSET, V_SHAPE, V_STRIDES, I_OP, I_OUTPUTS, I_INPUTS, I_ATTRS, C_VALUE, D_ID, D_DTYPE, D_SIZE, SLOTS };
+
+static PyTypeObject *view_type = NULL;
+static PyTypeObject *decl_type = NULL;
+static PyTypeObject *instruction_type = NULL;
+static PyTypeObject *const_type = NULL;
+static PyObject *exact_key = NULL;
+static PyObject *constant_kind = NULL;
+static PyObject *same_dtype = NULL;
+static PyObject *release_name = NULL;
+static PyObject *gather_name = NULL;
+static PyObject *base_name = NULL;
+static Py_ssize_t offsets[SLOTS];
+
+#define UNDECIDED 2
+
+/* Slot `which` of `object`, borrowed, or NULL (no error set) if it is unset. */
+static inline PyObject *
+slot(PyObject *object, int which)
+{
+    return *(PyObject **)((char *)object + offsets[which]);
+}
+
+static Py_ssize_t
+slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *descriptor = PyObject_GetAttrString((PyObject *)type, name);
+    if (descriptor == NULL) {
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (!Py_IS_TYPE(descriptor, &PyMemberDescr_Type) || !PyType_IsSubtype(type, PyDescr_TYPE(descriptor))) {
+        PyErr_Format(PyExc_TypeError, "%s is not a slot of %s", name, type->tp_name);
+    }
+    else {
+        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
+        if (member->type != T_OBJECT && member->type != T_OBJECT_EX) {
+            PyErr_Format(PyExc_TypeError, "slot %s of %s does not hold a Python object", name, type->tp_name);
+        }
+        else {
+            offset = member->offset;
+        }
+    }
+    Py_DECREF(descriptor);
+    return offset;
+}
+
+static PyObject *
+configure(PyObject *module, PyObject *args)
+{
+    PyTypeObject *view, *instruction, *constant, *decl;
+    PyObject *exact, *kind, *same;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO:configure", &PyType_Type, &view, &PyType_Type, &instruction, &PyType_Type,
+                          &constant, &PyType_Type, &decl, &exact, &kind, &same)) {
+        return NULL;
+    }
+    static const char *names[SLOTS] = {"base", "dtype", "offset", "shape", "strides", "op", "outputs", "inputs", "attrs", "value",
+                                       "id", "dtype", "size"};
+    PyTypeObject *owners[SLOTS] = {view, view, view, view, view, instruction, instruction, instruction, instruction, constant,
+                                   decl, decl, decl};
+    Py_ssize_t found[SLOTS];
+    for (int i = 0; i < SLOTS; i++) {
+        found[i] = slot_offset(owners[i], names[i]);
+        if (found[i] < 0) {
+            return NULL;
+        }
+    }
+    memcpy(offsets, found, sizeof(offsets));
+    Py_XSETREF(view_type, (PyTypeObject *)Py_NewRef(view));
+    Py_XSETREF(instruction_type, (PyTypeObject *)Py_NewRef(instruction));
+    Py_XSETREF(const_type, (PyTypeObject *)Py_NewRef(constant));
+    Py_XSETREF(decl_type, (PyTypeObject *)Py_NewRef(decl));
+    Py_XSETREF(exact_key, Py_NewRef(exact));
+    Py_XSETREF(constant_kind, Py_NewRef(kind));
+    Py_XSETREF(same_dtype, Py_NewRef(same));
+    Py_RETURN_NONE;
+}
+
+/* 1 if `a` equals `b` (`a is b` first), 0 if not, -1 on error. */
+static inline int
+equal(PyObject *a, PyObject *b)
+{
+    return a == b ? 1 : PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* 1 if `a` and `b` are the same string, 0 if not. */
+static inline int
+same_name(PyObject *a, PyObject *b)
+{
+    return a == b || (PyUnicode_Check(a) && PyUnicode_Check(b) && PyUnicode_Compare(a, b) == 0);
+}
+
+/* Pair old base `was` with new base `value` in the renaming: 1 if consistent, 0 if not, -1 on
+ * error. */
+static int
+pair(PyObject *new_of, PyObject *old_of, PyObject *ids, PyObject *value, PyObject *was)
+{
+    PyObject *mapped = PyDict_GetItemWithError(new_of, was);
+    if (mapped == NULL) {
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        int known = PyDict_Contains(old_of, value);
+        if (known != 0) {
+            return known < 0 ? -1 : 0;
+        }
+        if (PyDict_SetItem(new_of, was, value) < 0 || PyDict_SetItem(old_of, value, was) < 0 || PyList_Append(ids, value) < 0) {
+            return -1;
+        }
+        return 1;
+    }
+    return equal(mapped, value);
+}
+
+/* Compare a View with its counterpart: 1 if alike (and renamed consistently), 0 if not, -1 on
+ * error, UNDECIDED for an unset slot. */
+static int
+compare_views(PyObject *value, PyObject *was, PyObject *new_of, PyObject *old_of, PyObject *ids)
+{
+    if (Py_TYPE(was) != view_type) {
+        return 0;
+    }
+    if (value != was) {
+        PyObject *dtype = slot(value, V_DTYPE), *old_dtype = slot(was, V_DTYPE);
+        if (dtype == NULL || old_dtype == NULL) {
+            return UNDECIDED;
+        }
+        if (dtype != old_dtype) {
+            PyObject *same = PyObject_CallFunctionObjArgs(same_dtype, dtype, old_dtype, NULL);
+            if (same == NULL) {
+                return -1;
+            }
+            int alike = PyObject_IsTrue(same);
+            Py_DECREF(same);
+            if (alike <= 0) {
+                return alike;
+            }
+        }
+        for (int which = V_OFFSET; which <= V_STRIDES; which++) {
+            PyObject *a = slot(value, which), *b = slot(was, which);
+            if (a == NULL || b == NULL) {
+                return UNDECIDED;
+            }
+            int alike = equal(a, b);
+            if (alike <= 0) {
+                return alike;
+            }
+        }
+    }
+    PyObject *base = slot(value, V_BASE), *old_base = slot(was, V_BASE);
+    if (base == NULL || old_base == NULL) {
+        return UNDECIDED;
+    }
+    return pair(new_of, old_of, ids, base, old_base);
+}
+
+/* Compare a constant with the previous batch's constant at the same position. */
+static int
+compare_constants(PyObject *value, PyObject *was, PyObject *old_constants, PyObject *constants, PyObject *equal_new,
+                  PyObject *equal_old)
+{
+    if (Py_TYPE(was) == view_type) {
+        return 0;
+    }
+    if (Py_TYPE(value) != const_type) {
+        return UNDECIDED;
+    }
+    PyObject *new_value = slot(value, C_VALUE);
+    Py_ssize_t position = PyList_GET_SIZE(constants);
+    if (new_value == NULL || position >= PyList_GET_SIZE(old_constants)) {
+        return UNDECIDED;
+    }
+    PyObject *old = PyList_GET_ITEM(old_constants, position);
+    if (!PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 3) {
+        return UNDECIDED;
+    }
+    PyObject *old_kind = PyTuple_GET_ITEM(old, 0), *old_key = PyTuple_GET_ITEM(old, 1), *old_value = PyTuple_GET_ITEM(old, 2);
+    PyObject *new_key;
+    if (new_value == old_value) { /* a loop's literal: the same object every iteration */
+        new_key = Py_NewRef(old_key);
+    }
+    else {
+        PyObject *kind = PyObject_CallOneArg(constant_kind, new_value);
+        if (kind == NULL) {
+            return -1;
+        }
+        int differs = PyObject_RichCompareBool(kind, old_kind, Py_NE);
+        Py_DECREF(kind);
+        if (differs != 0) {
+            return differs < 0 ? -1 : 0;
+        }
+        new_key = PyObject_CallOneArg(exact_key, new_value);
+        if (new_key == NULL) {
+            return -1;
+        }
+    }
+    int result = 1;
+    PyObject *paired = PyDict_SetDefault(equal_new, new_key, old_key);
+    int differs = paired == NULL ? -1 : PyObject_RichCompareBool(paired, old_key, Py_NE);
+    if (differs == 0) {
+        paired = PyDict_SetDefault(equal_old, old_key, new_key);
+        differs = paired == NULL ? -1 : PyObject_RichCompareBool(paired, new_key, Py_NE);
+    }
+    if (differs != 0) {
+        result = differs < 0 ? -1 : 0;
+    }
+    else if (PyList_Append(constants, value) < 0) {
+        result = -1;
+    }
+    Py_DECREF(new_key);
+    return result;
+}
+
+/* Compare the operands of one instruction part (outputs or inputs) with the old ones. */
+static int
+compare_operands(PyObject *values, PyObject *old_values, PyObject *new_of, PyObject *old_of, PyObject *ids,
+                 PyObject *old_constants, PyObject *constants, PyObject *equal_new, PyObject *equal_old)
+{
+    Py_ssize_t count = PyTuple_GET_SIZE(values);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *value = PyTuple_GET_ITEM(values, i), *was = PyTuple_GET_ITEM(old_values, i);
+        int alike;
+        if (Py_TYPE(value) == view_type) {
+            alike = compare_views(value, was, new_of, old_of, ids);
+        }
+        else if (PyLong_CheckExact(value)) {
+            alike = 0; /* not an operand: the full key decides */
+        }
+        else {
+            alike = compare_constants(value, was, old_constants, constants, equal_new, equal_old);
+        }
+        if (alike != 1) {
+            return alike;
+        }
+    }
+    return 1;
+}
+
+/* Compare a release with the old one by the bases they release. */
+static int
+compare_releases(PyObject *attrs, PyObject *old_attrs, PyObject *new_of, PyObject *old_of, PyObject *ids)
+{
+    if (PyTuple_GET_SIZE(attrs) != 1 || PyTuple_GET_SIZE(old_attrs) != 1) {
+        return UNDECIDED;
+    }
+    PyObject *item = PyTuple_GET_ITEM(attrs, 0), *old_item = PyTuple_GET_ITEM(old_attrs, 0);
+    if (!PyTuple_Check(item) || !PyTuple_Check(old_item) || PyTuple_GET_SIZE(item) != 2 || PyTuple_GET_SIZE(old_item) != 2 ||
+        !same_name(PyTuple_GET_ITEM(item, 0), base_name) || !same_name(PyTuple_GET_ITEM(old_item, 0), base_name)) {
+        return UNDECIDED;
+    }
+    PyObject *value = PyTuple_GET_ITEM(item, 1), *was = PyTuple_GET_ITEM(old_item, 1);
+    if (!PyLong_CheckExact(value) || !PyLong_CheckExact(was)) {
+        return 0;
+    }
+    return pair(new_of, old_of, ids, value, was);
+}
+
+/* Compare two non-empty attribute tuples by their exact keys. */
+static int
+compare_attrs(PyObject *attrs, PyObject *old_attrs)
+{
+    PyObject *key = PyObject_CallOneArg(exact_key, attrs);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *old_key = PyObject_CallOneArg(exact_key, old_attrs);
+    if (old_key == NULL) {
+        Py_DECREF(key);
+        return -1;
+    }
+    int differs = PyObject_RichCompareBool(key, old_key, Py_NE);
+    Py_DECREF(key);
+    Py_DECREF(old_key);
+    return differs < 0 ? -1 : !differs;
+}
+
+static int
+compare_instruction(PyObject *instruction, PyObject *old, PyObject *new_of, PyObject *old_of, PyObject *ids,
+                    PyObject *old_constants, PyObject *constants, PyObject *equal_new, PyObject *equal_old)
+{
+    if (Py_TYPE(instruction) != instruction_type || Py_TYPE(old) != instruction_type) {
+        return UNDECIDED;
+    }
+    PyObject *op = slot(instruction, I_OP), *old_op = slot(old, I_OP);
+    PyObject *attrs = slot(instruction, I_ATTRS), *old_attrs = slot(old, I_ATTRS);
+    PyObject *outputs = slot(instruction, I_OUTPUTS), *old_outputs = slot(old, I_OUTPUTS);
+    PyObject *inputs = slot(instruction, I_INPUTS), *old_inputs = slot(old, I_INPUTS);
+    if (op == NULL || old_op == NULL || attrs == NULL || old_attrs == NULL || !PyTuple_Check(attrs) || !PyTuple_Check(old_attrs)) {
+        return UNDECIDED;
+    }
+    if (op != old_op) {
+        int alike = PyObject_RichCompareBool(op, old_op, Py_NE);
+        if (alike != 0) {
+            return alike < 0 ? -1 : 0;
+        }
+    }
+    if (same_name(op, release_name)) {
+        return compare_releases(attrs, old_attrs, new_of, old_of, ids);
+    }
+    if (same_name(op, gather_name)) {
+        return 0; /* its index values are keyed (row_gather): the full key decides */
+    }
+    if (attrs != old_attrs && (PyTuple_GET_SIZE(attrs) || PyTuple_GET_SIZE(old_attrs))) {
+        int alike = compare_attrs(attrs, old_attrs);
+        if (alike != 1) {
+            return alike;
+        }
+    }
+    if (outputs == NULL || old_outputs == NULL || inputs == NULL || old_inputs == NULL || !PyTuple_Check(outputs) ||
+        !PyTuple_Check(old_outputs) || !PyTuple_Check(inputs) || !PyTuple_Check(old_inputs)) {
+        return UNDECIDED;
+    }
+    if (PyTuple_GET_SIZE(outputs) != PyTuple_GET_SIZE(old_outputs) || PyTuple_GET_SIZE(inputs) != PyTuple_GET_SIZE(old_inputs)) {
+        return 0;
+    }
+    int alike = compare_operands(outputs, old_outputs, new_of, old_of, ids, old_constants, constants, equal_new, equal_old);
+    if (alike != 1) {
+        return alike;
+    }
+    return compare_operands(inputs, old_inputs, new_of, old_of, ids, old_constants, constants, equal_new, equal_old);
+}
+
+static PyObject *
+walk(PyObject *module, PyObject *args)
+{
+    PyObject *instructions, *old_instructions, *new_of, *old_of, *ids, *old_constants, *constants;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!O!:walk", &PyList_Type, &instructions, &PyTuple_Type, &old_instructions, &PyDict_Type,
+                          &new_of, &PyDict_Type, &old_of, &PyList_Type, &ids, &PyList_Type, &old_constants, &PyList_Type, &constants)) {
+        return NULL;
+    }
+    if (view_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "walk() before configure()");
+        return NULL;
+    }
+    PyObject *equal_new = PyDict_New();
+    PyObject *equal_old = PyDict_New();
+    if (equal_new == NULL || equal_old == NULL) {
+        Py_XDECREF(equal_new);
+        Py_XDECREF(equal_old);
+        return NULL;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(instructions);
+    if (PyTuple_GET_SIZE(old_instructions) < count) {
+        count = PyTuple_GET_SIZE(old_instructions);
+    }
+    int alike = 1;
+    for (Py_ssize_t i = 0; i < count && alike == 1; i++) {
+        alike = compare_instruction(PyList_GET_ITEM(instructions, i), PyTuple_GET_ITEM(old_instructions, i), new_of, old_of, ids,
+                                    old_constants, constants, equal_new, equal_old);
+    }
+    Py_DECREF(equal_new);
+    Py_DECREF(equal_old);
+    if (alike < 0) {
+        return NULL;
+    }
+    if (alike == UNDECIDED) {
+        Py_RETURN_NONE;
+    }
+    return PyBool_FromLong(alike);
+}
+
+/* 1 if `item` is in `container` (a dict or a set), 0 if not, -1 on error. */
+static inline int
+contains(PyObject *container, PyObject *item)
+{
+    return PyDict_Check(container) ? PyDict_Contains(container, item) : PySet_Contains(container, item);
+}
+
+static PyObject *
+declare(PyObject *module, PyObject *args)
+{
+    PyObject *decls, *old_decls, *old_ids, *new_of, *old_of, *ids, *data, *donated;
+    int plain;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!O!OOp:declare", &PyList_Type, &decls, &PyTuple_Type, &old_decls, &PyTuple_Type, &old_ids,
+                          &PyDict_Type, &new_of, &PyDict_Type, &old_of, &PyList_Type, &ids, &data, &donated, &plain)) {
+        return NULL;
+    }
+    if (decl_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "declare() before configure()");
+        return NULL;
+    }
+    if ((!PyDict_Check(data) && !PyAnySet_Check(data)) || (!PyDict_Check(donated) && !PyAnySet_Check(donated))) {
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t count = PyList_GET_SIZE(decls);
+    if (PyTuple_GET_SIZE(old_decls) < count || PyTuple_GET_SIZE(old_ids) < count) {
+        Py_RETURN_NONE;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *decl = PyList_GET_ITEM(decls, i), *old = PyTuple_GET_ITEM(old_decls, i), *was = PyTuple_GET_ITEM(old_ids, i);
+        if (Py_TYPE(decl) != decl_type || !PyTuple_Check(old) || PyTuple_GET_SIZE(old) != 5) {
+            Py_RETURN_NONE;
+        }
+        PyObject *base = slot(decl, D_ID), *dtype = slot(decl, D_DTYPE), *size = slot(decl, D_SIZE);
+        if (base == NULL || dtype == NULL || size == NULL || dtype != PyTuple_GET_ITEM(old, 0)) {
+            Py_RETURN_NONE; /* an equal dtype that is another object: Python compares it */
+        }
+        int known = PyDict_Contains(old_of, base);
+        if (known != 0) {
+            if (known < 0) {
+                return NULL;
+            }
+            Py_RETURN_FALSE;
+        }
+        int alike = equal(size, PyTuple_GET_ITEM(old, 2));
+        if (alike <= 0) {
+            return alike < 0 ? NULL : Py_NewRef(Py_False);
+        }
+        if (!plain) {
+            int carried = contains(data, base), given = contains(donated, base);
+            int was_carried = PyObject_IsTrue(PyTuple_GET_ITEM(old, 3)), was_given = PyObject_IsTrue(PyTuple_GET_ITEM(old, 4));
+            if (carried < 0 || given < 0 || was_carried < 0 || was_given < 0) {
+                return NULL;
+            }
+            if (carried != was_carried || given != was_given) {
+                Py_RETURN_FALSE;
+            }
+        }
+        if (PyDict_SetItem(new_of, was, base) < 0 || PyDict_SetItem(old_of, base, was) < 0 || PyList_Append(ids, base) < 0) {
+            return NULL;
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"declare", declare, METH_VARARGS,
+     "declare(decls, old_decls, old_ids, new_of, old_of, ids, data, donated, plain): the declarations compared as repeated_shape "
+     "compares them: True (renaming begun), False, or None for a value of a kind it does not know."},
+    {"configure", configure, METH_VARARGS,
+     "configure(View, Instruction, Const, BaseDecl, exact_key, constant_kind, same_dtype): the classes whose slots walk() reads "
+     "and the functions it calls for what it does not compare itself."},
+    {"walk", walk, METH_VARARGS,
+     "walk(instructions, old_instructions, new_of, old_of, ids, old_constants, constants): True if the instructions repeat "
+     "the old ones (the renaming and constants filled in), False if not, None if a value is of a kind it does not know."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef repeat_walk_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "shoal.engine.node.schedule._repeat_walk",
+    .m_doc = "The instruction walk of repeated_shape in C.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__repeat_walk(void)
+{
+    release_name = PyUnicode_InternFromString("release");
+    gather_name = PyUnicode_InternFromString("gather");
+    base_name = PyUnicode_InternFromString("base");
+    if (release_name == NULL || gather_name == NULL || base_name == NULL) {
+        return NULL;
+    }
+    return PyModule_Create(&repeat_walk_module);
+}
