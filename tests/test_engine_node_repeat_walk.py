@@ -5,6 +5,8 @@ renaming and the same constants both ways; what the C walk does not know goes ba
 
 from __future__ import annotations
 
+import shutil
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,7 +17,7 @@ from shoal.engine.node.schedule import repeat
 from shoal.engine.node.schedule.plan_cache import batch_shape
 from shoal.engine.node.schedule.repeat import Previous, repeated_shape
 
-pytestmark = pytest.mark.skipif(repeat._repeat_walk is None, reason="shoal/engine/node/schedule/_repeat_walk.c was not built here")
+compiled = pytest.mark.skipif(repeat._repeat_walk is None, reason="shoal/engine/node/schedule/_repeat_walk.c was not built here")
 
 DTYPES = [np.dtype("f8"), np.dtype("f4"), np.dtype("i8")]
 CONSTANTS = [0.5, 2.0, -0.0, 1, 300, True, np.float32(1.5), np.int64(7)]
@@ -91,12 +93,14 @@ def both_ways(before: Batch, after: Batch) -> list:
     return answers
 
 
+@compiled
 @settings(max_examples=300, deadline=None)
 @given(steps=st.lists(step, min_size=1, max_size=8), mutation=st.sampled_from(MUTATIONS), where=st.integers(0, 7))
 def test_the_compiled_walk_answers_as_the_python_walk(steps, mutation, where):
     both_ways(body(steps, 10), body(steps, 20, mutation, where))
 
 
+@compiled
 def test_an_operand_the_compiled_walk_does_not_know_goes_back_to_python():
     """A release with attributes besides its base and an operand of another class are compared
     by the Python walk, from the start, with the same answer."""
@@ -117,3 +121,9 @@ def test_an_operand_the_compiled_walk_does_not_know_goes_back_to_python():
     odd.instructions[0] = Instruction(first.op, first.outputs, (first.inputs[0], Scalar(0.5)))  # type: ignore[arg-type]
     answers = both_ways(before, odd)
     assert answers and answers[0] is not None and answers[0][0]  # Python's walk takes its ``value`` as a constant's
+
+
+@pytest.mark.full
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler: the walk is not built")
+def test_the_install_built_the_compiled_walk():
+    assert repeat._repeat_walk is not None, "pip install -e . should have compiled shoal/engine/node/schedule/_repeat_walk.c"
