@@ -11,6 +11,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_engine_node_repeat import walk  # noqa: F401  (every case with the compiled loops and with the Python ones)
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.engine.component import EngineError

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from engine_node_harness import CachedAndFresh, assert_same
 from engine_node_recorder import Recorder
+from test_engine_node_repeat import walk  # noqa: F401  (every case with the compiled loops and with the Python ones)
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
 from shoal.engine.node.schedule.plan_cache import PlanCache, batch_shape

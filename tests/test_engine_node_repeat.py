@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
-from shoal.engine.node.schedule import repeat
+from shoal.engine.node.schedule import compiled_checks
 from shoal.engine.node.schedule.plan_cache import batch_shape
 from shoal.engine.node.schedule.repeat import Previous, repeated_shape
 
@@ -19,10 +19,11 @@ N = 8
 
 @pytest.fixture(autouse=True, params=["compiled", "python"])
 def walk(request, monkeypatch):
-    """Every case with the comparison in C (``_repeat_walk.c``, where built) and in Python."""
+    """Every case with the loops over a replayed batch in C (``_repeat_walk.c``, where built:
+    comparison, verification's id checks, binding) and in Python."""
     if request.param == "python":
-        monkeypatch.setattr(repeat, "_repeat_walk", None)
-    elif repeat._repeat_walk is None:
+        monkeypatch.setattr(compiled_checks, "CHECKS", None)
+    elif compiled_checks.CHECKS is None:
         pytest.skip("shoal/engine/node/schedule/_repeat_walk.c was not built here")
     return request.param
 

@@ -13,11 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
-from shoal.engine.node.schedule import repeat
+from shoal.engine.node.schedule import compiled_checks
 from shoal.engine.node.schedule.plan_cache import batch_shape
 from shoal.engine.node.schedule.repeat import Previous, repeated_shape
 
-compiled = pytest.mark.skipif(repeat._repeat_walk is None, reason="shoal/engine/node/schedule/_repeat_walk.c was not built here")
+compiled = pytest.mark.skipif(compiled_checks.CHECKS is None, reason="shoal/engine/node/schedule/_repeat_walk.c was not built here")
 
 DTYPES = [np.dtype("f8"), np.dtype("f4"), np.dtype("i8")]
 CONSTANTS = [0.5, 2.0, -0.0, 1, 300, True, np.float32(1.5), np.int64(7)]
@@ -82,7 +82,7 @@ def both_ways(before: Batch, after: Batch) -> list:
     for compiled in (True, False):
         with pytest.MonkeyPatch.context() as patch:
             if not compiled:
-                patch.setattr(repeat, "_repeat_walk", None)
+                patch.setattr(compiled_checks, "CHECKS", None)
             try:
                 got = repeated_shape(after, previous, LIVE)
             except Exception as error:  # the same error both ways
@@ -126,4 +126,4 @@ def test_an_operand_the_compiled_walk_does_not_know_goes_back_to_python():
 @pytest.mark.full
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler: the walk is not built")
 def test_the_install_built_the_compiled_walk():
-    assert repeat._repeat_walk is not None, "pip install -e . should have compiled shoal/engine/node/schedule/_repeat_walk.c"
+    assert compiled_checks.CHECKS is not None, "pip install -e . should have compiled shoal/engine/node/schedule/_repeat_walk.c"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_engine_node_repeat import walk  # noqa: F401  (every case with the compiled loops and with the Python ones)
 
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Const, Instruction, View, make_attrs
 from shoal.bytecode.boundary import VerifyAtExecute, execute_limits

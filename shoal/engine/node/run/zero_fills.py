@@ -18,10 +18,15 @@ here: 0.53 s against NumPy's 0.01 s).
 
 from __future__ import annotations
 
+from operator import attrgetter
+
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
 from shoal.engine.node.run.storage import Storage
+
+_op = attrgetter("op")
+_FILLS = frozenset(("fill", "eye"))
 
 
 def drop_zero_fills(batch: Batch, storage: Storage) -> Batch:
@@ -47,9 +52,10 @@ def drop_zero_fills(batch: Batch, storage: Storage) -> Batch:
 def _zero_fills(batch: Batch) -> dict[int, tuple[int, Instruction | None]]:
     """The positions of the zero fills and identity matrices of new bases, with the bases they
     fill and what takes their place (None: nothing)."""
-    candidates = [index for index, instruction in enumerate(batch.instructions) if isinstance(instruction, Instruction) and instruction.op in ("fill", "eye")]
-    if not candidates:
+    ops = list(map(_op, batch.instructions))  # a malformed batch raises here: kept as sent
+    if _FILLS.isdisjoint(ops):
         return {}
+    candidates = [index for index, op in enumerate(ops) if op in _FILLS and isinstance(batch.instructions[index], Instruction)]
     fresh = {decl.id: decl for decl in batch.bases if isinstance(decl, BaseDecl) and decl.id not in batch.data}
     dropped: dict[int, tuple[int, Instruction | None]] = {}
     filled: set[int] = set()

@@ -2,9 +2,11 @@
  *
  * A replayed batch is compared with the previous one instruction by instruction; in Python that
  * walk cost about 1 us an instruction, four fifths of a replayed batch's planning. declare()
- * compares the batch's declarations the same way (and begins the renaming); walk() does the
+ * compares the batch's declarations the same way (and begins the renaming); fresh_ids() and
+ * first_unfit() are the loops over a replayed batch's ids of verification (VerifiedShapes.admits)
+ * and of binding (plan_cache.check_binding); walk() does the
  * same comparison over the slots of the bytecode's View, Instruction and Const objects (their
- * offsets found once, by configure()), with the same answers:
+ * offsets found once, by configure_types()), with the same answers:
  *
  *   True  - every fact is equal; the renaming (new_of, old_of, ids) and the new batch's
  *           constants are filled in exactly as _walk_python fills them;
@@ -14,8 +16,8 @@
  *           the Python walk on fresh copies of what it passed.
  *
  * Attributes, dtypes that are equal but not the same object, and constants that are not the
- * previous batch's very objects are compared by the Python functions given to configure()
- * (exact_key, constant_kind, same_dtype), as the Python walk compares them.
+ * previous batch's very objects are compared by the Python functions given to
+ * configure_functions() (exact_key, constant_kind, same_dtype), as the Python walk compares them.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -69,12 +71,11 @@ slot_offset(PyTypeObject *type, const char *name)
 }
 
 static PyObject *
-configure(PyObject *module, PyObject *args)
+configure_types(PyObject *module, PyObject *args)
 {
     PyTypeObject *view, *instruction, *constant, *decl;
-    PyObject *exact, *kind, *same;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOO:configure", &PyType_Type, &view, &PyType_Type, &instruction, &PyType_Type,
-                          &constant, &PyType_Type, &decl, &exact, &kind, &same)) {
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:configure_types", &PyType_Type, &view, &PyType_Type, &instruction, &PyType_Type,
+                          &constant, &PyType_Type, &decl)) {
         return NULL;
     }
     static const char *names[SLOTS] = {"base", "dtype", "offset", "shape", "strides", "op", "outputs", "inputs", "attrs", "value",
@@ -93,6 +94,16 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(instruction_type, (PyTypeObject *)Py_NewRef(instruction));
     Py_XSETREF(const_type, (PyTypeObject *)Py_NewRef(constant));
     Py_XSETREF(decl_type, (PyTypeObject *)Py_NewRef(decl));
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+configure_functions(PyObject *module, PyObject *args)
+{
+    PyObject *exact, *kind, *same;
+    if (!PyArg_ParseTuple(args, "OOO:configure_functions", &exact, &kind, &same)) {
+        return NULL;
+    }
     Py_XSETREF(exact_key, Py_NewRef(exact));
     Py_XSETREF(constant_kind, Py_NewRef(kind));
     Py_XSETREF(same_dtype, Py_NewRef(same));
@@ -351,8 +362,8 @@ walk(PyObject *module, PyObject *args)
                           &new_of, &PyDict_Type, &old_of, &PyList_Type, &ids, &PyList_Type, &old_constants, &PyList_Type, &constants)) {
         return NULL;
     }
-    if (view_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "walk() before configure()");
+    if (view_type == NULL || exact_key == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "walk() before configure_types() and configure_functions()");
         return NULL;
     }
     PyObject *equal_new = PyDict_New();
@@ -399,7 +410,7 @@ declare(PyObject *module, PyObject *args)
         return NULL;
     }
     if (decl_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "declare() before configure()");
+        PyErr_SetString(PyExc_RuntimeError, "declare() before configure_types()");
         return NULL;
     }
     if ((!PyDict_Check(data) && !PyAnySet_Check(data)) || (!PyDict_Check(donated) && !PyAnySet_Check(donated))) {
@@ -446,13 +457,93 @@ declare(PyObject *module, PyObject *args)
     Py_RETURN_TRUE;
 }
 
+static PyObject *
+fresh_ids(PyObject *module, PyObject *args)
+{
+    PyObject *ids, *known;
+    Py_ssize_t declared;
+    if (!PyArg_ParseTuple(args, "O!nO!:fresh_ids", &PyTuple_Type, &ids, &declared, &PyDict_Type, &known)) {
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(ids);
+    for (Py_ssize_t position = 0; position < count; position++) {
+        PyObject *base = PyTuple_GET_ITEM(ids, position);
+        if (!PyLong_CheckExact(base)) {
+            Py_RETURN_FALSE;
+        }
+        int overflow;
+        long long value = PyLong_AsLongLongAndOverflow(base, &overflow);
+        if (overflow < 0 || (overflow == 0 && value < 0)) {
+            if (value == -1 && PyErr_Occurred()) {
+                return NULL;
+            }
+            Py_RETURN_FALSE;
+        }
+        if (position < declared) {
+            int live = PyDict_Contains(known, base);
+            if (live != 0) {
+                return live < 0 ? NULL : Py_NewRef(Py_False);
+            }
+        }
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+first_unfit(PyObject *module, PyObject *args)
+{
+    PyObject *ids, *facts, *live;
+    if (!PyArg_ParseTuple(args, "O!O!O!:first_unfit", &PyTuple_Type, &ids, &PyList_Type, &facts, &PyDict_Type, &live)) {
+        return NULL;
+    }
+    if (decl_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "first_unfit() before configure_types()");
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(ids);
+    if (PyList_GET_SIZE(facts) < count) {
+        count = PyList_GET_SIZE(facts);
+    }
+    for (Py_ssize_t position = 0; position < count; position++) {
+        PyObject *planned = PyList_GET_ITEM(facts, position);
+        if (planned == Py_None) {
+            continue;
+        }
+        PyObject *decl = PyDict_GetItemWithError(live, PyTuple_GET_ITEM(ids, position));
+        if (decl == NULL) {
+            if (PyErr_Occurred()) {
+                return NULL;
+            }
+            return PyLong_FromSsize_t(position);
+        }
+        if (Py_TYPE(decl) != decl_type || !PyTuple_Check(planned) || PyTuple_GET_SIZE(planned) != 3) {
+            return PyLong_FromSsize_t(position); /* Python words what is wrong */
+        }
+        PyObject *dtype = slot(decl, D_DTYPE), *size = slot(decl, D_SIZE);
+        if (dtype == NULL || size == NULL || dtype != PyTuple_GET_ITEM(planned, 0)) {
+            return PyLong_FromSsize_t(position); /* an equal dtype that is another object: Python decides */
+        }
+        int alike = equal(size, PyTuple_GET_ITEM(planned, 2));
+        if (alike != 1) {
+            return alike < 0 ? NULL : PyLong_FromSsize_t(position);
+        }
+    }
+    return PyLong_FromLong(-1);
+}
+
 static PyMethodDef module_methods[] = {
+    {"fresh_ids", fresh_ids, METH_VARARGS,
+     "fresh_ids(ids, declared, known): True if every id is a non-negative int and none of the first `declared` is in known."},
+    {"first_unfit", first_unfit, METH_VARARGS,
+     "first_unfit(ids, facts, live): the first position whose base is not live as its (dtype, char, size) fact says "
+     "(checked by dtype identity: an equal dtype of another object is reported for Python to decide), or -1."},
     {"declare", declare, METH_VARARGS,
      "declare(decls, old_decls, old_ids, new_of, old_of, ids, data, donated, plain): the declarations compared as repeated_shape "
      "compares them: True (renaming begun), False, or None for a value of a kind it does not know."},
-    {"configure", configure, METH_VARARGS,
-     "configure(View, Instruction, Const, BaseDecl, exact_key, constant_kind, same_dtype): the classes whose slots walk() reads "
-     "and the functions it calls for what it does not compare itself."},
+    {"configure_types", configure_types, METH_VARARGS,
+     "configure_types(View, Instruction, Const, BaseDecl): the classes whose slots the comparisons read."},
+    {"configure_functions", configure_functions, METH_VARARGS,
+     "configure_functions(exact_key, constant_kind, same_dtype): what walk() calls for what it does not compare itself."},
     {"walk", walk, METH_VARARGS,
      "walk(instructions, old_instructions, new_of, old_of, ids, old_constants, constants): True if the instructions repeat "
      "the old ones (the renaming and constants filled in), False if not, None if a value is of a kind it does not know."},

@@ -49,6 +49,7 @@ from shoal.engine.component import EngineError
 from shoal.engine.node.keys import exact_key
 from shoal.engine.node.plan.row_gather import index_values
 from shoal.engine.node.run.storage import Storage
+from shoal.engine.node.schedule.compiled_checks import CHECKS
 
 PLAN_CACHE_ENTRIES = 64
 
@@ -280,7 +281,13 @@ def check_binding(planned_ids: tuple[int, ...], shape: BatchShape, storage: Stor
     if len(ids) != len(planned_ids) or len(set(ids)) != len(ids):
         fail(f"planned bases {planned_ids} do not map one to one onto bases {ids}")
     live = storage.decls
-    for position, (base, planned) in enumerate(zip(ids, planned_facts(shape))):
+    facts = planned_facts(shape)
+    start = 0
+    if CHECKS is not None and type(ids) is tuple and type(live) is dict:
+        start = CHECKS.first_unfit(ids, facts, live)  # where the loop below must look (-1: nowhere)
+        if start < 0:
+            start = len(ids)
+    for position, (base, planned) in enumerate(zip(ids[start:], facts[start:]), start):
         if planned is None:
             continue
         decl = live.get(base)

@@ -20,14 +20,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
+from shoal.bytecode import BaseDecl, Batch, Instruction, View
 from shoal.engine.node.keys import exact_key
+from shoal.engine.node.schedule import compiled_checks
 from shoal.engine.node.schedule.plan_cache import BatchShape, constant_kind
-
-try:
-    from shoal.engine.node.schedule import _repeat_walk
-except ImportError:  # built at install where a C compiler is found
-    _repeat_walk = None  # type: ignore[assignment]
 
 
 class Previous:
@@ -50,8 +46,8 @@ def _same_dtype(new: Any, old: Any) -> bool:
     return new is old or (new == old and new.char == old.char)
 
 
-if _repeat_walk is not None:
-    _repeat_walk.configure(View, Instruction, Const, BaseDecl, exact_key, constant_kind, _same_dtype)
+if compiled_checks.CHECKS is not None:
+    compiled_checks.CHECKS.configure_functions(exact_key, constant_kind, _same_dtype)
 
 
 def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl]) -> BatchShape | None:
@@ -70,7 +66,8 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
     data = batch.data
     donated = batch.donated
     plain = not (data or donated or previous.carries)  # no data on either side: nothing to compare
-    declared = None if _repeat_walk is None or type(decls) is not list else _repeat_walk.declare(decls, previous.decls, old_ids, new_of, old_of, ids, data, donated, plain)
+    checks = compiled_checks.CHECKS
+    declared = None if checks is None or type(decls) is not list else checks.declare(decls, previous.decls, old_ids, new_of, old_of, ids, data, donated, plain)
     if declared is None:
         new_of.clear()
         old_of.clear()
@@ -130,10 +127,11 @@ def _walk(
 ) -> bool:
     """:func:`_walk_python`, in C where ``_repeat_walk.c`` was built (a fifth of the time); a
     value of a kind the C walk does not know sends the comparison back to Python from the start."""
-    if _repeat_walk is None or type(instructions) is not list:
+    checks = compiled_checks.CHECKS
+    if checks is None or type(instructions) is not list:
         return _walk_python(instructions, old_instructions, new_of, old_of, ids, old_constants, constants)
     before = dict(new_of), dict(old_of), len(ids)
-    answer = _repeat_walk.walk(instructions, old_instructions, new_of, old_of, ids, old_constants, constants)
+    answer = checks.walk(instructions, old_instructions, new_of, old_of, ids, old_constants, constants)
     if answer is not None:
         return answer
     new_of.clear()

@@ -24,6 +24,7 @@ import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch
 from shoal.bytecode.verify import NO_LIMITS, VerifyLimits, verify
+from shoal.engine.node.schedule.compiled_checks import CHECKS
 from shoal.engine.node.schedule.plan_cache import BatchShape
 
 VERIFIED_ENTRIES = 64
@@ -89,11 +90,15 @@ class VerifiedShapes:
         """True if what ``shape``'s key leaves out is well-formed (else full verification
         decides, and words the error)."""
         ids = shape.ids
-        for position, base in enumerate(ids):
-            if type(base) is not int or base < 0:
+        if CHECKS is not None and type(known) is dict and type(ids) is tuple:
+            if not CHECKS.fresh_ids(ids, shape.declared, known):
                 return False
-            if position < shape.declared and base in known:
-                return False
+        else:
+            for position, base in enumerate(ids):
+                if type(base) is not int or base < 0:
+                    return False
+                if position < shape.declared and base in known:
+                    return False
         declared = {decl.id: decl for decl in batch.bases}
         for base, array in batch.data.items():
             decl = declared.get(base)
