@@ -54,6 +54,8 @@ def _aligned(view: View, other: View, layout: Layout, beside: AnyLayout | None, 
     of ``view``'s shape), or None if ``other`` is not such a view."""
     if other.base == view.base or other.shape != view.shape or not isinstance(beside, Layout) or not beside.distributed:
         return None
+    if not view.shape or view.size == 0:  # no rows to align (``a[n:, :j]`` of a last column)
+        return None
     owned = owned_rows(other, beside, ranks)
     if owned is None:
         return None

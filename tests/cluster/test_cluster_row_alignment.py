@@ -91,3 +91,19 @@ def test_reflecting_a_boundary_row_or_column_sends_nothing(ranks: int, row: bool
     layout = Planner(0, ranks, PlanConfig(min_bytes=4096, halo_rows=2), 1 << 14).new_layouts(reflected(64, row))[2]
     assert isinstance(layout, Layout)
     assert layout == whole_on(ranks - 1, ranks, 64, 8) if row else layout.distributed
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_an_empty_temporary_beside_empty_rows_keeps_its_layout(ranks: int) -> None:
+    """A Cholesky column loop's last step reads ``a[n:, :j]``, no rows of the split matrix, into
+    an empty temporary: aligning it divided by its zero rows and every rank failed."""
+    n = 40
+    empty = View(2, F8, 0, (0, n), (n * 8, 8))
+    batch = Batch(
+        bases=[BaseDecl(1, F8, n * n), BaseDecl(2, F8, 0)],
+        data={1: np.zeros(n * n)},
+        instructions=[Instruction("multiply", (empty,), (grid_view(1, (n, n), (0, n), n), Const(2.0)))],
+    )
+    layouts = Planner(0, ranks, PlanConfig(min_bytes=1024, halo_rows=2), 1 << 14).new_layouts(batch)
+    assert isinstance(layouts[1], Layout) and layouts[1].distributed
+    assert 2 in layouts
