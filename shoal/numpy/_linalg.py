@@ -11,7 +11,7 @@ import numpy as np
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._fperr import deliver_now, plain, strict
 from shoal.numpy._held_indexing import held_memory
-from shoal.numpy._lazy import deliver, is_lazy
+from shoal.numpy._lazy import deliver, is_lazy, ndarray
 from shoal.numpy._numpy_data import is_small, new_array, operand, wrap_numpy
 from shoal.numpy._probe import broadcast_shape, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_product
@@ -37,11 +37,25 @@ def held_product(function: Any, a: Any, b: Any) -> Any:
     """``function(a, b)`` (``np.matmul`` or ``np.dot``) computed by NumPy at once, with NumPy's
     checks and errors, if a lazy operand is a view of a held base and every other one is too
     (:mod:`shoal.held`); else :data:`NOT_SETTLED`."""
-    memory_a = held_memory(a)
-    memory_b = held_memory(b) if memory_a is not None else None
+    memory_a = _read_in_place(a)
+    memory_b = _read_in_place(b) if memory_a is not None else None
     if memory_b is None or (memory_a is a and memory_b is b):
         return NOT_SETTLED
     return wrap_numpy(at_user_line(function, memory_a, memory_b))
+
+
+def _read_in_place(value: Any) -> Any:
+    """:func:`held_memory` of ``value`` for one read by NumPy: a lazy array that keeps no view of
+    its held base gets one for this call only (a row loop's ``a[: i + 1] @ a[i]`` makes a new
+    lazy view each row, and keeping each view's NumPy view cost more than the product's other
+    work together)."""
+    if type(value) is not ndarray or value._held is not None:
+        return held_memory(value)
+    kept = value._base.held
+    if kept is None or value._scalar:
+        return None
+    view = value._view
+    return np.ndarray(view.shape, view.dtype, kept, view.offset, view.strides)
 
 
 def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
