@@ -60,24 +60,14 @@ def repeated_shape(batch: Batch, previous: Previous, live: Mapping[int, BaseDecl
         return None
     shape = previous.shape
     old_ids = shape.ids
-    new_of: dict[int, int] = {}  # old id -> new id
-    old_of: dict[int, int] = {}  # new id -> old id
     ids: list[int] = []
-    data = batch.data
-    donated = batch.donated
-    plain = not (data or donated or previous.carries)  # no data on either side: nothing to compare
-    checks = compiled_checks.CHECKS
-    declared = None if checks is None or type(decls) is not list else checks.declare(decls, previous.decls, old_ids, new_of, old_of, ids, data, donated, plain)
-    if declared is None:
-        new_of.clear()
-        old_of.clear()
-        ids.clear()
-        declared = _declare_python(decls, previous.decls, old_ids, new_of, old_of, ids, data, donated, plain)
-    if not declared:
-        return None
-
     constants: list[Any] = []
-    if not _walk(instructions, old_instructions, new_of, old_of, ids, previous.constants, constants):
+    alike = _compare(batch, previous, ids, constants, compiled_checks.CHECKS)
+    if alike is None:  # a value the C loops do not know: Python compares, from the start
+        ids.clear()
+        constants.clear()
+        alike = _compare(batch, previous, ids, constants, None)
+    if not alike:
         return None
     if len(ids) != len(old_ids):
         return None
@@ -116,31 +106,25 @@ def _declare_python(
     return True
 
 
-def _walk(
-    instructions: list[Instruction],
-    old_instructions: tuple[Instruction, ...],
-    new_of: dict[int, int],
-    old_of: dict[int, int],
-    ids: list[int],
-    old_constants: list[tuple[Any, Any, Any]],
-    constants: list[Any],
-) -> bool:
-    """:func:`_walk_python`, in C where ``_repeat_walk.c`` was built (a fifth of the time); a
-    value of a kind the C walk does not know sends the comparison back to Python from the start."""
-    checks = compiled_checks.CHECKS
-    if checks is None or type(instructions) is not list:
-        return _walk_python(instructions, old_instructions, new_of, old_of, ids, old_constants, constants)
-    before = dict(new_of), dict(old_of), len(ids)
-    answer = checks.walk(instructions, old_instructions, new_of, old_of, ids, old_constants, constants)
-    if answer is not None:
-        return answer
-    new_of.clear()
-    new_of.update(before[0])
-    old_of.clear()
-    old_of.update(before[1])
-    del ids[before[2] :]
-    constants.clear()
-    return _walk_python(instructions, old_instructions, new_of, old_of, ids, old_constants, constants)
+def _compare(batch: Batch, previous: Previous, ids: list[int], constants: list[Any], checks: Any) -> bool | None:
+    """Compare ``batch``'s declarations and instructions with ``previous``'s, filling in the new
+    batch's ids in renaming order and its ``constants``: with the compiled loops ``checks`` (a
+    fifth of the time), or in Python if None. None if the compiled loops met a value of a kind
+    they do not know."""
+    new_of: dict[int, int] = {}  # old id -> new id
+    old_of: dict[int, int] = {}  # new id -> old id
+    decls, instructions = batch.bases, batch.instructions
+    data, donated = batch.data, batch.donated
+    plain = not (data or donated or previous.carries)  # no data on either side: nothing to compare
+    old_ids = previous.shape.ids
+    if checks is None or type(decls) is not list or type(instructions) is not list:
+        if not _declare_python(decls, previous.decls, old_ids, new_of, old_of, ids, data, donated, plain):
+            return False
+        return _walk_python(instructions, previous.instructions, new_of, old_of, ids, previous.constants, constants)
+    declared = checks.declare(decls, previous.decls, old_ids, new_of, old_of, ids, data, donated, plain)
+    if not declared:
+        return declared
+    return checks.walk(instructions, previous.instructions, new_of, old_of, ids, previous.constants, constants)
 
 
 def _walk_python(
