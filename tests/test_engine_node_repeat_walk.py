@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shoal import info
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.engine.node.schedule import compiled_checks
 from shoal.engine.node.schedule.plan_cache import batch_shape
@@ -127,3 +128,10 @@ def test_an_operand_the_compiled_walk_does_not_know_goes_back_to_python():
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler: the walk is not built")
 def test_the_install_built_the_compiled_walk():
     assert compiled_checks.CHECKS is not None, "pip install -e . should have compiled shoal/engine/node/schedule/_repeat_walk.c"
+
+
+def test_info_says_how_replayed_batches_are_compared(monkeypatch):
+    assert info.report().count("replayed batches compared by: ") == 1
+    assert info.replay_checks().startswith("compiled" if compiled_checks.CHECKS is not None else "Python")
+    monkeypatch.setattr(compiled_checks, "CHECKS", None)
+    assert info.replay_checks().startswith("Python: the compiled loops were not built")
