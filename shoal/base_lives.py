@@ -56,6 +56,7 @@ class BaseLives:
         holding every result until then would make its memory grow without bound."""
         self._bases.pop(base_id, None)
         if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL
+            self.held.pop(base_id, None)  # held as its own data: NumPy views of it keep that alive
             self._dropped.append(base_id)
             return
         if self.held and held.orphaned(self, base_id):

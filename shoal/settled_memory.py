@@ -184,6 +184,15 @@ class SettledMemory:
             drawn.spoil(data)
         weight = self._counted(view)
         if self._engine is not None and data.size and held.due(self, view.base, weight):
+            base = self.lazy_base(view.base)
+            if base is not None and _offers_memory(self._engine):
+                # Its data is the memory the engine takes over when an instruction names it (a
+                # donated, contiguous, writable array is not copied): held as it is, without a
+                # declaration and a flush that a fresh result read in a loop paid every time.
+                drawn.spoil(data)
+                kept = held.hold(self, base, data)
+                if kept is not None:
+                    return held.view_of(kept, view)
             self._declare_deferred(view.base)
             self.flush()
             kept = self._hold(view.base)

@@ -45,18 +45,22 @@ def test_the_held_memory_is_the_engine_s_and_any_size_is_held(lazy):
     assert _engine_memory(lazy, a).ctypes.data == address  # the engine kept that very memory
 
 
-def test_a_base_given_from_numpy_data_is_held_in_the_engine(lazy):
+def test_a_base_given_from_numpy_data_is_held_as_that_data_and_the_engine_takes_it_over(lazy):
+    """A base held back with its data (``_deferred``) is held as that very array, with no
+    declaration and no batch; an instruction that names it later gives the engine that array."""
     source = numpy.random.default_rng(1).random((20, 20))
     a = snp.array(source)
     assert type(a) is snp.ndarray and a._base.id in lazy._deferred  # NumPy memory, not yet the engine's
+    flushes = lazy.stats.flushes
     for i in range(1, 20):
         a[i, 1:-1] = a[i - 1, 1:-1] + a[i, 2:]
-    assert a._base.id in lazy.held
-    assert numpy.shares_memory(lazy.held[a._base.id], _engine_memory(lazy, a))
+    assert a._base.id in lazy.held and a._base.id in lazy._deferred and lazy.stats.flushes == flushes
+    kept = lazy.held[a._base.id]
     expected = source.copy()
     for i in range(1, 20):
         expected[i, 1:-1] = expected[i - 1, 1:-1] + expected[i, 2:]
     numpy.testing.assert_array_equal(numpy.asarray(a * 2.0), expected * 2.0)
+    assert numpy.shares_memory(kept, _engine_memory(lazy, a))  # the engine took that very memory
     numpy.testing.assert_array_equal(source, numpy.random.default_rng(1).random((20, 20)))  # not written
 
 
