@@ -282,3 +282,22 @@ def test_views_of_another_dtype_and_of_a_second_held_base(lazy):
         return [a.sum(), b.sum(), numpy.asarray(bits)[1, :4].copy()]
 
     _assert_same(program(numpy), program(snp))
+
+
+def test_a_base_held_as_its_own_data_leaves_the_held_table_when_released(lazy):
+    """Released while held as its data (never named by an instruction), the base leaves the held
+    table; a NumPy row kept from it keeps its values."""
+    a = snp.array(numpy.arange(400.0).reshape(20, 20))
+    for i in range(1, 20):
+        a[i, 1:-1] = a[i - 1, 1:-1] * 0.5
+    base = a._base.id
+    assert base in lazy.held and base in lazy._deferred
+    row = a[7]
+    expected = numpy.array(row)
+    del a
+    gc.collect()
+    b = snp.array(numpy.full((20, 20), -1.0))  # another base of the same size
+    b += 1.0
+    float(b[0, 0])
+    assert base not in lazy.held and base not in lazy._deferred
+    numpy.testing.assert_array_equal(row, expected)
