@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 # A hold copies nothing: its cost (about 2 µs, and a weak reference per array indexed) is that
 # of one settled access, so a short run is enough to tell a loop of small operations.
 HOLD_RUN = 16
+# Accesses of its own before a base held back with its data is held, once the run is long: its
+# data is held as it is (no declaration, no batch), so a fresh result read by a loop pays off
+# after a few reads.
+HOLD_BACK_ACCESSES = 4
 
 # References to a held ndarray when no NumPy view of it is alive: the runtime's table, the
 # base's attribute, the caller's local name and ``sys.getrefcount``'s argument. Every view made
@@ -50,18 +54,18 @@ _OWN_REFERENCES = 4
 _PRUNE_HOLDERS = 32  # lazy arrays noted for a held base before the dead ones are dropped
 
 
-def due(runtime: Runtime, base_id: int, weight: int = 1) -> bool:
+def due(runtime: Runtime, base_id: int, weight: int = 1, accesses: int | None = None) -> bool:
     """True if base ``base_id`` is to be held at this settled access (counting ``weight``): the
-    run of settled accesses is long enough, and this base has had as many itself since the run
-    was long enough (a fresh small result read once, or a few times, stays as it is: holding a
-    base held back from the engine declares it there)."""
+    run of settled accesses is long enough, and this base has had ``accesses`` (by default
+    ``HOLD_RUN``) itself since the run was long enough (a fresh small result read once, or a few
+    times, stays as it is)."""
     if runtime.direct_run < HOLD_RUN:
         return False
     base = runtime.lazy_base(base_id)
     if base is None:
         return False
     base.accesses += weight
-    return base.accesses >= HOLD_RUN
+    return base.accesses >= (HOLD_RUN if accesses is None else accesses)
 
 
 def hold(runtime: Runtime, base: LazyBase, memory: np.ndarray) -> np.ndarray | None:

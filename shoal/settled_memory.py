@@ -183,9 +183,10 @@ class SettledMemory:
         if write:
             drawn.spoil(data)
         weight = self._counted(view)
-        if self._engine is not None and data.size and held.due(self, view.base, weight):
+        offers = self._engine is not None and _offers_memory(self._engine)
+        if self._engine is not None and data.size and held.due(self, view.base, weight, held.HOLD_BACK_ACCESSES if offers else None):
             base = self.lazy_base(view.base)
-            if base is not None and _offers_memory(self._engine):
+            if base is not None and offers:
                 # Its data is the memory the engine takes over when an instruction names it (a
                 # donated, contiguous, writable array is not copied): held as it is, without a
                 # declaration and a flush that a fresh result read in a loop paid every time.

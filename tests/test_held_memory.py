@@ -301,3 +301,22 @@ def test_a_base_held_as_its_own_data_leaves_the_held_table_when_released(lazy):
     float(b[0, 0])
     assert base not in lazy.held and base not in lazy._deferred
     numpy.testing.assert_array_equal(row, expected)
+
+
+def test_a_base_held_back_with_its_data_is_held_after_a_few_reads_of_its_own(monkeypatch):
+    """Once a loop's run of settled accesses is long (``HOLD_RUN``), a fresh result held back
+    with its data is held after ``HOLD_BACK_ACCESSES`` reads of its own, not ``HOLD_RUN``: its hold
+    needs no declaration and no batch."""
+    from shoal import held
+
+    monkeypatch.setenv("SHOAL_COMPILE", "off")
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=4096, settled_threshold=4096) as rt:
+        a = snp.array(numpy.arange(100.0))
+        values = [float(a[i]) for i in range(held.HOLD_RUN + 2)]  # a long run: ``a`` is held
+        b = a + 1.0  # computed at once, held back with its data
+        assert b._base.id in rt._deferred and b._base.id not in rt.held
+        read = [float(b[i]) for i in range(held.HOLD_BACK_ACCESSES)]
+        assert b._base.id in rt.held and b._base.id in rt._deferred
+        assert held.HOLD_BACK_ACCESSES < held.HOLD_RUN
+        assert values == list(numpy.arange(100.0)[: held.HOLD_RUN + 2])
+        assert read == list(numpy.arange(100.0)[: held.HOLD_BACK_ACCESSES] + 1.0)
