@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-quick lint bench heat-env clean
 
-$(STAMP): pyproject.toml setup.py shoal/numpy/_held_slots.c shoal/_slot_makers.c shoal/engine/node/schedule/_repeat_walk.c
+$(STAMP): pyproject.toml setup.py shoal/numpy/_held_slots.c shoal/_slot_makers.c shoal/_slot_offset.h shoal/engine/node/schedule/_repeat_walk.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'

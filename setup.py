@@ -12,7 +12,12 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension("shoal.numpy._held_slots", ["shoal/numpy/_held_slots.c"], optional=True),
-        Extension("shoal._slot_makers", ["shoal/_slot_makers.c"], optional=True),
-        Extension("shoal.engine.node.schedule._repeat_walk", ["shoal/engine/node/schedule/_repeat_walk.c"], optional=True),
+        Extension("shoal._slot_makers", ["shoal/_slot_makers.c"], depends=["shoal/_slot_offset.h"], optional=True),
+        Extension(
+            "shoal.engine.node.schedule._repeat_walk",
+            ["shoal/engine/node/schedule/_repeat_walk.c"],
+            depends=["shoal/_slot_offset.h"],
+            optional=True,
+        ),
     ]
 )

@@ -15,6 +15,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "_slot_offset.h"
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -79,34 +81,6 @@ static PyTypeObject MakerType = {
     .tp_doc = "Builds an instance of a slotted class from its slots' values (see maker()).",
 };
 
-/* The offset of object slot `name` of `type`, or -1 with an error set. */
-static Py_ssize_t
-slot_offset(PyTypeObject *type, PyObject *name)
-{
-    PyObject *descriptor = PyObject_GetAttr((PyObject *)type, name);
-    if (descriptor == NULL) {
-        return -1;
-    }
-    Py_ssize_t offset = -1;
-    if (!Py_IS_TYPE(descriptor, &PyMemberDescr_Type)) {
-        PyErr_Format(PyExc_TypeError, "%R is not a slot of %s", name, type->tp_name);
-    }
-    else {
-        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
-        if ((member->type != T_OBJECT && member->type != T_OBJECT_EX) || (member->flags & READONLY)) {
-            PyErr_Format(PyExc_TypeError, "slot %R of %s does not hold a Python object or is read-only", name, type->tp_name);
-        }
-        else if (!PyType_IsSubtype(type, PyDescr_TYPE(descriptor))) {
-            PyErr_Format(PyExc_TypeError, "slot %R is not one of %s's", name, type->tp_name);
-        }
-        else {
-            offset = member->offset;
-        }
-    }
-    Py_DECREF(descriptor);
-    return offset;
-}
-
 static PyObject *
 make(PyObject *module, PyObject *args)
 {
@@ -152,7 +126,7 @@ make(PyObject *module, PyObject *args)
             Py_DECREF(self);
             return NULL;
         }
-        self->offsets[i] = slot_offset(type, name);
+        self->offsets[i] = slot_offset(type, name, 1);
         if (self->offsets[i] < 0) {
             Py_DECREF(self);
             return NULL;

@@ -23,6 +23,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include "../../../_slot_offset.h"
+
 enum { V_BASE, V_DTYPE, V_OFFSET, V_SHAPE, V_STRIDES, I_OP, I_OUTPUTS, I_INPUTS, I_ATTRS, C_VALUE, D_ID, D_DTYPE, D_SIZE, SLOTS };
 
 static PyTypeObject *view_type = NULL;
@@ -46,30 +48,6 @@ slot(PyObject *object, int which)
     return *(PyObject **)((char *)object + offsets[which]);
 }
 
-static Py_ssize_t
-slot_offset(PyTypeObject *type, const char *name)
-{
-    PyObject *descriptor = PyObject_GetAttrString((PyObject *)type, name);
-    if (descriptor == NULL) {
-        return -1;
-    }
-    Py_ssize_t offset = -1;
-    if (!Py_IS_TYPE(descriptor, &PyMemberDescr_Type) || !PyType_IsSubtype(type, PyDescr_TYPE(descriptor))) {
-        PyErr_Format(PyExc_TypeError, "%s is not a slot of %s", name, type->tp_name);
-    }
-    else {
-        PyMemberDef *member = ((PyMemberDescrObject *)descriptor)->d_member;
-        if (member->type != T_OBJECT && member->type != T_OBJECT_EX) {
-            PyErr_Format(PyExc_TypeError, "slot %s of %s does not hold a Python object", name, type->tp_name);
-        }
-        else {
-            offset = member->offset;
-        }
-    }
-    Py_DECREF(descriptor);
-    return offset;
-}
-
 static PyObject *
 configure_types(PyObject *module, PyObject *args)
 {
@@ -84,7 +62,9 @@ configure_types(PyObject *module, PyObject *args)
                                    decl, decl, decl};
     Py_ssize_t found[SLOTS];
     for (int i = 0; i < SLOTS; i++) {
-        found[i] = slot_offset(owners[i], names[i]);
+        PyObject *name = PyUnicode_FromString(names[i]);
+        found[i] = name == NULL ? -1 : slot_offset(owners[i], name, 0);
+        Py_XDECREF(name);
         if (found[i] < 0) {
             return NULL;
         }
