@@ -183,8 +183,9 @@ class SettledMemory:
         if write:
             drawn.spoil(data)
         weight = self._counted(view)
-        offers = self._engine is not None and _offers_memory(self._engine)
-        if self._engine is not None and data.size and held.due(self, view.base, weight, held.HOLD_BACK_ACCESSES if offers else None):
+        engine = self._engine
+        offers = engine is not None and _offers_memory(engine)
+        if engine is not None and data.size and held.due(self, view.base, weight, held.HOLD_BACK_ACCESSES if offers else None):
             base = self.lazy_base(view.base)
             if base is not None and offers:
                 # Its data is the memory the engine takes over when an instruction names it (a

@@ -345,7 +345,6 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
             # into the base, which goes back to the engine: NumPy's store would read the work
             # out into a new array and copy that in (1-D Jacobi on 32M elements: two copies of
             # 256 MB a sweep).
-            del memory
             _index.setitem(self, key, value)
             return
         with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal import held
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._fperr import deliver_now, plain, strict
 from shoal.numpy._held_indexing import held_memory
@@ -54,8 +55,7 @@ def _read_in_place(value: Any) -> Any:
     kept = value._base.held
     if kept is None or value._scalar:
         return None
-    view = value._view
-    return np.ndarray(view.shape, view.dtype, kept, view.offset, view.strides)
+    return held.view_of(kept, value._view)
 
 
 def matmul(a: Any, b: Any, out: Any = None, **kwargs: Any) -> Any:
