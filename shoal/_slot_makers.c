@@ -25,6 +25,7 @@ typedef struct {
     Py_ssize_t count;     /* slots set */
     Py_ssize_t required;  /* count less the defaults */
     Py_ssize_t *offsets;  /* each slot's place in an instance */
+    int untracked;        /* left out of the cyclic garbage collector's lists */
 } Maker;
 
 static PyObject *
@@ -50,6 +51,12 @@ maker_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObj
         PyObject **slot = (PyObject **)((char *)object + self->offsets[i]);
         Py_INCREF(value);
         Py_XSETREF(*slot, value);
+        if (self->untracked && PyTuple_CheckExact(value) && PyObject_GC_IsTracked(value)) {
+            PyObject_GC_UnTrack(value);
+        }
+    }
+    if (self->untracked && PyObject_GC_IsTracked(object)) {
+        PyObject_GC_UnTrack(object);
     }
     return object;
 }
@@ -87,7 +94,8 @@ make(PyObject *module, PyObject *args)
     PyTypeObject *type;
     PyObject *names;
     PyObject *defaults = NULL;
-    if (!PyArg_ParseTuple(args, "O!O!|O!:maker", &PyType_Type, &type, &PyTuple_Type, &names, &PyTuple_Type, &defaults)) {
+    int untracked = 0;
+    if (!PyArg_ParseTuple(args, "O!O!|O!p:maker", &PyType_Type, &type, &PyTuple_Type, &names, &PyTuple_Type, &defaults, &untracked)) {
         return NULL;
     }
     Py_ssize_t count = PyTuple_GET_SIZE(names);
@@ -105,6 +113,7 @@ make(PyObject *module, PyObject *args)
         return NULL;
     }
     self->vectorcall = maker_vectorcall;
+    self->untracked = untracked;
     Py_INCREF(type);
     self->type = type;
     self->defaults = defaults == NULL ? PyTuple_New(0) : Py_NewRef(defaults);

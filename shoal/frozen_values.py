@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Instruction, View
+from shoal.bytecode import BaseDecl, Const, Instruction, View
 
 try:
     from shoal import _slot_makers
@@ -26,13 +26,13 @@ except ImportError:  # built at install where a C compiler is found
 COMPILED = _slot_makers is not None
 
 
-def slot_maker(cls: type, names: tuple[str, ...], defaults: tuple = ()) -> Callable[..., Any]:
+def slot_maker(cls: type, names: tuple[str, ...], defaults: tuple = (), untracked: bool = False) -> Callable[..., Any]:
     """A callable building an instance of the slotted class ``cls`` from the values of its slots
     ``names`` in order (the last ones may be left to ``defaults``), without ``cls``'s
     ``__init__``: in C where built, else a function written for ``cls`` (one slot descriptor's
     ``__set__`` per slot, no loop: 0.28 µs a ``View``, a loop over the slots took 0.58)."""
     if _slot_makers is not None:
-        return _slot_makers.maker(cls, names, defaults)
+        return _slot_makers.maker(cls, names, defaults, untracked)
     count, required = len(names), len(names) - len(defaults)
     sets = "".join(f"    set{position}(made, values[{position}])\n" for position in range(count))
     source = (
@@ -49,6 +49,7 @@ def slot_maker(cls: type, names: tuple[str, ...], defaults: tuple = ()) -> Calla
     return namespace["make"]
 
 
-new_view: Callable[[int, np.dtype, int, tuple[int, ...], tuple[int, ...]], View] = slot_maker(View, ("base", "dtype", "offset", "shape", "strides"))
-new_instruction: Callable[..., Instruction] = slot_maker(Instruction, ("op", "outputs", "inputs", "attrs"), ((),))
-new_decl: Callable[[int, np.dtype, int], BaseDecl] = slot_maker(BaseDecl, ("id", "dtype", "size"))
+new_view: Callable[[int, np.dtype, int, tuple[int, ...], tuple[int, ...]], View] = slot_maker(View, ("base", "dtype", "offset", "shape", "strides"), (), True)
+new_instruction: Callable[..., Instruction] = slot_maker(Instruction, ("op", "outputs", "inputs", "attrs"), ((),), True)
+new_decl: Callable[[int, np.dtype, int], BaseDecl] = slot_maker(BaseDecl, ("id", "dtype", "size"), (), True)
+new_const: Callable[[Any], Const] = slot_maker(Const, ("value",), (), True)
