@@ -29,6 +29,11 @@ from shoal.bytecode import OPCODES, Kind
 from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT, UNDER
 from shoal.warning_filters import Filters, filters_now, warn_under
 
+try:  # the cached half of call_site in C, built at install where a C compiler is found
+    from shoal._call_sites import known_call_site
+except ImportError:
+    known_call_site = None
+
 _MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
 _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
 _last_state: tuple[Any, int] = (object(), 0)
@@ -250,7 +255,12 @@ def call_site(frame: Any, warned: int) -> Site | None:
     """:func:`site` for an element-wise call that can signal (no reduction: no NumPy entry)
     while the categories ``warned`` (bits, not 0) warn, looked for from ``frame`` outwards;
     cached by the user frame's code and bytecode position, whose line is then known without
-    computing it."""
+    computing it (a Site cached before is found in C where built: ``known_call_site``)."""
+    filters = filters_now()
+    if known_call_site is not None:
+        known = known_call_site(frame, warned, filters, _internal_files, _call_sites)
+        if known is not None:
+            return known
     internal = _internal_files
     while frame is not None:
         code = frame.f_code
@@ -263,7 +273,6 @@ def call_site(frame: Any, warned: int) -> Site | None:
         frame = frame.f_back
     else:
         return None
-    filters = filters_now()
     key = (id(code), frame.f_lasti, warned, id(filters))
     known = _call_sites.get(key)
     module_globals = frame.f_globals

@@ -28,9 +28,11 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Const, reordered
+from shoal import compiled_recording
+from shoal.bytecode import reordered
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
+from shoal.frozen_values import new_const
 from shoal.numpy import _linalg
 from shoal.numpy._fperr import _strict_modes, strict
 from shoal.numpy._layout import axis_order, result_strides
@@ -237,11 +239,18 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
     # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
     site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
+    compiled = compiled_recording.RECORDING
     if out is not None:
-        runtime.record_call(signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
+        if compiled is None:
+            runtime.record_call(signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
+        else:
+            compiled.record_call(runtime, signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
         return out
     shape = signature.shape
-    base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
+    if compiled is None:
+        base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
+    else:
+        base, view = compiled.record_new(runtime, signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
     return make_lazy_array(base, view, None, False, not shape, None, NO_QUIET_STORES)
 
 
@@ -268,7 +277,7 @@ _ARRAYS = (ndarray, np.ndarray)
 
 def _operand(value: Any) -> Any:
     """A scalar's constant, or NumPy data carried into the batch as the general path carries it."""
-    return operand(value) if type(value) is np.ndarray else Const(value)
+    return operand(value) if type(value) is np.ndarray else new_const(value)
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:

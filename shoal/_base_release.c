@@ -1,0 +1,122 @@
+/* LazyBase.__del__ (shoal/base_lives.py) in C: a base's release, once per temporary.
+ *
+ * Every temporary a loop makes ends in LazyBase.__del__ and Runtime.release: in Python about
+ * 0.4 us a base. The method made by finalizer() does the same for the common case: the base's
+ * held memory dropped, its entry in the runtime's bases removed and its id queued for a release
+ * instruction (the next recorded call records it); Runtime.release decides for a base that the
+ * runtime holds back or holds for NumPy. Like the Python method it never takes the runtime's
+ * lock: it may run inside garbage collection, on any thread.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#include "_slot_offset.h"
+
+enum { B_CLOSED, B_BASES, B_RELEASED, B_DEFERRED, B_HELD, B_RELEASE, B_APPEND, B_RUNTIME, B_ID, B_NAMES };
+static const char *name_texts[B_NAMES] = {"closed", "_bases", "_released", "_deferred", "held", "release", "append", "runtime", "id"};
+static PyObject *names[B_NAMES];
+static Py_ssize_t base_offsets[3];  /* where a LazyBase keeps its runtime, id and held memory */
+
+static PyObject *
+lazy_base_del(PyObject *self, PyObject *unused)
+{
+    PyObject **runtime_slot = (PyObject **)((char *)self + base_offsets[0]);
+    PyObject **id_slot = (PyObject **)((char *)self + base_offsets[1]);
+    PyObject **held_slot = (PyObject **)((char *)self + base_offsets[2]);
+    Py_XSETREF(*held_slot, Py_NewRef(Py_None));
+    PyObject *runtime = *runtime_slot;
+    PyObject *base_id = *id_slot;
+    if (runtime == NULL || runtime == Py_None || base_id == NULL) {
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(runtime);
+    Py_INCREF(base_id);
+    PyObject *result = NULL;
+    PyObject *dict = PyObject_GenericGetDict(runtime, NULL);
+    PyObject *closed = dict == NULL ? NULL : PyDict_GetItemWithError(dict, names[B_CLOSED]);
+    int truth = closed == NULL ? -1 : PyObject_IsTrue(closed);
+    if (truth != 0) {
+        if (truth > 0) {
+            result = Py_NewRef(Py_None);
+        }
+        else if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_AttributeError, "the runtime has no 'closed'");
+        }
+        goto done;
+    }
+    PyObject *bases = PyDict_GetItemWithError(dict, names[B_BASES]);
+    PyObject *released = PyDict_GetItemWithError(dict, names[B_RELEASED]);
+    PyObject *deferred = PyDict_GetItemWithError(dict, names[B_DEFERRED]);
+    PyObject *held = PyDict_GetItemWithError(dict, names[B_HELD]);
+    if (bases == NULL || released == NULL || deferred == NULL || held == NULL || !PyDict_Check(bases) || !PyDict_Check(deferred) ||
+        !PyDict_Check(held) || PyDict_Contains(deferred, base_id) != 0 || PyDict_Contains(held, base_id) != 0) {
+        PyErr_Clear();
+        result = PyObject_CallMethodOneArg(runtime, names[B_RELEASE], base_id);
+        goto done;
+    }
+    if (PyDict_DelItem(bases, base_id) < 0) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+            goto done;
+        }
+        PyErr_Clear();
+    }
+    result = PyObject_CallMethodOneArg(released, names[B_APPEND], base_id);
+done:
+    Py_XDECREF(dict);
+    Py_DECREF(base_id);
+    Py_DECREF(runtime);
+    if (result == NULL) {
+        return NULL;
+    }
+    Py_DECREF(result);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef lazy_base_del_def = {
+    "__del__", lazy_base_del, METH_NOARGS, "Release the base in its runtime (shoal/_base_release.c)."
+};
+
+static PyObject *
+finalizer(PyObject *module, PyObject *args)
+{
+    PyTypeObject *base_type;
+    if (!PyArg_ParseTuple(args, "O!:finalizer", &PyType_Type, &base_type)) {
+        return NULL;
+    }
+    int slots[3] = {B_RUNTIME, B_ID, B_HELD};
+    for (int i = 0; i < 3; i++) {
+        Py_ssize_t offset = slot_offset(base_type, names[slots[i]], 1);
+        if (offset < 0) {
+            return NULL;
+        }
+        base_offsets[i] = offset;
+    }
+    return PyDescr_NewMethod(base_type, &lazy_base_del_def);
+}
+
+static PyMethodDef module_methods[] = {
+    {"finalizer", finalizer, METH_VARARGS,
+     "finalizer(LazyBase): LazyBase.__del__ in C, a method of that class (its runtime, id and held slots)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef base_release_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "shoal._base_release",
+    .m_doc = "LazyBase.__del__ in C.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__base_release(void)
+{
+    for (int i = 0; i < B_NAMES; i++) {
+        names[i] = PyUnicode_InternFromString(name_texts[i]);
+        if (names[i] == NULL) {
+            return NULL;
+        }
+    }
+    return PyModule_Create(&base_release_module);
+}
