@@ -35,11 +35,16 @@ init_names(void)
     return 0;
 }
 
-/* The runtime's attribute `name`, borrowed from its __dict__ `dict` (NULL: absent). */
+/* The runtime's attribute `name`, borrowed from its __dict__ `dict`; NULL with an error set
+ * where it has none. */
 static PyObject *
 attribute(PyObject *dict, int name)
 {
-    return PyDict_GetItemWithError(dict, names[name]);
+    PyObject *value = PyDict_GetItemWithError(dict, names[name]);
+    if (value == NULL && !PyErr_Occurred()) {
+        PyErr_Format(PyExc_AttributeError, "the runtime has no attribute %R", names[name]);
+    }
+    return value;
 }
 
 static Py_ssize_t
@@ -100,9 +105,6 @@ acquire(PyObject *dict)
 {
     PyObject *lock = attribute(dict, N_LOCK);
     if (lock == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_AttributeError, "the runtime has no lock");
-        }
         return NULL;
     }
     Py_INCREF(lock);

@@ -11,6 +11,7 @@ import gc
 import random
 import shutil
 import sys
+import threading
 import warnings
 
 import numpy
@@ -128,6 +129,31 @@ def test_a_remembered_call_in_the_common_case_never_reaches_the_python_methods(m
         assert rt.stats.bases_created > created + 30 and len(python_calls) <= 4, python_calls
         monkeypatch.undo()
         for got, want in zip(arrays, program(numpy, 3), strict=True):
+            numpy.testing.assert_array_equal(got, want)
+
+
+def test_threads_recording_into_one_runtime_get_numpys_values(way):
+    """The compiled path takes the runtime's lock as the Python one does: two threads recording
+    remembered calls at once (and flushing at a small threshold) lose no instruction."""
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for _ in range(3):
+                results[seed] = [numpy.array(a, copy=True) for a in program(snp, seed, steps=200)]
+        except BaseException as error:  # reported by the main thread
+            errors.append(error)
+
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=48, settled_threshold=0):
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in (5, 6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in threads) and not errors, errors
+    for seed in (5, 6):
+        for got, want in zip(results[seed], program(numpy, seed, steps=200), strict=True):
             numpy.testing.assert_array_equal(got, want)
 
 
