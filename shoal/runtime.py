@@ -26,6 +26,7 @@ from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, ma
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.frozen_values import new_decl, new_view
 from shoal.interrupts import interrupts_held
+from shoal.mirrors import Mirrors
 from shoal.pending_warnings import PendingWarnings
 from shoal.recording_calls import CallRecording
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
@@ -49,7 +50,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarnings):
+class Runtime(SettledMemory, Mirrors, CallRecording, BaseLives, forks.Forks, PendingWarnings):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -91,6 +92,8 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
         # to read, and to write (a component may refuse writes it allows reads of).
         self._settled: dict[int, np.ndarray] = {}
         self._writable: dict[int, np.ndarray] = {}
+        self._mirrors: dict[int, np.ndarray] = {}  # read-only copies of bases a component does not offer (shoal.mirrors)
+        self._mirror_reads: dict[int, int] = {}  # settled reads of such a base since a batch wrote it
         self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
         self._watches: collections.deque[tuple[fp_signals.Watch, dict[int, fp_warnings.Site]]] = collections.deque()
         self._released: collections.deque[int] = collections.deque()
@@ -279,6 +282,8 @@ class Runtime(SettledMemory, CallRecording, BaseLives, forks.Forks, PendingWarni
             self._dead_bytes = 0
             self._declared = set()
             self._small_run = 0
+            if self._mirror_reads:
+                self._drop_mirrors(self._written)
             self._written = set()
             self._read = set()
             self._settled = {}

@@ -65,7 +65,11 @@ class SettledMemory:
                         return None
                     memory = engine.memory(view, write)
                     whole = None if memory is None else memory.base
-                    if not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
+                    if memory is None and not write and not _offers_memory(engine):
+                        whole = self._mirrored(base, weight)  # a copy of the base fetched once (shoal.mirrors)
+                        if whole is None:
+                            return None
+                    elif not (type(whole) is np.ndarray and whole.flags.c_contiguous):  # not the base's whole buffer
                         return memory
                 cache[base] = whole
                 if write:  # the component may have given the base memory of its own to write
