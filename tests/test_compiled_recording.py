@@ -33,13 +33,13 @@ def way(request, monkeypatch):
     if request.param == "compiled" and compiled_recording.RECORDING is None:
         pytest.skip("shoal/_record_calls.c was not built here")
     if request.param == "python":
-        monkeypatch.setattr(compiled_recording, "RECORDING", None)
-        monkeypatch.setattr(LazyBase, "__del__", compiled_recording.python_finalizer)
+        _python_only(monkeypatch)
     return request.param
 
 
 def _python_only(monkeypatch) -> None:
-    monkeypatch.setattr(compiled_recording, "RECORDING", None)
+    monkeypatch.setattr(compiled_recording, "record_new", runtime.Runtime.record_new)
+    monkeypatch.setattr(compiled_recording, "record_call", runtime.Runtime.record_call)
     monkeypatch.setattr(LazyBase, "__del__", compiled_recording.python_finalizer)
 
 

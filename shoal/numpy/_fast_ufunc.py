@@ -239,18 +239,11 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
     # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
     site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
-    compiled = compiled_recording.RECORDING
     if out is not None:
-        if compiled is None:
-            runtime.record_call(signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
-        else:
-            compiled.record_call(runtime, signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
+        compiled_recording.record_call(runtime, signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
         return out
     shape = signature.shape
-    if compiled is None:
-        base, view = runtime.record_new(signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
-    else:
-        base, view = compiled.record_new(runtime, signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
+    base, view = compiled_recording.record_new(runtime, signature.opcode, signature.dtype, shape, signature.strides, signature.size, operands, signature.largest, site)
     return make_lazy_array(base, view, None, False, not shape, None, NO_QUIET_STORES)
 
 
