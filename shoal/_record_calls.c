@@ -105,7 +105,8 @@ common_case(PyObject *output, PyObject *inputs, State *state)
     if (names_a_key_of(dict, N_HELD, inputs, output) || names_a_key_of(dict, N_DEFERRED, inputs, output)) {
         return 0;
     }
-    if (at_least(dict, N_DEAD_BYTES, N_FLUSH_BYTES)) {
+    Py_ssize_t dead_so_far = count_of(dict, N_DEAD_BYTES), flush_bytes = count_of(dict, N_FLUSH_BYTES);
+    if (dead_so_far < 0 || flush_bytes < 0 || dead_so_far >= flush_bytes) {
         return 0;
     }
     state->released = Py_XNewRef(attribute(dict, N_RELEASED));
@@ -126,11 +127,7 @@ common_case(PyObject *output, PyObject *inputs, State *state)
         }
         if (PyDict_GET_SIZE(state->data) > 0) {
             Py_ssize_t dead = dead_bytes(state->data, state->released);
-            PyObject *already = attribute(dict, N_DEAD_BYTES);
-            PyObject *limit = attribute(dict, N_FLUSH_BYTES);
-            Py_ssize_t before = already == NULL ? -1 : PyLong_AsSsize_t(already);
-            Py_ssize_t most = limit == NULL ? -1 : PyLong_AsSsize_t(limit);
-            if (dead < 0 || before < 0 || most < 0 || before + dead >= most) {
+            if (dead < 0 || dead_so_far + dead >= flush_bytes) {
                 return 0;
             }
         }
@@ -140,8 +137,7 @@ common_case(PyObject *output, PyObject *inputs, State *state)
         Py_XDECREF(instructions);
         return 0;
     }
-    PyObject *threshold = attribute(dict, N_FLUSH_THRESHOLD);
-    Py_ssize_t limit = threshold == NULL ? -1 : PyLong_AsSsize_t(threshold);
+    Py_ssize_t limit = count_of(dict, N_FLUSH_THRESHOLD);
     if (limit < 0 || PyList_GET_SIZE(instructions) + state->releases + 1 >= limit) {  /* a flush may be due */
         Py_DECREF(instructions);
         return 0;

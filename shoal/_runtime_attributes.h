@@ -60,17 +60,13 @@ is_empty(PyObject *dict, int name)
     return size_of(dict, name) == 0;
 }
 
-/* 1 unless attribute `name` is not below attribute `limit_name` (or either is absent). */
-static int
-at_least(PyObject *dict, int name, int limit_name)
+/* The count held by attribute `name` (an int of at least 0), or -1 (an error may be set). */
+static Py_ssize_t
+count_of(PyObject *dict, int name)
 {
     PyObject *value = attribute(dict, name);
-    PyObject *limit = attribute(dict, limit_name);
-    if (value == NULL || limit == NULL) {
-        return 1;
-    }
-    int answer = PyObject_RichCompareBool(value, limit, Py_GE);
-    return answer != 0;
+    Py_ssize_t count = value == NULL ? -1 : PyLong_AsSsize_t(value);
+    return count < 0 ? -1 : count;
 }
 
 static int
