@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from shoal import held
+from shoal.bytecode import View
 from shoal.frozen_values import new_instruction, slot_maker
 
 if TYPE_CHECKING:
@@ -30,6 +31,10 @@ class LazyBase:
         self.holders: list[weakref.ref] = []  # lazy arrays keeping a view of the held memory
         self.accesses = 0  # settled accesses once a run was long enough to hold (``shoal.held``)
         self.large = 0  # while held: views of at least this many elements go back to lazy work
+
+    def whole_view(self) -> View:
+        """The view of all of this base: 1-D, contiguous, from its first element."""
+        return View(self.id, self.dtype, 0, (self.size,), (self.dtype.itemsize,))
 
     def __del__(self) -> None:
         runtime = self.runtime

@@ -71,8 +71,7 @@ class Forks:
             base = ref()
             if base is None or base_id in self._deferred or base.size == 0:
                 continue
-            whole = View(base_id, base.dtype, 0, (base.size,), (base.dtype.itemsize,))
-            data = np.ascontiguousarray(engine.fetch(whole)).reshape(-1)
+            data = np.ascontiguousarray(engine.fetch(base.whole_view())).reshape(-1)
             values[base_id] = data if data.flags.writeable else data.copy()
         return values
 

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal.bytecode import View
-
 if TYPE_CHECKING:
     from shoal.runtime import Runtime
 
@@ -44,7 +42,7 @@ class Mirrors:
         reads = self._mirror_reads[base_id] = self._mirror_reads.get(base_id, 0) + weight
         if reads < MIRROR_ACCESSES:
             return None
-        mirror = np.ascontiguousarray(engine.fetch(View(base_id, base.dtype, 0, (base.size,), (base.dtype.itemsize,))))
+        mirror = np.ascontiguousarray(engine.fetch(base.whole_view()))
         mirror.flags.writeable = False
         self._mirrors[base_id] = mirror
         return mirror

@@ -161,8 +161,7 @@ class SettledMemory:
             return None
         if base_id in self._read:
             self.flush()
-        whole = View(base_id, base.dtype, 0, (base.size,), (base.dtype.itemsize,))
-        memory = engine.memory(whole, write=True)
+        memory = engine.memory(base.whole_view(), write=True)
         if memory is None or type(memory) is not np.ndarray or not memory.flags.c_contiguous:
             return None
         return held.hold(self, base, memory)
