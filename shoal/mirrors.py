@@ -10,6 +10,9 @@ reads are NumPy's on that copy (read-only) until a batch that writes the base is
 base is released. Reads only: a write is recorded, and the copy is dropped when that batch is
 flushed; the reads are counted again from there, so a loop that writes a base between fewer reads
 keeps reading it as before instead of fetching it whole every time.
+
+A component that prefers local loops fetches such a copy sooner, and takes bases back for loops
+that write them: :mod:`shoal.local_loops`.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
 
 MIRROR_ACCESSES = 16  # settled reads of a base before it is fetched whole
 MIRROR_BYTES = 1 << 26  # larger bases are never fetched whole for small reads
+NOT_AGAIN = -1  # ``Runtime._taken_back``: this base's loops stay recorded (shoal.local_loops)
 
 
 class Mirrors:
@@ -45,11 +49,20 @@ class Mirrors:
         mirror = np.ascontiguousarray(engine.fetch(base.whole_view()))
         mirror.flags.writeable = False
         self._mirrors[base_id] = mirror
+        self._mirror_reads[base_id] = 0  # from now on, the reads the copy serves
         return mirror
 
     def _drop_mirrors(self: Runtime, written: set[int]) -> None:
         """At a flush: drop the copies of the bases its batch writes, and of released bases, and
-        their counts of reads."""
+        their counts of reads (and the counts of released bases taken back). A base whose copy
+        served fewer than ``MIRROR_ACCESSES`` reads before a batch wrote it is not copied or
+        taken back for a loop again (:mod:`shoal.local_loops`): its loop reads little of it
+        between whole-array writes."""
+        for base_id in self._mirrors:
+            if base_id in written and self._mirror_reads.get(base_id, 0) < MIRROR_ACCESSES:
+                self._taken_back[base_id] = NOT_AGAIN
         for table in (self._mirrors, self._mirror_reads):
             for base_id in [base_id for base_id in table if base_id in written or base_id not in self._bases]:
                 del table[base_id]
+        for base_id in [base_id for base_id in self._taken_back if base_id not in self._bases]:
+            del self._taken_back[base_id]

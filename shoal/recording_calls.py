@@ -63,5 +63,7 @@ class CallRecording:
             self._carried.clear()
         if kept:  # NumPy views of a held base see the work now, as NumPy would have done it
             self.flush(wait=True)
+            if self._taken_back:
+                self._resync_taken_back(kept)  # shoal.local_loops
         if len(instructions) >= self.flush_threshold and self._boundary.due(instructions, self.flush_threshold):
             self.flush()

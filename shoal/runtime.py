@@ -26,6 +26,7 @@ from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, ma
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.frozen_values import new_decl, new_view
 from shoal.interrupts import interrupts_held
+from shoal.local_loops import LocalLoops
 from shoal.mirrors import Mirrors
 from shoal.pending_warnings import PendingWarnings
 from shoal.recording_calls import CallRecording
@@ -50,7 +51,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class Runtime(SettledMemory, Mirrors, CallRecording, BaseLives, forks.Forks, PendingWarnings):
+class Runtime(SettledMemory, Mirrors, LocalLoops, CallRecording, BaseLives, forks.Forks, PendingWarnings):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -94,6 +95,7 @@ class Runtime(SettledMemory, Mirrors, CallRecording, BaseLives, forks.Forks, Pen
         self._writable: dict[int, np.ndarray] = {}
         self._mirrors: dict[int, np.ndarray] = {}  # read-only copies of bases a component does not offer (shoal.mirrors)
         self._mirror_reads: dict[int, int] = {}  # settled reads of such a base since a batch wrote it
+        self._taken_back: dict[int, int] = {}  # small accesses to a base held back from such a component (shoal.local_loops)
         self._sites: dict[int, fp_warnings.Site] = {}  # instruction position -> where recorded
         self._watches: collections.deque[tuple[fp_signals.Watch, dict[int, fp_warnings.Site]]] = collections.deque()
         self._released: collections.deque[int] = collections.deque()
@@ -281,8 +283,9 @@ class Runtime(SettledMemory, Mirrors, CallRecording, BaseLives, forks.Forks, Pen
             self.fork_values = None  # values fetched for a fork (``shoal.forks``) may change now
             self._dead_bytes = 0
             self._declared = set()
-            self._small_run = 0
-            if self._mirror_reads:
+            if self._engine is None or not self._engine.prefers_local_loops():
+                self._small_run = 0  # else a loop of small work flushing on its own still counts (shoal.local_loops)
+            if self._mirror_reads or self._taken_back:
                 self._drop_mirrors(self._written)
             self._written = set()
             self._read = set()

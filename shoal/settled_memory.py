@@ -76,7 +76,11 @@ class SettledMemory:
                     self._settled[base] = whole
             elif whole.dtype != view.dtype and base in self._declared:
                 return None
-            if base not in self._declared and held.due(self, base, weight):
+            if self._mirrors and base in self._mirrors:
+                kept = self._read_copy(base, weight)  # counted; the copy taken over for a long loop (shoal.local_loops)
+                if kept is not None:
+                    return held.view_of(kept, view)
+            elif base not in self._declared and held.due(self, base, weight):
                 kept = self._hold(base)
                 if kept is not None:
                     return held.view_of(kept, view)
@@ -138,12 +142,14 @@ class SettledMemory:
                 return memory
             base = view.base
             if base not in self._written and base not in self._declared and not (write and base in self._read):
-                return None  # the component refused it
+                return None if self.offers_memory() else self._local_loop_memory(view, write)  # the component refused it
             if not element and self._small_run < SETTLING_RUN:
                 return None
             engine = self._engine
-            if engine is None or not _offers_memory(engine):
+            if engine is None:
                 return None
+            if not _offers_memory(engine):
+                return self._local_loop_memory(view, write)  # shoal.local_loops
             self.flush()
             if element and base not in self._declared and base not in self.held:
                 kept = self._hold(base)  # a fresh result read element by element: NumPy indexes it from now on
@@ -180,17 +186,23 @@ class SettledMemory:
     def _deferred_view(self: Runtime, view: View, data: np.ndarray, write: bool) -> np.ndarray | None:
         """``view`` of a held-back base's data (its memory until an instruction names it), if
         the data is of ``view``'s dtype. Once the run of settled accesses is long enough the base
-        is declared to the component (given that array) and its memory there is held."""
+        is declared to the component (given that array) and its memory there is held; for a
+        component that offers no memory the data stays here (read and written by NumPy) until
+        an instruction names the base."""
         if data.dtype != view.dtype:
             return None
         if write:
             drawn.spoil(data)
         weight = self._counted(view)
         engine = self._engine
-        offers = engine is not None and _offers_memory(engine)
-        if engine is not None and data.size and held.due(self, view.base, weight, held.HOLD_BACK_ACCESSES if offers else None):
+        if engine is not None and not _offers_memory(engine):  # the data stays here until an instruction names it
+            if data.size:
+                kept = self._hold_taken_back(view.base, data, weight)  # shoal.local_loops
+                if kept is not None:
+                    return held.view_of(kept, view)
+        elif engine is not None and data.size and held.due(self, view.base, weight, held.HOLD_BACK_ACCESSES):
             base = self.lazy_base(view.base)
-            if base is not None and offers:
+            if base is not None:
                 # Its data is the memory the engine takes over when an instruction names it (a
                 # donated, contiguous, writable array is not copied): held as it is, without a
                 # declaration and a flush that a fresh result read in a loop paid every time.

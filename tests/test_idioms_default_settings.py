@@ -1,4 +1,4 @@
-"""NumPy idioms as users write them (fifty-four), at sizes where Shoal's defaults make arrays lazy.
+"""NumPy idioms as users write them (fifty-six), at sizes where Shoal's defaults make arrays lazy.
 
 Most differential tests make every array lazy and round-trip every batch through the wire format
 (``SHOAL_VERIFY=1``), which hands the engine copies. Here the runtime runs as ``python -m shoal``
@@ -423,6 +423,23 @@ def repeated_indices_in_place(np, d):
     values = d["x"].copy()
     values[d["indices"][:5000]] = values[d["indices"][5000:10000]]
     return counts, values
+
+
+@idiom
+def rows_relaxed_in_place(np, d):
+    grid = d["grid"] * 1.0
+    for i in range(1, 160):
+        grid[i, 1:-1] = 0.25 * (grid[i - 1, 1:-1] + grid[i + 1, 1:-1] + grid[i, :-2] + grid[i, 2:])
+    return grid.sum(), grid[:170]
+
+
+@idiom
+def diagonal_after_update(np, d):
+    grid = d["grid"] + 1.0
+    total = 0.0
+    for i in range(0, SIDE, 8):
+        total += np.tanh(grid[i, i])
+    return total, grid[::64] + total
 
 
 def _inputs() -> dict[str, numpy.ndarray]:

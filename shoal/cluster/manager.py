@@ -120,6 +120,9 @@ class ClusterManager(Component):
     def configure(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
         return ClusterConfig.from_settings(environ)
 
+    def prefers_local_loops(self) -> bool:
+        return True
+
     def execute(self, batch: Batch) -> None:
         self._check_open()
         with interrupts_held():

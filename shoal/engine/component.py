@@ -84,6 +84,14 @@ class Component(abc.ABC):
         the base until it executes the next batch."""
         return None
 
+    def prefers_local_loops(self) -> bool:
+        """True if, for a component that offers no :meth:`memory`, a loop of small operations on
+        one of its bases runs faster on the base's values fetched into the program's process
+        than recorded (the cluster manager: a recorded row loop pays a round trip between ranks
+        per row). The runtime then takes such a base back for the loop (:mod:`shoal.mirrors`).
+        By default False (a proxy's client records the loop and sends it in one batch)."""
+        return False
+
     def expect_draw(self, made: drawn.Recipe, shape: tuple[int, ...]) -> None:
         """The program is about to make a large random draw of ``shape`` whose recipe is ``made``
         (:mod:`shoal.drawn`); a later batch may carry it as data. A component that would send

@@ -23,9 +23,11 @@ from shoal.engine.component import Component, EngineError, described
 @dataclass(frozen=True)
 class PassConfig:
     """``asynchronous``: run batches on a thread of the component's own (``execute`` returns at
-    once); else inside ``execute``."""
+    once); else inside ``execute``. ``local_loops``: what :meth:`PassThrough.prefers_local_loops`
+    says (True stands in for the cluster manager in one process)."""
 
     asynchronous: bool = True
+    local_loops: bool = False
 
 
 class PassThrough(Component):
@@ -47,6 +49,9 @@ class PassThrough(Component):
     @classmethod
     def configure(cls, environ: Mapping[str, str] | None = None) -> PassConfig:
         return PassConfig()
+
+    def prefers_local_loops(self) -> bool:
+        return self.config.local_loops
 
     def execute(self, batch: Batch) -> None:
         if not self.config.asynchronous:

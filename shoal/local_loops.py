@@ -1,0 +1,144 @@
+"""Loops of small work on the bases of a component that prefers them run in the program's process.
+
+A component whose batches are planned across the processes of one job (the cluster manager,
+:meth:`~shoal.engine.component.Component.prefers_local_loops`) offers no memory, so a row or
+element loop over one of its arrays was recorded: a round trip between ranks per row, since each
+row reads what the previous one wrote (Gauss-Seidel 1000² at 2 ranks: 1.4 ms a row against
+NumPy's 5 µs; ADI 1000² x 2 23 s against 0.11 s). Once ``SETTLING_RUN`` small instructions in a
+row were recorded (a flush does not end the run there: a loop that reads values back flushes
+every few operations):
+
+- a small read of a base fetches its copy (:mod:`shoal.mirrors`) at once, after a flush if
+  recorded work writes the base (as one process holds a base after such a flush);
+- a small write *takes the base back*: it is fetched whole, released in the component and held
+  back here as a new array's data is (``Runtime._deferred``), so the loop's reads and writes are
+  NumPy's on it until an instruction names it and it is declared again with those values;
+- a copy that has served ``TAKE_BACK_ACCESSES`` reads is taken back the same way (its values
+  are the component's: no fetch).
+
+After ``TAKE_BACK_ACCESSES`` small accesses a taken-back base is held (:mod:`shoal.held`:
+NumPy's own indexing, as in one process); data held back from its creation is held as one
+process holds it. A base uploaded again before that, or whose copy served fewer than
+``MIRROR_ACCESSES`` reads before a batch wrote it, is neither copied nor taken back for a loop
+again: its loop is cheaper recorded. A batch run at once for a held base whose NumPy views are
+alive is followed by a take-back into the held memory, so the views see what the batch made of
+it, as NumPy's would.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from shoal import held
+from shoal.bytecode import View
+from shoal.frozen_values import new_instruction
+from shoal.mirrors import MIRROR_ACCESSES, MIRROR_BYTES, NOT_AGAIN
+
+if TYPE_CHECKING:
+    from shoal.runtime import Runtime
+
+TAKE_BACK_ACCESSES = 64  # small accesses a taken-back base pays for its two whole transfers with
+
+
+class LocalLoops:
+    """The :class:`~shoal.runtime.Runtime` methods of this idea (``_taken_back``: base -> small
+    accesses since it was taken back, or ``NOT_AGAIN``)."""
+
+    def _local_loop_memory(self: Runtime, view: View, write: bool) -> np.ndarray | None:
+        """What :meth:`~shoal.settled_memory.SettledMemory.settle` gives for a component without
+        memory: in a run of small instructions (or for a write of a base read from its copy), if
+        the component prefers local loops, ``view`` of the copy of its base (a read: fetched
+        now, after a flush if recorded work writes it) or of its values taken back (a write);
+        else None (the lock is held; ``memory`` gave None)."""
+        from shoal.settled_memory import SETTLING_RUN
+
+        engine = self._engine
+        base_id = view.base
+        if engine is None or not engine.prefers_local_loops():
+            return None
+        if self._small_run < SETTLING_RUN and not (write and base_id in self._mirrors):  # a loop reading it writes it
+            return None
+        base = self.lazy_base(base_id)
+        if base is None or not 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES or self._taken_back.get(base_id) == NOT_AGAIN:
+            return None
+        if write:
+            if 0 <= self._taken_back.get(base_id, TAKE_BACK_ACCESSES) < TAKE_BACK_ACCESSES:
+                self._taken_back[base_id] = NOT_AGAIN  # uploaded again too soon
+                return None
+            self._take_back(base_id)
+        else:
+            if base_id in self._written:
+                self.flush()
+            self._mirrored(base_id, MIRROR_ACCESSES)
+        return self.memory(view, write)
+
+    def _take_back(self: Runtime, base_id: int, into: np.ndarray | None = None) -> None:
+        """Fetch base ``base_id`` whole (into ``into``, its held memory, if given), release it
+        in the component and hold its values back here until an instruction names it (the lock
+        is held)."""
+        base = self.lazy_base(base_id)
+        assert base is not None
+        self.flush()
+        values = np.require(self.engine.fetch(base.whole_view()), base.dtype, ("C", "W", "O")).reshape(-1)
+        if into is not None:
+            into[...] = values
+            values = into
+        self._adopt(base_id, values)
+        self._taken_back[base_id] = 0 if into is None else TAKE_BACK_ACCESSES
+
+    def _adopt(self: Runtime, base_id: int, values: np.ndarray) -> None:
+        """Make ``values`` (the component's, whole, 1-D, writable) the data base ``base_id`` is
+        held back with, and release the base in the component (the lock is held)."""
+        base = self.lazy_base(base_id)
+        assert base is not None
+        self._pending.instructions.append(new_instruction("release", (), (), (("base", base_id),)))
+        self.flush()  # a later batch may declare it again
+        self._mirrors.pop(base_id, None)
+        self._mirror_reads.pop(base_id, None)
+        self._deferred[base_id] = (base.dtype, base.size, values)
+
+    def _read_copy(self: Runtime, base_id: int, weight: int) -> np.ndarray | None:
+        """Count a read that the copy of base ``base_id`` serves; once it has served
+        ``TAKE_BACK_ACCESSES``, if the component prefers local loops, the copy becomes the
+        base's data, held: the held memory, else None (the lock is held; no recorded work
+        writes the base)."""
+        reads = self._mirror_reads[base_id] = self._mirror_reads[base_id] + weight
+        if reads < TAKE_BACK_ACCESSES or not self.engine.prefers_local_loops() or self._taken_back.get(base_id) == NOT_AGAIN:
+            return None
+        base = self.lazy_base(base_id)
+        if base is None:
+            return None
+        copy = self._mirrors[base_id]
+        copy.flags.writeable = True  # its own memory, read-only while it was a copy
+        self._adopt(base_id, copy)
+        self._taken_back[base_id] = TAKE_BACK_ACCESSES
+        return held.hold(self, base, copy)
+
+    def _hold_taken_back(self: Runtime, base_id: int, data: np.ndarray, weight: int) -> np.ndarray | None:
+        """Count a small access to held-back base ``base_id`` for a component without memory:
+        a taken-back base is held once it has had ``TAKE_BACK_ACCESSES``, data held back since
+        its creation when :func:`shoal.held.due` says so. The held memory, or None (the lock is
+        held)."""
+        accesses = self._taken_back.get(base_id)
+        if accesses is None:
+            if not held.due(self, base_id, weight, held.HOLD_BACK_ACCESSES):
+                return None
+        elif accesses == NOT_AGAIN:
+            return None
+        elif accesses + weight < TAKE_BACK_ACCESSES:
+            self._taken_back[base_id] = accesses + weight
+            return None
+        self._taken_back[base_id] = TAKE_BACK_ACCESSES
+        base = self.lazy_base(base_id)
+        return None if base is None else held.hold(self, base, data)
+
+    def _resync_taken_back(self: Runtime, kept: list[int]) -> None:
+        """After a batch that named held bases whose NumPy views are alive ran at once: those
+        held back from a component without memory are taken back again, their held memory
+        refreshed with what the batch made of them (the lock is held)."""
+        for base_id in kept:
+            memory = self.held.get(base_id)
+            if base_id in self._taken_back and memory is not None and base_id not in self._deferred:
+                self._take_back(base_id, memory)
