@@ -9,7 +9,8 @@ slower than 1.10 x NumPy's median. A Shoal run that fails or runs past ``--timeo
 and not repeated.
 
 Run: ``python -m benchmarks.loop_patterns [--kernels a,b] [--repeats 3] [--sizes small,medium,large]
-[--eager-threshold N] [--examples]``. Writes ``benchmarks/results/loop_patterns.md`` and
+[--eager-threshold N] [--examples] [--ranks N]`` (``--ranks``: Shoal under ``mpiexec -n N``, the
+cluster, against NumPy in one process). Writes ``benchmarks/results/loop_patterns.md`` and
 ``.png`` (``loop_patterns_eager<N>`` with ``--eager-threshold``); ``--replot FILE.md`` only draws the
 plot of a table written before.
 """
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.cluster_layout import mpiexec
 from benchmarks.size_sweep import size_for, steps_for, with_steps
 from shoal.bench.catalog import EXAMPLES
 from shoal.bench.measure import BenchError, command, run
@@ -133,9 +135,10 @@ def points(kernels: tuple[str, ...], sizes: tuple[str, ...], examples: bool) -> 
     return chosen
 
 
-def measure(rows: list[Row], repeats: int, environment: dict[str, str], timeout: float, baseline: dict[str, str] | None = None) -> None:
+def measure(rows: list[Row], repeats: int, environment: dict[str, str], timeout: float, baseline: dict[str, str] | None = None, ranks: int = 0) -> None:
     """Run every row ``repeats`` times under both tools (and Shoal under the ``baseline``
-    environment, if given), rotating which goes first."""
+    environment, if given), rotating which goes first; Shoal under ``mpiexec -n ranks`` if
+    ``ranks`` is not 0."""
     tools = ("numpy", "shoal") if baseline is None else ("numpy", "shoal", "baseline")
     for repeat in range(repeats):
         for index, row in enumerate(rows):
@@ -146,6 +149,8 @@ def measure(rows: list[Row], repeats: int, environment: dict[str, str], timeout:
                     continue
                 point = row.point
                 argv = command("numpy" if tool == "numpy" else "shoal", point.program, point.size, point.arguments)
+                if ranks and tool != "numpy":
+                    argv = [mpiexec(), "-n", str(ranks), *argv]
                 try:
                     sample = run(argv, ROOT, timeout, None if tool == "numpy" else baseline if tool == "baseline" else environment)
                 except BenchError as error:
@@ -282,6 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--eager-threshold", type=int, default=None, help="SHOAL_EAGER_THRESHOLD for the Shoal runs")
     parser.add_argument("--examples", action="store_true", help="also run the catalog examples")
+    parser.add_argument("--ranks", type=int, default=0, help="run Shoal under mpiexec -n RANKS (the cluster)")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds before a run is abandoned")
     parser.add_argument("--output", type=Path, default=None, help="Markdown file (default under benchmarks/results)")
     parser.add_argument("--replot", type=Path, default=None, help="draw the plot of a written table again")
@@ -302,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.eager_threshold is not None:
         environment["SHOAL_EAGER_THRESHOLD"] = str(args.eager_threshold)
         stem += f"_eager{args.eager_threshold}"
+    if args.ranks:
+        stem += f"_ranks{args.ranks}"
     output = args.output or RESULTS / f"{stem}.md"
     rows = [Row(point) for point in points(args.kernels, args.sizes, args.examples)]
     started = time.perf_counter()
@@ -311,10 +319,12 @@ def main(argv: list[str] | None = None) -> None:
         for assignment in args.baseline.split(","):
             name, _, value = assignment.partition("=")
             baseline[name.strip()] = value.strip()
-    measure(rows, args.repeats, environment, args.timeout, baseline)
+    measure(rows, args.repeats, environment, args.timeout, baseline, args.ranks)
     elapsed = time.perf_counter() - started
 
     setting = f"SHOAL_EAGER_THRESHOLD={args.eager_threshold}" if args.eager_threshold is not None else "default settings"
+    if args.ranks:
+        setting += f", Shoal at {args.ranks} ranks"
     invocation = shlex.join(["python", "-m", "benchmarks.loop_patterns", *(sys.argv[1:] if argv is None else argv)])
     lines = [
         f"# Loop patterns under NumPy and Shoal ({setting})",

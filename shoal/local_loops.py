@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from shoal import held
+from shoal import drawn, held
 from shoal.bytecode import View
 from shoal.frozen_values import new_instruction
 from shoal.mirrors import MIRROR_ACCESSES, MIRROR_BYTES, NOT_AGAIN
@@ -132,7 +132,10 @@ class LocalLoops:
             return None
         self._taken_back[base_id] = TAKE_BACK_ACCESSES
         base = self.lazy_base(base_id)
-        return None if base is None else held.hold(self, base, data)
+        if base is None:
+            return None
+        drawn.spoil(data)  # held, NumPy may write it: the ranks' own draws of it are not its values
+        return held.hold(self, base, data)
 
     def _resync_taken_back(self: Runtime, kept: list[int]) -> None:
         """After a batch that named held bases whose NumPy views are alive ran at once: those

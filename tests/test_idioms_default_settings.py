@@ -427,7 +427,7 @@ def repeated_indices_in_place(np, d):
 
 @idiom
 def rows_relaxed_in_place(np, d):
-    grid = d["grid"] * 1.0
+    grid = np.random.default_rng(7).random((SIDE, SIDE))  # drawn: the cluster's ranks draw it too
     for i in range(1, 160):
         grid[i, 1:-1] = 0.25 * (grid[i - 1, 1:-1] + grid[i + 1, 1:-1] + grid[i, :-2] + grid[i, 2:])
     return grid.sum(), grid[:170]
