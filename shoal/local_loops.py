@@ -4,12 +4,13 @@ A component whose batches are planned across the processes of one job (the clust
 :meth:`~shoal.engine.component.Component.prefers_local_loops`) offers no memory, so a row or
 element loop over one of its arrays was recorded: a round trip between ranks per row, since each
 row reads what the previous one wrote (Gauss-Seidel 1000² at 2 ranks: 1.4 ms a row against
-NumPy's 5 µs; ADI 1000² x 2 23 s against 0.11 s). Once ``SETTLING_RUN`` small instructions in a
-row were recorded (a flush does not end the run there: a loop that reads values back flushes
-every few operations):
+NumPy's 5 µs; ADI 1000² x 2 23 s against 0.11 s). Once ``LOOP_RUN`` small instructions in a row
+were recorded (a flush does not end the run there: a loop that reads values back flushes every
+few operations):
 
-- a small read of a base fetches its copy (:mod:`shoal.mirrors`) at once, after a flush if
-  recorded work writes the base (as one process holds a base after such a flush);
+- a small read (at most ``LOOP_ELEMENTS``) of a base fetches its copy (:mod:`shoal.mirrors`) at
+  once, after a flush if recorded work writes the base (as one process holds a base after such
+  a flush);
 - a small write *takes the base back*: it is fetched whole, released in the component and held
   back here as a new array's data is (``Runtime._deferred``), so the loop's reads and writes are
   NumPy's on it until an instruction names it and it is declared again with those values;
@@ -40,25 +41,32 @@ if TYPE_CHECKING:
     from shoal.runtime import Runtime
 
 TAKE_BACK_ACCESSES = 64  # small accesses a taken-back base pays for its two whole transfers with
+# Accesses of up to this many elements make a loop local: a row or a column of any matrix a copy
+# is made for (``MIRROR_BYTES``). Larger views (a plane of a 3-D array, 262,144 elements in
+# lattice Boltzmann) are work the ranks share, cheaper recorded than moved to rank 0.
+LOOP_ELEMENTS = 1 << 14
+# Small instructions in a row before a loop is given its bases: a stencil's boundary writes
+# between sweeps (twelve in shallow water's ``reflect``) stay recorded with the sweeps around
+# them; a row loop reaches it within a few rows.
+LOOP_RUN = 32
 
 
 class LocalLoops:
     """The :class:`~shoal.runtime.Runtime` methods of this idea (``_taken_back``: base -> small
     accesses since it was taken back, or ``NOT_AGAIN``)."""
 
-    def _local_loop_memory(self: Runtime, view: View, write: bool) -> np.ndarray | None:
+    def _local_loop_memory(self: Runtime, view: View, write: bool, touched: int | None = None) -> np.ndarray | None:
         """What :meth:`~shoal.settled_memory.SettledMemory.settle` gives for a component without
-        memory: in a run of small instructions (or for a write of a base read from its copy), if
-        the component prefers local loops, ``view`` of the copy of its base (a read: fetched
-        now, after a flush if recorded work writes it) or of its values taken back (a write);
-        else None (the lock is held; ``memory`` gave None)."""
-        from shoal.settled_memory import SETTLING_RUN
-
+        memory: in a run of ``LOOP_RUN`` small instructions (or for a write of a base read from
+        its copy), if the component prefers local loops and the access reads or writes
+        (``touched``) at most ``LOOP_ELEMENTS``, ``view`` of the copy of its base (a read:
+        fetched now, after a flush if recorded work writes it) or of its values taken back (a
+        write); else None (the lock is held; ``memory`` gave None)."""
         engine = self._engine
         base_id = view.base
-        if engine is None or not engine.prefers_local_loops():
+        if engine is None or (view.size if touched is None else touched) > LOOP_ELEMENTS or not engine.prefers_local_loops():
             return None
-        if self._small_run < SETTLING_RUN and not (write and base_id in self._mirrors):  # a loop reading it writes it
+        if self._small_run < LOOP_RUN and not (write and base_id in self._mirrors):  # a loop reading it writes it
             return None
         base = self.lazy_base(base_id)
         if base is None or not 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES or self._taken_back.get(base_id) == NOT_AGAIN:

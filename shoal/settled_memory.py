@@ -126,7 +126,7 @@ class SettledMemory:
             kept = self._hold(base)
             return None if kept is None else held.view_of(kept, view)
 
-    def settle(self: Runtime, view: View, write: bool = False, element: bool = False) -> np.ndarray | None:
+    def settle(self: Runtime, view: View, write: bool = False, element: bool = False, touched: int | None = None) -> np.ndarray | None:
         """Like :meth:`memory`, but where recorded work stands in the way and the component offers
         its memory, that work runs first (a flush) when ``element`` is true (one element is read)
         or the last ``SETTLING_RUN`` recorded instructions were all small (small results, reading
@@ -135,21 +135,23 @@ class SettledMemory:
         filling a new one, then costs one flush, not a recorded instruction per element or row;
         an element read that flushed holds the base at once (:mod:`shoal.held`), so the reads
         after it are NumPy's indexing; a batch of whole-array work (a stencil's loop body writing
-        a boundary row) is not cut for a small view."""
+        a boundary row) is not cut for a small view. ``touched``: the elements a write of part of
+        ``view`` changes (by default all of them). A component that offers no memory may prefer
+        to give the loop the base (:mod:`shoal.local_loops`)."""
         with self._lock:
             memory = self.memory(view, write)
             if memory is not None or not self.settled_threshold:
                 return memory
             base = view.base
             if base not in self._written and base not in self._declared and not (write and base in self._read):
-                return None if self.offers_memory() else self._local_loop_memory(view, write)  # the component refused it
+                return None if self.offers_memory() else self._local_loop_memory(view, write, touched)  # the component refused it
             if not element and self._small_run < SETTLING_RUN:
                 return None
             engine = self._engine
             if engine is None:
                 return None
             if not _offers_memory(engine):
-                return self._local_loop_memory(view, write)  # shoal.local_loops
+                return self._local_loop_memory(view, write, touched)  # shoal.local_loops
             self.flush()
             if element and base not in self._declared and base not in self.held:
                 kept = self._hold(base)  # a fresh result read element by element: NumPy indexes it from now on

@@ -86,7 +86,7 @@ def test_a_base_uploaded_again_too_soon_is_not_taken_back_again(cluster_like):
     grid = snp.array(_grid()) * 1.0
     expected = _grid() * 1.0
     for _ in range(4):  # a few small writes, then whole-array work on the same base, repeatedly
-        for i in range(1, 12):
+        for i in range(1, 21):  # taken back after 32 recorded small instructions, a few accesses before the upload
             grid[i, :50] = grid[i - 1, :50] * 0.5
             expected[i, :50] = expected[i - 1, :50] * 0.5
         grid *= 1.5
@@ -155,4 +155,29 @@ def test_views_kept_of_a_held_base_see_the_work_that_names_it(cluster_like):
     del row
     grid += 1.0
     expected += 1.0
+    numpy.testing.assert_array_equal(numpy.array(grid, copy=True), expected)
+
+
+def test_boundary_writes_between_sweeps_stay_recorded(cluster_like):
+    grid = snp.array(_grid()) * 1.0
+    expected = _grid() * 1.0
+    for _ in range(4):
+        for field in (grid, expected):
+            field[1:-1, 1:-1] = 0.25 * (field[:-2, 1:-1] + field[2:, 1:-1] + field[1:-1, :-2] + field[1:-1, 2:])
+            for _side in range(3):  # twelve small writes: fewer than a loop of rows makes
+                field[0, :] = -field[1, :]
+                field[-1, :] = -field[-2, :]
+                field[:, 0] = -field[:, 1]
+                field[:, -1] = -field[:, -2]
+    assert not cluster_like._taken_back and not cluster_like._mirrors
+    numpy.testing.assert_array_equal(numpy.array(grid, copy=True), expected)
+
+
+def test_a_loop_over_views_larger_than_a_row_stays_recorded(cluster_like, monkeypatch):
+    monkeypatch.setattr(local_loops, "LOOP_ELEMENTS", 64)  # the rows below have 98 elements
+    grid = snp.array(_grid()) * 1.0
+    expected = _grid() * 1.0
+    _relax_rows(snp, grid, range(1, 99))
+    _relax_rows(numpy, expected, range(1, 99))
+    assert not cluster_like._taken_back and not cluster_like._mirrors
     numpy.testing.assert_array_equal(numpy.array(grid, copy=True), expected)

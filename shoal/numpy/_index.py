@@ -302,9 +302,10 @@ def _set_in_place(array: ndarray, key: tuple[Any, ...], value: Any) -> bool:
             target, _ = basic_view(array, key)
         except IndexError:
             return False  # raised again, in NumPy's order, where the assignment is recorded
-    if math.prod(target.shape) >= array._base.runtime.settled_threshold:
+    touched = math.prod(target.shape)
+    if touched >= array._base.runtime.settled_threshold:
         return False
-    memory = writable(array)
+    memory = writable(array, touched)
     if memory is None:
         return False
     if is_lazy(value):

@@ -48,10 +48,10 @@ def _memory(array: ndarray) -> np.ndarray | None:
     return runtime.settle(array._view)
 
 
-def writable(array: ndarray) -> np.ndarray | None:
+def writable(array: ndarray, touched: int | None = None) -> np.ndarray | None:
     """``array``'s live memory if no recorded work touches its base, else None (any size: the
-    caller checks the size of what it writes)."""
-    return array._base.runtime.settle(array._view, write=True)
+    caller checks the size of what it writes, ``touched`` elements if it writes part of it)."""
+    return array._base.runtime.settle(array._view, write=True, touched=touched)
 
 
 def operands(values: tuple[Any, ...] | list[Any]) -> list[Any] | None:
