@@ -64,9 +64,10 @@ class LocalLoops:
         write); else None (the lock is held; ``memory`` gave None)."""
         engine = self._engine
         base_id = view.base
-        if engine is None or (view.size if touched is None else touched) > LOOP_ELEMENTS or not engine.prefers_local_loops():
+        heavy = not write and view.size >= self.settled_threshold  # a product's matrix: recorded, the ranks would gather it
+        if engine is None or (not heavy and (view.size if touched is None else touched) > LOOP_ELEMENTS) or not engine.prefers_local_loops():
             return None
-        if self._small_run < LOOP_RUN and not (write and base_id in self._mirrors):  # a loop reading it writes it
+        if self._small_run < LOOP_RUN and not heavy and not (write and base_id in self._mirrors):  # a loop reading it writes it
             return None
         base = self.lazy_base(base_id)
         if base is None or not 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES or self._taken_back.get(base_id) == NOT_AGAIN:

@@ -34,8 +34,10 @@ class Mirrors:
 
     def _mirrored(self: Runtime, base_id: int, weight: int) -> np.ndarray | None:
         """The read-only copy of settled base ``base_id`` (whole, 1-D), fetched from the
-        component at this access if it is the ``MIRROR_ACCESSES``-th, else None (the lock is
-        held; the component offers no memory and no recorded work changes the base)."""
+        component at this access if it is the ``MIRROR_ACCESSES``-th (a heavy read, ``weight``
+        above 1, counts for all of them where the component prefers local loops), else None
+        (the lock is held; the component offers no memory and no recorded work changes the
+        base)."""
         mirror = self._mirrors.get(base_id)
         if mirror is not None:
             return mirror
@@ -43,6 +45,8 @@ class Mirrors:
         engine = self._engine
         if base is None or engine is None or not 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES:
             return None
+        if weight > 1 and engine.prefers_local_loops():
+            weight = MIRROR_ACCESSES  # a product's whole matrix: the ranks would gather it at rank 0 for each product
         reads = self._mirror_reads[base_id] = self._mirror_reads.get(base_id, 0) + weight
         if reads < MIRROR_ACCESSES:
             return None

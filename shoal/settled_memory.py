@@ -142,16 +142,14 @@ class SettledMemory:
             memory = self.memory(view, write)
             if memory is not None or not self.settled_threshold:
                 return memory
+            engine = self._engine
+            if engine is not None and not _offers_memory(engine):
+                return self._local_loop_memory(view, write, touched)  # shoal.local_loops
             base = view.base
             if base not in self._written and base not in self._declared and not (write and base in self._read):
-                return None if self.offers_memory() else self._local_loop_memory(view, write, touched)  # the component refused it
-            if not element and self._small_run < SETTLING_RUN:
+                return None  # the component refused it
+            if engine is None or (not element and self._small_run < SETTLING_RUN):
                 return None
-            engine = self._engine
-            if engine is None:
-                return None
-            if not _offers_memory(engine):
-                return self._local_loop_memory(view, write, touched)  # shoal.local_loops
             self.flush()
             if element and base not in self._declared and base not in self.held:
                 kept = self._hold(base)  # a fresh result read element by element: NumPy indexes it from now on

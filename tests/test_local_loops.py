@@ -181,3 +181,14 @@ def test_a_loop_over_views_larger_than_a_row_stays_recorded(cluster_like, monkey
     _relax_rows(numpy, expected, range(1, 99))
     assert not cluster_like._taken_back and not cluster_like._mirrors
     numpy.testing.assert_array_equal(numpy.array(grid, copy=True), expected)
+
+
+def test_a_product_reading_a_fresh_matrix_reads_its_copy_at_once(cluster_like):
+    matrix = snp.array(_grid()) * 2.0  # recorded: the product would have the ranks gather it
+    expected = _grid() * 2.0
+    vector = numpy.linspace(0.0, 1.0, 100)
+    first = matrix @ vector
+    assert matrix._base.id in cluster_like._mirrors  # one fetch, no recorded product
+    numpy.testing.assert_array_equal(first, expected @ vector)
+    for i in range(1, 20):
+        numpy.testing.assert_array_equal(matrix[:, i] @ matrix[:, i:], expected[:, i] @ expected[:, i:])
