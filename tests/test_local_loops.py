@@ -192,3 +192,33 @@ def test_a_product_reading_a_fresh_matrix_reads_its_copy_at_once(cluster_like):
     numpy.testing.assert_array_equal(first, expected @ vector)
     for i in range(1, 20):
         numpy.testing.assert_array_equal(matrix[:, i] @ matrix[:, i:], expected[:, i] @ expected[:, i:])
+
+
+def test_a_read_only_array_stays_read_only_in_a_loop(cluster_like):
+    grid = snp.array(_grid()) + 1.0
+    grid.flags.writeable = False
+    expected = _grid() + 1.0
+    total, expected_total = 0.0, 0.0
+    for i in range(100):
+        total += float(grid[i, :50].sum())  # a loop of small reads: the copy, then the base taken over
+        expected_total += float(expected[i, :50].sum())
+    assert total == expected_total
+    assert grid._base.id in cluster_like.held or grid._base.id in cluster_like._mirrors
+    with pytest.raises(ValueError, match="read-only"):
+        grid[3, 3] = 0.0
+    row = grid[5]
+    with pytest.raises(ValueError, match="read-only"):
+        row[0] = 1.0
+
+
+def test_a_cast_in_a_local_loop_warns_at_the_caller_s_line(cluster_like):
+    import warnings
+
+    small = snp.zeros((100, 100), snp.float32) + 1.0
+    for i in range(1, 60):  # taken back, then held
+        small[i, :10] = small[i - 1, :10] * 1.5
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        small[2] = numpy.full(100, 1e300)  # overflows in the cast to float32, as under NumPy
+    assert [(w.category, str(w.message), w.filename) for w in caught] == [(RuntimeWarning, "overflow encountered in cast", __file__)]
+    assert numpy.isinf(numpy.array(small, copy=True)[2]).all()
