@@ -95,6 +95,7 @@ class Forks:
                 child = _child_engine() if failure is None else Unreachable(failure)
                 self._settled = {}
                 self._writable = {}
+                self._mirrors, self._mirror_reads, self._taken_back = {}, {}, {}  # every base is held back here now
                 self._watches.clear()  # the parent's batches: the parent gives their warnings
             self._engine = child
         finally:

@@ -60,8 +60,8 @@ class LocalLoops:
         memory: in a run of ``LOOP_RUN`` small instructions (or for a write of a base read from
         its copy), if the component prefers local loops and the access reads or writes
         (``touched``) at most ``LOOP_ELEMENTS``, ``view`` of the copy of its base (a read:
-        fetched now, after a flush if recorded work writes it) or of its values taken back (a
-        write); else None (the lock is held; ``memory`` gave None)."""
+        fetched now, after a flush if the pending batch declares or writes it) or of its values
+        taken back (a write); else None (the lock is held; ``memory`` gave None)."""
         engine = self._engine
         base_id = view.base
         heavy = not write and view.size >= self.settled_threshold  # a product's matrix: recorded, the ranks would gather it
@@ -78,7 +78,7 @@ class LocalLoops:
                 return None
             self._take_back(base_id)
         else:
-            if base_id in self._written:
+            if base_id in self._written or base_id in self._declared:
                 self.flush()
             self._mirrored(base_id, MIRROR_ACCESSES)
         return self.memory(view, write)
@@ -120,7 +120,10 @@ class LocalLoops:
         if base is None:
             return None
         copy = self._mirrors[base_id]
-        copy.flags.writeable = True  # its own memory, read-only while it was a copy
+        try:
+            copy.flags.writeable = True  # its own memory, read-only while it was a copy
+        except ValueError:  # memory it may not write (a buffer the component received)
+            copy = copy.copy()
         self._adopt(base_id, copy)
         self._taken_back[base_id] = TAKE_BACK_ACCESSES
         return held.hold(self, base, copy)
@@ -150,6 +153,8 @@ class LocalLoops:
         """After a batch that named held bases whose NumPy views are alive ran at once: those
         held back from a component without memory are taken back again, their held memory
         refreshed with what the batch made of them (the lock is held)."""
+        if self.offers_memory():
+            return  # the held memory is the component's own (a forked child's engine)
         for base_id in kept:
             memory = self.held.get(base_id)
             if base_id in self._taken_back and memory is not None and base_id not in self._deferred:
