@@ -38,6 +38,7 @@ from shoal.frozen_values import new_instruction
 from shoal.mirrors import MIRROR_ACCESSES, MIRROR_BYTES, NOT_AGAIN
 
 if TYPE_CHECKING:
+    from shoal.base_lives import LazyBase
     from shoal.runtime import Runtime
 
 TAKE_BACK_ACCESSES = 64  # small accesses a taken-back base pays for its two whole transfers with
@@ -126,7 +127,7 @@ class LocalLoops:
             copy = copy.copy()
         self._adopt(base_id, copy)
         self._taken_back[base_id] = TAKE_BACK_ACCESSES
-        return held.hold(self, base, copy)
+        return _hold_for_loops(self, base, copy)
 
     def _hold_taken_back(self: Runtime, base_id: int, data: np.ndarray, weight: int) -> np.ndarray | None:
         """Count a small access to held-back base ``base_id`` for a component without memory:
@@ -147,7 +148,7 @@ class LocalLoops:
         if base is None:
             return None
         drawn.spoil(data)  # held, NumPy may write it: the ranks' own draws of it are not its values
-        return held.hold(self, base, data)
+        return _hold_for_loops(self, base, data)
 
     def _resync_taken_back(self: Runtime, kept: list[int]) -> None:
         """After a batch that named held bases whose NumPy views are alive ran at once: those
@@ -159,3 +160,13 @@ class LocalLoops:
             memory = self.held.get(base_id)
             if base_id in self._taken_back and memory is not None and base_id not in self._deferred:
                 self._take_back(base_id, memory)
+
+
+def _hold_for_loops(runtime: Runtime, base: LazyBase, data: np.ndarray) -> np.ndarray | None:
+    """Hold ``base`` with ``data`` (:func:`shoal.held.hold`) for loops: views of more than
+    ``LOOP_ELEMENTS`` stay lazy, work the ranks share (a 4000 x 64 batch of an MLP's inputs,
+    indexed from a held draw, was multiplied at rank 0 on one thread)."""
+    kept = held.hold(runtime, base, data)
+    if kept is not None:
+        base.large = min(base.large, LOOP_ELEMENTS)
+    return kept

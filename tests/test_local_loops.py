@@ -222,3 +222,16 @@ def test_a_cast_in_a_local_loop_warns_at_the_caller_s_line(cluster_like):
         small[2] = numpy.full(100, 1e300)  # overflows in the cast to float32, as under NumPy
     assert [(w.category, str(w.message), w.filename) for w in caught] == [(RuntimeWarning, "overflow encountered in cast", __file__)]
     assert numpy.isinf(numpy.array(small, copy=True)[2]).all()
+
+
+def test_a_base_held_for_a_loop_hands_out_only_small_views(cluster_like, monkeypatch):
+    monkeypatch.setattr(local_loops, "LOOP_ELEMENTS", 150)  # rows (100) are a loop's, ten rows are not
+    grid = snp.array(_grid()) * 1.0
+    expected = _grid() * 1.0
+    _relax_rows(snp, grid, range(1, 99))
+    _relax_rows(numpy, expected, range(1, 99))
+    assert grid._base.id in cluster_like.held
+    assert type(grid[5]) is numpy.ndarray  # NumPy's view of the held memory
+    block = grid[:10]
+    assert type(block) is snp.ndarray  # lazy: whole-array work on it is the ranks'
+    numpy.testing.assert_array_equal(numpy.array(block * 2.0, copy=True), expected[:10] * 2.0)

@@ -88,7 +88,7 @@ class Component(abc.ABC):
         """True if, for a component that offers no :meth:`memory`, a loop of small operations on
         one of its bases runs faster on the base's values fetched into the program's process
         than recorded (the cluster manager: a recorded row loop pays a round trip between ranks
-        per row). The runtime then takes such a base back for the loop (:mod:`shoal.mirrors`).
+        per row). The runtime then takes such a base back for the loop (:mod:`shoal.local_loops`).
         By default False (a proxy's client records the loop and sends it in one batch)."""
         return False
 
