@@ -26,6 +26,14 @@ def test_engine_stats_line_round_trips() -> None:
     assert parse_stats("no stats here") is None
 
 
+def test_stats_lines_of_ranks_run_together_are_skipped() -> None:
+    totals = Totals(batches=3, block_ops=5, scheduling_seconds=0.25)
+    rank_one = f"{totals.line()} peak_bytes=10"
+    run_together = "shoal-stats: batches=82 block_ops=4shoal cluster: rank  host  messages"  # another rank's line cut into it
+    assert parse_stats(f"{rank_one}\n{run_together}\n") == totals
+    assert parse_stats(run_together) is None
+
+
 def test_unknown_example_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     from shoal.bench import main
 

@@ -28,13 +28,18 @@ class Totals:
 
 
 def parse_stats(text: str) -> Totals | None:
-    """The totals a launched program printed, or None if it printed none."""
+    """The totals a launched program printed (the last whole line of them), or None if it
+    printed none. Under ``mpiexec`` every rank prints its own, and the lines may run into each
+    other: a line whose fields do not read is skipped."""
     for line in reversed(text.splitlines()):
         if line.startswith(STATS_PREFIX):
-            fields = dict(item.split("=", 1) for item in line[len(STATS_PREFIX) :].split())
-            return Totals(
-                batches=int(fields["batches"]),
-                block_ops=int(fields["block_ops"]),
-                scheduling_seconds=float(fields["scheduling_seconds"]),
-            )
+            fields = dict(item.split("=", 1) for item in line[len(STATS_PREFIX) :].split() if "=" in item)
+            try:
+                return Totals(
+                    batches=int(fields["batches"]),
+                    block_ops=int(fields["block_ops"]),
+                    scheduling_seconds=float(fields["scheduling_seconds"]),
+                )
+            except (KeyError, ValueError):
+                continue
     return None
