@@ -35,6 +35,7 @@ import numpy as np
 from shoal import drawn, held
 from shoal.bytecode import View
 from shoal.frozen_values import new_instruction
+from shoal.interrupts import interrupts_held
 from shoal.mirrors import MIRROR_ACCESSES, MIRROR_BYTES, NOT_AGAIN
 
 if TYPE_CHECKING:
@@ -95,19 +96,21 @@ class LocalLoops:
         if into is not None:
             into[...] = values
             values = into
-        self._adopt(base_id, values)
-        self._taken_back[base_id] = 0 if into is None else TAKE_BACK_ACCESSES
+        self._adopt(base_id, values, 0 if into is None else TAKE_BACK_ACCESSES)
 
-    def _adopt(self: Runtime, base_id: int, values: np.ndarray) -> None:
+    def _adopt(self: Runtime, base_id: int, values: np.ndarray, accesses: int) -> None:
         """Make ``values`` (the component's, whole, 1-D, writable) the data base ``base_id`` is
-        held back with, and release the base in the component (the lock is held)."""
+        held back with, counting ``accesses``, and release the base in the component (the lock
+        is held). Ctrl-C waits until both sides agree where the base lives."""
         base = self.lazy_base(base_id)
         assert base is not None
-        self._pending.instructions.append(new_instruction("release", (), (), (("base", base_id),)))
-        self.flush()  # a later batch may declare it again
-        self._mirrors.pop(base_id, None)
-        self._mirror_reads.pop(base_id, None)
-        self._deferred[base_id] = (base.dtype, base.size, values)
+        with interrupts_held():
+            self._pending.instructions.append(new_instruction("release", (), (), (("base", base_id),)))
+            self.flush()  # a later batch may declare it again
+            self._mirrors.pop(base_id, None)
+            self._mirror_reads.pop(base_id, None)
+            self._deferred[base_id] = (base.dtype, base.size, values)
+            self._taken_back[base_id] = accesses
 
     def _read_copy(self: Runtime, base_id: int, weight: int) -> np.ndarray | None:
         """Count a read that the copy of base ``base_id`` serves; once it has served
@@ -125,8 +128,7 @@ class LocalLoops:
             copy.flags.writeable = True  # its own memory, read-only while it was a copy
         except ValueError:  # memory it may not write (a buffer the component received)
             copy = copy.copy()
-        self._adopt(base_id, copy)
-        self._taken_back[base_id] = TAKE_BACK_ACCESSES
+        self._adopt(base_id, copy, TAKE_BACK_ACCESSES)
         return _hold_for_loops(self, base, copy)
 
     def _hold_taken_back(self: Runtime, base_id: int, data: np.ndarray, weight: int) -> np.ndarray | None:
