@@ -66,13 +66,11 @@ class Forks:
     def _fetch_live(self: Runtime) -> dict[int, np.ndarray]:
         """Every live base the component holds, whole, as one-dimensional writable arrays."""
         values: dict[int, np.ndarray] = {}
-        engine = self.engine
         for base_id, ref in list(self._bases.items()):
             base = ref()
             if base is None or base_id in self._deferred or base.size == 0:
                 continue
-            data = np.ascontiguousarray(engine.fetch(base.whole_view())).reshape(-1)
-            values[base_id] = data if data.flags.writeable else data.copy()
+            values[base_id] = self._fetch_whole(base)
         return values
 
     def after_fork_in_parent(self: Runtime) -> None:

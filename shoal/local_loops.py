@@ -92,7 +92,7 @@ class LocalLoops:
         base = self.lazy_base(base_id)
         assert base is not None
         self.flush()
-        values = np.require(self.engine.fetch(base.whole_view()), base.dtype, ("C", "W", "O")).reshape(-1)
+        values = self._fetch_whole(base)
         if into is not None:
             into[...] = values
             values = into
@@ -124,10 +124,7 @@ class LocalLoops:
         if base is None:
             return None
         copy = self._mirrors[base_id]
-        try:
-            copy.flags.writeable = True  # its own memory, read-only while it was a copy
-        except ValueError:  # memory it may not write (a buffer the component received)
-            copy = copy.copy()
+        copy.flags.writeable = True  # its own memory (``_fetch_whole``), read-only while it was a copy
         self._adopt(base_id, copy, TAKE_BACK_ACCESSES)
         return _hold_for_loops(self, base, copy)
 

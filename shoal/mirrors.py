@@ -50,8 +50,8 @@ class Mirrors:
         reads = self._mirror_reads[base_id] = self._mirror_reads.get(base_id, 0) + weight
         if reads < MIRROR_ACCESSES:
             return None
-        mirror = np.ascontiguousarray(engine.fetch(base.whole_view()))
-        mirror.flags.writeable = False
+        mirror = self._fetch_whole(base)
+        mirror.flags.writeable = False  # its own memory: writable again if taken over (shoal.local_loops)
         self._mirrors[base_id] = mirror
         self._mirror_reads[base_id] = 0  # from now on, the reads the copy serves
         return mirror

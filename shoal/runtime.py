@@ -22,13 +22,14 @@ import numpy as np
 from shoal import drawn, forks, fp_warnings, held, salvage, settings, trace
 from shoal.base_lives import BaseLives, LazyBase, make_base
 from shoal.batch_boundary import BatchBoundary
-from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs, reordered
+from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.frozen_values import new_decl, new_view
 from shoal.interrupts import interrupts_held
 from shoal.local_loops import LocalLoops
 from shoal.mirrors import Mirrors
 from shoal.pending_warnings import PendingWarnings
+from shoal.reads import Reads
 from shoal.recording_calls import CallRecording
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
@@ -51,7 +52,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class Runtime(SettledMemory, Mirrors, LocalLoops, CallRecording, BaseLives, forks.Forks, PendingWarnings):
+class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLives, forks.Forks, PendingWarnings):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -363,30 +364,6 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, CallRecording, BaseLives, fork
         carried.donated = set(batch.donated)
         return carried
 
-    def read(self, view: View) -> np.ndarray:
-        """The current contents of ``view`` as a new ndarray (recorded work that writes its base
-        runs first), in the view's axis order where it is dense in one (``a.T + 1`` comes back
-        Fortran-ordered, as NumPy's; a strided view C-ordered, as NumPy's copy)."""
-        order = memory_order(view)
-        asked = view if order is None else new_view(view.base, view.dtype, view.offset, tuple(view.shape[a] for a in order), tuple(view.strides[a] for a in order))
-        if not asked.is_contiguous():
-            order, asked = None, view
-        with self._lock:
-            settled = self.memory(view)
-            if settled is not None:
-                return settled.copy(order="C" if order is None else "K")  # also a held base's values
-            if view.base in self._deferred:
-                self._declare_deferred(view.base)
-            self.flush()
-            tracer = trace.TRACER
-            if tracer is None:
-                contents = self.engine.fetch(asked)
-            else:
-                with tracer.span("fetch", "communication", {"shape": list(view.shape)}):
-                    contents = self.engine.fetch(asked)
-            self._warn(settled=True)
-            return contents if order is None else contents.transpose(np.argsort(order))
-
     def abandon(self) -> None:
         """Run nothing more at :meth:`close`: the program was interrupted (what the program's
         own exit handlers read still runs)."""
@@ -411,15 +388,6 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, CallRecording, BaseLives, fork
 
 _current: Runtime | None = None
 _current_lock = threading.Lock()
-
-
-def memory_order(view: View) -> tuple[int, ...] | None:
-    """The axes of ``view`` from the largest stride to the smallest, if that is not their order
-    and every stride is positive; else None."""
-    strides = view.strides
-    if len(strides) < 2 or min(strides) <= 0 or not reordered(strides):
-        return None
-    return tuple(sorted(range(len(strides)), key=lambda axis: -strides[axis]))
 
 
 def current() -> Runtime:
