@@ -78,32 +78,29 @@ class LocalLoops:
             if 0 <= self._taken_back.get(base_id, TAKE_BACK_ACCESSES) < TAKE_BACK_ACCESSES:
                 self._taken_back[base_id] = NOT_AGAIN  # uploaded again too soon
                 return None
-            self._take_back(base_id)
+            self._take_back(base)
         else:
             if base_id in self._written or base_id in self._declared:
                 self.flush()
             self._mirrored(base_id, MIRROR_ACCESSES)
         return self.memory(view, write)
 
-    def _take_back(self: Runtime, base_id: int, into: np.ndarray | None = None) -> None:
-        """Fetch base ``base_id`` whole (into ``into``, its held memory, if given), release it
-        in the component and hold its values back here until an instruction names it (the lock
-        is held)."""
-        base = self.lazy_base(base_id)
-        assert base is not None
+    def _take_back(self: Runtime, base: LazyBase, into: np.ndarray | None = None) -> None:
+        """Fetch ``base`` whole (into ``into``, its held memory, if given), release it in the
+        component and hold its values back here until an instruction names it (the lock is
+        held)."""
         self.flush()
         values = self._fetch_whole(base)
         if into is not None:
             into[...] = values
             values = into
-        self._adopt(base_id, values, 0 if into is None else TAKE_BACK_ACCESSES)
+        self._adopt(base, values, 0 if into is None else TAKE_BACK_ACCESSES)
 
-    def _adopt(self: Runtime, base_id: int, values: np.ndarray, accesses: int) -> None:
-        """Make ``values`` (the component's, whole, 1-D, writable) the data base ``base_id`` is
-        held back with, counting ``accesses``, and release the base in the component (the lock
-        is held). Ctrl-C waits until both sides agree where the base lives."""
-        base = self.lazy_base(base_id)
-        assert base is not None
+    def _adopt(self: Runtime, base: LazyBase, values: np.ndarray, accesses: int) -> None:
+        """Make ``values`` (the component's, whole, 1-D, writable) the data ``base`` is held
+        back with, counting ``accesses``, and release the base in the component (the lock is
+        held). Ctrl-C waits until both sides agree where the base lives."""
+        base_id = base.id
         with interrupts_held():
             self._pending.instructions.append(new_instruction("release", (), (), (("base", base_id),)))
             self.flush()  # a later batch may declare it again
@@ -125,7 +122,7 @@ class LocalLoops:
             return None
         copy = self._mirrors[base_id]
         copy.flags.writeable = True  # its own memory (``_fetch_whole``), read-only while it was a copy
-        self._adopt(base_id, copy, TAKE_BACK_ACCESSES)
+        self._adopt(base, copy, TAKE_BACK_ACCESSES)
         return _hold_for_loops(self, base, copy)
 
     def _hold_taken_back(self: Runtime, base_id: int, data: np.ndarray, weight: int) -> np.ndarray | None:
@@ -157,8 +154,9 @@ class LocalLoops:
             return  # the held memory is the component's own (a forked child's engine)
         for base_id in kept:
             memory = self.held.get(base_id)
-            if base_id in self._taken_back and memory is not None and base_id not in self._deferred:
-                self._take_back(base_id, memory)
+            base = self.lazy_base(base_id)
+            if base_id in self._taken_back and memory is not None and base is not None and base_id not in self._deferred:
+                self._take_back(base, memory)
 
 
 def _hold_for_loops(runtime: Runtime, base: LazyBase, data: np.ndarray) -> np.ndarray | None:
