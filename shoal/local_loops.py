@@ -36,7 +36,7 @@ from shoal import drawn, held
 from shoal.bytecode import View
 from shoal.frozen_values import new_instruction
 from shoal.interrupts import interrupts_held
-from shoal.mirrors import MIRROR_ACCESSES, MIRROR_BYTES, NOT_AGAIN
+from shoal.mirrors import MIRROR_ACCESSES, NOT_AGAIN, copyable
 
 if TYPE_CHECKING:
     from shoal.base_lives import LazyBase
@@ -72,7 +72,7 @@ class LocalLoops:
         if self._small_run < LOOP_RUN and not heavy and not (write and base_id in self._mirrors):  # a loop reading it writes it
             return None
         base = self.lazy_base(base_id)
-        if base is None or not 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES or self._taken_back.get(base_id) == NOT_AGAIN:
+        if base is None or not copyable(base) or self._taken_back.get(base_id) == NOT_AGAIN:
             return None
         if write:
             if 0 <= self._taken_back.get(base_id, TAKE_BACK_ACCESSES) < TAKE_BACK_ACCESSES:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from shoal.base_lives import LazyBase
     from shoal.runtime import Runtime
 
 MIRROR_ACCESSES = 16  # settled reads of a base before it is fetched whole
@@ -43,7 +44,7 @@ class Mirrors:
             return mirror
         base = self.lazy_base(base_id)
         engine = self._engine
-        if base is None or engine is None or not 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES:
+        if base is None or engine is None or not copyable(base):
             return None
         if weight > 1 and engine.prefers_local_loops():
             weight = MIRROR_ACCESSES  # a product's whole matrix: the ranks would gather it at rank 0 for each product
@@ -70,3 +71,8 @@ class Mirrors:
                 del table[base_id]
         for base_id in [base_id for base_id in self._taken_back if base_id not in self._bases]:
             del self._taken_back[base_id]
+
+
+def copyable(base: LazyBase) -> bool:
+    """True if ``base`` may be fetched whole to the frontend: not empty, at most ``MIRROR_BYTES``."""
+    return 0 < base.size * base.dtype.itemsize <= MIRROR_BYTES

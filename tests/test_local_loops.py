@@ -107,7 +107,7 @@ def test_a_component_that_records_its_loops_keeps_them_recorded():
 
 
 def test_a_base_larger_than_the_limit_stays_in_the_component(cluster_like, monkeypatch):
-    monkeypatch.setattr(local_loops, "MIRROR_BYTES", 1024)
+    monkeypatch.setattr(mirrors, "MIRROR_BYTES", 1024)
     grid = snp.array(_grid()) * 1.0
     expected = _grid() * 1.0
     _relax_rows(snp, grid, range(1, 40))
