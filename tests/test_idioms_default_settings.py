@@ -482,23 +482,3 @@ def test_idiom_gives_numpys_result(name: str, compiled: str, monkeypatch: pytest
         for key, value in lazy_inputs.items():
             _assert_same(value, inputs[key], f"{name}: input {key} afterwards")
 
-
-@pytest.mark.full
-@pytest.mark.filterwarnings("ignore::shoal.errors.ShoalFallbackWarning")
-def test_idioms_through_the_proxy_give_numpys_results(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same idioms with the arrays on a live server (a 0-d result once came back 1-d)."""
-    needs_runtime()
-    from proxy_harness import client_for, engine, live_server
-
-    import shoal.numpy as snp
-    from shoal import runtime
-
-    monkeypatch.setenv("SHOAL_VERIFY", "0")
-    with live_server(engine("node"), memory_limit=4 << 30) as server:
-        for name in sorted(IDIOMS):
-            inputs = _inputs()
-            expected = IDIOMS[name](numpy, {key: value.copy() for key, value in inputs.items()})
-            with runtime.configure(engine=client_for(server, timeout=60)):
-                lazy_inputs = {key: snp.array(value) for key, value in inputs.items()}
-                for call in range(2):
-                    _assert_same(IDIOMS[name](snp, lazy_inputs), expected, f"{name} through the proxy, call {call + 1}")
