@@ -13,9 +13,45 @@
 
 #include "_slot_offset.h"
 
-enum { B_CLOSED, B_BASES, B_RELEASED, B_DEFERRED, B_HELD, B_RELEASE, B_APPEND, B_RUNTIME, B_ID, B_NAMES };
-static const char *name_texts[B_NAMES] = {"closed", "_bases", "_released", "_deferred", "held", "release", "append", "runtime", "id"};
+enum { B_CLOSED, B_BASES, B_RELEASED, B_DEFERRED, B_HELD, B_RELEASE, B_APPEND, B_RUNTIME, B_ID, B_DROPPED, B_STATS,
+       B_BASES_RELEASED, B_CLEAR, B_NAMES };
+static const char *name_texts[B_NAMES] = {"closed", "_bases", "_released", "_deferred", "held", "release", "append", "runtime", "id",
+                                          "_dropped", "stats", "bases_released", "clear"};
 static PyObject *names[B_NAMES];
+#define DROPPED_COUNTED 1024  /* base_lives.DROPPED_COUNTED */
+
+/* Base `base_id`, held back with its data and never named by an instruction, dropped as
+ * Runtime.release drops it: out of the runtime's bases and held-back data, queued in `dropped`
+ * to be counted (counted at once once the queue is long: a loop that records nothing for long
+ * never drains it). 0, or -1 with an error set. */
+static int
+drop_held_back(PyObject *dict, PyObject *bases, PyObject *deferred, PyObject *dropped, PyObject *base_id)
+{
+    if ((PyDict_DelItem(bases, base_id) < 0 && !PyErr_ExceptionMatches(PyExc_KeyError)) ||
+        (PyErr_Clear(), PyDict_DelItem(deferred, base_id) < 0)) {
+        return -1;
+    }
+    PyObject *done = PyObject_CallMethodOneArg(dropped, names[B_APPEND], base_id);
+    if (done == NULL) {
+        return -1;
+    }
+    Py_DECREF(done);
+    Py_ssize_t count = PyObject_Length(dropped);
+    if (count < DROPPED_COUNTED) {
+        return count < 0 ? -1 : 0;
+    }
+    PyObject *stats = PyDict_GetItemWithError(dict, names[B_STATS]);
+    PyObject *before = stats == NULL ? NULL : PyObject_GetAttr(stats, names[B_BASES_RELEASED]);
+    PyObject *increment = before == NULL ? NULL : PyLong_FromSsize_t(count);
+    PyObject *after = increment == NULL ? NULL : PyNumber_Add(before, increment);
+    done = after == NULL ? NULL : PyObject_CallMethodNoArgs(dropped, names[B_CLEAR]);
+    int failed = done == NULL || PyObject_SetAttr(stats, names[B_BASES_RELEASED], after) < 0;
+    Py_XDECREF(done);
+    Py_XDECREF(before);
+    Py_XDECREF(increment);
+    Py_XDECREF(after);
+    return failed ? -1 : 0;
+}
 static Py_ssize_t base_offsets[3];  /* where a LazyBase keeps its runtime, id and held memory */
 
 static PyObject *
@@ -49,10 +85,18 @@ lazy_base_del(PyObject *self, PyObject *unused)
     PyObject *released = PyDict_GetItemWithError(dict, names[B_RELEASED]);
     PyObject *deferred = PyDict_GetItemWithError(dict, names[B_DEFERRED]);
     PyObject *held = PyDict_GetItemWithError(dict, names[B_HELD]);
-    if (bases == NULL || released == NULL || deferred == NULL || held == NULL || !PyDict_Check(bases) || !PyDict_Check(deferred) ||
-        !PyDict_Check(held) || PyDict_Contains(deferred, base_id) != 0 || PyDict_Contains(held, base_id) != 0) {
+    PyObject *dropped = PyDict_GetItemWithError(dict, names[B_DROPPED]);
+    int held_back = deferred == NULL || !PyDict_Check(deferred) ? -1 : PyDict_Contains(deferred, base_id);
+    if (bases == NULL || released == NULL || held == NULL || dropped == NULL || !PyDict_Check(bases) || !PyDict_Check(held) ||
+        held_back < 0 || PyDict_Contains(held, base_id) != 0) {
         PyErr_Clear();
         result = PyObject_CallMethodOneArg(runtime, names[B_RELEASE], base_id);
+        goto done;
+    }
+    if (held_back) {
+        if (drop_held_back(dict, bases, deferred, dropped, base_id) == 0) {
+            result = Py_NewRef(Py_None);
+        }
         goto done;
     }
     if (PyDict_DelItem(bases, base_id) < 0) {

@@ -4,6 +4,7 @@ the NumPy data the pending batch carries for it counted as dead (``SHOAL_FLUSH_B
 
 from __future__ import annotations
 
+import collections
 import weakref
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,10 @@ from shoal.frozen_values import new_instruction, slot_maker
 
 if TYPE_CHECKING:
     from shoal.runtime import Runtime
+
+# Held-back bases released, queued to be counted, at which the queue is counted at once (also in
+# ``shoal/_base_release.c``): a loop whose results NumPy computes may record nothing for long.
+DROPPED_COUNTED = 1024
 
 
 class LazyBase:
@@ -62,7 +67,10 @@ class BaseLives:
         self._bases.pop(base_id, None)
         if self._deferred.pop(base_id, None) is not None:  # one dict operation: atomic under the GIL
             self.held.pop(base_id, None)  # held as its own data: NumPy views of it keep that alive
-            self._dropped.append(base_id)
+            dropped = self._dropped
+            dropped.append(base_id)
+            if len(dropped) >= DROPPED_COUNTED:  # a loop that records nothing for long never drains it
+                self.stats.bases_released += _drain(dropped)
             return
         if self.held and held.orphaned(self, base_id):
             return
@@ -72,11 +80,7 @@ class BaseLives:
         """Record a ``release`` instruction for every base noted dead (the lock is held)."""
         if self.orphans:
             self._released.extend(held.released_orphans(self))
-        dropped = self._dropped
-        count = 0
-        while dropped:
-            dropped.popleft()
-            count += 1
+        count = _drain(self._dropped)
         released = self._released
         pending = self._pending
         append = pending.instructions.append
@@ -98,3 +102,14 @@ class BaseLives:
                 self._record_releases()
             if self._dead_bytes >= self.flush_bytes:
                 self.flush()
+
+
+def _drain(dropped: collections.deque[int]) -> int:
+    """Empty ``dropped`` (another thread's release may append meanwhile); how many it held."""
+    count = 0
+    try:
+        while True:
+            dropped.popleft()
+            count += 1
+    except IndexError:
+        return count
