@@ -1,13 +1,15 @@
 """The compiled indexing slots of the lazy ndarray (``shoal/numpy/_held_slots.c``), the makers
 of slotted objects that recording builds (``shoal/_slot_makers.c``), the runtime's bookkeeping
-for a remembered element-wise call, a base's release and the warning site's lookup
-(``shoal/_record_calls.c``, ``shoal/_base_release.c``, ``shoal/_call_sites.c``) and the
+for a remembered element-wise call, a base's release, the warning site's lookup and NumPy calls
+on settled memory (``shoal/_record_calls.c``, ``shoal/_base_release.c``, ``shoal/_call_sites.c``,
+``shoal/_settled_calls.c``) and the
 comparison of a replayed batch with the previous one (``shoal/engine/node/schedule/_repeat_walk.c``).
 
 Everything else about the package is in ``pyproject.toml``. The extensions are optional: where no
 C compiler is found the install goes on without them and the same work runs in Python
 (``shoal/numpy/_slots.py``, ``shoal/frozen_values.py``, ``shoal/recording_calls.py``,
-``shoal/base_lives.py``, ``shoal/fp_warnings.py``, ``shoal/engine/node/schedule/repeat.py``).
+``shoal/base_lives.py``, ``shoal/fp_warnings.py``, ``shoal/numpy/_settled.py``,
+``shoal/engine/node/schedule/repeat.py``).
 """
 
 from setuptools import Extension, setup
@@ -19,6 +21,7 @@ setup(
         Extension("shoal._record_calls", ["shoal/_record_calls.c"], depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h"], optional=True),
         Extension("shoal._base_release", ["shoal/_base_release.c"], depends=["shoal/_slot_offset.h"], optional=True),
         Extension("shoal._call_sites", ["shoal/_call_sites.c"], optional=True),
+        Extension("shoal._settled_calls", ["shoal/_settled_calls.c"], depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h"], optional=True),
         Extension(
             "shoal.engine.node.schedule._repeat_walk",
             ["shoal/engine/node/schedule/_repeat_walk.c"],

@@ -39,6 +39,7 @@ from shoal.numpy._layout import axis_order, result_strides
 from shoal.numpy._lazy import NO_QUIET_STORES, make_lazy_array, ndarray
 from shoal.numpy._numpy_data import _memory_limit, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
+from shoal.numpy._settled_compiled import SETTLED_CALLS, UFUNC
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
 NOT_FAST: Any = object()
@@ -217,7 +218,9 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
                 small = False
                 break
     if small:
-        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
+        eager = SETTLED_CALLS.call(ufunc, inputs, UFUNC) if out is None and SETTLED_CALLS is not None else None  # _plain_ufunc's common case
+        if eager is None:
+            eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
         if eager is not NOT_SETTLED:
             return eager
     signature_key = key(ufunc, inputs, out)

@@ -17,6 +17,7 @@ from shoal.numpy._held_indexing import held_memory
 from shoal.numpy._lazy import fortran_only, ndarray
 from shoal.numpy._resize import resize_in_place
 from shoal.numpy._settled import NOT_SETTLED, settled_call
+from shoal.numpy._settled_compiled import PRODUCT, SETTLED_CALLS
 from shoal.numpy._temporaries import adopted
 from shoal.numpy._ufunc import apply_ufunc
 
@@ -189,6 +190,10 @@ ndarray.__invert__ = lambda self: apply_ufunc(np.invert, (self,))
 ndarray.__divmod__ = lambda self, other: apply_ufunc(np.divmod, (self, other))
 ndarray.__rdivmod__ = lambda self, other: apply_ufunc(np.divmod, (other, self))
 def _matmul(a: Any, b: Any) -> Any:
+    if SETTLED_CALLS is not None:  # held_product and settled_call below, in C for their common case
+        done = SETTLED_CALLS.call(np.matmul, (a, b), PRODUCT)
+        if done is not None:
+            return done
     eager = _linalg.held_product(np.matmul, a, b)
     if eager is not NOT_SETTLED:
         return eager

@@ -24,10 +24,12 @@ from shoal import runtime as _runtime
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._numpy_data import wrap_numpy
+from shoal.numpy._settled_compiled import SETTLED_CALLS, UFUNC, configure
 from shoal.settled_memory import PRODUCT_READ_FACTOR
 
 # A marker for "not applicable": the caller records the operation as before.
 NOT_SETTLED: Any = object()
+configure(NOT_SETTLED)
 
 
 def readable(array: ndarray) -> np.ndarray | None:
@@ -116,7 +118,12 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
 
 def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
     """:func:`settled_ufunc` without ``out``, ``where``, ``dtype`` or ``casting``: the common
-    operator call (``a + b``), at a third of the general path's cost."""
+    operator call (``a + b``), at a third of the general path's cost; its common case in C where
+    built (``shoal/numpy/_settled_compiled.py``)."""
+    if SETTLED_CALLS is not None:
+        done = SETTLED_CALLS.call(ufunc, inputs, UFUNC)
+        if done is not None:
+            return done
     arguments = list(inputs)
     lazy = None
     for position, value in enumerate(arguments):
