@@ -110,6 +110,15 @@ def _augmented_target(frame: types.FrameType) -> bool:
     return at >= 4 and code[at - 4] == _COPY and code[at - 3] == 2 and code[at - 2] == _COPY and code[at - 1] == 2
 
 
+def memory_index(key: Any) -> Any:
+    """``key`` for NumPy's indexing of held memory: its lazy index arrays replaced by their
+    settled memory (:func:`shoal.numpy._indexed.settled_key`), not copied out by NumPy's
+    conversion of each (a mask's store ``z[m] = v`` in a loop)."""
+    if type(key) is ndarray or (type(key) is tuple and any(type(item) is ndarray for item in key)):
+        return _indexed.settled_key(key)
+    return key
+
+
 def indexed(memory: np.ndarray, key: Any) -> Any:
     """``memory[key]``, a large new array (``key`` an index array or list) as a lazy array, as
     indexing a lazy array gives, so that a lazy operation takes it without a snapshot copy."""

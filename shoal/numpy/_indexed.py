@@ -61,9 +61,10 @@ def settled_key(key: Any) -> Any:
         if type(key) is tuple and any(type(item) is ndarray for item in key):
             return tuple(item._value() if type(item) is ndarray else item for item in key)
         return key
-    runtime = next(item for item in items if type(item) is ndarray)._base.runtime
-    runtime.flush()
     memory_key = _memory_key(items)
+    if memory_key is None:  # recorded work writes an index: it runs first
+        next(item for item in items if type(item) is ndarray)._base.runtime.flush()
+        memory_key = _memory_key(items)
     if memory_key is None:
         return key
     return memory_key if type(key) is tuple else memory_key[0]
@@ -76,12 +77,11 @@ def indexed_get(array: ndarray, key: Any) -> Any:
     runtime = array._base.runtime
     if items is None or not runtime.settled_threshold:
         return NOT_SETTLED
-    runtime.flush()
-    source = runtime.memory(array._view)
-    if source is None:
-        return NOT_SETTLED
-    memory_key = _memory_key(items)
-    if memory_key is None:
+    source, memory_key = runtime.memory(array._view), _memory_key(items)
+    if source is None or memory_key is None:  # recorded work writes one of them: it runs first
+        runtime.flush()
+        source, memory_key = runtime.memory(array._view), _memory_key(items)
+    if source is None or memory_key is None:
         return NOT_SETTLED
     source.flags.writeable = False
     with fp_warnings.relayed():

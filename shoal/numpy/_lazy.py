@@ -332,6 +332,7 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
                 _index.setitem(self, key, value)
                 return
             memory = _held_indexing.own_view(self)
+        key = _held_indexing.memory_index(key)
         kind = type(value)
         if kind is _NDARRAY:
             if value.dtype is memory.dtype:
@@ -347,6 +348,15 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
             # 256 MB a sweep).
             _index.setitem(self, key, value)
             return
+        elif kind is ndarray and not value._scalar:  # a small lazy value: its settled memory, read in place (no copy)
+            runtime = value._base.runtime
+            if math.prod(value._view.shape) < runtime.settled_threshold:
+                source = runtime.settle(value._view)
+                if source is not None:
+                    if source.dtype is memory.dtype:
+                        memory[key] = source
+                        return
+                    value = source
         with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
             memory[key] = value
 
