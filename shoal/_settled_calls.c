@@ -20,16 +20,16 @@
 #define MOST_OPERANDS 4
 
 enum { S_BASE, S_VIEW, S_SCALAR, S_HELD, S_RUNTIME, S_ACCESSES, S_SHAPE, S_DTYPE, S_OFFSET, S_STRIDES, S_MEMORY,
-       S_NOUT, S_BASE_ATTR, S_RESHAPE, S_SETTLED, S_MIRRORS, S_EAGER, S_SIZE, S_ITEMSIZE, S_NAMES };
+       S_NOUT, S_BASE_ATTR, S_RESHAPE, S_SETTLED, S_MIRRORS, S_EAGER, S_SIZE, S_ITEMSIZE, S_READONLY, S_WRITABLE, S_OUT, S_CASTING, S_SAME_KIND, S_NAMES };
 static const char *slot_texts[S_NAMES] = {"_base", "_view", "_scalar", "_held", "runtime", "accesses", "shape", "dtype", "offset",
                                           "strides", "memory", "nout", "base", "reshape", "_settled", "_mirrors",
-                                          "eager_threshold", "size", "itemsize"};
+                                          "eager_threshold", "size", "itemsize", "_readonly", "_writable", "out", "casting", "same_kind"};
 static PyObject *slot_names[S_NAMES];
 
 static PyTypeObject *lazy_type = NULL;   /* shoal.numpy.ndarray */
 static PyTypeObject *numpy_type = NULL;  /* numpy.ndarray */
 static PyTypeObject *view_type = NULL;   /* shoal.bytecode.View */
-static Py_ssize_t lazy_offsets[4];       /* _base, _view, _scalar, _held of a lazy array */
+static Py_ssize_t lazy_offsets[5];       /* _base, _view, _scalar, _held, _readonly of a lazy array */
 static Py_ssize_t base_offsets[2];       /* runtime, accesses of a LazyBase */
 static Py_ssize_t view_offsets[5];       /* base, dtype, offset, shape, strides of a View */
 static PyObject *make_base = NULL, *new_view = NULL, *make_lazy_array = NULL, *no_quiet_stores = NULL;
@@ -37,8 +37,10 @@ static PyObject *component_memory = NULL;  /* Component.memory: an engine whose 
 static PyObject *internal_files = NULL;    /* fp_warnings._internal_files: file name -> Shoal's or NumPy's */
 static PyObject *trampolines = NULL;       /* fp_warnings._trampolines: (id(code), line) -> (code, trampoline) */
 static PyObject *at_user_line = NULL, *wrap_numpy = NULL, *is_supported = NULL, *not_settled = NULL;
+static PyObject *drawn_noted = NULL;      /* drawn._noted: id(data) -> the recipe of a random draw */
 static PyObject *supported = NULL;         /* dtype -> is_supported(dtype), filled as dtypes are met */
 static PyObject *no_keywords = NULL;
+static PyObject *single_output = NULL;    /* ufunc -> True where it has one output, as met */
 static PyObject *minus_one = NULL;
 static PyObject *hold_settings = NULL;  /* shoal.held's __dict__: HOLD_RUN, HOLD_BACK_ACCESSES, read per call (tests change them) */
 static PyObject *hold_run_name = NULL, *hold_back_name = NULL;
@@ -51,6 +53,7 @@ typedef struct {
     PyObject *base;     /* borrowed from the array: its LazyBase */
     Py_ssize_t needed;  /* accesses at which its base is held (0: not counted, a held base) */
     Py_ssize_t size;    /* the view's elements */
+    PyObject *spoiled;  /* borrowed: data held back that a write changes (its draw's recipe forgotten), or NULL */
 } Operand;
 
 /* What the Python path's hold rules (shoal.held) read, once per call: HOLD_RUN and HOLD_BACK_ACCESSES. */
@@ -138,17 +141,19 @@ view_of(PyObject *whole, PyObject *view, Py_ssize_t whole_size)
  * of a held base of any size too (held_product: the caller checks the sizes where not every
  * operand is held). */
 static int
-find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit, int held_any_size, const HoldRules *rules)
+find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit, int held_any_size, const HoldRules *rules, int write)
 {
     PyObject *base = SLOT(array, lazy_offsets[0]);
     PyObject *view = SLOT(array, lazy_offsets[1]);
     PyObject *scalar = SLOT(array, lazy_offsets[2]);
     PyObject *held_memory = SLOT(array, lazy_offsets[3]);
-    if (base == NULL || view == NULL || scalar != Py_False || !Py_IS_TYPE(view, view_type)) {
+    if (base == NULL || view == NULL || scalar != Py_False || !Py_IS_TYPE(view, view_type) ||
+        (write && SLOT(array, lazy_offsets[4]) != Py_False)) {
         return 0;
     }
     operand->base = base;
     operand->needed = 0;
+    operand->spoiled = NULL;
     PyObject *base_id = SLOT(view, view_offsets[0]);
     PyObject *held = dict_named(dict, names[N_HELD]);
     Py_ssize_t size = operand->size = shape_size(SLOT(view, view_offsets[3]));
@@ -169,7 +174,9 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
         return PyErr_Occurred() ? -1 : 0;
     }
     PyObject *written = attribute(dict, N_WRITTEN);
-    if (written == NULL || !PyAnySet_Check(written) || PySet_Contains(written, base_id) != 0) {
+    PyObject *read = write ? attribute(dict, N_READ) : NULL;
+    if (written == NULL || !PyAnySet_Check(written) || PySet_Contains(written, base_id) != 0 ||
+        (write && (read == NULL || !PyAnySet_Check(read) || PySet_Contains(read, base_id) != 0))) {  /* recorded work reads its old values */
         PyErr_Clear();
         return 0;
     }
@@ -182,6 +189,7 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
             return 0;
         }
         whole = PyTuple_GET_ITEM(entry, 2);
+        operand->spoiled = write ? whole : NULL;
         whole_size = PyLong_AsSsize_t(PyTuple_GET_ITEM(entry, 1));
         if (whole_size <= 0) {  /* never held: the Python path counts it */
             PyErr_Clear();
@@ -190,7 +198,7 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
         operand->needed = rules->back;
     }
     else {
-        PyObject *settled = PyErr_Occurred() ? NULL : dict_named(dict, slot_names[S_SETTLED]);
+        PyObject *settled = PyErr_Occurred() ? NULL : dict_named(dict, slot_names[write ? S_WRITABLE : S_SETTLED]);
         PyObject *declared = attribute(dict, N_DECLARED);
         PyObject *mirrors = dict_named(dict, slot_names[S_MIRRORS]);
         whole = settled == NULL ? NULL : PyDict_GetItemWithError(settled, base_id);
@@ -235,7 +243,7 @@ gather(PyObject *dict, PyObject *given, Operand *operands, PyObject **arguments,
             continue;
         }
         Operand *operand = &operands[*found];
-        status = find_memory(dict, value, operand, limit, product, rules);
+        status = find_memory(dict, value, operand, limit, product, rules, 0);
         if (status == 1) {
             arguments[i] = operand->memory;
             all_held = all_held && operand->needed == 0;
@@ -392,7 +400,7 @@ broadcasts_large(PyObject **arguments, Py_ssize_t count, Py_ssize_t limit)
 /* function(*arguments) at the user's line (fp_warnings.at_user_line): through the trampoline
  * kept for the first user frame outwards, else through the Python function, which makes it. */
 static PyObject *
-call_at_user_line(PyObject *function, PyObject *arguments)
+call_at_user_line(PyObject *function, PyObject *arguments, PyObject *keywords)
 {
     PyFrameObject *frame = PyEval_GetFrame();
     Py_XINCREF(frame);
@@ -415,7 +423,7 @@ call_at_user_line(PyObject *function, PyObject *arguments)
         frame = back;
     }
     if (frame == NULL) {
-        return PyObject_Call(function, arguments, NULL);
+        return PyObject_Call(function, arguments, keywords);
     }
     PyObject *key = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLineNumber(frame));
     PyObject *known = key == NULL ? NULL : PyDict_GetItemWithError(trampolines, key);
@@ -426,7 +434,7 @@ call_at_user_line(PyObject *function, PyObject *arguments)
         PyObject *globals = PyFrame_GetGlobals(frame);
         PyObject *its_globals = PyFunction_Check(trampoline) ? Py_NewRef(PyFunction_GET_GLOBALS(trampoline)) : NULL;
         if (its_globals != NULL && its_globals == globals) {
-            PyObject *call[3] = {function, arguments, no_keywords};
+            PyObject *call[3] = {function, arguments, keywords == NULL ? no_keywords : keywords};
             result = PyObject_Vectorcall(trampoline, call, 3, NULL);
             Py_DECREF(trampoline);
             Py_XDECREF(globals);
@@ -453,7 +461,7 @@ python:;
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(arguments); i++) {
         PyTuple_SET_ITEM(function_first, i + 1, Py_NewRef(PyTuple_GET_ITEM(arguments, i)));
     }
-    result = PyObject_Call(at_user_line, function_first, NULL);
+    result = PyObject_Call(at_user_line, function_first, keywords);
     Py_DECREF(function_first);
     return result;
 }
@@ -618,10 +626,11 @@ wrapped(PyObject *runtime, PyObject *dict, PyObject *result)
 static PyObject *
 call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "call(function, arguments, kind) takes 3 arguments");
+    if (nargs != 3 && nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "call(function, arguments, kind[, out]) takes 3 or 4 arguments");
         return NULL;
     }
+    PyObject *out = nargs == 4 && args[3] != Py_None ? args[3] : NULL;  /* a lazy array the ufunc writes */
     if (!PyTuple_CheckExact(args[1])) {
         Py_RETURN_NONE;
     }
@@ -632,15 +641,21 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *function = args[0], *given = args[1];
     long kind = PyLong_AsLong(args[2]);  /* 0: a ufunc's call, 1: a product */
     Py_ssize_t count = PyTuple_GET_SIZE(given);
-    if (count > MOST_OPERANDS || (kind != 0 && kind != 1)) {
+    if (count > MOST_OPERANDS || (kind != 0 && kind != 1) || (out != NULL && (kind != 0 || !Py_IS_TYPE(out, lazy_type)))) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     if (kind == 0) {
-        PyObject *nout = PyObject_GetAttr(function, slot_names[S_NOUT]);
-        int one = nout != NULL && PyLong_CheckExact(nout) && PyLong_AsLong(nout) == 1;
-        Py_XDECREF(nout);
-        if (!one) {
+        PyObject *single = PyDict_GetItemWithError(single_output, function);  /* ufunc -> whether nout is 1 */
+        if (single == NULL) {
+            PyObject *nout = PyErr_Occurred() ? NULL : PyObject_GetAttr(function, slot_names[S_NOUT]);
+            single = nout != NULL && PyLong_CheckExact(nout) && PyLong_AsLong(nout) == 1 ? Py_True : Py_False;
+            Py_XDECREF(nout);
             PyErr_Clear();
+            if (PyDict_GET_SIZE(single_output) < 1024 && PyDict_SetItem(single_output, function, single) < 0) {
+                return NULL;
+            }
+        }
+        if (single != Py_True) {
             Py_RETURN_NONE;
         }
     }
@@ -656,6 +671,12 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             runtime = its;
         }
     }
+    if (out != NULL) {
+        PyObject *base = SLOT(out, lazy_offsets[0]);
+        if (base == NULL || SLOT(base, base_offsets[0]) != runtime) {
+            Py_RETURN_NONE;
+        }
+    }
     if (runtime == NULL) {
         Py_RETURN_NONE;
     }
@@ -665,7 +686,7 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(runtime);
         return NULL;
     }
-    Operand operands[MOST_OPERANDS];
+    Operand operands[MOST_OPERANDS + 1];
     PyObject *arguments[MOST_OPERANDS];
     int found = 0, status = 0;
     PyObject *answer = NULL;
@@ -680,8 +701,19 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     HoldRules rules = {dict_count(hold_settings, hold_run_name), dict_count(hold_settings, hold_back_name)};
     status = rules.run < 0 || rules.back < 0 ? 0 : gather(dict, given, operands, arguments, &found, limit, kind == 1, &rules);
+    if (status == 1 && out != NULL) {  /* the output last, written: settled_ufunc's targets */
+        status = find_memory(dict, out, &operands[found], limit, 0, &rules, 1);
+        found += status == 1;
+    }
     if (status == 1) {
         status = count_accesses(dict, operands, found, &rules);
+    }
+    if (status == 1 && out != NULL && operands[found - 1].spoiled != NULL && PyDict_GET_SIZE(drawn_noted)) {
+        PyObject *key = PyLong_FromVoidPtr(operands[found - 1].spoiled);  /* drawn.spoil */
+        PyObject *recipe = key == NULL ? NULL : PyObject_CallMethod(drawn_noted, "pop", "OO", key, Py_None);
+        status = recipe == NULL ? -1 : 1;
+        Py_XDECREF(key);
+        Py_XDECREF(recipe);
     }
     if (unlock(lock) < 0 || status < 0) {
         goto done;
@@ -690,7 +722,7 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         answer = Py_NewRef(Py_None);
         goto done;
     }
-    if (kind == 0) {
+    if (kind == 0 && out == NULL) {
         int large = broadcasts_large(arguments, count, limit);
         if (large != 0) {
             answer = large < 0 ? NULL : Py_NewRef(not_settled);
@@ -704,13 +736,24 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     for (Py_ssize_t i = 0; i < count; i++) {
         PyTuple_SET_ITEM(packed, i, Py_NewRef(arguments[i]));
     }
-    for (int j = 0; j < found; j++) {
-        Py_CLEAR(operands[j].memory);
+    if (out == NULL) {
+        for (int j = 0; j < found; j++) {
+            Py_CLEAR(operands[j].memory);
+        }
+        found = 0;
+        PyObject *result = call_at_user_line(function, packed, NULL);
+        Py_DECREF(packed);
+        answer = wrapped(runtime, dict, result);
+        goto done;
     }
-    found = 0;
-    PyObject *result = call_at_user_line(function, packed);
+    PyObject *keywords = Py_BuildValue("{s(O)sO}", "out", operands[found - 1].memory, "casting", slot_names[S_SAME_KIND]);
+    PyObject *result = keywords == NULL ? NULL : call_at_user_line(function, packed, keywords);
     Py_DECREF(packed);
-    answer = wrapped(runtime, dict, result);
+    Py_XDECREF(keywords);
+    if (result != NULL) {
+        Py_DECREF(result);
+        answer = Py_NewRef(out);
+    }
 done:
     for (int j = 0; j < found; j++) {
         Py_XDECREF(operands[j].memory);
@@ -736,15 +779,15 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyTypeObject *lazy, *numpy, *view, *base;
-    PyObject *makers[3], *quiet, *memory, *internal, *kept, *fallbacks[3], *marker, *settings;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOO!O!OOOOO!:configure", &PyType_Type, &lazy, &PyType_Type, &numpy, &PyType_Type, &view,
+    PyObject *makers[3], *quiet, *memory, *internal, *kept, *fallbacks[3], *marker, *settings, *noted;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOO!O!OOOOO!O!:configure", &PyType_Type, &lazy, &PyType_Type, &numpy, &PyType_Type, &view,
                           &PyType_Type, &base, &makers[0], &makers[1], &makers[2], &quiet, &memory, &PyDict_Type, &internal,
-                          &PyDict_Type, &kept, &fallbacks[0], &fallbacks[1], &fallbacks[2], &marker, &PyDict_Type, &settings)) {
+                          &PyDict_Type, &kept, &fallbacks[0], &fallbacks[1], &fallbacks[2], &marker, &PyDict_Type, &settings, &PyDict_Type, &noted)) {
         return NULL;
     }
-    static const int lazy_slots[4] = {S_BASE, S_VIEW, S_SCALAR, S_HELD};
+    static const int lazy_slots[5] = {S_BASE, S_VIEW, S_SCALAR, S_HELD, S_READONLY};
     static const int base_slots[2] = {S_RUNTIME, S_ACCESSES};
-    if (configure_offsets(lazy, lazy_slots, lazy_offsets, 4) < 0 || configure_offsets(base, base_slots, base_offsets, 2) < 0) {
+    if (configure_offsets(lazy, lazy_slots, lazy_offsets, 5) < 0 || configure_offsets(base, base_slots, base_offsets, 2) < 0) {
         return NULL;
     }
     PyObject *view_names[5] = {names[N_BASE], slot_names[S_DTYPE], slot_names[S_OFFSET], slot_names[S_SHAPE], slot_names[S_STRIDES]};
@@ -769,6 +812,7 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(is_supported, Py_NewRef(fallbacks[2]));
     Py_XSETREF(not_settled, Py_NewRef(marker));
     Py_XSETREF(hold_settings, Py_NewRef(settings));
+    Py_XSETREF(drawn_noted, Py_NewRef(noted));
     Py_RETURN_NONE;
 }
 
@@ -776,12 +820,13 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(ndarray, numpy.ndarray, View, LazyBase, make_base, new_view, make_lazy_array, NO_QUIET_STORES, "
      "Component.memory, internal_files, trampolines, at_user_line, wrap_numpy, is_supported, NOT_SETTLED, "
-     "shoal.held's __dict__)."},
+     "shoal.held's __dict__, drawn._noted)."},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
-     "call(function, arguments, kind): function(*arguments) on the memory of its lazy operands, computed by NumPy at "
-     "the user's line, its result held back as a new lazy array where large enough; kind 0 a ufunc's plain call "
-     "(_settled._plain_ufunc: NOT_SETTLED where small operands broadcast large), kind 1 a product (held_product, "
-     "settled_call). None where it is not the common case: nothing was changed, the Python path decides."},
+     "call(function, arguments, kind[, out]): function(*arguments) on the memory of its lazy operands, computed by "
+     "NumPy at the user's line, its result held back as a new lazy array where large enough; kind 0 a ufunc's plain "
+     "call (_settled._plain_ufunc: NOT_SETTLED where small operands broadcast large; with `out`, a lazy array, "
+     "settled_ufunc writing it), kind 1 a product (held_product, settled_call). None where it is not the common case: "
+     "nothing was changed, the Python path decides."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -808,9 +853,10 @@ PyInit__settled_calls(void)
     supported = PyDict_New();
     no_keywords = PyDict_New();
     minus_one = PyLong_FromLong(-1);
+    single_output = PyDict_New();
     hold_run_name = PyUnicode_InternFromString("HOLD_RUN");
     hold_back_name = PyUnicode_InternFromString("HOLD_BACK_ACCESSES");
-    if (supported == NULL || no_keywords == NULL || minus_one == NULL || hold_run_name == NULL || hold_back_name == NULL) {
+    if (supported == NULL || no_keywords == NULL || minus_one == NULL || single_output == NULL || hold_run_name == NULL || hold_back_name == NULL) {
         return NULL;
     }
     return PyModule_Create(&settled_calls_module);

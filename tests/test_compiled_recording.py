@@ -20,7 +20,7 @@ import pytest
 import shoal.numpy as snp
 from shoal import compiled_recording, fp_warnings, info, runtime
 from shoal.base_lives import LazyBase
-from shoal.numpy import _fast_ufunc
+from shoal.numpy import _fast_ufunc, _settled_compiled
 
 compiled = pytest.mark.skipif(compiled_recording.RECORDING is None, reason="shoal/_record_calls.c was not built here")
 compiled_sites = pytest.mark.skipif(fp_warnings.known_call_site is None, reason="shoal/_call_sites.c was not built here")
@@ -250,10 +250,13 @@ def test_the_install_built_the_compiled_bookkeeping():
     assert LazyBase.__del__ is not compiled_recording.python_finalizer, "... and shoal/_base_release.c"
 
     assert fp_warnings.known_call_site is not None, "... and shoal/_call_sites.c"
+    assert _settled_compiled.SETTLED_CALLS is not None, "... and shoal/_settled_calls.c"
 
 
 def test_info_says_how_recorded_calls_are_kept(monkeypatch):
     assert info.report().count("recorded calls' bookkeeping: ") == 1
+    assert info.report().count("calls on settled memory: ") == 1
+    assert info.settled_calls().startswith("compiled" if _settled_compiled.SETTLED_CALLS is not None else "Python")
     assert info.call_bookkeeping().startswith("compiled" if compiled_recording.RECORDING is not None else "Python")
     monkeypatch.setattr(compiled_recording, "RECORDING", None)
     assert info.call_bookkeeping().startswith("Python: the compiled bookkeeping was not built")

@@ -203,6 +203,11 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         return _linalg.matmul(*inputs) if out is None else NOT_FAST
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
+    # settled_ufunc's common case first (every lazy operand small and settled): None where the
+    # Python path decides, NOT_SETTLED where such operands broadcast to a large result (recorded)
+    eager = None if SETTLED_CALLS is None else SETTLED_CALLS.call(ufunc, inputs, UFUNC, out)
+    if eager is not None and eager is not NOT_SETTLED:
+        return eager
     runtime = None
     for value in inputs:
         if type(value) is ndarray:
@@ -211,16 +216,14 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     else:
         return NOT_FAST
     limit = runtime.settled_threshold
-    small = limit > 0 and (out is None or math.prod(out._view.shape) < limit)  # decided first, as the general path does
+    small = eager is None and limit > 0 and (out is None or math.prod(out._view.shape) < limit)  # decided first, as the general path does
     if small:
         for value in inputs:
             if type(value) is ndarray and math.prod(value._view.shape) >= limit:
                 small = False
                 break
     if small:
-        eager = SETTLED_CALLS.call(ufunc, inputs, UFUNC) if out is None and SETTLED_CALLS is not None else None  # _plain_ufunc's common case
-        if eager is None:
-            eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
+        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
         if eager is not NOT_SETTLED:
             return eager
     signature_key = key(ufunc, inputs, out)

@@ -8,10 +8,11 @@ base held back with its data. :data:`SETTLED_CALLS` does that work for the commo
 answers None for anything else, having changed nothing, so the Python path then decides; None
 itself where the extension was not built (no C compiler at install).
 
-``SETTLED_CALLS.call(function, arguments, kind)``: kind :data:`UFUNC` is
+``SETTLED_CALLS.call(function, arguments, kind[, out])``: kind :data:`UFUNC` is
 :func:`shoal.numpy._settled._plain_ufunc` (it answers ``NOT_SETTLED`` where small operands
-broadcast to a large result), kind :data:`PRODUCT` is ``held_product`` followed by
-``settled_call`` for ``np.matmul`` and ``np.dot``.
+broadcast to a large result), with ``out`` (a lazy array) ``settled_ufunc`` writing it; kind
+:data:`PRODUCT` is ``held_product`` followed by ``settled_call`` for ``np.matmul`` and
+``np.dot``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from types import ModuleType
 
 import numpy as np
 
-from shoal import fp_warnings, held
+from shoal import drawn, fp_warnings, held
 from shoal.base_lives import LazyBase, make_base
 from shoal.bytecode import View
 from shoal.bytecode.dtypes import is_supported
@@ -61,4 +62,5 @@ def configure(not_settled: object) -> None:
         is_supported,
         not_settled,
         vars(held),
+        drawn._noted,
     )

@@ -1,0 +1,244 @@
+"""NumPy calls on settled memory in C (``shoal/_settled_calls.c``) against the Python path they
+stand in for (``_settled._plain_ufunc``; ``held_product`` and ``settled_call`` for ``@``): random
+loops of small operations on lazy arrays give NumPy's values and dtypes and leave the runtime in
+the same state both ways (bases made and released, holds, the run of settled accesses, what is
+held back); what the C path leaves to Python (broadcasts to large results, scalars, a component
+that offers no memory) gives the same; a warning names the program's line."""
+
+from __future__ import annotations
+
+import gc
+import random
+import warnings
+
+import numpy
+import pytest
+
+import shoal.numpy as snp
+from shoal import base_lives, compiled_recording, drawn, held, runtime
+from shoal.base_lives import LazyBase
+from shoal.engine.node.engine import NodeEngine
+from shoal.engine.passthrough import PassConfig, PassThrough
+from shoal.numpy import _fast_ufunc, _methods, _settled, _settled_compiled
+
+COMPILED = _settled_compiled.SETTLED_CALLS
+WAYS = ["compiled", "python"]
+
+
+@pytest.fixture(params=WAYS)
+def way(request, monkeypatch):
+    """The compiled calls, or the Python path alone."""
+    if request.param == "compiled" and COMPILED is None:
+        pytest.skip("shoal/_settled_calls.c was not built here")
+    if request.param == "python":
+        _python_only(monkeypatch)
+    return request.param
+
+
+def _python_only(monkeypatch) -> None:
+    for module in (_settled, _fast_ufunc, _methods):
+        monkeypatch.setattr(module, "SETTLED_CALLS", None)
+    monkeypatch.setattr(LazyBase, "__del__", compiled_recording.python_finalizer)
+
+
+def program(np, seed: int, steps: int = 120) -> list:
+    """A random loop of small element-wise calls, products and broadcasts over float, integer
+    and boolean arrays (no call warns); returns what it computed."""
+    rng = random.Random(seed)
+    values = [np.array(numpy.linspace(0.5, 1.5, 24) * (k + 1)) for k in range(3)]
+    matrix = np.array(numpy.linspace(0.1, 1.0, 24 * 24).reshape(24, 24) / 24.0)
+    counts = np.array(numpy.arange(24, dtype=numpy.int64))
+    kept: list = []
+    for _ in range(steps):
+        k, j = rng.randrange(3), rng.randrange(3)
+        kind = rng.randrange(12)
+        if kind == 0:
+            values[k] = np.sqrt(values[k] * values[j])
+        elif kind == 1:
+            values[k] = values[j] / 1.25 + 0.25
+        elif kind == 2:
+            values[k] = np.minimum(values[k], values[j]) + 0.5
+        elif kind == 3:
+            values[k] = matrix @ values[j] + 1.0
+        elif kind == 4:
+            kept.append(values[k] @ values[j])  # a NumPy scalar
+        elif kind == 5:
+            counts = counts * 3 % 97 + 1
+            values[k] = values[k] + counts
+        elif kind == 6:
+            kept.append(values[k] > values[j])
+        elif kind == 7:
+            kept.append(values[k][:, None] * values[j][None, :])  # 576 elements: recorded
+        elif kind == 8:
+            values[k] = np.maximum(values[j], numpy.float32(0.75))
+        elif kind == 9:
+            values[k] += values[j]  # in place: written where it is
+        elif kind == 10:
+            counts += 2
+        else:
+            values[k] *= 0.5
+    return [*values, counts, *kept]
+
+
+def _state(rt) -> dict:
+    gc.collect()
+    rt._record_releases()
+    return {
+        "stats": (rt.stats.bases_created, rt.stats.bases_released),
+        "held": sorted(rt.held),
+        "deferred": sorted(rt._deferred),
+        "direct_run": rt.direct_run,
+        "next_id": rt._next_id,
+        "live": sorted(rt._bases),
+        "draws noted": len(drawn._noted),
+        "instructions": [(i.op, i.outputs, i.inputs, i.attrs) for i in rt._pending.instructions],
+    }
+
+
+class _Counting:
+    """The compiled module, counting the calls it did itself."""
+
+    done = 0
+
+    def call(self, *args):
+        answer = COMPILED.call(*args)
+        self.done += answer is not None and answer is not _settled.NOT_SETTLED
+        return answer
+
+
+def _run(seed: int, settled_threshold: int) -> tuple[dict, list[numpy.ndarray]]:
+    _fast_ufunc.forget()
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6, settled_threshold=settled_threshold) as rt:
+        program(snp, seed)  # the signatures learned alike
+        results = program(snp, seed)
+        state = _state(rt)
+        return state, [numpy.array(value, copy=True) for value in results]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("settled_threshold", [64, 1 << 19])
+def test_a_loop_of_small_calls_ends_in_the_same_state_both_ways(seed, settled_threshold, monkeypatch):
+    if COMPILED is None:
+        pytest.skip("shoal/_settled_calls.c was not built here")
+    counting = _Counting()
+    for module in (_settled, _fast_ufunc, _methods):
+        monkeypatch.setattr(module, "SETTLED_CALLS", counting)
+    fast, fast_values = _run(seed, settled_threshold)
+    assert counting.done > 100, "the compiled calls did the work"
+    _python_only(monkeypatch)
+    slow, slow_values = _run(seed, settled_threshold)
+    assert fast == slow
+    expected = program(numpy, seed)
+    for got, python_got, want in zip(fast_values, slow_values, expected, strict=True):
+        assert got.dtype == want.dtype and python_got.dtype == want.dtype
+        numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(python_got, want)
+
+
+def test_holds_happen_at_the_same_access_both_ways(monkeypatch):
+    """A long run of settled reads holds a base held back with its data after
+    ``HOLD_BACK_ACCESSES`` reads of its own and a settled base after ``HOLD_RUN``; the compiled
+    call leaves that access to Python, which holds it."""
+    if COMPILED is None:
+        pytest.skip("shoal/_settled_calls.c was not built here")
+    monkeypatch.setattr(held, "HOLD_RUN", 6)
+
+    def holds() -> list[tuple[int, list[int]]]:
+        with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6) as rt:
+            a = snp.array(numpy.arange(10.0))
+            b = a + 1.0
+            seen = []
+            for _ in range(12):
+                c = b * 2.0 + a
+                seen.append((rt.direct_run, sorted(rt.held)))
+            numpy.testing.assert_array_equal(c, numpy.arange(10.0) * 3.0 + 2.0)
+            return seen
+
+    fast = holds()
+    _python_only(monkeypatch)
+    assert fast == holds()
+    assert fast[-1][1], "a base was held"
+
+
+def test_a_write_in_place_forgets_a_draws_recipe(way):
+    """A random draw held back with its data is remembered as a recipe (the cluster's ranks draw
+    their parts); writing it in place must forget it, or a rank would draw the old values."""
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
+        x = snp.random.default_rng(7).random(32)
+        assert id(x._base.runtime._deferred[x._base.id][2]) in drawn._noted
+        x += 1.0
+        assert id(x._base.runtime._deferred[x._base.id][2]) not in drawn._noted
+        numpy.testing.assert_array_equal(x, numpy.random.default_rng(7).random(32) + 1.0)
+
+
+def test_a_warning_names_the_programs_line(way):
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
+        a = snp.array(numpy.arange(1.0, 5.0))
+        zero = a * 0.0
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = _this_line() + 1
+            ratio = a / zero
+        assert [(w.category, str(w.message)) for w in caught] == [(RuntimeWarning, "divide by zero encountered in divide")]
+        assert caught[0].filename == __file__ and caught[0].lineno == line
+        with numpy.errstate(all="ignore"):
+            want = numpy.arange(1.0, 5.0) / 0.0
+        numpy.testing.assert_array_equal(ratio, want)
+        with numpy.errstate(divide="raise", invalid="raise"), pytest.raises(FloatingPointError):
+            a / zero
+
+
+def _this_line() -> int:
+    import sys
+
+    return sys._getframe(1).f_lineno
+
+
+def test_what_the_c_path_leaves_to_python_gives_numpys_values(way):
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6, settled_threshold=64) as rt:
+        a = snp.array(numpy.linspace(1.0, 2.0, 16))
+        outer = a[:, None] * a[None, :]  # 256 elements from small operands: recorded
+        assert any(i.op == "multiply" for i in rt._pending.instructions)
+        scalar = snp.sum(a) * a  # a lazy 0-d operand, or a NumPy scalar
+        twice = numpy.divmod(a, 0.75)  # two results
+        big = snp.ones(200) + a[0]  # a view at the threshold or more
+        expected = numpy.linspace(1.0, 2.0, 16)
+        numpy.testing.assert_array_equal(outer, expected[:, None] * expected[None, :])
+        numpy.testing.assert_allclose(scalar, expected.sum() * expected)
+        for got, want in zip(twice, numpy.divmod(expected, 0.75), strict=True):
+            numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(big, numpy.ones(200) + 1.0)
+
+
+def test_a_component_without_memory_of_its_own_takes_the_python_path(way):
+    stack = PassThrough(PassConfig(local_loops=False), NodeEngine())
+    with runtime.configure(engine=stack, eager_threshold=0, flush_threshold=10**6):
+        a = snp.array(numpy.linspace(0.0, 1.0, 12))
+        if COMPILED is not None:
+            assert COMPILED.call(numpy.add, (a, 1.0), _settled_compiled.UFUNC) is None
+        got = [numpy.array(a * 2.0 + b) for b in range(5)]
+    for b, value in enumerate(got):
+        numpy.testing.assert_array_equal(value, numpy.linspace(0.0, 1.0, 12) * 2.0 + b)
+
+
+def test_released_results_are_counted_while_nothing_is_recorded(way):
+    """A loop whose results NumPy computes records nothing; the ids of the results that died
+    are counted once ``DROPPED_COUNTED`` of them wait, so the queue stays short."""
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6) as rt:
+        x = snp.array(numpy.linspace(0.0, 1.0, 8))
+        created = rt.stats.bases_created
+        for _ in range(3 * base_lives.DROPPED_COUNTED):
+            x = x * 1.0000001
+        assert rt.stats.bases_created - created == 3 * base_lives.DROPPED_COUNTED
+        assert len(rt._dropped) < base_lives.DROPPED_COUNTED
+        assert rt.stats.bases_released + len(rt._dropped) >= 3 * base_lives.DROPPED_COUNTED - 1
+        assert not rt._pending.instructions
+
+
+@pytest.mark.skipif(COMPILED is None, reason="shoal/_settled_calls.c was not built here")
+def test_the_compiled_call_refuses_what_it_does_not_know():
+    with pytest.raises(TypeError):
+        COMPILED.call(numpy.add, (1.0, 2.0))
+    assert COMPILED.call(numpy.add, [1.0, 2.0], _settled_compiled.UFUNC) is None  # not a tuple
+    assert COMPILED.call(numpy.add, (1.0, 2.0), _settled_compiled.UFUNC) is None  # no lazy operand
+    assert COMPILED.call(numpy.add, (1.0, 2.0), 7) is None  # no such kind
