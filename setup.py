@@ -21,7 +21,12 @@ setup(
         Extension("shoal._record_calls", ["shoal/_record_calls.c"], depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h"], optional=True),
         Extension("shoal._base_release", ["shoal/_base_release.c"], depends=["shoal/_slot_offset.h"], optional=True),
         Extension("shoal._call_sites", ["shoal/_call_sites.c"], optional=True),
-        Extension("shoal._settled_calls", ["shoal/_settled_calls.c"], depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h"], optional=True),
+        Extension(
+            "shoal._settled_calls",
+            ["shoal/_settled_calls.c"],
+            depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h", "shoal/_settled_state.h", "shoal/_settled_operands.h", "shoal/_settled_results.h"],
+            optional=True,
+        ),
         Extension(
             "shoal.engine.node.schedule._repeat_walk",
             ["shoal/engine/node/schedule/_repeat_walk.c"],
