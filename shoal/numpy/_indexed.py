@@ -77,11 +77,12 @@ def indexed_get(array: ndarray, key: Any) -> Any:
     runtime = array._base.runtime
     if items is None or not runtime.settled_threshold:
         return NOT_SETTLED
-    source, memory_key = runtime.memory(array._view), _memory_key(items)
-    if source is None or memory_key is None:  # recorded work writes one of them: it runs first
-        runtime.flush()
-        source, memory_key = runtime.memory(array._view), _memory_key(items)
-    if source is None or memory_key is None:
+    runtime.flush()
+    source = runtime.memory(array._view)
+    if source is None:
+        return NOT_SETTLED
+    memory_key = _memory_key(items)
+    if memory_key is None:
         return NOT_SETTLED
     source.flags.writeable = False
     with fp_warnings.relayed():

@@ -332,14 +332,13 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
                 _index.setitem(self, key, value)
                 return
             memory = _held_indexing.own_view(self)
-        key = _held_indexing.memory_index(key)
         kind = type(value)
         if kind is _NDARRAY:
             if value.dtype is memory.dtype:
-                memory[key] = value  # no cast
+                memory[_held_indexing.memory_index(key)] = value  # no cast
                 return
         elif kind in self._quiet:
-            memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
+            memory[_held_indexing.memory_index(key)] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
             return
         elif kind is ndarray and value._base.held is None and math.prod(value._view.shape) >= self._base.large:
             # Large lazy work (``b[1:-1] = (a[:-2] + a[2:]) / 2`` into a held ``b``) is recorded
@@ -354,9 +353,10 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
                 source = runtime.settle(value._view)
                 if source is not None:
                     if source.dtype is memory.dtype:
-                        memory[key] = source
+                        memory[_held_indexing.memory_index(key)] = source
                         return
                     value = source
+        key = _held_indexing.memory_index(key)  # lazy index arrays read in place, not copied out by NumPy
         with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
             memory[key] = value
 
