@@ -170,10 +170,10 @@ static PyObject *
 configure(PyObject *module, PyObject *args)
 {
     PyTypeObject *lazy, *numpy, *view, *base;
-    PyObject *makers[3], *quiet, *memory, *internal, *kept, *fallbacks[3], *marker, *settings, *noted;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOO!O!OOOOO!O!:configure", &PyType_Type, &lazy, &PyType_Type, &numpy, &PyType_Type, &view,
+    PyObject *makers[3], *quiet, *memory, *internal, *kept, *fallbacks[3], *marker, *settings, *noted, *own;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!OOOOOO!O!OOOOO!O!O:configure", &PyType_Type, &lazy, &PyType_Type, &numpy, &PyType_Type, &view,
                           &PyType_Type, &base, &makers[0], &makers[1], &makers[2], &quiet, &memory, &PyDict_Type, &internal,
-                          &PyDict_Type, &kept, &fallbacks[0], &fallbacks[1], &fallbacks[2], &marker, &PyDict_Type, &settings, &PyDict_Type, &noted)) {
+                          &PyDict_Type, &kept, &fallbacks[0], &fallbacks[1], &fallbacks[2], &marker, &PyDict_Type, &settings, &PyDict_Type, &noted, &own)) {
         return NULL;
     }
     static const int lazy_slots[5] = {S_BASE, S_VIEW, S_SCALAR, S_HELD, S_READONLY};
@@ -204,6 +204,7 @@ configure(PyObject *module, PyObject *args)
     Py_XSETREF(not_settled, Py_NewRef(marker));
     Py_XSETREF(hold_settings, Py_NewRef(settings));
     Py_XSETREF(drawn_noted, Py_NewRef(noted));
+    Py_XSETREF(own_view, Py_NewRef(own));
     Py_RETURN_NONE;
 }
 
@@ -211,7 +212,7 @@ static PyMethodDef module_methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(ndarray, numpy.ndarray, View, LazyBase, make_base, new_view, make_lazy_array, NO_QUIET_STORES, "
      "Component.memory, internal_files, trampolines, at_user_line, wrap_numpy, is_supported, NOT_SETTLED, "
-     "shoal.held's __dict__, drawn._noted)."},
+     "shoal.held's __dict__, drawn._noted, _held_indexing.own_view)."},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
      "call(function, arguments, kind[, out]): function(*arguments) on the memory of its lazy operands, computed by "
      "NumPy at the user's line, its result held back as a new lazy array where large enough; kind 0 a ufunc's plain "

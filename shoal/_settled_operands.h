@@ -67,7 +67,15 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
     }
     PyObject *kept = PyDict_GetItemWithError(held, base_id);
     if (kept != NULL) {
-        operand->memory = view_of(kept, view, 0);
+        PyObject *whole = PyObject_GetAttr(kept, slot_names[S_SIZE]);
+        int all = whole != NULL && PyLong_CheckExact(whole) && PyLong_AsSsize_t(whole) == size;
+        Py_XDECREF(whole);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        /* an array over all of its held base (a loop's matrix) keeps its view for the next call, as
+         * its indexing does (_held_indexing.own_view); a row's view is made for this call only */
+        operand->memory = all ? PyObject_CallOneArg(own_view, array) : view_of(kept, view, 0);
         return operand->memory == NULL ? -1 : 1;
     }
     if (PyErr_Occurred() || size >= limit) {

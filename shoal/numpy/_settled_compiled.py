@@ -63,4 +63,12 @@ def configure(not_settled: object) -> None:
         not_settled,
         vars(held),
         drawn._noted,
+        _own_view,
     )
+
+
+def _own_view(array: ndarray) -> np.ndarray:
+    """:func:`shoal.numpy._held_indexing.own_view` (imported once the frontend's modules are)."""
+    from shoal.numpy._held_indexing import own_view
+
+    return own_view(array)
