@@ -30,9 +30,9 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *function = args[0], *given = args[1];
-    long kind = PyLong_AsLong(args[2]);  /* 0: a ufunc's call, 1: a product */
+    long kind = PyLong_AsLong(args[2]);  /* 0: a ufunc's call, 1: a product, 2: a ufunc's reduce, accumulate or reduceat */
     Py_ssize_t count = PyTuple_GET_SIZE(given);
-    if (count > MOST_OPERANDS || (kind != 0 && kind != 1) || (out != NULL && (kind != 0 || !Py_IS_TYPE(out, lazy_type)))) {
+    if (count > MOST_OPERANDS || (kind != 0 && kind != 1 && kind != 2) || (out != NULL && (kind != 0 || !Py_IS_TYPE(out, lazy_type)))) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     if (kind == 0) {
@@ -53,6 +53,9 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *runtime = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
         PyObject *value = PyTuple_GET_ITEM(given, i);
+        if (kind == 2 && (PyList_Check(value) || PyTuple_Check(value))) {
+            Py_RETURN_NONE;  /* lazy arrays inside a list: _settled_functions reads them */
+        }
         if (Py_IS_TYPE(value, lazy_type)) {
             PyObject *base = SLOT(value, lazy_offsets[0]);
             PyObject *its = base == NULL ? NULL : SLOT(base, base_offsets[0]);
@@ -134,6 +137,13 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         found = 0;
         PyObject *result = call_at_user_line(function, packed, NULL);
         Py_DECREF(packed);
+        if (kind == 2 && result != NULL && Py_IS_TYPE(result, numpy_type)) {  /* never a view of the memory read */
+            PyObject *owner = PyObject_GetAttr(result, slot_names[S_BASE_ATTR]);
+            if (owner != Py_None) {
+                Py_SETREF(result, owner == NULL ? NULL : PyObject_CallMethod(result, "copy", NULL));
+            }
+            Py_XDECREF(owner);
+        }
         answer = wrapped(runtime, dict, result);
         goto done;
     }
@@ -217,8 +227,9 @@ static PyMethodDef module_methods[] = {
      "call(function, arguments, kind[, out]): function(*arguments) on the memory of its lazy operands, computed by "
      "NumPy at the user's line, its result held back as a new lazy array where large enough; kind 0 a ufunc's plain "
      "call (_settled._plain_ufunc: NOT_SETTLED where small operands broadcast large; with `out`, a lazy array, "
-     "settled_ufunc writing it), kind 1 a product (held_product, settled_call). None where it is not the common case: "
-     "nothing was changed, the Python path decides."},
+     "settled_ufunc writing it), kind 1 a product (held_product, settled_call), kind 2 a ufunc's reduce, accumulate or "
+     "reduceat without keywords (_settled_functions.settled_method). None where it is not the common case: nothing was "
+     "changed, the Python path decides."},
     {NULL, NULL, 0, NULL},
 };
 

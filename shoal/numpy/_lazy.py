@@ -285,6 +285,10 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
             fast = _fast_ufunc.record(ufunc, inputs, None)  # settled operands decided first, as below
             if fast is not _fast_ufunc.NOT_FAST:
                 return fast
+        if method in _settled_functions.UFUNC_METHODS and not kwargs and _settled_compiled.SETTLED_CALLS is not None:  # settled_method's common case
+            eager = _settled_compiled.SETTLED_CALLS.call(getattr(ufunc, method), inputs, _settled_compiled.METHOD)
+            if eager is not None:
+                return eager
         if method == "__call__" and len(inputs) == ufunc.nin and kwargs.keys() <= _SETTLED_KEYWORDS:
             eager = _settled.settled_ufunc(
                 ufunc, inputs, kwargs.get("out"), kwargs.get("where", True), kwargs.get("dtype"), kwargs.get("casting", "same_kind")
@@ -414,6 +418,8 @@ from shoal.numpy import (  # noqa: E402
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
     _settled,
+    _settled_compiled,
+    _settled_functions,
     _shape,
     _ufunc,
     _ufunc_methods,  # noqa: F401  (accumulate, reduceat, fill_diagonal)

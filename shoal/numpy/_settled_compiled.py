@@ -12,7 +12,8 @@ itself where the extension was not built (no C compiler at install).
 :func:`shoal.numpy._settled._plain_ufunc` (it answers ``NOT_SETTLED`` where small operands
 broadcast to a large result), with ``out`` (a lazy array) ``settled_ufunc`` writing it; kind
 :data:`PRODUCT` is ``held_product`` followed by ``settled_call`` for ``np.matmul`` and
-``np.dot``.
+``np.dot``; kind :data:`METHOD` is ``settled_method`` for a ufunc's ``reduce``, ``accumulate``
+or ``reduceat`` called without keywords.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from shoal.numpy._numpy_data import wrap_numpy
 
 UFUNC = 0
 PRODUCT = 1
+METHOD = 2
 
 SETTLED_CALLS: ModuleType | None
 try:
