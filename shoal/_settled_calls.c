@@ -164,6 +164,150 @@ done:
     return answer;
 }
 
+/* 1 if `key` is an int, a slice, or a tuple of them: basic indexing, a view or an element. */
+static int
+basic_key(PyObject *key)
+{
+    if (PyLong_CheckExact(key) || PySlice_Check(key)) {
+        return 1;
+    }
+    if (!PyTuple_CheckExact(key) || PyTuple_GET_SIZE(key) == 0) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(key); i++) {
+        PyObject *item = PyTuple_GET_ITEM(key, i);
+        if (!PyLong_CheckExact(item) && !PySlice_Check(item)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* 1 if storing `value` into `memory` casts nothing that could warn (_index._set_in_place). */
+static int
+same_kind_store(PyObject *memory, PyObject *value)
+{
+    PyObject *dtype = PyObject_GetAttr(memory, slot_names[S_DTYPE]);
+    int same = 0;
+    if (dtype != NULL && PyFloat_CheckExact(value)) {
+        PyObject *code = PyObject_GetAttr(dtype, slot_names[S_CHAR]);
+        same = code != NULL && PyUnicode_Check(code) && PyUnicode_CompareWithASCIIString(code, "d") == 0;
+        Py_XDECREF(code);
+    }
+    else if (dtype != NULL) {
+        PyObject *its = PyObject_GetAttr(value, slot_names[S_DTYPE]);
+        same = its == dtype;
+        Py_XDECREF(its);
+    }
+    Py_XDECREF(dtype);
+    PyErr_Clear();
+    return same;
+}
+
+/* store(array, key, value): see the module methods below. */
+static PyObject *
+store(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "store(array, key, value) takes 3 arguments");
+        return NULL;
+    }
+    if (lazy_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "shoal._settled_calls is not configured");
+        return NULL;
+    }
+    PyObject *array = args[0], *key = args[1], *value = args[2];
+    int lazy_value = Py_IS_TYPE(value, lazy_type);
+    if (!Py_IS_TYPE(array, lazy_type) || !basic_key(key) ||
+        !(lazy_value || PyFloat_Check(value) || PyLong_Check(value) || PyComplex_Check(value) || Py_IS_TYPE(value, numpy_type))) {
+        Py_RETURN_NONE;
+    }
+    PyObject *base = SLOT(array, lazy_offsets[0]);
+    PyObject *runtime = base == NULL ? NULL : SLOT(base, base_offsets[0]);
+    if (runtime == NULL || (lazy_value && (SLOT(value, lazy_offsets[0]) == base || SLOT(value, lazy_offsets[0]) == NULL ||
+                                           SLOT(SLOT(value, lazy_offsets[0]), base_offsets[0]) != runtime))) {
+        Py_RETURN_NONE;  /* a value of the array's own base: NumPy's order of reads and writes, in Python */
+    }
+    Py_INCREF(runtime);
+    PyObject *dict = PyObject_GenericGetDict(runtime, NULL);
+    if (dict == NULL) {
+        Py_DECREF(runtime);
+        return NULL;
+    }
+    Operand operands[2] = {{NULL}, {NULL}};
+    int found = 0, status = 0;
+    PyObject *answer = NULL, *target = NULL;
+    Py_ssize_t limit = dict_count(dict, names[N_SETTLED_THRESHOLD]);
+    if (limit <= 0 || !offers_memory(dict)) {
+        answer = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *lock = acquire(dict);
+    if (lock == NULL) {
+        goto done;
+    }
+    HoldRules rules = {dict_count(hold_settings, hold_run_name), dict_count(hold_settings, hold_back_name)};
+    status = rules.run < 0 || rules.back < 0 ? 0 : find_memory(dict, array, &operands[0], PY_SSIZE_T_MAX, 0, &rules, 1);
+    found = status == 1;
+    if (status == 1 && operands[0].held) {
+        status = 0;  /* a held base's stores: its own path (_lazy._setitem) */
+    }
+    if (status == 1) {  /* what the store touches: fewer than the settled threshold's elements (_set_in_place) */
+        target = PyObject_GetItem(operands[0].memory, key);
+        PyObject *size = target == NULL || !Py_IS_TYPE(target, numpy_type) ? NULL : PyObject_GetAttr(target, slot_names[S_SIZE]);
+        Py_ssize_t touched = target == NULL ? limit : size == NULL ? 1 : PyLong_AsSsize_t(size);
+        Py_XDECREF(size);
+        PyErr_Clear();  /* an index out of range: raised by the Python path, in NumPy's order */
+        status = touched >= 0 && touched < limit;
+    }
+    if (status == 1 && lazy_value) {
+        status = find_memory(dict, value, &operands[1], limit, 0, &rules, 0);
+        found += status == 1;
+    }
+    if (status == 1) {
+        status = count_accesses(dict, operands, found, &rules);
+    }
+    if (status == 1 && operands[0].spoiled != NULL && PyDict_GET_SIZE(drawn_noted)) {
+        PyObject *id = PyLong_FromVoidPtr(operands[0].spoiled);  /* drawn.spoil */
+        PyObject *recipe = id == NULL ? NULL : PyObject_CallMethod(drawn_noted, "pop", "OO", id, Py_None);
+        status = recipe == NULL ? -1 : 1;
+        Py_XDECREF(id);
+        Py_XDECREF(recipe);
+    }
+    if (unlock(lock) < 0 || status < 0) {
+        goto done;
+    }
+    if (status == 0) {
+        answer = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *memory = operands[0].memory, *source = lazy_value ? operands[1].memory : value;
+    int stored;
+    if (same_kind_store(memory, source)) {
+        stored = PyObject_SetItem(memory, key, source);
+    }
+    else {  /* a cast's warning names the user's line */
+        PyObject *method = PyObject_GetAttrString(memory, "__setitem__");
+        PyObject *pair = method == NULL ? NULL : PyTuple_Pack(2, key, source);
+        PyObject *done_store = pair == NULL ? NULL : call_at_user_line(method, pair, NULL);
+        stored = done_store == NULL ? -1 : 0;
+        Py_XDECREF(method);
+        Py_XDECREF(pair);
+        Py_XDECREF(done_store);
+    }
+    if (stored == 0) {
+        answer = Py_NewRef(Py_True);
+    }
+done:
+    for (int j = 0; j < found; j++) {
+        Py_XDECREF(operands[j].memory);
+    }
+    Py_XDECREF(target);
+    Py_DECREF(dict);
+    Py_DECREF(runtime);
+    return answer;
+}
+
 static int
 configure_offsets(PyTypeObject *type, const int *which, Py_ssize_t *offsets, int count)
 {
@@ -230,6 +374,11 @@ static PyMethodDef module_methods[] = {
      "settled_ufunc writing it), kind 1 a product (held_product, settled_call), kind 2 a ufunc's reduce, accumulate or "
      "reduceat without keywords (_settled_functions.settled_method). None where it is not the common case: nothing was "
      "changed, the Python path decides."},
+    {"store", (PyCFunction)(void (*)(void))store, METH_FASTCALL,
+     "store(array, key, value): array[key] = value written by NumPy into the memory of a lazy array's base held back "
+     "with its data or settled (_index._set_in_place), for a basic key, a value that is a scalar, an ndarray or a small "
+     "settled lazy array, and fewer elements touched than the settled threshold; True, or None where it is not that "
+     "common case (nothing was changed: the Python path decides)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -54,6 +54,7 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
     operand->base = base;
     operand->needed = 0;
     operand->spoiled = NULL;
+    operand->held = 1;
     PyObject *base_id = SLOT(view, view_offsets[0]);
     PyObject *held = dict_named(dict, names[N_HELD]);
     Py_ssize_t size = operand->size = shape_size(SLOT(view, view_offsets[3]));
@@ -81,6 +82,7 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
     if (PyErr_Occurred() || size >= limit) {
         return PyErr_Occurred() ? -1 : 0;
     }
+    operand->held = 0;
     PyObject *written = attribute(dict, N_WRITTEN);
     PyObject *read = write ? attribute(dict, N_READ) : NULL;
     if (written == NULL || !PyAnySet_Check(written) || PySet_Contains(written, base_id) != 0 ||

@@ -14,10 +14,10 @@
 #define MOST_OPERANDS 4
 
 enum { S_BASE, S_VIEW, S_SCALAR, S_HELD, S_RUNTIME, S_ACCESSES, S_SHAPE, S_DTYPE, S_OFFSET, S_STRIDES, S_MEMORY,
-       S_NOUT, S_BASE_ATTR, S_RESHAPE, S_SETTLED, S_MIRRORS, S_EAGER, S_SIZE, S_ITEMSIZE, S_READONLY, S_WRITABLE, S_SAME_KIND, S_NAMES };
+       S_NOUT, S_BASE_ATTR, S_RESHAPE, S_SETTLED, S_MIRRORS, S_EAGER, S_SIZE, S_ITEMSIZE, S_READONLY, S_WRITABLE, S_SAME_KIND, S_CHAR, S_NAMES };
 static const char *slot_texts[S_NAMES] = {"_base", "_view", "_scalar", "_held", "runtime", "accesses", "shape", "dtype", "offset",
                                           "strides", "memory", "nout", "base", "reshape", "_settled", "_mirrors",
-                                          "eager_threshold", "size", "itemsize", "_readonly", "_writable", "same_kind"};
+                                          "eager_threshold", "size", "itemsize", "_readonly", "_writable", "same_kind", "char"};
 static PyObject *slot_names[S_NAMES];
 
 static PyTypeObject *lazy_type = NULL;   /* shoal.numpy.ndarray */
@@ -49,6 +49,7 @@ typedef struct {
     Py_ssize_t needed;  /* accesses at which its base is held (0: not counted, a held base) */
     Py_ssize_t size;    /* the view's elements */
     PyObject *spoiled;  /* borrowed: data held back that a write changes (its draw's recipe forgotten), or NULL */
+    int held;           /* its base is held (shoal.held) */
 } Operand;
 
 /* What the Python path's hold rules (shoal.held) read, once per call: HOLD_RUN and HOLD_BACK_ACCESSES. */

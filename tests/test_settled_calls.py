@@ -19,7 +19,7 @@ from shoal import base_lives, compiled_recording, drawn, held, runtime
 from shoal.base_lives import LazyBase
 from shoal.engine.node.engine import NodeEngine
 from shoal.engine.passthrough import PassConfig, PassThrough
-from shoal.numpy import _fast_ufunc, _methods, _settled, _settled_compiled
+from shoal.numpy import _fast_ufunc, _index, _methods, _settled, _settled_compiled
 
 COMPILED = _settled_compiled.SETTLED_CALLS
 WAYS = ["compiled", "python"]
@@ -35,8 +35,11 @@ def way(request, monkeypatch):
     return request.param
 
 
+USERS = (_settled, _fast_ufunc, _methods, _index, _settled_compiled)  # the modules that call it
+
+
 def _python_only(monkeypatch) -> None:
-    for module in (_settled, _fast_ufunc, _methods):
+    for module in USERS:
         monkeypatch.setattr(module, "SETTLED_CALLS", None)
     monkeypatch.setattr(LazyBase, "__del__", compiled_recording.python_finalizer)
 
@@ -105,6 +108,11 @@ class _Counting:
         self.done += answer is not None and answer is not _settled.NOT_SETTLED
         return answer
 
+    def store(self, *args):
+        answer = COMPILED.store(*args)
+        self.done += answer is not None
+        return answer
+
 
 def _run(seed: int, settled_threshold: int) -> tuple[dict, list[numpy.ndarray]]:
     _fast_ufunc.forget()
@@ -121,7 +129,7 @@ def test_a_loop_of_small_calls_ends_in_the_same_state_both_ways(seed, settled_th
     if COMPILED is None:
         pytest.skip("shoal/_settled_calls.c was not built here")
     counting = _Counting()
-    for module in (_settled, _fast_ufunc, _methods):
+    for module in USERS:
         monkeypatch.setattr(module, "SETTLED_CALLS", counting)
     fast, fast_values = _run(seed, settled_threshold)
     assert counting.done > 100, "the compiled calls did the work"
@@ -273,3 +281,77 @@ def test_a_ufunc_method_of_small_settled_arrays_is_numpys(way):
     for value, expected in zip(got, want, strict=True):
         assert numpy.asarray(value).dtype == numpy.asarray(expected).dtype
         numpy.testing.assert_array_equal(value, expected)
+
+
+def stores(np, seed: int, steps: int = 80) -> list:
+    """Random stores into small arrays: elements, rows, slices and tuples of them, of Python
+    scalars, NumPy arrays and small lazy values, some cast to the target's dtype."""
+    rng = random.Random(seed)
+    grid = np.array(numpy.zeros((6, 8))) + 0.0
+    counts = np.array(numpy.arange(12, dtype=numpy.int64)) * 1
+    row = np.array(numpy.linspace(0.0, 1.0, 8)) + 0.0
+    for step in range(steps):
+        kind = rng.randrange(7)
+        if kind == 0:
+            grid[rng.randrange(6), rng.randrange(8)] = step * 0.5
+        elif kind == 1:
+            grid[rng.randrange(6)] = row * step
+        elif kind == 2:
+            grid[1:3, 2:5] = numpy.full((2, 3), float(step))
+        elif kind == 3:
+            counts[rng.randrange(12)] = step
+        elif kind == 4:
+            counts[2:5] = numpy.array([1.5, 2.5, 3.5])  # cast to integers, no warning
+        elif kind == 5:
+            row[rng.randrange(8)] = numpy.float32(step)
+        else:
+            row = row + grid[rng.randrange(6)]
+    return [grid, counts, row]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_stores_end_in_the_same_state_both_ways(seed, monkeypatch):
+    if COMPILED is None:
+        pytest.skip("shoal/_settled_calls.c was not built here")
+
+    def run() -> tuple[dict, list[numpy.ndarray]]:
+        with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6) as rt:
+            results = stores(snp, seed)
+            return _state(rt), [numpy.array(value, copy=True) for value in results]
+
+    counting = _Counting()
+    for module in USERS:
+        monkeypatch.setattr(module, "SETTLED_CALLS", counting)
+    fast, fast_values = run()
+    assert counting.done > 20, "the compiled stores and calls did some of the work"
+    _python_only(monkeypatch)
+    slow, slow_values = run()
+    assert fast == slow
+    for got, python_got, want in zip(fast_values, slow_values, stores(numpy, seed), strict=True):
+        assert got.dtype == want.dtype
+        numpy.testing.assert_array_equal(got, want)
+        numpy.testing.assert_array_equal(python_got, want)
+
+
+def test_stores_raise_and_warn_as_numpys(way):
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
+        a = snp.array(numpy.zeros(5)) + 0.0
+        small = snp.array(numpy.zeros(3, dtype=numpy.int8)) + numpy.int8(0)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = _this_line() + 1
+            a[1:2] = numpy.array([2.0 + 1.0j])
+        assert [w.category.__name__ for w in caught] == ["ComplexWarning"] and caught[0].lineno == line
+        assert caught[0].filename == __file__
+        with pytest.raises(TypeError, match="not 'complex'"):
+            a[1] = 2.0 + 1.0j
+        with pytest.raises(IndexError):
+            a[7] = 1.0
+        with pytest.raises(OverflowError):
+            small[0] = 1000
+        with pytest.raises(ValueError, match="could not broadcast"):
+            a[1:3] = numpy.ones(3)
+        a.flags.writeable = False
+        with pytest.raises(ValueError, match="read-only"):
+            a[0] = 1.0
+        numpy.testing.assert_array_equal(a, [0.0, 2.0, 0.0, 0.0, 0.0])

@@ -16,6 +16,7 @@ from shoal.numpy._lazy import is_lazy, make_view, ndarray
 from shoal.numpy._numpy_data import new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
 from shoal.numpy._settled import NOT_SETTLED, readable, writable
+from shoal.numpy._settled_compiled import SETTLED_CALLS
 
 
 def _normalize(key: Any) -> tuple[Any, ...]:
@@ -247,6 +248,8 @@ def _strip_leading_ones(shape: tuple[int, ...], ndim: int) -> tuple[int, ...]:
 
 def setitem(array: ndarray, key: Any, value: Any) -> None:
     """``array[key] = value`` with NumPy's broadcasting, casting and errors."""
+    if SETTLED_CALLS is not None and SETTLED_CALLS.store(array, key, value) is not None:  # _set_in_place's common case
+        return
     if array._scalar:
         raise TypeError(f"'numpy.{array.dtype.type.__name__}' object does not support item assignment")
     if array._readonly:
