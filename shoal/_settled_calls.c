@@ -164,6 +164,38 @@ done:
     return answer;
 }
 
+/* hold(runtime, value): see the module methods below. */
+static PyObject *
+hold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "hold(runtime, value) takes 2 arguments");
+        return NULL;
+    }
+    if (lazy_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "shoal._settled_calls is not configured");
+        return NULL;
+    }
+    PyObject *runtime = args[0], *value = args[1];
+    if (!Py_IS_TYPE(value, numpy_type)) {
+        Py_RETURN_NONE;
+    }
+    PyObject *dict = PyObject_GenericGetDict(runtime, NULL);
+    if (dict == NULL) {
+        return NULL;
+    }
+    PyObject *engine = PyDict_GetItemWithError(dict, names[N_ENGINE]);
+    PyObject *answer = NULL;
+    if (engine == NULL || engine == Py_None) {  /* the first large array loads the engine: Runtime.new_base */
+        answer = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    else {
+        answer = wrapped(runtime, dict, Py_NewRef(value));
+    }
+    Py_DECREF(dict);
+    return answer;
+}
+
 /* 1 if `key` is an int, a slice, or a tuple of them: basic indexing, a view or an element. */
 static int
 basic_key(PyObject *key)
@@ -374,6 +406,9 @@ static PyMethodDef module_methods[] = {
      "settled_ufunc writing it), kind 1 a product (held_product, settled_call), kind 2 a ufunc's reduce, accumulate or "
      "reduceat without keywords (_settled_functions.settled_method). None where it is not the common case: nothing was "
      "changed, the Python path decides."},
+    {"hold", (PyCFunction)(void (*)(void))hold, METH_FASTCALL,
+     "hold(runtime, value): wrap_numpy(value) for a NumPy array the caller gives away: itself where small, else a new "
+     "lazy array holding it back (Runtime.new_base); None where the engine is not made yet or `value` is no ndarray."},
     {"store", (PyCFunction)(void (*)(void))store, METH_FASTCALL,
      "store(array, key, value): array[key] = value written by NumPy into the memory of a lazy array's base held back "
      "with its data or settled (_index._set_in_place), for a basic key, a value that is a scalar, an ndarray or a small "

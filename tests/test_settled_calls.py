@@ -19,7 +19,7 @@ from shoal import base_lives, compiled_recording, drawn, held, runtime
 from shoal.base_lives import LazyBase
 from shoal.engine.node.engine import NodeEngine
 from shoal.engine.passthrough import PassConfig, PassThrough
-from shoal.numpy import _fast_ufunc, _index, _methods, _settled, _settled_compiled
+from shoal.numpy import _fast_ufunc, _index, _methods, _numpy_data, _settled, _settled_compiled
 
 COMPILED = _settled_compiled.SETTLED_CALLS
 WAYS = ["compiled", "python"]
@@ -41,6 +41,7 @@ USERS = (_settled, _fast_ufunc, _methods, _index, _settled_compiled)  # the modu
 def _python_only(monkeypatch) -> None:
     for module in USERS:
         monkeypatch.setattr(module, "SETTLED_CALLS", None)
+    monkeypatch.setattr(_numpy_data, "compiled_hold", None)
     monkeypatch.setattr(LazyBase, "__del__", compiled_recording.python_finalizer)
 
 

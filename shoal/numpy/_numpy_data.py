@@ -70,10 +70,23 @@ def stays_numpy(value: np.ndarray) -> bool:
 
 def wrap_numpy(value: Any) -> Any:
     """A result computed in NumPy: lazy if large (and of a dtype bytecode carries), else the
-    NumPy object itself."""
+    NumPy object itself (its common case in C where built: :data:`compiled_hold`)."""
+    if compiled_hold is not None and type(value) is np.ndarray:
+        held = compiled_hold(_runtime.current(), value)
+        if held is not None:
+            return held
+    return wrap_in_python(value)
+
+
+def wrap_in_python(value: Any) -> Any:
+    """:func:`wrap_numpy` in Python (what the compiled hold leaves to Python)."""
     if isinstance(value, np.ndarray) and not stays_numpy(value):
         return from_numpy(value, copy=False)
     return value
+
+
+#: ``shoal._settled_calls.hold`` where it was built (``shoal/numpy/_settled_compiled.py`` sets it).
+compiled_hold: Any = None
 
 
 def operand(value: Any) -> View | Const:

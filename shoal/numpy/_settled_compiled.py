@@ -28,8 +28,8 @@ from shoal.bytecode import View
 from shoal.bytecode.dtypes import is_supported
 from shoal.engine import Component
 from shoal.frozen_values import new_view
+from shoal.numpy import _numpy_data
 from shoal.numpy._lazy import NO_QUIET_STORES, make_lazy_array, ndarray
-from shoal.numpy._numpy_data import wrap_numpy
 
 UFUNC = 0
 PRODUCT = 1
@@ -60,13 +60,14 @@ def configure(not_settled: object) -> None:
         fp_warnings._internal_files,
         fp_warnings._trampolines,
         fp_warnings.at_user_line,
-        wrap_numpy,
+        _numpy_data.wrap_in_python,
         is_supported,
         not_settled,
         vars(held),
         drawn._noted,
         _own_view,
     )
+    _numpy_data.compiled_hold = SETTLED_CALLS.hold
 
 
 def _own_view(array: ndarray) -> np.ndarray:
