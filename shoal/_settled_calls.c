@@ -441,9 +441,10 @@ PyInit__settled_calls(void)
     no_keywords = PyDict_New();
     minus_one = PyLong_FromLong(-1);
     single_output = PyDict_New();
+    trampolines_at = PyDict_New();
     hold_run_name = PyUnicode_InternFromString("HOLD_RUN");
     hold_back_name = PyUnicode_InternFromString("HOLD_BACK_ACCESSES");
-    if (supported == NULL || no_keywords == NULL || minus_one == NULL || single_output == NULL || hold_run_name == NULL || hold_back_name == NULL) {
+    if (supported == NULL || no_keywords == NULL || minus_one == NULL || single_output == NULL || trampolines_at == NULL || hold_run_name == NULL || hold_back_name == NULL) {
         return NULL;
     }
     return PyModule_Create(&settled_calls_module);

@@ -33,10 +33,25 @@ call_at_user_line(PyObject *function, PyObject *arguments, PyObject *keywords)
     if (frame == NULL) {
         return PyObject_Call(function, arguments, keywords);
     }
-    PyObject *key = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLineNumber(frame));
-    PyObject *known = key == NULL ? NULL : PyDict_GetItemWithError(trampolines, key);
-    Py_XDECREF(key);
+    /* The trampoline found for this code and bytecode offset before, else by its line (working
+     * the line out scans the code's line table: 3% of a loop of small calls) */
+    PyObject *at = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLasti(frame));
+    PyObject *known = at == NULL ? NULL : PyDict_GetItemWithError(trampolines_at, at);
+    int remember = known == NULL && at != NULL && !PyErr_Occurred();
+    if (remember) {
+        PyObject *key = Py_BuildValue("(Ni)", PyLong_FromVoidPtr(code), PyFrame_GetLineNumber(frame));
+        known = key == NULL ? NULL : PyDict_GetItemWithError(trampolines, key);
+        Py_XDECREF(key);
+    }
     PyObject *result = NULL;
+    if (remember && known != NULL) {
+        if (PyDict_GET_SIZE(trampolines_at) >= 4096) {
+            PyDict_Clear(trampolines_at);
+        }
+        if (PyDict_SetItem(trampolines_at, at, known) < 0) {
+            known = NULL;
+        }
+    }
     if (known != NULL && PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 2 && PyTuple_GET_ITEM(known, 0) == (PyObject *)code) {
         PyObject *trampoline = Py_NewRef(PyTuple_GET_ITEM(known, 1));
         PyObject *globals = PyFrame_GetGlobals(frame);
@@ -44,6 +59,7 @@ call_at_user_line(PyObject *function, PyObject *arguments, PyObject *keywords)
         if (its_globals != NULL && its_globals == globals) {
             PyObject *call[3] = {function, arguments, keywords == NULL ? no_keywords : keywords};
             result = PyObject_Vectorcall(trampoline, call, 3, NULL);
+            Py_XDECREF(at);
             Py_DECREF(trampoline);
             Py_XDECREF(globals);
             Py_DECREF(its_globals);
@@ -55,6 +71,10 @@ call_at_user_line(PyObject *function, PyObject *arguments, PyObject *keywords)
         Py_XDECREF(globals);
         Py_XDECREF(its_globals);
     }
+    if (at != NULL && !PyErr_Occurred() && PyDict_DelItem(trampolines_at, at) < 0) {  /* stale: the Python function makes another */
+        PyErr_Clear();
+    }
+    Py_XDECREF(at);
     Py_DECREF(code);
     Py_DECREF(frame);
     if (PyErr_Occurred()) {

@@ -30,6 +30,7 @@ static PyObject *make_base = NULL, *new_view = NULL, *make_lazy_array = NULL, *n
 static PyObject *component_memory = NULL;  /* Component.memory: an engine whose class keeps it offers no memory */
 static PyObject *internal_files = NULL;    /* fp_warnings._internal_files: file name -> Shoal's or NumPy's */
 static PyObject *trampolines = NULL;       /* fp_warnings._trampolines: (id(code), line) -> (code, trampoline) */
+static PyObject *trampolines_at = NULL;    /* the same entries by (id(code), bytecode offset), as found */
 static PyObject *own_view = NULL;          /* _held_indexing.own_view */
 static PyObject *at_user_line = NULL, *wrap_numpy = NULL, *is_supported = NULL, *not_settled = NULL;
 static PyObject *drawn_noted = NULL;      /* drawn._noted: id(data) -> the recipe of a random draw */

@@ -356,3 +356,24 @@ def test_stores_raise_and_warn_as_numpys(way):
         with pytest.raises(ValueError, match="read-only"):
             a[0] = 1.0
         numpy.testing.assert_array_equal(a, [0.0, 2.0, 0.0, 0.0, 0.0])
+
+
+def test_one_code_run_with_two_module_namespaces_warns_in_each(way):
+    """The trampoline a warning's line is found through is kept per code and bytecode offset; the
+    same code run with other module globals (``FunctionType(code, other)``) gets its own, so the
+    ``default`` filter's once-per-location registry is that module's, as under NumPy."""
+    source = "def ratio(a, b):\n    return a / b\n"
+    first: dict = {"__name__": "first_module"}
+    exec(compile(source, "<two namespaces>", "exec"), first)
+    second: dict = {"__name__": "second_module"}
+    other = type(first["ratio"])(first["ratio"].__code__, second)
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
+        a = snp.array(numpy.arange(1.0, 4.0)) + 0.0
+        zero = a * 0.0
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            for _ in range(3):
+                first["ratio"](a, zero)
+                other(a, zero)
+    assert [w.filename for w in caught] == ["<two namespaces>", "<two namespaces>"], [str(w.message) for w in caught]
+    assert "__warningregistry__" in first and "__warningregistry__" in second
