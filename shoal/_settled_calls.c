@@ -13,21 +13,46 @@
 #include "_settled_operands.h"
 #include "_settled_results.h"
 
+/* 1 if the module is configured and called with `least` to `most` arguments, else 0 with an error set. */
+static int
+usable(Py_ssize_t nargs, Py_ssize_t least, Py_ssize_t most, const char *usage)
+{
+    if (nargs < least || nargs > most) {
+        PyErr_Format(PyExc_TypeError, "%s: %zd arguments given", usage, nargs);
+        return 0;
+    }
+    if (lazy_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "shoal._settled_calls is not configured");
+        return 0;
+    }
+    return 1;
+}
+
+/* drawn.spoil for `operand`, written: a random draw's recipe forgotten (1), or -1 with an error. */
+static int
+forget_recipe(const Operand *operand)
+{
+    if (operand->spoiled == NULL || PyDict_GET_SIZE(drawn_noted) == 0) {
+        return 1;
+    }
+    PyObject *id = PyLong_FromVoidPtr(operand->spoiled);
+    PyObject *recipe = id == NULL ? NULL : PyObject_CallMethod(drawn_noted, "pop", "OO", id, Py_None);
+    int forgotten = recipe == NULL ? -1 : 1;
+    Py_XDECREF(id);
+    Py_XDECREF(recipe);
+    return forgotten;
+}
+
 /* call(function, arguments, kind): see the module methods below. */
 static PyObject *
 call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3 && nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "call(function, arguments, kind[, out]) takes 3 or 4 arguments");
+    if (!usable(nargs, 3, 4, "call(function, arguments, kind[, out])")) {
         return NULL;
     }
     PyObject *out = nargs == 4 && args[3] != Py_None ? args[3] : NULL;  /* a lazy array the ufunc writes */
     if (!PyTuple_CheckExact(args[1])) {
         Py_RETURN_NONE;
-    }
-    if (lazy_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "shoal._settled_calls is not configured");
-        return NULL;
     }
     PyObject *function = args[0], *given = args[1];
     long kind = PyLong_AsLong(args[2]);  /* 0: a ufunc's call, 1: a product, 2: a ufunc's reduce, accumulate or reduceat */
@@ -102,12 +127,8 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (status == 1) {
         status = count_accesses(dict, operands, found, &rules);
     }
-    if (status == 1 && out != NULL && operands[found - 1].spoiled != NULL && PyDict_GET_SIZE(drawn_noted)) {
-        PyObject *key = PyLong_FromVoidPtr(operands[found - 1].spoiled);  /* drawn.spoil */
-        PyObject *recipe = key == NULL ? NULL : PyObject_CallMethod(drawn_noted, "pop", "OO", key, Py_None);
-        status = recipe == NULL ? -1 : 1;
-        Py_XDECREF(key);
-        Py_XDECREF(recipe);
+    if (status == 1 && out != NULL) {
+        status = forget_recipe(&operands[found - 1]);
     }
     if (unlock(lock) < 0 || status < 0) {
         goto done;
@@ -168,12 +189,7 @@ done:
 static PyObject *
 hold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "hold(runtime, value) takes 2 arguments");
-        return NULL;
-    }
-    if (lazy_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "shoal._settled_calls is not configured");
+    if (!usable(nargs, 2, 2, "hold(runtime, value)")) {
         return NULL;
     }
     PyObject *runtime = args[0], *value = args[1];
@@ -240,12 +256,7 @@ same_kind_store(PyObject *memory, PyObject *value)
 static PyObject *
 store(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "store(array, key, value) takes 3 arguments");
-        return NULL;
-    }
-    if (lazy_type == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "shoal._settled_calls is not configured");
+    if (!usable(nargs, 3, 3, "store(array, key, value)")) {
         return NULL;
     }
     PyObject *array = args[0], *key = args[1], *value = args[2];
@@ -299,12 +310,8 @@ store(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (status == 1) {
         status = count_accesses(dict, operands, found, &rules);
     }
-    if (status == 1 && operands[0].spoiled != NULL && PyDict_GET_SIZE(drawn_noted)) {
-        PyObject *id = PyLong_FromVoidPtr(operands[0].spoiled);  /* drawn.spoil */
-        PyObject *recipe = id == NULL ? NULL : PyObject_CallMethod(drawn_noted, "pop", "OO", id, Py_None);
-        status = recipe == NULL ? -1 : 1;
-        Py_XDECREF(id);
-        Py_XDECREF(recipe);
+    if (status == 1) {
+        status = forget_recipe(&operands[0]);
     }
     if (unlock(lock) < 0 || status < 0) {
         goto done;

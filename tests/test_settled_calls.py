@@ -253,33 +253,27 @@ def test_the_compiled_call_refuses_what_it_does_not_know():
     assert COMPILED.call(numpy.add, (1.0, 2.0), 7) is None  # no such kind
 
 
+def _methods_of(np, row, counts) -> list:
+    return [
+        np.minimum.accumulate(row),
+        np.add.reduce(row),
+        np.add.reduceat(counts, numpy.array([0, 4, 7])),
+        np.multiply.accumulate(counts),
+        np.add.reduce(counts, dtype=numpy.int64),
+        np.maximum.reduce([row, row * 2.0]),
+    ]
+
+
 def test_a_ufunc_method_of_small_settled_arrays_is_numpys(way):
     """``np.minimum.accumulate(row)``, ``np.add.reduce`` and ``np.add.reduceat`` of small lazy
     arrays without keywords: NumPy's values and dtypes, the result a new array (lazy where every
     array is), and the same with keywords and lists (the Python path)."""
+    row, counts = numpy.array([5.0, 3.0, 4.0, 1.0, 2.0]), numpy.arange(10, dtype=numpy.int32) + 1
     with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6) as rt:
-        row = snp.array(numpy.array([5.0, 3.0, 4.0, 1.0, 2.0])) * 1.0
-        counts = snp.array(numpy.arange(10, dtype=numpy.int32)) + 1
-        got = [
-            snp.minimum.accumulate(row),
-            snp.add.reduce(row),
-            snp.add.reduceat(counts, numpy.array([0, 4, 7])),
-            snp.multiply.accumulate(counts),
-            snp.add.reduce(counts, dtype=numpy.int64),
-            snp.maximum.reduce([row, row * 2.0]),
-        ]
+        got = _methods_of(snp, snp.array(row) * 1.0, snp.array(counts) + 0)
         assert type(got[0]) is snp.ndarray and got[0]._base.id in rt._deferred
         got = [numpy.array(value, copy=True) for value in got]
-    want_row, want_counts = numpy.array([5.0, 3.0, 4.0, 1.0, 2.0]), numpy.arange(10, dtype=numpy.int32) + 1
-    want = [
-        numpy.minimum.accumulate(want_row),
-        numpy.add.reduce(want_row),
-        numpy.add.reduceat(want_counts, numpy.array([0, 4, 7])),
-        numpy.multiply.accumulate(want_counts),
-        numpy.add.reduce(want_counts, dtype=numpy.int64),
-        numpy.maximum.reduce([want_row, want_row * 2.0]),
-    ]
-    for value, expected in zip(got, want, strict=True):
+    for value, expected in zip(got, _methods_of(numpy, row, counts), strict=True):
         assert numpy.asarray(value).dtype == numpy.asarray(expected).dtype
         numpy.testing.assert_array_equal(value, expected)
 
