@@ -43,6 +43,21 @@ forget_recipe(const Operand *operand)
     return forgotten;
 }
 
+/* The runtime's lock, taken, where its settled memory can be used (a settled threshold, an engine
+ * that hands out its memory), with the threshold and the hold rules read into `limit` and
+ * `rules`; NULL otherwise, with an error set where there was one. */
+static PyObject *
+lock_settled(PyObject *dict, Py_ssize_t *limit, HoldRules *rules)
+{
+    *limit = dict_count(dict, names[N_SETTLED_THRESHOLD]);
+    rules->run = dict_count(hold_settings, hold_run_name);
+    rules->back = dict_count(hold_settings, hold_back_name);
+    if (*limit <= 0 || rules->run < 0 || rules->back < 0 || !offers_memory(dict)) {
+        return NULL;
+    }
+    return acquire(dict);
+}
+
 /* call(function, arguments, kind): see the module methods below. */
 static PyObject *
 call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -109,17 +124,14 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *arguments[MOST_OPERANDS];
     int found = 0, status = 0;
     PyObject *answer = NULL;
-    Py_ssize_t limit = dict_count(dict, names[N_SETTLED_THRESHOLD]);
-    if (limit <= 0 || !offers_memory(dict)) {
-        answer = Py_NewRef(Py_None);
-        goto done;
-    }
-    PyObject *lock = acquire(dict);
+    Py_ssize_t limit;
+    HoldRules rules;
+    PyObject *lock = lock_settled(dict, &limit, &rules);
     if (lock == NULL) {
+        answer = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    HoldRules rules = {dict_count(hold_settings, hold_run_name), dict_count(hold_settings, hold_back_name)};
-    status = rules.run < 0 || rules.back < 0 ? 0 : gather(dict, given, operands, arguments, &found, limit, kind == 1, &rules);
+    status = gather(dict, given, operands, arguments, &found, limit, kind == 1, &rules);
     if (status == 1 && out != NULL) {  /* the output last, written: settled_ufunc's targets */
         status = find_memory(dict, out, &operands[found], limit, 0, &rules, 1);
         found += status == 1;
@@ -280,17 +292,14 @@ store(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Operand operands[2] = {{NULL}, {NULL}};
     int found = 0, status = 0;
     PyObject *answer = NULL, *target = NULL;
-    Py_ssize_t limit = dict_count(dict, names[N_SETTLED_THRESHOLD]);
-    if (limit <= 0 || !offers_memory(dict)) {
-        answer = Py_NewRef(Py_None);
-        goto done;
-    }
-    PyObject *lock = acquire(dict);
+    Py_ssize_t limit;
+    HoldRules rules;
+    PyObject *lock = lock_settled(dict, &limit, &rules);
     if (lock == NULL) {
+        answer = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    HoldRules rules = {dict_count(hold_settings, hold_run_name), dict_count(hold_settings, hold_back_name)};
-    status = rules.run < 0 || rules.back < 0 ? 0 : find_memory(dict, array, &operands[0], PY_SSIZE_T_MAX, 0, &rules, 1);
+    status = find_memory(dict, array, &operands[0], PY_SSIZE_T_MAX, 0, &rules, 1);
     found = status == 1;
     if (status == 1 && operands[0].held) {
         status = 0;  /* a held base's stores: its own path (_lazy._setitem) */
