@@ -371,3 +371,30 @@ def test_one_code_run_with_two_module_namespaces_warns_in_each(way):
                 other(a, zero)
     assert [w.filename for w in caught] == ["<two namespaces>", "<two namespaces>"], [str(w.message) for w in caught]
     assert "__warningregistry__" in first and "__warningregistry__" in second
+
+
+def test_threads_computing_small_results_at_once_get_numpys_values(way):
+    """The compiled calls take the runtime's lock as the Python path does: two threads computing
+    small settled results and storing into them at once lose nothing and share no base."""
+    import threading
+
+    results: dict[int, list] = {}
+    errors: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for _ in range(20):  # long enough for the interpreter to switch threads mid-loop
+                results[seed] = [numpy.array(value, copy=True) for value in program(snp, seed) + stores(snp, seed)]
+        except BaseException as error:  # reported by the main thread
+            errors.append(error)
+
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
+        threads = [threading.Thread(target=work, args=(seed,)) for seed in (11, 12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not any(thread.is_alive() for thread in threads) and not errors, errors
+    for seed in (11, 12):
+        for got, want in zip(results[seed], program(numpy, seed) + stores(numpy, seed), strict=True):
+            numpy.testing.assert_array_equal(got, want)
