@@ -213,13 +213,17 @@ hold(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *engine = PyDict_GetItemWithError(dict, names[N_ENGINE]);
+    PyObject *flags = engine == NULL || engine == Py_None ? NULL : PyObject_GetAttrString(value, "flags");
+    PyObject *writeable = flags == NULL ? NULL : PyObject_GetAttrString(flags, "writeable");
+    Py_XDECREF(flags);
     PyObject *answer = NULL;
-    if (engine == NULL || engine == Py_None) {  /* the first large array loads the engine: Runtime.new_base */
+    if (writeable != Py_True) {  /* the first large array loads the engine; read-only data is declared (Runtime.new_base) */
         answer = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     else {
         answer = wrapped(runtime, dict, Py_NewRef(value));
     }
+    Py_XDECREF(writeable);
     Py_DECREF(dict);
     return answer;
 }
@@ -424,7 +428,8 @@ static PyMethodDef module_methods[] = {
      "changed, the Python path decides."},
     {"hold", (PyCFunction)(void (*)(void))hold, METH_FASTCALL,
      "hold(runtime, value): wrap_numpy(value) for a NumPy array the caller gives away: itself where small, else a new "
-     "lazy array holding it back (Runtime.new_base); None where the engine is not made yet or `value` is no ndarray."},
+     "lazy array holding it back (Runtime.new_base); None where the engine is not made yet, `value` is read-only or no "
+     "ndarray."},
     {"store", (PyCFunction)(void (*)(void))store, METH_FASTCALL,
      "store(array, key, value): array[key] = value written by NumPy into the memory of a lazy array's base held back "
      "with its data or settled (_index._set_in_place), for a basic key, a value that is a scalar, an ndarray or a small "

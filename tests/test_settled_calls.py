@@ -398,3 +398,17 @@ def test_threads_computing_small_results_at_once_get_numpys_values(way):
     for seed in (11, 12):
         for got, want in zip(results[seed], program(numpy, seed) + stores(numpy, seed), strict=True):
             numpy.testing.assert_array_equal(got, want)
+
+
+def test_a_read_only_result_given_away_is_declared_not_held_back(way):
+    """``wrap_numpy`` holds back a result it is given only where the engine may write that very
+    array; read-only data (NumPy's own array of a buffer it must not write) is declared with a
+    copy, as ``Runtime.new_base`` declares it, and stays as it was."""
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6) as rt:
+        given = numpy.arange(6.0)
+        given.flags.writeable = False
+        lazy = _numpy_data.wrap_numpy(given)
+        assert lazy._base.id not in rt._deferred
+        lazy += 1.0
+        numpy.testing.assert_array_equal(lazy, numpy.arange(6.0) + 1.0)
+    numpy.testing.assert_array_equal(given, numpy.arange(6.0))
