@@ -223,7 +223,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
                 small = False
                 break
     if small:
-        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind")
+        eager = settled_ufunc(ufunc, inputs, None if out is None else (out,), True, None, "same_kind", compiled_tried=True)
         if eager is not NOT_SETTLED:
             return eager
     signature_key = key(ufunc, inputs, out)

@@ -281,8 +281,9 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
         for value in inputs:  # a masked array or matrix: NumPy's call, which the subclass wraps
             if type(value) not in _PLAIN_OPERANDS and isinstance(value, np.ndarray) and "out" not in kwargs:
                 return _ufunc.for_numpy_subclass(ufunc, method, inputs, kwargs)
-        if method == "__call__" and not kwargs and len(inputs) == ufunc.nin and ufunc.nout == 1:
-            fast = _fast_ufunc.record(ufunc, inputs, None)  # settled operands decided first, as below
+        recorded = method == "__call__" and not kwargs and len(inputs) == ufunc.nin and ufunc.nout == 1
+        if recorded:
+            fast = _fast_ufunc.record(ufunc, inputs, None)  # settled operands decided first (the compiled call too), as below
             if fast is not _fast_ufunc.NOT_FAST:
                 return fast
         if method in _settled_functions.UFUNC_METHODS and not kwargs and _settled_compiled.SETTLED_CALLS is not None:  # settled_method's common case
@@ -291,7 +292,7 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
                 return eager
         if method == "__call__" and len(inputs) == ufunc.nin and kwargs.keys() <= _SETTLED_KEYWORDS:
             eager = _settled.settled_ufunc(
-                ufunc, inputs, kwargs.get("out"), kwargs.get("where", True), kwargs.get("dtype"), kwargs.get("casting", "same_kind")
+                ufunc, inputs, kwargs.get("out"), kwargs.get("where", True), kwargs.get("dtype"), kwargs.get("casting", "same_kind"), recorded
             )
             if eager is not _settled.NOT_SETTLED:
                 return eager

@@ -78,12 +78,13 @@ def has_lazy(values: tuple[Any, ...] | list[Any]) -> bool:
     return False
 
 
-def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any, dtype: Any, casting: str) -> Any:
+def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any, dtype: Any, casting: str, compiled_tried: bool = False) -> Any:
     """``ufunc(*inputs, ...)`` computed by NumPy at once if every lazy input (and ``where``) is a
     small view of a settled base and every lazy output one that no recorded work touches;
-    else :data:`NOT_SETTLED`."""
+    else :data:`NOT_SETTLED`. ``compiled_tried``: the compiled call already answered None for
+    these operands (``_fast_ufunc.record``), so it is not asked again."""
     if out is None and where is True and dtype is None and casting == "same_kind":
-        return _plain_ufunc(ufunc, inputs)
+        return _plain_ufunc(ufunc, inputs, compiled_tried)
     values = (*inputs, where)
     outs = out if isinstance(out, tuple) else (out,)
     if not has_lazy(values) and not has_lazy(outs):
@@ -116,11 +117,11 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
     return handed if ufunc.nout > 1 else handed[0]
 
 
-def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
+def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], compiled_tried: bool = False) -> Any:
     """:func:`settled_ufunc` without ``out``, ``where``, ``dtype`` or ``casting``: the common
     operator call (``a + b``), at a third of the general path's cost; its common case in C where
     built (``shoal/numpy/_settled_compiled.py``)."""
-    if SETTLED_CALLS is not None:
+    if SETTLED_CALLS is not None and not compiled_tried:
         done = SETTLED_CALLS.call(ufunc, inputs, UFUNC)
         if done is not None:
             return done
