@@ -338,30 +338,28 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
                 return
             memory = _held_indexing.own_view(self)
         kind = type(value)
-        if kind is _NDARRAY:
-            if value.dtype is memory.dtype:
-                memory[_held_indexing.memory_index(key)] = value  # no cast
-                return
-        elif kind in self._quiet:
-            memory[_held_indexing.memory_index(key)] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
-            return
-        elif kind is ndarray and value._base.held is None and math.prod(value._view.shape) >= self._base.large:
+        if kind is ndarray and value._base.held is None and math.prod(value._view.shape) >= self._base.large:
             # Large lazy work (``b[1:-1] = (a[:-2] + a[2:]) / 2`` into a held ``b``) is recorded
             # into the base, which goes back to the engine: NumPy's store would read the work
             # out into a new array and copy that in (1-D Jacobi on 32M elements: two copies of
             # 256 MB a sweep).
             _index.setitem(self, key, value)
             return
-        elif kind is ndarray and not value._scalar:  # a small lazy value: its settled memory, read in place (no copy)
-            runtime = value._base.runtime
-            if math.prod(value._view.shape) < runtime.settled_threshold:
-                source = runtime.settle(value._view)
-                if source is not None:
-                    if source.dtype is memory.dtype:
-                        memory[_held_indexing.memory_index(key)] = source
-                        return
-                    value = source
         key = _held_indexing.memory_index(key)  # lazy index arrays read in place, not copied out by NumPy
+        if kind is _NDARRAY:
+            if value.dtype is memory.dtype:
+                memory[key] = value  # no cast
+                return
+        elif kind in self._quiet:
+            memory[key] = value  # no cast that warns (a Python int out of range raises NumPy's OverflowError)
+            return
+        elif kind is ndarray and not value._scalar:  # a small lazy value: its settled memory, read in place (no copy)
+            source = _settled.readable(value)
+            if source is not None:
+                if source.dtype is memory.dtype:
+                    memory[key] = source
+                    return
+                value = source
         with fp_warnings.relayed():  # a cast's warning is reported at the caller's line, as NumPy's
             memory[key] = value
 
