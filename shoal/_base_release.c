@@ -18,7 +18,7 @@ enum { B_CLOSED, B_BASES, B_RELEASED, B_DEFERRED, B_HELD, B_RELEASE, B_APPEND, B
 static const char *name_texts[B_NAMES] = {"closed", "_bases", "_released", "_deferred", "held", "release", "append", "runtime", "id",
                                           "_dropped", "stats", "bases_released", "clear"};
 static PyObject *names[B_NAMES];
-#define DROPPED_COUNTED 1024  /* base_lives.DROPPED_COUNTED */
+static Py_ssize_t dropped_counted = 1;  /* base_lives.DROPPED_COUNTED, given to finalizer() */
 
 /* Base `base_id`, held back with its data and never named by an instruction, dropped as
  * Runtime.release drops it: out of the runtime's bases and held-back data, queued in `dropped`
@@ -37,7 +37,7 @@ drop_held_back(PyObject *dict, PyObject *bases, PyObject *deferred, PyObject *dr
     }
     Py_DECREF(done);
     Py_ssize_t count = PyObject_Length(dropped);
-    if (count < DROPPED_COUNTED) {
+    if (count < dropped_counted) {
         return count < 0 ? -1 : 0;
     }
     PyObject *stats = PyDict_GetItemWithError(dict, names[B_STATS]);
@@ -125,9 +125,11 @@ static PyObject *
 finalizer(PyObject *module, PyObject *args)
 {
     PyTypeObject *base_type;
-    if (!PyArg_ParseTuple(args, "O!:finalizer", &PyType_Type, &base_type)) {
+    Py_ssize_t counted;
+    if (!PyArg_ParseTuple(args, "O!n:finalizer", &PyType_Type, &base_type, &counted)) {
         return NULL;
     }
+    dropped_counted = counted > 0 ? counted : 1;
     int slots[3] = {B_RUNTIME, B_ID, B_HELD};
     for (int i = 0; i < 3; i++) {
         Py_ssize_t offset = slot_offset(base_type, names[slots[i]], 1);
@@ -141,7 +143,8 @@ finalizer(PyObject *module, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     {"finalizer", finalizer, METH_VARARGS,
-     "finalizer(LazyBase): LazyBase.__del__ in C, a method of that class (its runtime, id and held slots)."},
+     "finalizer(LazyBase, dropped_counted): LazyBase.__del__ in C, a method of that class (its runtime, id and held "
+     "slots), counting released held-back bases once `dropped_counted` wait (base_lives.DROPPED_COUNTED)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -17,7 +17,7 @@ from shoal.frozen_values import new_instruction, slot_maker
 if TYPE_CHECKING:
     from shoal.runtime import Runtime
 
-# Held-back bases released, queued to be counted, at which the queue is counted at once (also in
+# Held-back bases released, queued to be counted, at which the queue is counted at once (also by
 # ``shoal/_base_release.c``): a loop whose results NumPy computes may record nothing for long.
 DROPPED_COUNTED = 1024
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from types import ModuleType
 
-from shoal.base_lives import LazyBase, make_base
+from shoal.base_lives import DROPPED_COUNTED, LazyBase, make_base
 from shoal.bytecode import View
 from shoal.frozen_values import new_decl, new_instruction, new_view
 from shoal.runtime import Runtime
@@ -47,4 +47,4 @@ try:
 except ImportError:
     pass
 else:
-    LazyBase.__del__ = finalizer(LazyBase)  # type: ignore[method-assign]
+    LazyBase.__del__ = finalizer(LazyBase, DROPPED_COUNTED)  # type: ignore[method-assign]

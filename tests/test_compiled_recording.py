@@ -293,6 +293,6 @@ def test_the_compiled_finalizer_refuses_what_is_not_a_base():
     from shoal._base_release import finalizer
 
     with pytest.raises(AttributeError, match="runtime"):
-        finalizer(int)  # no runtime, id and held slots
+        finalizer(int, 1024)  # no runtime, id and held slots
     with pytest.raises(TypeError):
         LazyBase.__del__(object())
