@@ -52,10 +52,11 @@ def program(np, seed: int, steps: int = 120) -> list:
     values = [np.array(numpy.linspace(0.5, 1.5, 24) * (k + 1)) for k in range(3)]
     matrix = np.array(numpy.linspace(0.1, 1.0, 24 * 24).reshape(24, 24) / 24.0)
     counts = np.array(numpy.arange(24, dtype=numpy.int64))
+    weights = numpy.linspace(1.0, 0.2, 24)  # NumPy's own: ``weights @ matrix`` reaches the lazy matrix's __array_ufunc__
     kept: list = []
     for _ in range(steps):
         k, j = rng.randrange(3), rng.randrange(3)
-        kind = rng.randrange(12)
+        kind = rng.randrange(13)
         if kind == 0:
             values[k] = np.sqrt(values[k] * values[j])
         elif kind == 1:
@@ -79,6 +80,8 @@ def program(np, seed: int, steps: int = 120) -> list:
             values[k] += values[j]  # in place: written where it is
         elif kind == 10:
             counts += 2
+        elif kind == 11:
+            values[k] = weights @ matrix + values[j]
         else:
             values[k] *= 0.5
     return [*values, counts, *kept]
@@ -142,6 +145,28 @@ def test_a_loop_of_small_calls_ends_in_the_same_state_both_ways(seed, settled_th
         assert got.dtype == want.dtype and python_got.dtype == want.dtype
         numpy.testing.assert_array_equal(got, want)
         numpy.testing.assert_array_equal(python_got, want)
+
+
+def test_a_numpy_vector_times_a_held_matrix_is_the_compiled_product(monkeypatch):
+    """``v @ m[:, k:]`` of a NumPy ``v`` reaches the lazy view's ``__array_ufunc__``, not ``@``'s
+    method: it takes the compiled product as ``m[:, k:] @ v`` does (a correlation's columns)."""
+    if COMPILED is None:
+        pytest.skip("shoal/_settled_calls.c was not built here")
+    counting = _Counting()
+    for module in USERS:
+        monkeypatch.setattr(module, "SETTLED_CALLS", counting)
+    values = numpy.linspace(0.0, 1.0, 40 * 30).reshape(40, 30)
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6, settled_threshold=64):
+        matrix = snp.array(values)
+        for k in range(100):
+            float(matrix[k % 40, k % 30])  # element reads: the base is held
+        vector = numpy.linspace(1.0, 2.0, 40)
+        before = counting.done
+        results = [vector @ matrix[:, k:] for k in range(5)]
+        assert counting.done - before == 5
+        for k, got in enumerate(results):
+            assert got.dtype == numpy.float64
+            numpy.testing.assert_allclose(numpy.asarray(got), vector @ values[:, k:], rtol=1e-15)
 
 
 def test_holds_happen_at_the_same_access_both_ways(monkeypatch):

@@ -39,7 +39,7 @@ from shoal.numpy._layout import axis_order, result_strides
 from shoal.numpy._lazy import NO_QUIET_STORES, make_lazy_array, ndarray
 from shoal.numpy._numpy_data import _memory_limit, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
-from shoal.numpy._settled_compiled import SETTLED_CALLS, UFUNC
+from shoal.numpy._settled_compiled import PRODUCT, SETTLED_CALLS, UFUNC
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
 NOT_FAST: Any = object()
@@ -200,7 +200,10 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     the general path would); else :data:`NOT_FAST`. A matrix product goes to ``np.matmul``'s
     own path (:mod:`shoal.numpy._linalg`) at once: ``v @ a`` of a NumPy ``v`` comes through here."""
     if ufunc is _MATMUL:
-        return _linalg.matmul(*inputs) if out is None else NOT_FAST
+        if out is not None:
+            return NOT_FAST
+        eager = None if SETTLED_CALLS is None else SETTLED_CALLS.call(_MATMUL, inputs, PRODUCT)  # as ``a @ b`` of a lazy ``a``
+        return _linalg.matmul(*inputs) if eager is None else eager
     if out is not None and type(out) is not ndarray:
         return NOT_FAST
     # settled_ufunc's common case first (every lazy operand small and settled): None where the
