@@ -30,7 +30,7 @@ setup(
         Extension(
             "shoal.engine.node.schedule._repeat_walk",
             ["shoal/engine/node/schedule/_repeat_walk.c"],
-            depends=["shoal/_slot_offset.h"],
+            depends=["shoal/_slot_offset.h", "shoal/engine/node/schedule/_repeat_compare.h"],
             optional=True,
         ),
     ]
