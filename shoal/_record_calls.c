@@ -275,50 +275,25 @@ static PyObject *
 declare_new_base(State *state, PyObject *runtime, PyObject *dtype, PyObject *shape, PyObject *strides, PyObject *size)
 {
     PyObject *dict = state->dict;
-    PyObject *base_id = attribute(dict, N_NEXT_ID);
-    if (base_id == NULL) {
+    PyObject *base_id = NULL;
+    PyObject *base = claim_new_base(runtime, dict, make_base, dtype, size, &base_id);
+    if (base == NULL) {
         return NULL;
     }
-    Py_INCREF(base_id);
-    PyObject *next = PyNumber_Add(base_id, one);
-    PyObject *result = NULL, *decl = NULL, *holders = NULL, *base = NULL, *view = NULL, *ref = NULL;
-    if (next == NULL || PyDict_SetItem(dict, names[N_NEXT_ID], next) < 0) {
-        goto done;
-    }
-    PyObject *stats = Py_XNewRef(attribute(dict, N_STATS));
-    int counted = stats == NULL ? -1 : add_to_counter(stats, N_BASES_CREATED, 1);
-    Py_XDECREF(stats);
-    if (counted < 0) {
-        goto done;
-    }
+    PyObject *result = NULL, *view = NULL;
     PyObject *decl_arguments[3] = {base_id, dtype, size};
-    decl = PyObject_Vectorcall(new_decl, decl_arguments, 3, NULL);
+    PyObject *decl = PyObject_Vectorcall(new_decl, decl_arguments, 3, NULL);
     PyObject *bases = decl == NULL ? NULL : PyObject_GetAttr(state->pending, names[N_BASES]);
-    int failed = bases == NULL || PyList_Append(bases, decl) < 0;
+    int failed = bases == NULL || PyList_Append(bases, decl) < 0 || add_to_set(dict, N_DECLARED, base_id) < 0;
     Py_XDECREF(bases);
-    if (failed || add_to_set(dict, N_DECLARED, base_id) < 0) {
-        goto done;
+    if (!failed) {
+        PyObject *view_arguments[5] = {base_id, dtype, zero, shape, strides};
+        view = PyObject_Vectorcall(new_view, view_arguments, 5, NULL);
+        result = view == NULL ? NULL : PyTuple_Pack(2, base, view);
     }
-    holders = PyList_New(0);
-    PyObject *base_arguments[5] = {runtime, base_id, dtype, size, holders};
-    base = holders == NULL ? NULL : PyObject_Vectorcall(make_base, base_arguments, 5, NULL);
-    ref = base == NULL ? NULL : PyWeakref_NewRef(base, NULL);
-    PyObject *own_bases = attribute(dict, N_OWN_BASES);
-    if (ref == NULL || own_bases == NULL || PyDict_SetItem(own_bases, base_id, ref) < 0) {
-        goto done;
-    }
-    PyObject *view_arguments[5] = {base_id, dtype, zero, shape, strides};
-    view = PyObject_Vectorcall(new_view, view_arguments, 5, NULL);
-    if (view != NULL) {
-        result = PyTuple_Pack(2, base, view);
-    }
-done:
     Py_DECREF(base_id);
-    Py_XDECREF(next);
     Py_XDECREF(decl);
-    Py_XDECREF(holders);
-    Py_XDECREF(ref);
-    Py_XDECREF(base);
+    Py_DECREF(base);
     Py_XDECREF(view);
     return result;
 }

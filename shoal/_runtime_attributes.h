@@ -54,14 +54,14 @@ size_of(PyObject *dict, int name)
     return value == NULL ? -1 : PyObject_Length(value);
 }
 
-static int
+static inline int
 is_empty(PyObject *dict, int name)
 {
     return size_of(dict, name) == 0;
 }
 
 /* The count held by attribute `name` (an int of at least 0), or -1 (an error may be set). */
-static Py_ssize_t
+static inline Py_ssize_t
 count_of(PyObject *dict, int name)
 {
     PyObject *value = attribute(dict, name);
@@ -88,7 +88,7 @@ add_to_counter(PyObject *owner, int name, Py_ssize_t count)
     return failed;
 }
 
-static int
+static inline int
 add_to_set(PyObject *dict, int name, PyObject *item)
 {
     PyObject *set = attribute(dict, name);
@@ -131,6 +131,42 @@ release(PyObject *lock, PyObject *result)
     Py_DECREF(done);
     PyErr_Restore(type, value, traceback);
     return result;
+}
+
+/* Under the runtime's lock (`dict` its __dict__): claims its next base id, counted among the
+ * bases created, and makes the id's LazyBase with `make_base` (runtime, id, dtype, size, a new
+ * list of holders), kept among the runtime's own bases by a weak reference, as Runtime.new_base
+ * does. A new reference to the base with *base_id set (a new reference), or NULL with an error. */
+static PyObject *
+claim_new_base(PyObject *runtime, PyObject *dict, PyObject *make_base, PyObject *dtype, PyObject *size, PyObject **base_id)
+{
+    *base_id = Py_XNewRef(attribute(dict, N_NEXT_ID));
+    Py_ssize_t id = *base_id == NULL ? -1 : PyLong_AsSsize_t(*base_id);
+    PyObject *next = id < 0 ? NULL : PyLong_FromSsize_t(id + 1);
+    PyObject *stats = next == NULL ? NULL : Py_XNewRef(attribute(dict, N_STATS));
+    PyObject *own_bases = stats == NULL ? NULL : attribute(dict, N_OWN_BASES);
+    PyObject *holders = NULL, *base = NULL, *ref = NULL;
+    int failed = own_bases == NULL || !PyDict_Check(own_bases) || PyDict_SetItem(dict, names[N_NEXT_ID], next) < 0 ||
+                 add_to_counter(stats, N_BASES_CREATED, 1) < 0 || (holders = PyList_New(0)) == NULL;
+    if (!failed) {
+        PyObject *arguments[5] = {runtime, *base_id, dtype, size, holders};
+        base = PyObject_Vectorcall(make_base, arguments, 5, NULL);
+        ref = base == NULL ? NULL : PyWeakref_NewRef(base, NULL);
+        failed = ref == NULL || PyDict_SetItem(own_bases, *base_id, ref) < 0;
+    }
+    if (own_bases != NULL && !PyDict_Check(own_bases) && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "the runtime's own bases are not a dict");
+    }
+    Py_XDECREF(next);
+    Py_XDECREF(stats);
+    Py_XDECREF(holders);
+    Py_XDECREF(ref);
+    if (failed) {
+        Py_XDECREF(base);
+        Py_CLEAR(*base_id);
+        return NULL;
+    }
+    return base;
 }
 
 #endif

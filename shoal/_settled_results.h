@@ -158,7 +158,7 @@ hold_back(PyObject *runtime, PyObject *dict, PyObject *result, PyObject *shape, 
     PyObject *actual = owner == NULL ? NULL : PyObject_GetAttr(result, slot_names[S_STRIDES]);
     int contiguous = 0;
     PyObject *strides = actual == NULL ? NULL : contiguous_strides(shape, itemsize, actual, &contiguous);
-    PyObject *answer = NULL, *data = NULL, *entry = NULL, *base = NULL, *view = NULL, *ref = NULL, *holders = NULL;
+    PyObject *answer = NULL, *data = NULL, *entry = NULL, *base = NULL, *view = NULL;
     PyObject *base_id = NULL, *lock = NULL;
     if (itemsize < 0 || (itemsize > 0 && strides == NULL)) {
         goto done;
@@ -170,27 +170,14 @@ hold_back(PyObject *runtime, PyObject *dict, PyObject *result, PyObject *shape, 
     data = PyTuple_GET_SIZE(shape) == 1 ? Py_NewRef(result) : PyObject_CallMethodOneArg(result, slot_names[S_RESHAPE], minus_one);
     PyObject *count = data == NULL ? NULL : PyLong_FromSsize_t(size);
     entry = count == NULL ? NULL : PyTuple_Pack(3, dtype, count, data);
-    holders = entry == NULL ? NULL : PyList_New(0);
-    lock = holders == NULL ? NULL : acquire(dict);
+    lock = entry == NULL ? NULL : acquire(dict);
     if (lock == NULL) {
         Py_XDECREF(count);
         goto done;
     }
-    base_id = Py_XNewRef(attribute(dict, N_NEXT_ID));
-    PyObject *next = base_id == NULL ? NULL : PyLong_FromSsize_t(PyLong_AsSsize_t(base_id) + 1);
-    PyObject *stats = next == NULL ? NULL : Py_XNewRef(attribute(dict, N_STATS));
-    PyObject *deferred = dict_named(dict, names[N_DEFERRED]);
-    PyObject *own_bases = dict_named(dict, names[N_OWN_BASES]);
-    int failed = stats == NULL || deferred == NULL || own_bases == NULL || PyDict_SetItem(dict, names[N_NEXT_ID], next) < 0 ||
-                 add_to_counter(stats, N_BASES_CREATED, 1) < 0 || PyDict_SetItem(deferred, base_id, entry) < 0;
-    if (!failed) {
-        PyObject *base_arguments[5] = {runtime, base_id, dtype, count, holders};
-        base = PyObject_Vectorcall(make_base, base_arguments, 5, NULL);
-        ref = base == NULL ? NULL : PyWeakref_NewRef(base, NULL);
-        failed = ref == NULL || PyDict_SetItem(own_bases, base_id, ref) < 0;
-    }
-    Py_XDECREF(next);
-    Py_XDECREF(stats);
+    base = claim_new_base(runtime, dict, make_base, dtype, count, &base_id);
+    PyObject *deferred = base == NULL ? NULL : dict_named(dict, names[N_DEFERRED]);
+    int failed = deferred == NULL || PyDict_SetItem(deferred, base_id, entry) < 0;
     if (unlock(lock) < 0 || failed) {
         Py_XDECREF(count);
         goto done;
@@ -211,9 +198,7 @@ done:
     Py_XDECREF(strides);
     Py_XDECREF(data);
     Py_XDECREF(entry);
-    Py_XDECREF(holders);
     Py_XDECREF(base_id);
-    Py_XDECREF(ref);
     Py_XDECREF(base);
     Py_XDECREF(view);
     return answer;
