@@ -9,6 +9,8 @@ import pytest
 
 import shoal.numpy as snp
 from shoal import runtime
+from shoal.engine.node.engine import NodeEngine
+from shoal.engine.passthrough import PassConfig, PassThrough
 
 
 @pytest.fixture
@@ -140,6 +142,21 @@ def test_small_arrays_made_lazy_hold_their_values_from_the_start(every_array_laz
     assert not every_array_lazy._pending.instructions
     assert got.dtype == expected.dtype
     numpy.testing.assert_array_equal(numpy.asarray(got), expected)
+
+
+@pytest.mark.parametrize("name", list(IN_MEMORY))
+def test_small_arrays_made_lazy_for_a_component_without_memory_are_recorded(name):
+    """A component that keeps no memory in this process (the cluster, the remote client) is sent
+    the instruction that makes a new array, not its values: the creation is recorded."""
+    stack = PassThrough(PassConfig(local_loops=False), NodeEngine())
+    call = IN_MEMORY[name]
+    expected = call(numpy)
+    with runtime.configure(engine=stack, eager_threshold=0, flush_threshold=10**6) as rt:
+        got = call(snp)
+        assert type(got) is snp.ndarray
+        assert rt._pending.instructions or rt._pending.bases
+        assert got.dtype == expected.dtype
+        numpy.testing.assert_array_equal(numpy.asarray(got), expected)
 
 
 def test_a_row_loop_over_small_new_arrays_records_nothing_per_row(every_array_lazy):

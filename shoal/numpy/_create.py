@@ -49,8 +49,12 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
 
 
 def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> Any:
-    if type(shape) is int and 0 <= shape and is_small(shape):  # a small 1-D array: NumPy's call, at NumPy's cost
-        return _numpy_filled(shape, dtype, value, numpy_function, order)
+    if type(shape) is int and 0 <= shape:  # a 1-D array: the checks below, read once
+        runtime = _runtime.current()
+        if shape < runtime.eager_threshold:  # small: NumPy's call, at NumPy's cost
+            return _numpy_filled(shape, dtype, value, numpy_function, order)
+        if shape < runtime.settled_threshold and order in ("C", "K", "A") and _carried(dtype) and runtime.offers_memory():
+            return wrap_numpy(_numpy_filled(shape, dtype, value, numpy_function, order))  # as _settled_size decides below
     dims = _shape_tuple(shape)
     if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
         return _numpy_filled(dims, dtype, value, numpy_function, order)
