@@ -33,6 +33,7 @@ COMPOSABLE: set[str] = {
     "vstack", "hstack", "dstack", "split", "array_split", "hsplit", "vsplit", "dsplit",
     "allclose", "nan_to_num",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "trim_zeros",
+    "iscomplexobj", "isrealobj", "common_type", "isreal", "isposinf", "isneginf",
 }  # fmt: skip
 
 # Implementations of a NumPy submodule that loads on first use, imported with it ("fft.fft").
