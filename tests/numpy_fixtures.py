@@ -354,3 +354,14 @@ def same_values_and_warnings(program: Callable[[ModuleType], Any], **configured:
             have = np.asarray(program(module))
     np.testing.assert_array_equal(have, want)
     assert [(w.category, str(w.message), w.lineno) for w in got] == [(w.category, str(w.message), w.lineno) for w in expected]
+
+
+@pytest.fixture
+def no_fallback() -> Iterator[None]:
+    """The test counts no NumPy fallback (``ShoalFallbackWarning`` is given once a process and
+    kept silent under an ``error`` filter, so the count is what shows one)."""
+    from shoal.numpy import _dispatch
+
+    before = sum(_dispatch.FALLBACKS.values())
+    yield
+    assert sum(_dispatch.FALLBACKS.values()) == before, f"fallbacks: {dict(_dispatch.FALLBACKS)}"

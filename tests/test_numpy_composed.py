@@ -1,7 +1,7 @@
 """Functions Shoal composes from its lazy operations (``std``/``var`` with ``correction``,
 ``flip``, ``take``, ``repeat``, ``tile``, ``trace``, ``matrix_transpose``, ``cumulative_sum``, ``diff``, ``gradient``,
 ``nansum``, ``nanprod``, ``nancumsum``, ``nancumprod``,
-...): NumPy's results and errors, and no fallback (a ``ShoalFallbackWarning`` fails the test)."""
+...): NumPy's results and errors, and no fallback counted (``no_fallback``)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ from numpy_fixtures import (
     needs_runtime,
     shapes,
 )
+
+pytestmark = pytest.mark.usefixtures("no_fallback")
 
 axes = st.none() | st.integers(-4, 3)
 small = arrays(dtypes, shapes, bound=100)

@@ -102,6 +102,21 @@ def test_ufunc_reduce_matches_numpy(snp: ModuleType, name: str, array: np.ndarra
     check_same(snp, reduce, array, **tolerance(array))
 
 
+@DIFFERENTIAL
+@given(name=st.sampled_from(["maximum", "minimum", "fmax", "fmin"]), array=arrays(st.sampled_from(ALL_DTYPES), shapes), data=st.data())
+def test_selecting_ufunc_reduce_from_an_initial_value_matches_numpy(snp_recorded: ModuleType, name: str, array: np.ndarray, data) -> None:
+    """``initial`` (``np.nanmax(a, initial=x)`` reduces with ``np.fmax``), recorded: NaNs, empty
+    axes (``initial`` everywhere), ``keepdims``; no fallback counted."""
+    from shoal.numpy import _dispatch
+
+    axis = data.draw(st.none() | axes(array.ndim), label="axis")
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    initial = data.draw(st.sampled_from([-5, 0, 7, -1.5, float("nan")]), label="initial")
+    before = sum(_dispatch.FALLBACKS.values())
+    check_same(snp_recorded, lambda xp, a: getattr(xp, name).reduce(a, axis=axis, keepdims=keepdims, initial=initial), array)
+    assert sum(_dispatch.FALLBACKS.values()) == before
+
+
 @pytest.mark.parametrize("name", ["sum", "prod", "min", "max", "mean", "any", "all", "argmax"])
 @pytest.mark.parametrize("axis", [0, 1])
 def test_reduction_into_out(snp: ModuleType, name: str, axis: int) -> None:

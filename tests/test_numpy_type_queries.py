@@ -23,18 +23,9 @@ from numpy_fixtures import (
     shapes,
 )
 
-from shoal.numpy import _dispatch
-
 small = arrays(dtypes, shapes, bound=100)
 
-
-@pytest.fixture(autouse=True)
-def _no_fallback():
-    """The fallbacks counted while the test runs (warned of once a process, and silent under an
-    ``error`` filter) must be none."""
-    before = sum(_dispatch.FALLBACKS.values())
-    yield
-    assert sum(_dispatch.FALLBACKS.values()) == before, dict(_dispatch.FALLBACKS)
+pytestmark = pytest.mark.usefixtures("no_fallback")
 with_infinities = arrays(st.sampled_from([np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int16), np.dtype(np.complex128)]), shapes)
 
 

@@ -41,8 +41,8 @@ def copied_to(a: Any, val: Any, mask: Any) -> Any:
     if type(a) is ndarray:
         a[...] = np.where(mask, np.array(val).astype(a.dtype, casting="unsafe"), a)
         return a
-    if isinstance(a, np.ndarray):
-        np.copyto(a, val, where=mask, casting="unsafe")
+    if isinstance(a, np.ndarray):  # NumPy's own result (a small one): the mask is read, not the fallback's
+        np.copyto(a, val, where=np.asarray(mask), casting="unsafe")
         return a
     return a.dtype.type(val)
 

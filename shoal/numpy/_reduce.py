@@ -145,10 +145,20 @@ def reduction(name: str, array: Any, axis: Any = None, dtype: Any = None, out: A
     return deliver(result, out)
 
 
-def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None, keepdims: bool = False) -> Any:
-    """``ufunc.reduce(array, axis, dtype, out, keepdims)``."""
+# Ufuncs whose reduction selects an element: ``initial`` taken first or last selects the same one.
+SELECTING = frozenset({"maximum", "minimum", "fmax", "fmin"})
+
+
+_NO_INITIAL: Any = object()
+
+
+def ufunc_reduce(ufunc: np.ufunc, array: Any, axis: Any = 0, dtype: Any = None, out: Any = None, keepdims: bool = False, initial: Any = _NO_INITIAL) -> Any:
+    """``ufunc.reduce(array, axis, dtype, out, keepdims[, initial])``; ``initial`` for the
+    :data:`SELECTING` ufuncs only (``nanmax(a, initial=x)`` is ``np.fmax.reduce``'s)."""
     if isinstance(out, tuple):
         out = out[0]
+    if initial is not _NO_INITIAL:
+        return _reduce_from(ufunc, array, axis, dtype, out, keepdims, initial)
     probe_result = quietly(ufunc.reduce, value_probe(array.dtype, array.shape), axis=axis, dtype=dtype, keepdims=keepdims)
     if array.ndim == 0:
         axis = None
@@ -184,3 +194,27 @@ def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = 
     result = out if is_lazy(out) else new_array(probe_result.dtype, shape)
     array._base.runtime.record(name, (result._view,), (array._view,), axis=attr_axis, dtype=None if dtype is None else np.dtype(dtype))
     return deliver(result, out)
+
+
+def _reduce_from(ufunc: np.ufunc, array: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, initial: Any) -> Any:
+    """A selecting ``ufunc``'s reduction with ``initial``: ``ufunc(initial, reduction)``, which
+    keeps NumPy's choice among equal elements (``initial`` is its first), or ``initial``
+    everywhere where no element is reduced. NumPy's errors and dtype from a probe."""
+    from shoal.numpy._create import full
+    from shoal.numpy._ufunc import apply_ufunc
+
+    assert ufunc.__name__ in SELECTING
+    probe_result = quietly(ufunc.reduce, value_probe(array.dtype, array.shape), axis=axis, dtype=dtype, keepdims=keepdims, initial=initial)
+    result_dtype = np.asarray(probe_result).dtype
+    start = np.asarray(initial).astype(result_dtype)
+    axes = tuple(range(array.ndim)) if axis is None or array.ndim == 0 else normalize_axis_tuple(axis, array.ndim)
+    if any(array.shape[a] == 0 for a in axes):
+        shape = _result_shape(array.shape, axes, keepdims)
+        _check_out(out, shape, ufunc.__name__)
+        filled = full(shape, start, dtype=result_dtype)
+        if out is None:
+            return filled
+        out[...] = filled
+        return out
+    reduced = ufunc_reduce(ufunc, array, axis, dtype, None, keepdims)
+    return apply_ufunc(ufunc, (start, reduced), out=out)

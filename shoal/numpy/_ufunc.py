@@ -236,7 +236,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
             from shoal.numpy._ufunc_methods import in_numpy
 
             return in_numpy(f"{ufunc.__name__}.reduce", ufunc.reduce, inputs, kwargs)
-        if not (set(kwargs) - {"axis", "dtype", "out", "keepdims"}):
+        if not (set(kwargs) - {"axis", "dtype", "out", "keepdims"}) or (not (set(kwargs) - {"axis", "dtype", "out", "keepdims", "initial"}) and ufunc.__name__ in _reduce.SELECTING):
             return _reduce.ufunc_reduce(ufunc, inputs[0], **kwargs)
     elif method in ("accumulate", "reduceat") and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and ufunc.nout == 1:
         from shoal.numpy import _ufunc_methods
