@@ -274,6 +274,22 @@ def min_scalar_type(a: Any, /) -> np.dtype:
     return np.min_scalar_type(a)
 
 
+def _register_copyto_users(table: dict[Any, Any], keeps_lazy: types.ModuleType) -> None:
+    """``np.copyto`` recorded (``_copyto.py``), and NumPy's Python functions that write through it
+    or build their result with NumPy's ``empty``/``full``/``asarray``, run with Shoal's."""
+    from shoal.numpy._copyto import copyto
+    from shoal.numpy._create import empty, full
+
+    table[np.copyto] = copyto
+    lazy_asarray, lazy_asanyarray = _creation("asarray"), _creation("asanyarray")
+    table[np.select] = _rebound(np.select, np=_module_with(keeps_lazy, asarray=lazy_asarray, full=full))
+    table[np.unwrap] = _rebound(np.unwrap, asarray=lazy_asarray, array=_creation("array"))
+    table[np.trapezoid] = _rebound(np.trapezoid, asanyarray=lazy_asanyarray)
+    table[np.vander] = _rebound(np.vander, asarray=lazy_asarray, empty=empty)
+    numeric = np.polyval._implementation.__globals__["NX"]
+    table[np.polyval] = _rebound(np.polyval, NX=_module_with(numeric, asarray=lazy_asarray, asanyarray=lazy_asanyarray))
+
+
 def _register() -> None:
     table = _dispatch.IMPLEMENTATIONS
     table[np.can_cast] = can_cast
@@ -303,6 +319,7 @@ def _register() -> None:
     table[np.diff] = _rebound(np.diff, asanyarray=_creation("asanyarray"), np=keeps_lazy)
     table[np.gradient] = _rebound(np.gradient, np=keeps_lazy)
     table[np.sinc] = _rebound(np.sinc, np=keeps_lazy)
+    _register_copyto_users(table, keeps_lazy)
     _nan_functions.register(table, _rebound, _module_with, keeps_lazy)
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method
