@@ -288,6 +288,13 @@ def _register_copyto_users(table: dict[Any, Any], keeps_lazy: types.ModuleType) 
     table[np.vander] = _rebound(np.vander, asarray=lazy_asarray, empty=empty)
     numeric = np.polyval._implementation.__globals__["NX"]
     table[np.polyval] = _rebound(np.polyval, NX=_module_with(numeric, asarray=lazy_asarray, asanyarray=lazy_asanyarray))
+    # cov and corrcoef: NumPy's steps (average, dot) on lazy arrays; their own warning
+    # ("Degrees of freedom <= 0 for slice") names the program's line, as NumPy's does.
+    lazy_np = _module_with(np, asarray=lazy_asarray, asanyarray=lazy_asanyarray, array=_creation("array"))
+    covariance = _rebound(np.cov, np=lazy_np, array=_creation("array"))
+    table[np.cov] = _nan_functions.at_callers_line(covariance, np.cov)
+    # corrcoef calls cov itself, whose warning then names corrcoef's line in NumPy's file, as NumPy's.
+    table[np.corrcoef] = _nan_functions.at_callers_line(_rebound(np.corrcoef, np=lazy_np, cov=covariance), np.corrcoef)
 
 
 def _register() -> None:

@@ -47,7 +47,7 @@ def copied_to(a: Any, val: Any, mask: Any) -> Any:
     return a.dtype.type(val)
 
 
-def _at_user_line(rebound: Callable[..., Any], numpy_function: Any) -> Callable[..., Any]:
+def at_callers_line(rebound: Callable[..., Any], numpy_function: Any) -> Callable[..., Any]:
     """``rebound`` for a lazy first argument, run so that its own warnings name the program's
     line; NumPy's implementation otherwise (a lazy ``out`` alone)."""
 
@@ -66,11 +66,11 @@ def register(table: dict[Any, Any], rebound: Callable[..., Any], module_with: Ca
         table[function] = rebound(function, np=keeps_lazy, _replace_nan=nan_replaced)
     # 4000 x 4000 float64 with NaNs, NumPy / Shoal reading the array first: nanmean 34 / 46 ms,
     # nanstd 61 / 73 ms, nanmax 4.6 / 15 ms.
-    table[np.nanmean] = _at_user_line(rebound(np.nanmean, np=keeps_lazy, _replace_nan=nan_replaced), np.nanmean)
+    table[np.nanmean] = at_callers_line(rebound(np.nanmean, np=keeps_lazy, _replace_nan=nan_replaced), np.nanmean)
     variance = rebound(np.nanvar, np=keeps_lazy, _replace_nan=nan_replaced, _copyto=copied_to)
-    table[np.nanvar] = _at_user_line(variance, np.nanvar)
+    table[np.nanvar] = at_callers_line(variance, np.nanvar)
     # nanstd calls nanvar itself, whose warning then names nanstd's line in NumPy's file, as NumPy's.
-    table[np.nanstd] = _at_user_line(rebound(np.nanstd, np=keeps_lazy, nanvar=variance), np.nanstd)
+    table[np.nanstd] = at_callers_line(rebound(np.nanstd, np=keeps_lazy, nanvar=variance), np.nanstd)
     fast = module_with(np, ndarray=ndarray)
     for function in (np.nanmax, np.nanmin):
-        table[function] = _at_user_line(rebound(function, np=fast), function)
+        table[function] = at_callers_line(rebound(function, np=fast), function)
