@@ -447,3 +447,12 @@ def test_functions_of_lazy_arrays_read_no_more_than_their_answers(monkeypatch, c
         expected = call(np, np.arange(48.0).reshape(6, 8) / 7.0, np.arange(48.0).reshape(6, 8) / 7.0 + 1e-9)
         np.testing.assert_allclose(np.asarray(result), expected, rtol=1e-12)
         assert read <= max(1, np.size(expected))  # a check of the answer (NaN counts), never the 48 inputs
+
+
+@DIFFERENTIAL
+@given(value=small, begin=st.none() | st.sampled_from([[7], [1.5, -2.0], 3, []]), end=st.none() | st.sampled_from([[9], 2.5, [[1, 2]]]), k=st.integers(-3, 3))
+def test_ediff1d_and_diagflat(snp_recorded: ModuleType, value: np.ndarray, begin, end, k: int) -> None:
+    """``ediff1d`` in the array's dtype between ``to_begin`` and ``to_end`` (NumPy's
+    ``same_kind`` check on each, its error for booleans); ``diagflat`` of the flattened array."""
+    check_same(snp_recorded, lambda xp, v: xp.ediff1d(v, to_end=end, to_begin=begin), value)
+    check_same(snp_recorded, lambda xp, v: xp.diagflat(v, k), value)

@@ -261,6 +261,34 @@ def vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     return _reduce.reduction("sum", product, axis=-1, dtype=dtype)
 
 
+def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    """``np.ediff1d``: the differences of the flattened array in its dtype, between ``to_begin``
+    and ``to_end`` (each checked castable to it under ``same_kind``, as NumPy checks them)."""
+    flat = _shape.ravel(as_lazy(ary))
+    begin = _edge(to_begin, flat.dtype, "to_begin")
+    end = _edge(to_end, flat.dtype, "to_end")
+    difference = apply_ufunc(np.subtract, (flat[1:], flat[:-1]))
+    if begin is None and end is None:
+        return difference
+    return _shape.concatenate([part for part in (begin, difference, end) if part is not None])
+
+
+def _edge(value: Any, dtype: np.dtype, name: str) -> Any:
+    if value is None:
+        return None
+    value = as_lazy(value) if is_lazy(value) else np.asanyarray(value)
+    if not can_cast(value, dtype, casting="same_kind"):
+        raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule.")
+    return as_lazy(value.ravel().astype(dtype))
+
+
+def diagflat(v: Any, k: Any = 0) -> Any:
+    """``np.diagflat``: the flattened input on diagonal ``k`` of a new square array."""
+    if type(k) is not int:  # NumPy's own errors and conversions for other offsets
+        return _fallback("diagflat", np.diagflat, (v, k), {})
+    return np.diag(_shape.ravel(as_lazy(v)), k)  # Shoal's, through NumPy's dispatch
+
+
 def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
     """``np.can_cast``: an array's dtype decides (NEP 50), so a lazy one is not computed."""
     return np.can_cast(from_.dtype if is_lazy(from_) else from_, to, casting)
@@ -300,6 +328,8 @@ def _register_copyto_users(table: dict[Any, Any], keeps_lazy: types.ModuleType) 
 def _register() -> None:
     table = _dispatch.IMPLEMENTATIONS
     table[np.can_cast] = can_cast
+    table[np.ediff1d] = ediff1d
+    table[np.diagflat] = diagflat
     table[np.min_scalar_type] = min_scalar_type
     lazy_asanyarray = _creation("asanyarray")
     for function in (np.iscomplex, np.angle, np.append):  # NumPy's asanyarray would compute the array
