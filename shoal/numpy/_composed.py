@@ -302,14 +302,14 @@ def min_scalar_type(a: Any, /) -> np.dtype:
     return np.min_scalar_type(a)
 
 
-def _register_copyto_users(table: dict[Any, Any], keeps_lazy: types.ModuleType) -> None:
+def _register_rebuilt(table: dict[Any, Any], keeps_lazy: types.ModuleType, lazy_asanyarray: Any) -> None:
     """``np.copyto`` recorded (``_copyto.py``), and NumPy's Python functions that write through it
-    or build their result with NumPy's ``empty``/``full``/``asarray``, run with Shoal's."""
+    or build their result with NumPy's ``empty``/``full``/``asarray``/``array``, run with Shoal's."""
     from shoal.numpy._copyto import copyto
     from shoal.numpy._create import empty, full
 
     table[np.copyto] = copyto
-    lazy_asarray, lazy_asanyarray = _creation("asarray"), _creation("asanyarray")
+    lazy_asarray = _creation("asarray")
     table[np.select] = _rebound(np.select, np=_module_with(keeps_lazy, asarray=lazy_asarray, full=full))
     table[np.unwrap] = _rebound(np.unwrap, asarray=lazy_asarray, array=_creation("array"))
     table[np.trapezoid] = _rebound(np.trapezoid, asanyarray=lazy_asanyarray)
@@ -334,7 +334,7 @@ def _register() -> None:
     lazy_asanyarray = _creation("asanyarray")
     for function in (np.iscomplex, np.angle, np.append):  # NumPy's asanyarray would compute the array
         table[function] = _rebound(function, asanyarray=lazy_asanyarray)
-    keeps_lazy = _module_with(np, asanyarray=_creation("asanyarray"))
+    keeps_lazy = _module_with(np, asanyarray=lazy_asanyarray)
     for function in (flip, flipud, fliplr, matrix_transpose, take, repeat, tile, trace, cumulative_sum, cumulative_prod):
         table[getattr(np, function.__name__)] = function
     table[np.linalg.matrix_transpose] = matrix_transpose
@@ -356,7 +356,7 @@ def _register() -> None:
     table[np.diff] = _rebound(np.diff, asanyarray=_creation("asanyarray"), np=keeps_lazy)
     table[np.gradient] = _rebound(np.gradient, np=keeps_lazy)
     table[np.sinc] = _rebound(np.sinc, np=keeps_lazy)
-    _register_copyto_users(table, keeps_lazy)
+    _register_rebuilt(table, keeps_lazy, lazy_asanyarray)
     _nan_functions.register(table, _rebound, _module_with, keeps_lazy)
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method
