@@ -1,7 +1,8 @@
 """``np.copyto`` recorded (``shoal/numpy/_copyto.py``) and NumPy's Python functions that write
 through it or build their result with NumPy's own constructors (``select``, ``unwrap``,
-``trapezoid``, ``vander``, ``polyval``): NumPy's values, dtypes, errors and messages, no
-fallback counted, on the recorded path (``snp_recorded``) and the settled one (``snp``)."""
+``trapezoid``, ``vander``, ``polyval``, ``digitize``): NumPy's values, dtypes, errors and
+messages, no fallback counted, on the recorded path (``snp_recorded``) and the settled one
+(``snp_any``)."""
 
 from __future__ import annotations
 
@@ -94,3 +95,13 @@ def test_their_errors_are_numpys(snp_any: ModuleType) -> None:
     ]
     for call in calls:
         assert _message(lambda call=call: call(np, value)) == _message(lambda call=call: call(snp_any, snp_any.array(value)))
+
+
+@DIFFERENTIAL
+@given(value=arrays(st.sampled_from([np.dtype(np.float64), np.dtype(np.int32)]), st.sampled_from([(9,), (3, 4)]), bound=20), bins=st.sampled_from([[0, 2, 5], [9, 4, 1], [-1.5], [3, 3, 7]]), right=st.booleans())
+def test_digitize_matches_numpy(snp_recorded: ModuleType, value: np.ndarray, bins, right: bool) -> None:
+    """``np.digitize`` (NumPy's steps: ``searchsorted`` of the lazy array, reversed bins for
+    decreasing ones), and its errors for bins that are not monotonic and complex values."""
+    check_same(snp_recorded, lambda xp, v: xp.digitize(v, bins, right=right), value)
+    for call in (lambda xp, v: xp.digitize(v, [3, 1, 5]), lambda xp, v: xp.digitize(v * 1j, [1, 2])):
+        assert _message(lambda call=call: call(np, value)) == _message(lambda call=call: call(snp_recorded, snp_recorded.array(value)))

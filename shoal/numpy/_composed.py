@@ -314,6 +314,8 @@ def _register_rebuilt(table: dict[Any, Any], keeps_lazy: types.ModuleType, lazy_
     table[np.unwrap] = _rebound(np.unwrap, asarray=lazy_asarray, array=_creation("array"))
     table[np.trapezoid] = _rebound(np.trapezoid, asanyarray=lazy_asanyarray)
     table[np.vander] = _rebound(np.vander, asarray=lazy_asarray, empty=empty)
+    numeric = np.digitize._implementation.__globals__["_nx"]
+    table[np.digitize] = _rebound(np.digitize, _nx=_module_with(numeric, asarray=lazy_asarray))  # searchsorted, lazily
     numeric = np.polyval._implementation.__globals__["NX"]
     table[np.polyval] = _rebound(np.polyval, NX=_module_with(numeric, asarray=lazy_asarray, asanyarray=lazy_asanyarray))
     # cov and corrcoef: NumPy's steps (average, dot) on lazy arrays; their own warning
