@@ -41,7 +41,7 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
         src = held.reshape(-1)[0]
     else:
         quietly(np.copyto, np.zeros((1,) * dst.ndim, dst.dtype), _probe(src), casting=casting, where=mask)
-    _check_shapes(dst, src, casting, where)
+    _check_shapes(dst, src, where)
     if mask_is_true:
         dst[...] = src
         return
@@ -56,7 +56,7 @@ def _probe(value: Any) -> Any:
     return value if isinstance(value, np.generic) else np.zeros((1,) * value.ndim, value.dtype)
 
 
-def _check_shapes(dst: ndarray, src: Any, casting: str, where: Any) -> None:
+def _check_shapes(dst: ndarray, src: Any, where: Any) -> None:
     """NumPy's broadcasting of ``src`` and the mask to ``dst``'s shape, checked on probes of the
     real shapes that use no memory where the shapes differ (NumPy checks them before it copies
     anything, and drops leading ones: a ``(1, n)`` source into ``(n,)``)."""
