@@ -53,8 +53,8 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
         runtime = _runtime.current()
         if shape < runtime.eager_threshold:  # small: NumPy's call, at NumPy's cost
             return _numpy_filled(shape, dtype, value, numpy_function, order)
-        if shape < runtime.settled_threshold and order in ("C", "K", "A") and _carried(dtype) and runtime.offers_memory():
-            return wrap_numpy(_numpy_filled(shape, dtype, value, numpy_function, order))  # as _settled_size decides below
+        if order in ("C", "K", "A") and _carried(dtype) and _settled_size(shape, runtime):
+            return wrap_numpy(_numpy_filled(shape, dtype, value, numpy_function, order))
     dims = _shape_tuple(shape)
     if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
         return _numpy_filled(dims, dtype, value, numpy_function, order)
@@ -85,12 +85,13 @@ def _carried(dtype: Any) -> bool:
         return False  # not a dtype: NumPy's error
 
 
-def _settled_size(size: int) -> bool:
+def _settled_size(size: int, runtime: Any = None) -> bool:
     """True if an array of ``size`` elements, lazy because the eager threshold is below the
     settled one, is small enough for NumPy to make at once (its small views are settled), and
     the component keeps such data in this process (a remote one would be sent the values, not
-    the instruction that makes them)."""
-    runtime = _runtime.current()
+    the instruction that makes them). ``runtime``: the one in use, where the caller has it."""
+    if runtime is None:
+        runtime = _runtime.current()
     return size < runtime.settled_threshold and runtime.offers_memory()
 
 
