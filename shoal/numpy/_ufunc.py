@@ -236,7 +236,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
             from shoal.numpy._ufunc_methods import in_numpy
 
             return in_numpy(f"{ufunc.__name__}.reduce", ufunc.reduce, inputs, kwargs)
-        if not (set(kwargs) - {"axis", "dtype", "out", "keepdims"}) or (not (set(kwargs) - {"axis", "dtype", "out", "keepdims", "initial"}) and ufunc.__name__ in _reduce.SELECTING):
+        if kwargs.keys() <= (_REDUCE_KEYWORDS_FROM if ufunc.__name__ in _reduce.SELECTING else _REDUCE_KEYWORDS):
             return _reduce.ufunc_reduce(ufunc, inputs[0], **kwargs)
     elif method in ("accumulate", "reduceat") and ufunc_opcode(ufunc) is not None and ufunc.nin == 2 and ufunc.nout == 1:
         from shoal.numpy import _ufunc_methods
@@ -255,6 +255,10 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
     if method != "__call__" and isinstance(result, tuple) and len(result) == 1:
         return result[0]  # ``out`` came as a tuple of one (as NumPy passes it here); NumPy returns the array
     return result
+
+
+_REDUCE_KEYWORDS = frozenset({"axis", "dtype", "out", "keepdims"})
+_REDUCE_KEYWORDS_FROM = _REDUCE_KEYWORDS | {"initial"}  # a selecting ufunc's reduce also starts from ``initial``
 
 
 def _engine_dtype(dtype: Any) -> bool:
