@@ -230,6 +230,10 @@ def _creation(name: str) -> Any:
     return create
 
 
+# Shoal's creation functions as NumPy's rebuilt functions read them, one stand-in each.
+_ASARRAY, _ASANYARRAY, _ARRAY = _creation("asarray"), _creation("asanyarray"), _creation("array")
+
+
 def _tri(N: Any, M: Any = None, k: Any = 0, dtype: Any = float, *, like: Any = None) -> Any:
     """``np.tri`` as ``np.tril`` and ``np.triu`` read it: NumPy's comparison of row and column
     numbers (``greater_equal.outer``), recorded where the mask is large, so that the mask, the
@@ -302,26 +306,25 @@ def min_scalar_type(a: Any, /) -> np.dtype:
     return np.min_scalar_type(a)
 
 
-def _register_rebuilt(table: dict[Any, Any], keeps_lazy: types.ModuleType, lazy_asanyarray: Any) -> None:
+def _register_rebuilt(table: dict[Any, Any], keeps_lazy: types.ModuleType) -> None:
     """``np.copyto`` recorded (``_copyto.py``), and NumPy's Python functions that write through it
     or build their result with NumPy's ``empty``/``full``/``asarray``/``array``, run with Shoal's."""
     from shoal.numpy._copyto import copyto
     from shoal.numpy._create import empty, full
 
     table[np.copyto] = copyto
-    lazy_asarray = _creation("asarray")
-    table[np.select] = _rebound(np.select, np=_module_with(keeps_lazy, asarray=lazy_asarray, full=full))
-    table[np.unwrap] = _rebound(np.unwrap, asarray=lazy_asarray, array=_creation("array"))
-    table[np.trapezoid] = _rebound(np.trapezoid, asanyarray=lazy_asanyarray)
-    table[np.vander] = _rebound(np.vander, asarray=lazy_asarray, empty=empty)
+    table[np.select] = _rebound(np.select, np=_module_with(keeps_lazy, asarray=_ASARRAY, full=full))
+    table[np.unwrap] = _rebound(np.unwrap, asarray=_ASARRAY, array=_ARRAY)
+    table[np.trapezoid] = _rebound(np.trapezoid, asanyarray=_ASANYARRAY)
+    table[np.vander] = _rebound(np.vander, asarray=_ASARRAY, empty=empty)
     numeric = np.digitize._implementation.__globals__["_nx"]
-    table[np.digitize] = _rebound(np.digitize, _nx=_module_with(numeric, asarray=lazy_asarray))  # searchsorted, lazily
+    table[np.digitize] = _rebound(np.digitize, _nx=_module_with(numeric, asarray=_ASARRAY))  # searchsorted, lazily
     numeric = np.polyval._implementation.__globals__["NX"]
-    table[np.polyval] = _rebound(np.polyval, NX=_module_with(numeric, asarray=lazy_asarray, asanyarray=lazy_asanyarray))
+    table[np.polyval] = _rebound(np.polyval, NX=_module_with(numeric, asarray=_ASARRAY, asanyarray=_ASANYARRAY))
     # cov and corrcoef: NumPy's steps (average, dot) on lazy arrays; their own warning
     # ("Degrees of freedom <= 0 for slice") names the program's line, as NumPy's does.
-    lazy_np = _module_with(np, asarray=lazy_asarray, asanyarray=lazy_asanyarray, array=_creation("array"))
-    covariance = _rebound(np.cov, np=lazy_np, array=_creation("array"))
+    lazy_np = _module_with(np, asarray=_ASARRAY, asanyarray=_ASANYARRAY, array=_ARRAY)
+    covariance = _rebound(np.cov, np=lazy_np, array=_ARRAY)
     table[np.cov] = _nan_functions.at_callers_line(covariance, np.cov)
     # corrcoef calls cov itself, whose warning then names corrcoef's line in NumPy's file, as NumPy's.
     table[np.corrcoef] = _nan_functions.at_callers_line(_rebound(np.corrcoef, np=lazy_np, cov=covariance), np.corrcoef)
@@ -333,32 +336,31 @@ def _register() -> None:
     table[np.ediff1d] = ediff1d
     table[np.diagflat] = diagflat
     table[np.min_scalar_type] = min_scalar_type
-    lazy_asanyarray = _creation("asanyarray")
     for function in (np.iscomplex, np.angle, np.append):  # NumPy's asanyarray would compute the array
-        table[function] = _rebound(function, asanyarray=lazy_asanyarray)
-    keeps_lazy = _module_with(np, asanyarray=lazy_asanyarray)
+        table[function] = _rebound(function, asanyarray=_ASANYARRAY)
+    keeps_lazy = _module_with(np, asanyarray=_ASANYARRAY)
     for function in (flip, flipud, fliplr, matrix_transpose, take, repeat, tile, trace, cumulative_sum, cumulative_prod):
         table[getattr(np, function.__name__)] = function
     table[np.linalg.matrix_transpose] = matrix_transpose
     table[np.linalg.trace] = linalg_trace
     table[np.linalg.outer] = linalg_outer
     table[np.linalg.vecdot] = vecdot
-    table[np.tensordot] = _rebound(np.tensordot, asarray=_creation("asarray"))
+    table[np.tensordot] = _rebound(np.tensordot, asarray=_ASARRAY)
     table[np.outer] = outer
     for function in (np.tril, np.triu):  # NumPy's asanyarray made the matrix a NumPy copy
-        table[function] = _rebound(function, asanyarray=_creation("asanyarray"), tri=_tri)
+        table[function] = _rebound(function, asanyarray=_ASANYARRAY, tri=_tri)
     # The same for isclose (allclose calls it) and average: 4000 x 4000 1.4x and 2.4x NumPy's time.
-    table[np.isclose] = _rebound(np.isclose, asanyarray=_creation("asanyarray"))
+    table[np.isclose] = _rebound(np.isclose, asanyarray=_ASANYARRAY)
     table[np.average] = _rebound(np.average, np=keeps_lazy)
-    table[np.array_equal] = _rebound(np.array_equal, asarray=_creation("asarray"), asanyarray=_creation("asanyarray"))
-    table[np.column_stack] = _rebound(np.column_stack, asanyarray=_creation("asanyarray"), array=_creation("array"))
-    table[np.kron] = _rebound(np.kron, asanyarray=_creation("asanyarray"), array=_creation("array"))
+    table[np.array_equal] = _rebound(np.array_equal, asarray=_ASARRAY, asanyarray=_ASANYARRAY)
+    table[np.column_stack] = _rebound(np.column_stack, asanyarray=_ASANYARRAY, array=_ARRAY)
+    table[np.kron] = _rebound(np.kron, asanyarray=_ASANYARRAY, array=_ARRAY)
     # NumPy's own diff and gradient made a lazy array a NumPy one first (gradient through the
     # fallback): 3 x 10^6 elements 1.3x and 2.5x NumPy's time.
-    table[np.diff] = _rebound(np.diff, asanyarray=_creation("asanyarray"), np=keeps_lazy)
+    table[np.diff] = _rebound(np.diff, asanyarray=_ASANYARRAY, np=keeps_lazy)
     table[np.gradient] = _rebound(np.gradient, np=keeps_lazy)
     table[np.sinc] = _rebound(np.sinc, np=keeps_lazy)
-    _register_rebuilt(table, keeps_lazy, lazy_asanyarray)
+    _register_rebuilt(table, keeps_lazy)
     _nan_functions.register(table, _rebound, _module_with, keeps_lazy)
     ndarray.take = _take_method
     ndarray.repeat = _repeat_method
