@@ -145,17 +145,18 @@ claim_new_base(PyObject *runtime, PyObject *dict, PyObject *make_base, PyObject 
     PyObject *next = id < 0 ? NULL : PyLong_FromSsize_t(id + 1);
     PyObject *stats = next == NULL ? NULL : Py_XNewRef(attribute(dict, N_STATS));
     PyObject *own_bases = stats == NULL ? NULL : attribute(dict, N_OWN_BASES);
+    if (own_bases != NULL && !PyDict_Check(own_bases)) {
+        PyErr_SetString(PyExc_TypeError, "the runtime's own bases are not a dict");
+        own_bases = NULL;
+    }
     PyObject *holders = NULL, *base = NULL, *ref = NULL;
-    int failed = own_bases == NULL || !PyDict_Check(own_bases) || PyDict_SetItem(dict, names[N_NEXT_ID], next) < 0 ||
-                 add_to_counter(stats, N_BASES_CREATED, 1) < 0 || (holders = PyList_New(0)) == NULL;
+    int failed = own_bases == NULL || PyDict_SetItem(dict, names[N_NEXT_ID], next) < 0 || add_to_counter(stats, N_BASES_CREATED, 1) < 0 ||
+                 (holders = PyList_New(0)) == NULL;
     if (!failed) {
         PyObject *arguments[5] = {runtime, *base_id, dtype, size, holders};
         base = PyObject_Vectorcall(make_base, arguments, 5, NULL);
         ref = base == NULL ? NULL : PyWeakref_NewRef(base, NULL);
         failed = ref == NULL || PyDict_SetItem(own_bases, *base_id, ref) < 0;
-    }
-    if (own_bases != NULL && !PyDict_Check(own_bases) && !PyErr_Occurred()) {
-        PyErr_SetString(PyExc_TypeError, "the runtime's own bases are not a dict");
     }
     Py_XDECREF(next);
     Py_XDECREF(stats);
