@@ -13,7 +13,14 @@ from test_engine_node_deferred import UPDATES, heat_sweep, in_place_jacobi
 from shoal.engine import ReferenceEngine
 from shoal.engine.node import NodeConfig, NodeEngine
 from shoal.engine.node.lower.program import lower
-from shoal.engine.node.lower.sweeps import fused, stencil_of, sweep_key, widened_reads
+from shoal.engine.node.lower.sweeps import (
+    chain_shrink,
+    fused,
+    shrunk_by,
+    stencil_of,
+    sweep_key,
+    widened_reads,
+)
 from shoal.engine.node.plan.plan import Group, plan_batch
 
 RNG = np.random.default_rng(23)
@@ -165,3 +172,74 @@ def test_a_plan_built_before_its_sweep_pass_compiled_is_planned_again_once_it_is
         node.shutdown()
         reference.shutdown()
     assert passes == [(1, False), (2, False), (2, True)]  # sweeps 1-2 waited; 3-4 found it compiled
+
+
+def shrinking_update(rows: int, cols: int, shifts: list[tuple[int, int]], sweeps: int, top: bool, bottom: bool):
+    """:func:`repeated_update` whose every sweep writes the rows the one before it computed and
+    no others: ``behind`` rows fewer at the start (``top``), ``ahead`` fewer at the end
+    (``bottom``), as a rank's sweeps over its halo rows shrink (``shoal.cluster.halo``)."""
+    behind = max(0, *(-dr for dr, _dc in shifts))
+    ahead = max(0, *(dr for dr, _dc in shifts))
+
+    def program(rec: Recorder):
+        a = rec.array(RNG.random((rows + 4 * sweeps + 4, cols + 4)))
+        for sweep in range(sweeps):
+            first = 2 * sweeps + 2 + (sweep * behind if top else 0)
+            last = 2 * sweeps + 2 + rows - (sweep * ahead if bottom else 0)
+
+            def window(dr: int, dc: int, first=first, last=last) -> tuple[slice, slice]:
+                return slice(first + dr, last + dr), slice(2 + dc, 2 + dc + cols)
+
+            total = rec.ufunc("multiply", rec.index(a, window(0, 0)), 0.5)
+            partials = [total]
+            for dr, dc in shifts:
+                total = rec.ufunc("add", total, rec.index(a, window(dr, dc)))
+                partials.append(total)
+            rec.copy(rec.index(a, window(0, 0)), total)
+            rec.release(*partials)
+        return [a]
+
+    return program
+
+
+def test_sweeps_over_shrinking_rows_are_recognised_as_one_chain():
+    first, second, third = lowered_groups(shrinking_update(20, 9, [(-1, 0), (1, 0), (0, 1)], 3, True, False))
+    stencil = stencil_of(first)
+    assert stencil is not None and sweep_key(second) != sweep_key(first)
+    assert shrunk_by(first, stencil, second) == (1, 0) and shrunk_by(first, stencil, third) == (2, 0)
+    assert chain_shrink(stencil, (1, 0), None, 1) == (1, 0) and chain_shrink(stencil, (2, 0), (1, 0), 2) == (1, 0)
+    assert chain_shrink(stencil, (3, 0), (1, 0), 2) is None  # not the next step of the chain
+    assert chain_shrink(stencil, (2, 0), None, 1) is None  # more rows than the sweep reads
+    other = lowered_groups(repeated_update(19, 9, [(-1, 0), (1, 0), (0, 2)], False, 1))[0]
+    assert shrunk_by(first, stencil, other) is None  # another sweep
+
+
+@pytest.mark.full
+@pytest.mark.parametrize(("top", "bottom"), [(True, False), (False, True), (True, True)])
+def test_jacobi_sweeps_over_shrinking_rows_fuse_into_passes(top, bottom):
+    program = shrinking_update(40, 30, [(-1, 0), (1, 0), (0, -1), (0, 1)], 8, top, bottom)
+    stats = run_fused(program, block=5 * 30, threads=2, per_pass=4)
+    assert stats.sweep_passes == 2 and stats.kernels == 2
+
+
+@pytest.mark.full
+@settings(max_examples=8, deadline=None)
+@given(
+    rows=st.integers(9, 30),
+    cols=st.integers(3, 12),
+    shifts=UPDATES["shifts"],
+    block=UPDATES["block"],
+    threads=st.sampled_from([1, 3]),
+    sweeps=st.integers(2, 4),
+    top=st.booleans(),
+    bottom=st.booleans(),
+)
+def test_random_shrinking_sweeps_fused_into_passes_match_the_reference(rows, cols, shifts, block, threads, sweeps, top, bottom):
+    """Random shifts, rows dropped at either end or both, any block size: bit-identical to the
+    reference engine, and fused wherever every sweep is a stencil with rows left to write."""
+    shifts = [*shifts, *((-dr, -dc) for dr, dc in shifts)]
+    program = shrinking_update(rows, cols, shifts, sweeps, top, bottom)
+    stats = run_fused(program, block=block, threads=threads, per_pass=sweeps)
+    groups = lowered_groups(program)
+    if all(stencil_of(group) is not None for group in groups) and len(groups) == sweeps:
+        assert stats.sweep_passes == 1 and stats.kernels == 1

@@ -232,3 +232,30 @@ def test_compiled_exp_and_log_raise_numpys_conditions_per_value(name: str) -> No
         raised = fp_flags._hardware(everything)
         names = [CATEGORY_TEXT[bit] for bit in (DIVIDE, OVER, UNDER, INVALID) if raised & bit]
         assert raised == expected, (name, value, names)
+
+
+def shrinking_sweeps(xp: ModuleType) -> Any:
+    """Four sweeps, each writing one row fewer at the top, quiet under NumPy: each copies
+    ``-0.9e308`` one row down. Row 1, which only the first sweep writes, would overflow if the
+    second computed it anyway (``-0.9e308 - 0.9e308``), as a rank computing its halo rows must not."""
+    grid = xp.zeros((64, 64))
+    grid[0] = -0.9e308
+    settled(grid)
+    for sweep in range(4):
+        grid[1 + sweep : -1, 1:-1] = grid[1 + sweep : -1, 1:-1] + grid[sweep:-2, 1:-1]
+    return grid
+
+
+@pytest.mark.full
+@pytest.mark.timeout(300)
+def test_a_pass_of_shrinking_sweeps_computes_only_the_rows_each_writes() -> None:
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    assert shown(shrinking_sweeps, np) == []
+    engine = blocked_engine("sync")
+    with runtime.configure(engine=engine, eager_threshold=0, settled_threshold=0):
+        assert shown(shrinking_sweeps, snp) == []
+        assert engine.last_stats.sweep_passes == 1
+        np.testing.assert_array_equal(np.asarray(shrinking_sweeps(snp)), shrinking_sweeps(np))

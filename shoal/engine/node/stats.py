@@ -69,6 +69,7 @@ class EngineTotals:
     block_ops: int = 0
     compiled_block_ops: int = 0
     whole_ops: int = 0
+    sweep_passes: int = 0
     plan_seconds: float = 0.0
     bookkeeping_seconds: float = 0.0
     wall_seconds: float = 0.0
@@ -83,6 +84,7 @@ class EngineTotals:
         self.block_ops += batch.block_ops
         self.compiled_block_ops += batch.compiled_block_ops
         self.whole_ops += batch.whole_ops
+        self.sweep_passes += batch.sweep_passes
         self.plan_seconds += batch.plan_seconds
         self.bookkeeping_seconds += batch.bookkeeping_seconds
         self.wall_seconds += batch.wall_seconds

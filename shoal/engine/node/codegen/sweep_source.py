@@ -6,7 +6,9 @@ first row and the view's row count. Sweep ``s`` computes row ``i`` into ring ``s
 sweep 2 on row ``lo + t - ahead`` and so on. Rings of sweeps before the last hold whole rows
 with ``halo`` columns on each side copied from the base (elements no sweep writes); a read
 outside the view's rows reads the base. The last sweep's ring is stored to the base (or the held
-rows' buffer) a row at a time, once sweep 1 no longer reads the row's old value. Each element
+rows' buffer) a row at a time, once sweep 1 no longer reads the row's old value. In a shrinking
+chain (``Stencil.top``/``bottom``) sweep ``s`` computes only the rows it writes, and each row is
+stored from the ring of the last sweep that computes it. Each element
 goes through the same operations in the same order as in one sweep: results are bit-identical.
 """
 
@@ -19,7 +21,7 @@ from shoal.engine.node.codegen.templates import (
     ring_params,
     store_function,
 )
-from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram
+from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, KernelProgram, Stencil
 
 
 def generate_sweeps(program: KernelProgram, name: str) -> str:
@@ -39,8 +41,7 @@ def generate_sweeps(program: KernelProgram, name: str) -> str:
         if i == target:
             params += ring_params(i, 2)
     params += ["first", "total"]
-    ring, base, base_offset, base_row = f"a{target}", f"bb{target}", f"bo{target}", f"bs{target}_0"
-    store = f"_store{target}(stored, n0, n1, final, width, 1, {behind + 1}, {base}, {base_offset}, {base_row}, bs{target}_1, hh{target}, hf{target}, hb{target})"
+    ring = f"a{target}"
     lines = [
         *MODULE_HEADER,
         "",
@@ -54,22 +55,40 @@ def generate_sweeps(program: KernelProgram, name: str) -> str:
         f"    width = s{target}_0",
         f"    lo = max({-(sweeps - 1) * behind}, -first)",
         f"    hi = min(n0 + {(sweeps - 1) * ahead}, total - first)",
-        f"    final = {ring}[{(sweeps - 1) * ring_rows} * width + {halo}:]",
+        *(f"    ring{s} = {ring}[{(s - 1) * ring_rows} * width + {halo}:]" for s in range(1, sweeps + 1)),
         "    stored = 0",
         f"    for t in range(n0 + {(sweeps - 1) * ahead} - lo):",
     ]
     for sweep in range(1, sweeps + 1):
         lines += [f"        {line}" for line in _sweep_lines(program, sweep, ring_rows)]
+    if not (stencil.top or stencil.bottom):
+        lines += [
+            f"        limit = min(lo + t - {(sweeps - 1) * ahead} + 1, n0)",
+            "        if lo + t + 1 < hi:  # sweep 1 still reads old values from this row on",
+            f"            limit = min(limit, lo + t + 1 - {behind})",
+            "        while stored < limit:",
+            f"            {_store_from(program, sweeps)}",
+            "            stored += 1",
+            "    while stored < n0:",
+            f"        {_store_from(program, sweeps)}",
+            "        stored += 1",
+        ]
+    else:
+        ready = [
+            f"if lo + t < stored + (last - 1) * {ahead}:  # its last sweep has not computed it yet",
+            "    break",
+            f"if lo + t + 1 < hi and lo + t < stored + {behind}:  # sweep 1 still reads its old value",
+            "    break",
+        ]
+        lines += [
+            "        while stored < n0:",
+            *(f"            {line}" for line in [*_last_sweep(stencil, sweeps), *ready, *_store_from_last(program, sweeps)]),
+            "            stored += 1",
+            "    while stored < n0:",
+            *(f"        {line}" for line in [*_last_sweep(stencil, sweeps), *_store_from_last(program, sweeps)]),
+            "        stored += 1",
+        ]
     lines += [
-        f"        limit = min(lo + t - {(sweeps - 1) * ahead} + 1, n0)",
-        "        if lo + t + 1 < hi:  # sweep 1 still reads old values from this row on",
-        f"            limit = min(limit, lo + t + 1 - {behind})",
-        "        while stored < limit:",
-        f"            {store}",
-        "            stored += 1",
-        "    while stored < n0:",
-        f"        {store}",
-        "        stored += 1",
         "    return 0",
         "",
         "",
@@ -77,6 +96,40 @@ def generate_sweeps(program: KernelProgram, name: str) -> str:
         f"    return {name}({', '.join(_dummy_arguments(program))})",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _store_from(program: KernelProgram, sweep: int) -> str:
+    """Store view-block row ``stored`` from sweep ``sweep``'s ring (the last sweep's holds
+    ``behind + 1`` rows, the others' ``behind + ahead + 1`` rows from ``lo``)."""
+    stencil = program.stencil
+    assert stencil is not None
+    target = stencil.target
+    if sweep == program.sweeps:
+        row, rows = "stored", stencil.behind + 1
+    else:
+        row, rows = "stored - lo", stencil.behind + stencil.ahead + 1
+    return (
+        f"_store{target}(stored, {row}, n0, n1, ring{sweep}, width, 1, {rows}, bb{target}, bo{target}, bs{target}_0, bs{target}_1, "
+        f"hh{target}, hf{target}, hb{target})"
+    )
+
+
+def _last_sweep(stencil: Stencil, sweeps: int) -> list[str]:
+    """``last``: the last sweep of a shrinking chain that computes view-block row ``stored``."""
+    lines = [f"last = {sweeps}"]
+    if stencil.top:
+        lines.append(f"last = min(last, (first + stored) // {stencil.top} + 1)")
+    if stencil.bottom:
+        lines.append(f"last = min(last, (total - 1 - first - stored) // {stencil.bottom} + 1)")
+    return lines
+
+
+def _store_from_last(program: KernelProgram, sweeps: int) -> list[str]:
+    """Store row ``stored`` from the ring of sweep ``last``."""
+    lines = []
+    for sweep in range(1, sweeps + 1):
+        lines += [f"{'if' if sweep == 1 else 'elif'} last == {sweep}:", f"    {_store_from(program, sweep)}"]
+    return lines
 
 
 def _sweep_lines(program: KernelProgram, sweep: int, ring_rows: int) -> list[str]:
@@ -88,7 +141,7 @@ def _sweep_lines(program: KernelProgram, sweep: int, ring_rows: int) -> list[str
     ring, base, base_offset, base_row = f"a{target}", f"bb{target}", f"bo{target}", f"bs{target}_0"
     lines = [
         f"i = lo + t - {(sweep - 1) * ahead}",
-        f"if i >= max({-(sweeps - sweep) * behind}, -first) and i < min(n0 + {(sweeps - sweep) * ahead}, total - first):",
+        f"if i >= max({-(sweeps - sweep) * behind}, {(sweep - 1) * stencil.top} - first) and i < min(n0 + {(sweeps - sweep) * ahead}, total - first - {(sweep - 1) * stencil.bottom}):",
     ]
     body = []
     for slot, dr, dc in stencil.shifts:
@@ -100,7 +153,7 @@ def _sweep_lines(program: KernelProgram, sweep: int, ring_rows: int) -> list[str
         previous = (sweep - 2) * ring_rows
         body += [
             f"g = i + {dr}",
-            "if g >= -first and g < total - first:",
+            "if g >= -first and g < total - first:  # a row of the view: the previous sweep computed it",
             f"    p = ({previous} + (g - lo) % {ring_rows}) * width + {halo + dc}",
             f"    {row} = {ring}[p:p + n1]",
             "else:",

@@ -117,20 +117,20 @@ def ring_params(i: int, ndim: int) -> list[str]:
 def store_call(i: int, ndim: int, row: str) -> str:
     sizes = ", ".join(f"n{d}" for d in range(ndim))
     ring = ", ".join([f"a{i}", *(f"s{i}_{d}" for d in range(ndim))])
-    return f"_store{i}({row}, {sizes}, {ring}, {', '.join(ring_params(i, ndim))})"
+    return f"_store{i}({row}, {row}, {sizes}, {ring}, {', '.join(ring_params(i, ndim))})"
 
 
 def store_function(i: int, ndim: int) -> list[str]:
-    """Source of ``_store{i}``: copy ring row ``j % r`` to view-block row ``j`` of the base, or to
+    """Source of ``_store{i}``: copy ring row ``q % r`` to view-block row ``j`` of the base, or to
     the held buffer if ``j`` is among the first ``f`` or last ``g`` rows (others still read them)."""
     sizes = [f"n{d}" for d in range(ndim)]
     ring = [f"s{d}" for d in range(ndim)]
     base = [f"t{d}" for d in range(ndim)]
     lines = [
         "@numba.njit(nogil=True, inline=\"always\", boundscheck=False)",
-        f"def _store{i}(j, {', '.join(sizes)}, a, {', '.join(ring)}, r, d, e, {', '.join(base)}, h, f, g):",
+        f"def _store{i}(j, q, {', '.join(sizes)}, a, {', '.join(ring)}, r, d, e, {', '.join(base)}, h, f, g):",
         "    tail = max(f, n0 - g)",
-        "    src0 = (j % r) * s0",
+        "    src0 = (q % r) * s0",
         "    if j < f or j >= tail:",
         "        out = h",
         f"        dst0 = (j if j < f else f + j - tail) * ({' * '.join(sizes[1:])})",

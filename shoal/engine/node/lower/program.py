@@ -91,13 +91,17 @@ class ReductionStep:
 @dataclass(frozen=True, slots=True)
 class Stencil:
     """A sweep's reads as shifts from its deferred write ``target`` (see ``sweeps``): per array
-    slot ``(slot, rows, columns)``; ``halo`` columns on each side; ``behind``/``ahead`` rows."""
+    slot ``(slot, rows, columns)``; ``halo`` columns on each side; ``behind``/``ahead`` rows.
+    ``top``/``bottom``: rows each sweep of a fused pass writes fewer than the one before it, at
+    the start and at the end of the first sweep's rows (a shrinking chain; 0 for equal sweeps)."""
 
     target: int
     shifts: tuple[tuple[int, int, int], ...]
     halo: int
     behind: int
     ahead: int
+    top: int = 0
+    bottom: int = 0
 
     def ring_rows(self, sweeps: int) -> int:
         """Rows of the rings a view-block's sweeps pass through: ``behind + ahead + 1`` per
@@ -146,7 +150,7 @@ class KernelProgram:
         if self.stencil is None:
             return key
         stencil = self.stencil
-        return (*key, self.sweeps, stencil.shifts, stencil.halo, stencil.behind, stencil.ahead)
+        return (*key, self.sweeps, stencil.shifts, stencil.halo, stencil.behind, stencil.ahead, stencil.top, stencil.bottom)
 
 
 def _inner_class(slot: Slot) -> str:

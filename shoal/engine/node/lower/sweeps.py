@@ -13,6 +13,11 @@ recomputed by both neighbours), so view-blocks stay independent. It reads the ba
 times as far as one sweep does: the deferred write's reach is multiplied, and so are the rows
 it holds for neighbouring view-blocks.
 
+Sweeps that each write ``top`` rows fewer at the start of the first one's rows and ``bottom``
+fewer at its end (``top`` 0 or ``behind``, ``bottom`` 0 or ``ahead``: each computes exactly the
+rows whose inputs the one before it computed) fuse the same way; every row is stored from the
+last sweep that computes it.
+
 Within a row a sweep's reads are described by their shift ``(dr, dc)`` from the written element.
 Reads of elements outside the written view see the base, which no sweep of the group changes;
 that holds when a row's written columns plus the column halo do not wrap into another row.
@@ -25,7 +30,15 @@ from dataclasses import replace
 from shoal.engine.blocks.geometry import base_blocks, extent
 from shoal.engine.node.keys import exact_key
 from shoal.engine.node.lower.deferred import Reach
-from shoal.engine.node.lower.program import ARRAY, CONST, DEFERRED, TEMP, KernelProgram, Stencil
+from shoal.engine.node.lower.program import (
+    ARRAY,
+    CONST,
+    DEFERRED,
+    TEMP,
+    KernelProgram,
+    Slot,
+    Stencil,
+)
 from shoal.settings import SWEEPS_PER_PASS
 
 DEFAULT_SWEEPS_PER_PASS: int = SWEEPS_PER_PASS.default
@@ -83,15 +96,73 @@ def sweep_key(program: KernelProgram) -> tuple:
     """Equal for programs that compute the same sweep over the same memory (temporaries aside),
     constants bit-exact: the plan cache keys which constants are equal the same way, so a replay
     fuses only sweeps whose constants are equal in its own batch too."""
-    slots = tuple(
-        (s.kind, s.dtype.str, -1 if s.kind == TEMP else s.base, s.offset, s.strides, exact_key(None if s.const is None else s.const.value), s.written)
+    return (program.structure(), _slot_facts(program, None), program.partition)
+
+
+def _slot_facts(program: KernelProgram, origin: int | None) -> tuple:
+    """Each slot's kind, dtype, base, offset, strides, constant and write; with an ``origin``,
+    arrays' offsets less it and no temporary's (a fused pass keeps its temporaries in registers)."""
+    return tuple(
+        (
+            s.kind,
+            s.dtype.str,
+            -1 if s.kind == TEMP else s.base,
+            _offset(s, origin),
+            s.strides,
+            exact_key(None if s.const is None else s.const.value),
+            s.written,
+        )
         for s in program.slots
     )
-    return (program.structure(), slots, program.partition)
+
+
+def _offset(slot: Slot, origin: int | None) -> int | None:
+    if origin is None:
+        return slot.offset
+    if slot.kind in (ARRAY, DEFERRED):
+        return slot.offset - origin
+    return None if slot.kind == TEMP else slot.offset
+
+
+def shrunk_by(first: KernelProgram, stencil: Stencil, following: KernelProgram) -> tuple[int, int] | None:
+    """The rows ``following`` writes fewer than ``first`` at the start and at the end of
+    ``first``'s rows, if it is ``first``'s sweep over a sub-range of them (a rank computing the
+    halo rows still current shrinks its sweeps so: ``shoal.cluster.halo``), else None."""
+    target = stencil.target
+    if len(following.slots) != len(first.slots) or following.slots[target].kind != DEFERRED:
+        return None
+    part, other = first.partition, following.partition
+    if other.axis != part.axis or other.shape[1:] != part.shape[1:] or other.shape[0] > part.shape[0]:
+        return None
+    origin, moved = first.slots[target].offset, following.slots[target].offset
+    row = first.slots[target].strides[0]
+    if (moved - origin) % row or following.structure() != first.structure():
+        return None
+    if _slot_facts(following, moved) != _slot_facts(first, origin):
+        return None
+    top = (moved - origin) // row
+    return top, part.shape[0] - other.shape[0] - top
+
+
+def chain_shrink(stencil: Stencil, moved: tuple[int, int] | None, shrink: tuple[int, int] | None, earlier: int) -> tuple[int, int] | None:
+    """The rows each sweep of a chain writes fewer at the top and at the bottom, if a sweep that
+    writes ``moved`` rows fewer than the first (:func:`shrunk_by`) follows ``earlier`` sweeps
+    shrinking by ``shrink`` (None: the first sweep alone so far); else None."""
+    if moved is None:
+        return None
+    if shrink is None:
+        top, bottom = moved
+        if top not in (0, stencil.behind) or bottom not in (0, stencil.ahead) or top + bottom == 0:
+            return None
+        return moved
+    if shrink == (0, 0) or moved != (earlier * shrink[0], earlier * shrink[1]):
+        return None
+    return shrink
 
 
 def fused(program: KernelProgram, stencil: Stencil, sweeps: int) -> KernelProgram:
-    """``program`` running ``sweeps`` times per view-block."""
+    """``program`` running ``sweeps`` times per view-block (each over ``stencil.top`` and
+    ``stencil.bottom`` rows fewer than the one before it)."""
     reach = Reach(sweeps * stencil.behind, sweeps * stencil.ahead)
     return replace(program, reaches={stencil.target: reach}, sweeps=sweeps, stencil=stencil, elements=program.elements * sweeps)
 

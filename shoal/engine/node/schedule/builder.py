@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from functools import partial
 
 import numpy as np
@@ -27,7 +28,9 @@ from shoal.engine.node.compile.kernel_cache import CompileMode, KernelCache, ker
 from shoal.engine.node.lower.program import ARRAY, DEFERRED, KernelProgram, block_offset
 from shoal.engine.node.lower.sweeps import (
     DEFAULT_SWEEPS_PER_PASS,
+    chain_shrink,
     fused,
+    shrunk_by,
     stencil_of,
     sweep_key,
     widened_reads,
@@ -107,6 +110,7 @@ class Builder:
             return position + 1
         key = sweep_key(program)
         run = [(group, program)]
+        shrink: tuple[int, int] | None = None  # rows each sweep writes fewer at the top and bottom
         end = scan = position + 1
         while scan < len(steps) and len(run) < self.sweeps_per_pass:
             step = steps[scan]
@@ -116,13 +120,20 @@ class Builder:
             if not isinstance(step, Group) or self._runs_whole(step):
                 break
             following = self._lower(step, temporaries)
-            if sweep_key(following) != key:
-                break
+            if shrink in (None, (0, 0)) and sweep_key(following) == key:
+                shrink = (0, 0)
+            else:
+                continued = chain_shrink(stencil, shrunk_by(program, stencil, following), shrink, len(run))
+                if continued is None:
+                    break
+                shrink = continued
             run.append((step, following))
             end = scan = scan + 1
         if len(run) == 1:
             self._group(group, temporaries, program)
             return position + 1
+        if shrink is not None:
+            stencil = replace(stencil, top=shrink[0], bottom=shrink[1])
         passes = fused(program, stencil, len(run))
         if self.kernels.lookup(passes) is None:  # not compiled yet: these sweeps one per pass
             self.awaiting.append(kernel_key(passes.structure()))
