@@ -144,7 +144,7 @@ def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
                 return False
     if _boxes(planner, views, rows, owned, [_local(planner, view.base) for view in views[1:]]) is None:
         return False
-    if not planner.config.redundant_rows:
+    if not planner.redundant_rows:
         return _plan_owned(planner, instruction, views, rows, owned)
     readers = later_readers(planner, out) if out.base in planner.temporaries else None
     boxes = _boxes(planner, views, rows, owned, [planner.valid[view.base] for view in views[1:]])

@@ -9,6 +9,10 @@ at the price of an exchange (one message each way per neighbour) before nearly e
 
 Which pays depends on the link: :func:`slow_link` times a round trip of a halo-sized message
 between neighbouring ranks when the job starts, and every rank takes the slowest pair's time.
+And on the batch: where one sweep repeats (:func:`repeats_a_sweep`), its shrinking sweeps fuse
+into passes of several (``shoal.engine.node.lower.sweeps``), and redundant rows pay on a fast link
+too (Jacobi 2000² x 50 at 2 ranks on one host: 0.156-0.168 s with own rows, 0.118-0.141 s
+redundant; heat, which reads a value after every sweep, 0.92 s own, 1.23-1.37 s redundant).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from shoal.bytecode import Batch
 
 PROBE_BYTES = 1 << 16  # about two 2000-column float64 rows each way
 ROUND_TRIPS = 5  # the fastest counts: a descheduled rank must not decide for a fast link
@@ -45,3 +51,18 @@ def round_trip(comm: object, probes: int = ROUND_TRIPS) -> float:
                 comm.Recv([buffer, MPI.BYTE], source=rank - 1, tag=parity)  # type: ignore[attr-defined]
                 comm.Send([buffer, MPI.BYTE], dest=rank - 1, tag=parity)  # type: ignore[attr-defined]
     return float(comm.allreduce(best, op=MPI.MAX))  # type: ignore[attr-defined]
+
+
+def repeats_a_sweep(batch: Batch) -> bool:
+    """True if ``batch`` writes a view of a base it does not release twice, with nothing but its
+    temporaries written in between: a loop of one in-place sweep, such as Jacobi's."""
+    temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
+    last = None
+    for instruction in batch.instructions:
+        for view in instruction.outputs:
+            if view.base in temporaries:
+                continue
+            if view == last:
+                return True
+            last = view
+    return False

@@ -60,9 +60,15 @@ class ClusterConfig:
             settings.CLUSTER_HALO_SWEEPS.value(environ=environ),
         )
 
-    def plan(self, redundant_rows: bool = True) -> PlanConfig:
+    def plan(self, redundant_rows: bool = True, redundant_for_sweeps: bool = False) -> PlanConfig:
         return PlanConfig(
-            self.min_bytes, self.max_pieces, halo_rows=self.halo_rows, layout=self.layout, block=self.block, redundant_rows=redundant_rows
+            self.min_bytes,
+            self.max_pieces,
+            halo_rows=self.halo_rows,
+            layout=self.layout,
+            block=self.block,
+            redundant_rows=redundant_rows,
+            redundant_for_sweeps=redundant_for_sweeps,
         )
 
 
@@ -75,7 +81,7 @@ def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> Ra
         seconds = round_trip(session.data)
         redundant = seconds > SLOW_ROUND_TRIP
     scale_direct_work(inner, session.ranks)
-    engine = RankEngine(inner, session.data, config.plan(redundant), config.latency_hiding, session)
+    engine = RankEngine(inner, session.data, config.plan(redundant, config.halo_sweeps == "auto"), config.latency_hiding, session)
     engine.round_trip = seconds
     return engine
 
@@ -230,7 +236,7 @@ def report(engine: RankEngine) -> dict:
     return {
         "rank": engine.rank,
         "host": engine.session.host if engine.session else "",
-        "halo_sweeps": "redundant" if engine.planner.config.redundant_rows else "own rows",
+        "halo_sweeps": "redundant" if engine.planner.config.redundant_rows else "own rows (redundant in a loop of one sweep)" if engine.planner.config.redundant_for_sweeps else "own rows",
         "round_trip": engine.round_trip,
         "messages_sent": stats.messages_sent,
         "messages_received": stats.messages_received,

@@ -46,6 +46,7 @@ from shoal.cluster.layout import (
     sub_view,
 )
 from shoal.cluster.leading_gather import plan_leading_gather
+from shoal.cluster.link import repeats_a_sweep
 from shoal.cluster.matmul import plan_matmul
 from shoal.cluster.ops import Access, Op, access, contiguous, release_of
 from shoal.cluster.plan_cache import (
@@ -81,6 +82,7 @@ class PlanConfig:
     layout: str = "rows"
     block: tuple[int, ...] = ()
     redundant_rows: bool = True  # compute current halo rows too (fewer exchanges), else own rows only
+    redundant_for_sweeps: bool = False  # own rows, but redundant ones in a batch that repeats a sweep (``link``)
 
 
 class Planner(GatheredPlanning):
@@ -90,6 +92,7 @@ class Planner(GatheredPlanning):
         self.rank = rank
         self.ranks = ranks
         self.config = config
+        self.redundant_rows = config.redundant_rows  # for the batch being planned (:meth:`choose_rows`)
         self.tag_limit = tag_limit
         self.layouts: dict[int, AnyLayout] = {}
         self.decls: dict[int, BaseDecl] = {}
@@ -243,6 +246,11 @@ class Planner(GatheredPlanning):
         plan-cache key's halo state)."""
         return {base: (valid, self.demand.get(base)) for base, valid in self.valid.items()}
 
+    def choose_rows(self, batch: Batch) -> None:
+        """Whether ``batch`` is planned with redundant halo rows: as configured, or, where the
+        link chose own rows, redundant ones if it repeats a sweep (:func:`~shoal.cluster.link.repeats_a_sweep`)."""
+        self.redundant_rows = self.config.redundant_rows or (self.config.redundant_for_sweeps and repeats_a_sweep(batch))
+
     def plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None = False, kept: Template | None = None) -> list[Op]:
         """This rank's operations for ``batch``, in program order: replayed from the plan cache
         when the same batch (up to its base numbers) was planned before (``keyed``: its
@@ -287,7 +295,7 @@ class Planner(GatheredPlanning):
         self.first_ops = []
         self.later = batch.instructions
         self.temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
-        self.row_plan = RowPlan() if self.config.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
+        self.row_plan = RowPlan() if self.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
         for position, instruction in enumerate(batch.instructions):
             self.position = position
             self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's

@@ -160,6 +160,7 @@ class RankEngine:
             self.notes.begin(batch, watched)
             stats.batches += 1
             parts = None
+            self.planner.choose_rows(batch)
             if self.planner.config.layout == "rows":
                 keyed = self.planner.keyed(batch) if keyed is False else keyed
                 parts = split_plans.plan_parts(self.planner, batch, keyed, self._plan, starts)
