@@ -236,7 +236,7 @@ CLUSTER_BLOCK = _text(
 CLUSTER_HALO_SWEEPS = _choice(
     "SHOAL_CLUSTER_HALO_SWEEPS",
     ("auto", "own", "redundant"),
-    "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip.",
+    "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip, and on a fast link still computes halo rows in a loop of one in-place sweep (whose shrinking sweeps fuse).",
 )
 CLUSTER_WAIT = _choice(
     "SHOAL_CLUSTER_WAIT",
