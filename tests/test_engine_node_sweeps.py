@@ -223,7 +223,7 @@ def test_jacobi_sweeps_over_shrinking_rows_fuse_into_passes(top, bottom):
 
 
 @pytest.mark.full
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=5, deadline=None)
 @given(
     rows=st.integers(9, 30),
     cols=st.integers(3, 12),
