@@ -37,7 +37,7 @@ except ImportError:
 _MODE_NAMES = (("divide", DIVIDE), ("over", OVER), ("under", UNDER), ("invalid", INVALID))
 _STATE = getattr(np._core.umath, "_extobj_contextvar", None)
 _last_state: tuple[Any, int] = (object(), 0)
-_last_filters: tuple[Any, int, Any, str, bool] = (None, 0, None, "", False)  # list, length, first, default, verdict
+_last_verdict: tuple[Any, bool] = (None, False)  # filters_now()'s snapshot and filters_raise()'s verdict on it
 _INTERNAL = (os.path.dirname(__file__), os.path.dirname(np.__file__))
 # file name -> whether Shoal's or NumPy's (a string caches its hash; a code object's is computed
 # from its contents on every call, 0.3 µs, and a recording walks several frames)
@@ -97,25 +97,20 @@ def raises() -> bool:
     return bool(warned_categories()) and (filters_raise() or warning_filters.eager_blocks > 0)
 
 
-def filters_raise() -> bool:
+def filters_raise(filters: Filters | None = None) -> bool:
     """True if the warnings filters may make a ``RuntimeWarning`` an error (:func:`raises`
-    without its check of NumPy's error state)."""
-    global _last_filters
-    filters = warnings.filters
-    last = _last_filters
-    if (
-        last[0] is filters
-        and last[1] == len(filters)
-        and (not filters or last[2] is filters[0])
-        and last[3] == warnings.defaultaction
-    ):
-        return last[4]
-    verdict = _errors(filters)
-    _last_filters = (filters, len(filters), filters[0] if filters else None, warnings.defaultaction, verdict)
+    without its check of NumPy's error state); ``filters``: :func:`filters_now`, if known."""
+    global _last_verdict
+    snapshot = filters_now() if filters is None else filters
+    last = _last_verdict
+    if last[0] is snapshot:
+        return last[1]
+    verdict = _errors(*snapshot)
+    _last_verdict = (snapshot, verdict)
     return verdict
 
 
-def _errors(filters: list[Any]) -> bool:
+def _errors(filters: tuple[Any, ...], default: str) -> bool:
     for action, message, category, module, lineno in filters:
         if not issubclass(RuntimeWarning, category):
             continue
@@ -123,7 +118,7 @@ def _errors(filters: list[Any]) -> bool:
             return True
         if message is None and module is None and not lineno:
             return False
-    return warnings.defaultaction == "error"
+    return default == "error"
 
 
 def user_frame(frame: Any) -> Any:
@@ -251,12 +246,13 @@ def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -
     return recorded
 
 
-def call_site(frame: Any, warned: int) -> Site | None:
+def call_site(frame: Any, warned: int, filters: Filters | None = None) -> Site | None:
     """:func:`site` for an element-wise call that can signal (no reduction: no NumPy entry)
     while the categories ``warned`` (bits, not 0) warn, looked for from ``frame`` outwards;
     cached by the user frame's code and bytecode position, whose line is then known without
     computing it (a Site cached before is found in C where built: ``known_call_site``)."""
-    filters = filters_now()
+    if filters is None:
+        filters = filters_now()
     if known_call_site is not None:
         known = known_call_site(frame, warned, filters, _internal_files, _call_sites)
         if known is not None:

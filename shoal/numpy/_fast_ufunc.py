@@ -40,6 +40,7 @@ from shoal.numpy._lazy import NO_QUIET_STORES, make_lazy_array, ndarray
 from shoal.numpy._numpy_data import _memory_limit, operand
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 from shoal.numpy._settled_compiled import PRODUCT, SETTLED_CALLS, UFUNC
+from shoal.warning_filters import Filters, filters_now
 
 # A marker for "not a plain call, or not seen before": the caller takes the general path.
 NOT_FAST: Any = object()
@@ -174,9 +175,10 @@ def _without_shapes(key_: tuple) -> tuple:
     return tuple(kinds)
 
 
-def _modes() -> int:
+def _modes(filters: Filters) -> int:
     """The floating-point categories NumPy warns about now (bits), or -1 when an error must
-    reach the caller at once (:func:`shoal.numpy._fperr.strict`)."""
+    reach the caller at once (:func:`shoal.numpy._fperr.strict`; ``filters``: the warnings
+    filters now, :func:`~shoal.warning_filters.filters_now`)."""
     global _seen
     if _STATE is None:
         return -1 if strict() else warned_categories()
@@ -185,7 +187,7 @@ def _modes() -> int:
     if state is not seen[0]:
         seen = _seen = (state, -1 if _strict_modes() else warned_categories())
     bits = seen[1]
-    if bits > 0 and filters_raise():
+    if bits > 0 and filters_raise(filters):
         return -1
     return bits
 
@@ -235,7 +237,8 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     signature = _SIGNATURES.get(signature_key) or _learned_at_other_shapes(signature_key, inputs, out)
     if signature is None:
         return NOT_FAST
-    modes = _modes()
+    filters = filters_now()
+    modes = _modes(filters)
     if modes < 0:
         return NOT_FAST
     if len(inputs) == 2:
@@ -247,7 +250,7 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     else:
         operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
     # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
-    site = None if signature.silent or not modes else call_site(sys._getframe(2), modes)
+    site = None if signature.silent or not modes else call_site(sys._getframe(2), modes, filters)
     if out is not None:
         compiled_recording.record_call(runtime, signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
         return out
