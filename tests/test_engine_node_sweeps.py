@@ -39,16 +39,21 @@ def repeated_update(rows: int, cols: int, shifts: list[tuple[int, int]], reverse
     def program(rec: Recorder):
         a = rec.array(RNG.random((rows + 4, cols + 4)))
         for _ in range(sweeps):
-            total = rec.ufunc("multiply", rec.index(a, window(0, 0)), 0.5)
-            partials = [total]
-            for dr, dc in shifts:
-                total = rec.ufunc("add", total, rec.index(a, window(dr, dc)))
-                partials.append(total)
-            rec.copy(rec.index(a, window(0, 0)), total)
-            rec.release(*partials)
+            update(rec, a, window, shifts)
         return [a]
 
     return program
+
+
+def update(rec: Recorder, a, window, shifts: list[tuple[int, int]]) -> None:
+    """``a[window(0, 0)] = a[window(0, 0)] * 0.5 + sum(a[window(dr, dc)])``, temporaries released."""
+    total = rec.ufunc("multiply", rec.index(a, window(0, 0)), 0.5)
+    partials = [total]
+    for dr, dc in shifts:
+        total = rec.ufunc("add", total, rec.index(a, window(dr, dc)))
+        partials.append(total)
+    rec.copy(rec.index(a, window(0, 0)), total)
+    rec.release(*partials)
 
 
 def lowered_groups(program, block: int = 7) -> list:
@@ -190,13 +195,7 @@ def shrinking_update(rows: int, cols: int, shifts: list[tuple[int, int]], sweeps
             def window(dr: int, dc: int, first=first, last=last) -> tuple[slice, slice]:
                 return slice(first + dr, last + dr), slice(2 + dc, 2 + dc + cols)
 
-            total = rec.ufunc("multiply", rec.index(a, window(0, 0)), 0.5)
-            partials = [total]
-            for dr, dc in shifts:
-                total = rec.ufunc("add", total, rec.index(a, window(dr, dc)))
-                partials.append(total)
-            rec.copy(rec.index(a, window(0, 0)), total)
-            rec.release(*partials)
+            update(rec, a, window, shifts)
         return [a]
 
     return program
