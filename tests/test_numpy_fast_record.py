@@ -31,9 +31,9 @@ def sites(monkeypatch):
     calls = [0]
     looked_up = _fast_ufunc.call_site
 
-    def counting(frame, warned):
+    def counting(frame, warned, filters=None):
         calls[0] += 1
-        return looked_up(frame, warned)
+        return looked_up(frame, warned, filters)
 
     monkeypatch.setattr(_fast_ufunc, "call_site", counting)
     return calls
