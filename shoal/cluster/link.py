@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from shoal.bytecode import Batch
+from shoal.cluster.ops import released_bases
 
 PROBE_BYTES = 1 << 16  # about two 2000-column float64 rows each way
 ROUND_TRIPS = 5  # the fastest counts: a descheduled rank must not decide for a fast link
@@ -56,7 +57,7 @@ def round_trip(comm: object, probes: int = ROUND_TRIPS) -> float:
 def repeats_a_sweep(batch: Batch) -> bool:
     """True if ``batch`` writes a view of a base it does not release twice, with nothing but its
     temporaries written in between: a loop of one in-place sweep, such as Jacobi's."""
-    temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
+    temporaries = released_bases(batch.instructions)
     last = None
     for instruction in batch.instructions:
         for view in instruction.outputs:

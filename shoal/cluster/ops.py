@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -66,6 +66,11 @@ def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
         strides.append(step)
         step *= max(1, n)
     return View(base, dtype, 0, tuple(shape), tuple(reversed(strides)))
+
+
+def released_bases(instructions: Sequence[Instruction]) -> set[int]:
+    """The bases ``instructions`` release: a batch's temporaries."""
+    return {int(instruction.attr("base")) for instruction in instructions if instruction.op == "release"}
 
 
 def release_of(local: int) -> Instruction:

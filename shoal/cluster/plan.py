@@ -48,7 +48,7 @@ from shoal.cluster.layout import (
 from shoal.cluster.leading_gather import plan_leading_gather
 from shoal.cluster.link import repeats_a_sweep
 from shoal.cluster.matmul import plan_matmul
-from shoal.cluster.ops import Access, Op, access, contiguous, release_of
+from shoal.cluster.ops import Access, Op, access, contiguous, release_of, released_bases
 from shoal.cluster.plan_cache import (
     PlanCache,
     Template,
@@ -294,7 +294,7 @@ class Planner(GatheredPlanning):
         self._declare(batch)
         self.first_ops = []
         self.later = batch.instructions
-        self.temporaries = {int(instruction.attr("base")) for instruction in batch.instructions if instruction.op == "release"}
+        self.temporaries = released_bases(batch.instructions)
         self.row_plan = RowPlan() if self.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
         for position, instruction in enumerate(batch.instructions):
             self.position = position

@@ -23,6 +23,7 @@ from collections.abc import Callable
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Instruction, View
+from shoal.cluster.ops import released_bases
 from shoal.cluster.plan_cache import instruction_key
 
 MIN_INSTRUCTIONS = 64  # shorter batches are planned whole
@@ -58,7 +59,7 @@ def period(instructions: list[Instruction]) -> int | None:
 def _alive(instructions: list[Instruction]) -> list[int]:
     """Per position, how many of the batch's temporaries (bases it releases) are alive just
     before the instruction there."""
-    released = {int(instruction.attr("base")) for instruction in instructions if instruction.op == "release"}
+    released = released_bases(instructions)
     seen: set[int] = set()
     alive = 0
     counts = []
