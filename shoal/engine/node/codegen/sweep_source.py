@@ -55,39 +55,27 @@ def generate_sweeps(program: KernelProgram, name: str) -> str:
         f"    width = s{target}_0",
         f"    lo = max({-(sweeps - 1) * behind}, -first)",
         f"    hi = min(n0 + {(sweeps - 1) * ahead}, total - first)",
-        *(f"    ring{s} = {ring}[{(s - 1) * ring_rows} * width + {halo}:]" for s in range(1, sweeps + 1)),
+        *(f"    ring{s} = {ring}[{(s - 1) * ring_rows} * width + {halo}:]" for s in _stored_sweeps(stencil, sweeps)),
         "    stored = 0",
         f"    for t in range(n0 + {(sweeps - 1) * ahead} - lo):",
     ]
     for sweep in range(1, sweeps + 1):
         lines += [f"        {line}" for line in _sweep_lines(program, sweep, ring_rows)]
-    if not (stencil.top or stencil.bottom):
-        lines += [
-            f"        limit = min(lo + t - {(sweeps - 1) * ahead} + 1, n0)",
-            "        if lo + t + 1 < hi:  # sweep 1 still reads old values from this row on",
-            f"            limit = min(limit, lo + t + 1 - {behind})",
-            "        while stored < limit:",
-            f"            {_store_from(program, sweeps)}",
-            "            stored += 1",
-            "    while stored < n0:",
-            f"        {_store_from(program, sweeps)}",
-            "        stored += 1",
-        ]
-    else:
-        ready = [
-            f"if lo + t < stored + (last - 1) * {ahead}:  # its last sweep has not computed it yet",
-            "    break",
-            f"if lo + t + 1 < hi and lo + t < stored + {behind}:  # sweep 1 still reads its old value",
-            "    break",
-        ]
-        lines += [
-            "        while stored < n0:",
-            *(f"            {line}" for line in [*_last_sweep(stencil, sweeps), *ready, *_store_from_last(program, sweeps)]),
-            "            stored += 1",
-            "    while stored < n0:",
-            *(f"        {line}" for line in [*_last_sweep(stencil, sweeps), *_store_from_last(program, sweeps)]),
-            "        stored += 1",
-        ]
+    ready = [
+        f"if lo + t < stored + (last - 1) * {ahead}:  # its last sweep has not computed it yet",
+        "    break",
+        f"if lo + t + 1 < hi and lo + t < stored + {behind}:  # sweep 1 still reads its old value",
+        "    break",
+    ]
+    last, store = _last_sweep(stencil, sweeps), _store_from_last(program, sweeps)
+    lines += [
+        "        while stored < n0:",
+        *(f"            {line}" for line in [*last, *ready, *store]),
+        "            stored += 1",
+        "    while stored < n0:",
+        *(f"        {line}" for line in [*last, *store]),
+        "        stored += 1",
+    ]
     lines += [
         "    return 0",
         "",
@@ -124,10 +112,19 @@ def _last_sweep(stencil: Stencil, sweeps: int) -> list[str]:
     return lines
 
 
+def _stored_sweeps(stencil: Stencil, sweeps: int) -> range:
+    """The sweeps whose rings rows are stored from: the last, and in a shrinking chain every one."""
+    return range(1 if stencil.top or stencil.bottom else sweeps, sweeps + 1)
+
+
 def _store_from_last(program: KernelProgram, sweeps: int) -> list[str]:
     """Store row ``stored`` from the ring of sweep ``last``."""
+    assert program.stencil is not None
+    stored = _stored_sweeps(program.stencil, sweeps)
+    if len(stored) == 1:
+        return [_store_from(program, sweeps)]
     lines = []
-    for sweep in range(1, sweeps + 1):
+    for sweep in stored:
         lines += [f"{'if' if sweep == 1 else 'elif'} last == {sweep}:", f"    {_store_from(program, sweep)}"]
     return lines
 
