@@ -22,6 +22,12 @@ setup(
         Extension("shoal._base_release", ["shoal/_base_release.c"], depends=["shoal/_slot_offset.h"], optional=True),
         Extension("shoal._call_sites", ["shoal/_call_sites.c"], optional=True),
         Extension(
+            "shoal.numpy._fast_record",
+            ["shoal/numpy/_fast_record.c"],
+            depends=["shoal/_slot_offset.h", "shoal/numpy/_fast_record_state.h", "shoal/numpy/_fast_record_reads.h"],
+            optional=True,
+        ),
+        Extension(
             "shoal._settled_calls",
             ["shoal/_settled_calls.c"],
             depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h", "shoal/_settled_state.h", "shoal/_settled_operands.h", "shoal/_settled_results.h"],

@@ -80,10 +80,13 @@ def replay_checks() -> str:
 def call_bookkeeping() -> str:
     """How the runtime's bookkeeping for a remembered element-wise call runs here."""
     from shoal import compiled_recording
+    from shoal.numpy import _fast_ufunc
 
+    if compiled_recording.RECORDING is not None and _fast_ufunc.FAST_RECORD is not None:
+        return "compiled (recording a remembered call: about 2.6 µs)"
     if compiled_recording.RECORDING is not None:
-        return "compiled (about 0.5 µs a call)"
-    return "Python: the compiled bookkeeping was not built at install (no C compiler); about 1 µs more a call"
+        return "compiled bookkeeping; the call's key, filters and site read in Python (about 1 µs more a call)"
+    return "Python: the compiled bookkeeping was not built at install (no C compiler); about 2 µs more a call"
 
 
 def settled_calls() -> str:

@@ -251,6 +251,7 @@ def test_the_install_built_the_compiled_bookkeeping():
 
     assert fp_warnings.known_call_site is not None, "... and shoal/_call_sites.c"
     assert _settled_compiled.SETTLED_CALLS is not None, "... and shoal/_settled_calls.c"
+    assert _fast_ufunc.FAST_RECORD is not None and _fast_ufunc.record is _fast_ufunc.FAST_RECORD.record, "... and shoal/numpy/_fast_record.c"
 
 
 def test_info_says_how_recorded_calls_are_kept(monkeypatch):

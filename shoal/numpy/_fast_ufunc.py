@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -213,6 +214,12 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
     eager = None if SETTLED_CALLS is None else SETTLED_CALLS.call(ufunc, inputs, UFUNC, out)
     if eager is not None and eager is not NOT_SETTLED:
         return eager
+    return recorded(ufunc, inputs, out, eager, 3)
+
+
+def recorded(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, eager: Any, depth: int) -> Any:
+    """The rest of :func:`record` once the compiled settled call answered ``eager`` (None or
+    ``NOT_SETTLED``); the frame that called Shoal's dispatch is ``depth`` frames out."""
     runtime = None
     for value in inputs:
         if type(value) is ndarray:
@@ -249,8 +256,8 @@ def record(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any) -> Any:
         )
     else:
         operands = tuple([value._view if type(value) is ndarray else _operand(value) for value in inputs])
-    # Frame 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
-    site = None if signature.silent or not modes else call_site(sys._getframe(2), modes, filters)
+    # Frame depth - 1 is Shoal's dispatch (an operator, ``__array_ufunc__``, ``apply_ufunc``): the walk starts above it.
+    site = None if signature.silent or not modes else call_site(sys._getframe(depth), modes, filters)
     if out is not None:
         compiled_recording.record_call(runtime, signature.opcode, out._view, operands, signature.out_size, signature.largest, site)
         return out
@@ -304,3 +311,52 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
                 return None
         shape = tuple(merged)
     return shape
+
+
+#: :func:`record` in Python, which the compiled one (``_fast_record.c``) calls for a matrix
+#: product; the tests run both.
+record_python = record
+
+
+def configuration() -> dict[str, Any]:
+    """What the compiled :func:`record` works with, by name: the classes it reads, the tables
+    and module globals it reads as the Python does, and the functions it calls."""
+    from shoal import fp_warnings, warning_filters
+    from shoal.base_lives import LazyBase
+    from shoal.bytecode import View
+
+    return {
+        "ndarray": ndarray,
+        "LazyBase": LazyBase,
+        "View": View,
+        "Signature": Signature,
+        "generic": np.generic,
+        "object_": np.object_,
+        "matmul": _MATMUL,
+        "signatures": _SIGNATURES,
+        "ufunc_kind": UFUNC,
+        "not_settled": NOT_SETTLED,
+        "not_fast": NOT_FAST,
+        "record_python": record_python,
+        "recorded": recorded,
+        "fast_globals": globals(),
+        "fp_globals": vars(fp_warnings),
+        "filter_globals": vars(warning_filters),
+        "warnings_globals": vars(warnings),
+        "recording_globals": vars(compiled_recording),
+        "state": _STATE,
+        "call_site": call_site,
+        "known_call_site": fp_warnings.known_call_site,
+        "new_const": new_const,
+        "make_lazy_array": make_lazy_array,
+        "no_quiet_stores": NO_QUIET_STORES,
+    }
+
+
+try:
+    from shoal.numpy import _fast_record as FAST_RECORD
+except ImportError:  # built at install where a C compiler is found
+    FAST_RECORD = None
+else:
+    FAST_RECORD.configure(configuration())
+    record = FAST_RECORD.record
