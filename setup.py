@@ -24,13 +24,13 @@ setup(
         Extension(
             "shoal.numpy._fast_record",
             ["shoal/numpy/_fast_record.c"],
-            depends=["shoal/_slot_offset.h", "shoal/numpy/_fast_record_state.h", "shoal/numpy/_fast_record_reads.h"],
+            depends=["shoal/_shape_size.h", "shoal/_slot_offset.h", "shoal/numpy/_fast_record_state.h", "shoal/numpy/_fast_record_reads.h"],
             optional=True,
         ),
         Extension(
             "shoal._settled_calls",
             ["shoal/_settled_calls.c"],
-            depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h", "shoal/_settled_state.h", "shoal/_settled_operands.h", "shoal/_settled_results.h"],
+            depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h", "shoal/_settled_state.h", "shoal/_shape_size.h", "shoal/_settled_operands.h", "shoal/_settled_results.h"],
             optional=True,
         ),
         Extension(

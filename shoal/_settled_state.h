@@ -9,6 +9,7 @@
 #include <frameobject.h>
 
 #include "_runtime_attributes.h"
+#include "_shape_size.h"
 #include "_slot_offset.h"
 
 #define MOST_OPERANDS 4
@@ -58,24 +59,6 @@ typedef struct {
     Py_ssize_t run;
     Py_ssize_t back;
 } HoldRules;
-
-static Py_ssize_t
-shape_size(PyObject *shape)
-{
-    if (!PyTuple_CheckExact(shape)) {
-        return -1;
-    }
-    Py_ssize_t size = 1;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
-        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-        if (n < 0 || (n && size > PY_SSIZE_T_MAX / n)) {
-            PyErr_Clear();
-            return -1;
-        }
-        size *= n;
-    }
-    return size;
-}
 
 /* The runtime's count `name` (an int of at least 0), or -1 (no error set). */
 static Py_ssize_t

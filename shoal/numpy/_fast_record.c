@@ -11,28 +11,10 @@
  * settled operands), it calls _fast_ufunc.recorded, the Python rest of the path, having changed
  * nothing: the answer is always the Python path's.
  */
+#include "../_shape_size.h"
 #include "../_slot_offset.h"
 #include "_fast_record_reads.h"
 #include "_fast_record_state.h"
-
-/* The product of `shape`'s lengths, or `limit` where it reaches `limit`; -1 with an error set. */
-static Py_ssize_t
-elements_up_to(PyObject *shape, Py_ssize_t limit)
-{
-    Py_ssize_t product = 1;
-    Py_ssize_t count = PyTuple_GET_SIZE(shape);
-    for (Py_ssize_t i = 0; i < count; i++) {
-        Py_ssize_t length = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-        if (length < 0) {
-            return PyErr_Occurred() ? -1 : 0;
-        }
-        if (length != 0 && product > limit / length) {
-            return limit;
-        }
-        product *= length;
-    }
-    return product < limit ? product : limit;
-}
 
 /* 1 if `strides` (a tuple of ints) has an axis with a smaller stride than the next one. */
 static int
@@ -216,20 +198,14 @@ record_with(PyObject *runtime, PyObject *signature, PyObject *inputs, PyObject *
     return result;
 }
 
-/* The element count of lazy array `value`'s view, up to `limit`; -1 where it has no view. */
+/* The element count of lazy array `value`'s view; -1 where it has no view or the count does not
+ * fit a Py_ssize_t (the Python path then counts it). */
 static Py_ssize_t
-lazy_elements(PyObject *value, Py_ssize_t limit)
+lazy_elements(PyObject *value)
 {
     PyObject *view = slot(value, S_LAZY_VIEW);
     PyObject *shape = view == NULL ? NULL : slot(view, S_VIEW_SHAPE);
-    if (shape == NULL || !PyTuple_CheckExact(shape)) {
-        return -1;
-    }
-    Py_ssize_t elements = elements_up_to(shape, limit);
-    if (elements < 0) {
-        PyErr_Clear();
-    }
-    return elements;
+    return shape == NULL ? -1 : shape_size(shape);
 }
 
 /* 1 where the output and every lazy operand have fewer than `limit` elements (the Python path's
@@ -243,7 +219,7 @@ small_settled(PyObject *inputs, PyObject *out, Py_ssize_t limit)
         if (value == Py_None || !Py_IS_TYPE(value, (PyTypeObject *)configured[C_LAZY])) {
             continue;
         }
-        Py_ssize_t elements = lazy_elements(value, limit);
+        Py_ssize_t elements = lazy_elements(value);
         if (elements < 0) {
             return -1;
         }

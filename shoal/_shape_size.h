@@ -1,0 +1,28 @@
+/* The element count of a shape tuple, for the C modules that read views' shapes
+ * (shoal/_settled_calls.c, shoal/numpy/_fast_record.c). */
+#ifndef SHOAL_SHAPE_SIZE_H
+#define SHOAL_SHAPE_SIZE_H
+
+#include <Python.h>
+
+/* The product of `shape`'s lengths (a tuple of ints), or -1 (no error set) where it is not such
+ * a tuple or the product does not fit a Py_ssize_t. */
+static Py_ssize_t
+shape_size(PyObject *shape)
+{
+    if (!PyTuple_CheckExact(shape)) {
+        return -1;
+    }
+    Py_ssize_t size = 1;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(shape); i++) {
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
+        if (n < 0 || (n && size > PY_SSIZE_T_MAX / n)) {
+            PyErr_Clear();
+            return -1;
+        }
+        size *= n;
+    }
+    return size;
+}
+
+#endif
