@@ -314,7 +314,7 @@ def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...] | None:
 
 
 #: :func:`record` in Python, which the compiled one (``_fast_record.c``) calls for a matrix
-#: product; the tests run both.
+#: product, inputs not in a tuple and a missing ``SETTLED_CALLS``; the tests run both.
 record_python = record
 
 
