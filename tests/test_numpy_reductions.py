@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from types import ModuleType
 
 import numpy as np
@@ -174,3 +175,31 @@ def test_reduction_of_a_strided_view(snp: ModuleType) -> None:
     check_same(snp, lambda xp, a: a[::-2, 1::3].sum(axis=0), array)
     check_same(snp, lambda xp, a: a.T[2:, ::-1].max(axis=1, keepdims=True), array)
     check_same(snp, lambda xp, a: a[:, 3].cumsum(), array)
+
+
+@pytest.mark.parametrize("name", ACCUMULATIONS)
+@pytest.mark.parametrize("axis", [None, 1])
+def test_accumulation_of_numpy_data_into_a_lazy_out(snp: ModuleType, name: str, axis: int | None) -> None:
+    """NumPy data accumulated into a Shoal ``out``: NumPy's call hands it back to Shoal (it
+    recursed until the stack ran out)."""
+
+    def accumulate_into(xp, a, out):
+        result = getattr(xp, name)(np.asarray(a), axis=axis, out=out)  # NumPy's data on both sides
+        assert result is out
+        return out
+
+    array = np.arange(1, 13, dtype=np.float64).reshape(3, 4) / 7
+    check_same(snp, accumulate_into, array, np.zeros(12 if axis is None else (3, 4), np.float32))
+
+
+@pytest.mark.parametrize(
+    ("shape", "axis", "out_shape"), [((6,), None, (5,)), ((6,), 0, (2, 3)), ((2, 3), 1, (2, 4)), ((2, 3), 1, (3,))]
+)
+def test_accumulation_into_out_of_wrong_shape_fails_with_numpys_message(
+    snp: ModuleType, shape: tuple[int, ...], axis: int | None, out_shape: tuple[int, ...]
+) -> None:
+    with pytest.raises(ValueError) as expected:
+        np.cumsum(np.ones(shape), axis=axis, out=np.zeros(out_shape))
+    for out in (snp.zeros(out_shape), np.zeros(out_shape)):
+        with pytest.raises(ValueError, match=f"^{re.escape(str(expected.value))}$"):
+            snp.cumsum(snp.ones(shape), axis=axis, out=out)

@@ -12,7 +12,7 @@ from shoal import fp_warnings
 from shoal.bytecode import BY_NAME
 from shoal.numpy._fperr import eager_reduction, strict
 from shoal.numpy._lazy import deliver, is_lazy, ndarray
-from shoal.numpy._numpy_data import new_array, wrap_numpy
+from shoal.numpy._numpy_data import as_lazy, new_array, wrap_numpy
 from shoal.numpy._probe import format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 
@@ -180,7 +180,9 @@ def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = 
     if isinstance(out, tuple):
         out = out[0]
     if not is_lazy(array):
-        return getattr(np, name)(array, axis=axis, dtype=dtype, out=out)
+        if not is_lazy(out):
+            return getattr(np, name)(array, axis=axis, dtype=dtype, out=out)
+        array = as_lazy(array)  # NumPy data into a lazy output: NumPy's call would dispatch here again
     probe_result = quietly(getattr(np, name), value_probe(array.dtype, array.shape), axis=axis, dtype=dtype)
     if axis is None or array.ndim == 0:
         shape: tuple[int, ...] = (math.prod(array.shape),)
@@ -188,12 +190,22 @@ def scan(name: str, array: Any, axis: Any = None, dtype: Any = None, out: Any = 
     else:
         attr_axis = normalize_axis_index(axis, array.ndim)
         shape = array.shape
+    if out is not None and getattr(out, "shape", shape) != shape:
+        _scan_out_error(name, array, out, axis, dtype)
     _check_out(out, shape, name)
     if strict():
         return eager_reduction(getattr(np, name), array, out, axis=axis, dtype=dtype)
     result = out if is_lazy(out) else new_array(probe_result.dtype, shape)
     array._base.runtime.record(name, (result._view,), (array._view,), axis=attr_axis, dtype=None if dtype is None else np.dtype(dtype))
     return deliver(result, out)
+
+
+def _scan_out_error(name: str, array: Any, out: Any, axis: Any, dtype: Any) -> None:
+    """Raise NumPy's error for ``np.cumsum``/``np.cumprod`` into an ``out`` of another shape, from
+    stand-ins of the real shapes that hold one element each (stride 0)."""
+    stand_in = np.broadcast_to(np.zeros((), array.dtype), array.shape)
+    out_stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, out.dtype), out.shape, (0,) * out.ndim)
+    quietly(getattr(np, name), stand_in, axis=axis, dtype=dtype, out=out_stand_in)
 
 
 def _reduce_from(ufunc: np.ufunc, array: Any, axis: Any, dtype: Any, out: Any, keepdims: bool, initial: Any) -> Any:
