@@ -456,3 +456,24 @@ def test_ediff1d_and_diagflat(snp_recorded: ModuleType, value: np.ndarray, begin
     ``same_kind`` check on each, its error for booleans); ``diagflat`` of the flattened array."""
     check_same(snp_recorded, lambda xp, v: xp.ediff1d(v, to_end=end, to_begin=begin), value)
     check_same(snp_recorded, lambda xp, v: xp.diagflat(v, k), value)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64])
+@pytest.mark.parametrize("copy", [False, True])
+def test_nan_to_num_without_a_copy_changes_the_array_itself(snp: ModuleType, dtype: type, copy: bool) -> None:
+    """``copy=False`` writes into the argument and returns it, as NumPy does (the values went
+    into a NumPy copy, and the argument kept its NaNs)."""
+    values = np.array([np.nan, np.inf, -np.inf, 1.5, 0.0, -2.0] * 3)
+    array = np.arange(18).astype(dtype)
+    if dtype is not np.int64:
+        array.real = values
+    if dtype is np.complex128:
+        array.imag = values[::-1]
+
+    def convert(xp, a):
+        view = a[::2]  # written through a view too
+        result = xp.nan_to_num(view, copy=copy, nan=-1.0, posinf=9.0)
+        assert (result is view) is not copy
+        return result
+
+    check_same(snp, convert, array)

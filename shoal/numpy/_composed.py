@@ -319,6 +319,8 @@ def _register_rebuilt(table: dict[Any, Any], keeps_lazy: types.ModuleType) -> No
     table[np.vander] = _rebound(np.vander, asarray=_ASARRAY, empty=empty)
     numeric = np.digitize._implementation.__globals__["_nx"]
     table[np.digitize] = _rebound(np.digitize, _nx=_module_with(numeric, asarray=_ASARRAY))  # searchsorted, lazily
+    numeric = np.nan_to_num._implementation.__globals__["_nx"]  # copy=False changes the array itself
+    table[np.nan_to_num] = _rebound(np.nan_to_num, _nx=_module_with(numeric, array=_ARRAY, copyto=copyto))
     numeric = np.polyval._implementation.__globals__["NX"]
     table[np.polyval] = _rebound(np.polyval, NX=_module_with(numeric, asarray=_ASARRAY, asanyarray=_ASANYARRAY))
     # cov and corrcoef: NumPy's steps (average, dot) on lazy arrays; their own warning

@@ -31,7 +31,7 @@ IMPLEMENTATIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 # running their Python implementation keeps the work lazy.
 COMPOSABLE: set[str] = {
     "vstack", "hstack", "dstack", "split", "array_split", "hsplit", "vsplit", "dsplit",
-    "allclose", "nan_to_num",
+    "allclose",
     "real", "imag", "ptp", "count_nonzero", "trace", "linalg.norm", "trim_zeros",
     "iscomplexobj", "isrealobj", "common_type", "isreal", "isposinf", "isneginf",
 }  # fmt: skip
