@@ -204,3 +204,37 @@ def test_product_dtypes_are_numpys_for_every_pair_and_a_refused_pair_raises_ever
             check_same(snp_recorded, lambda xp, a, b: (xp.matmul(a, b), xp.dot(a, b), a @ b[:, 0]), np.ones((3, 2), first), np.ones((2, 4), second))
     for _ in range(2):
         check_same(snp_recorded, lambda xp, a, b: xp.matmul(a, b), np.ones((2, 2)), np.array([["a", "b"], ["c", "d"]]))
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), data=st.data())
+def test_reshape_in_fortran_order_views_as_numpy_does(snp_any: ModuleType, array: np.ndarray, data) -> None:
+    """Orders ``F`` and ``A``: NumPy's values, and a view exactly where NumPy's is one (a write
+    through the result reaches the input; these went through the fallback, always a copy)."""
+    target = data.draw(reshape_targets(array.shape), label="target")
+    order = data.draw(st.sampled_from("FA"), label="order")
+    source = data.draw(st.sampled_from(["itself", "transposed", "reversed"]), label="source")
+
+    def reshape_and_write(xp, a):
+        viewed = {"itself": a, "transposed": a.T, "reversed": a[..., ::-1]}[source]
+        result = xp.reshape(viewed, target, order=order)
+        if result.ndim and result.size:
+            result[(0,) * result.ndim] = 42
+        return result
+
+    check_same(snp_any, reshape_and_write, array)
+
+
+@DIFFERENTIAL
+@given(array=arrays(dtypes, shapes, bound=100), transposed=st.booleans(), cast=st.booleans(), order=st.sampled_from("FC"))
+def test_asfortranarray_and_ascontiguousarray_return_a_view_where_numpy_does(
+    snp_any: ModuleType, array: np.ndarray, transposed: bool, cast: bool, order: str
+) -> None:
+    def fortran_and_write(xp, a):
+        function = xp.asfortranarray if order == "F" else xp.ascontiguousarray
+        result = function(a.T if transposed else a, dtype=np.float64 if cast else None)
+        if result.size:  # a 0-d array gives a view of one dimension
+            result[(0,) * result.ndim] = 42
+        return result
+
+    check_same(snp_any, fortran_and_write, array)

@@ -270,10 +270,20 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
     """``np.ascontiguousarray``."""
     value = asarray(a, dtype=dtype)
     if is_lazy(value):
-        if value.ndim == 0:  # NumPy's result has at least one dimension
-            return reshape(_copy(value), (1,))
+        if value.ndim == 0:  # NumPy's result has at least one dimension: a view of the 0-d array
+            return reshape(value, (1,))
         return value if value._view.is_contiguous() else _copy(value)
     return np.ascontiguousarray(value)
+
+
+def asfortranarray(a: Any, dtype: Any = None, *, like: Any = None) -> Any:
+    """``np.asfortranarray``: the array itself where it is laid out in Fortran order already."""
+    value = asarray(a, dtype=dtype, order="F")
+    if is_lazy(value):
+        if value.ndim == 0:  # NumPy's result has at least one dimension: a view of the 0-d array
+            return reshape(value, (1,))
+        return value
+    return np.asfortranarray(value)
 
 
 def _arange_length(start: Any, stop: Any, step: Any) -> int:
@@ -432,7 +442,7 @@ def copy(a: Any, order: str = "K", subok: bool = False) -> Any:
 
 
 __all__ = [
-    "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "copy", "empty", "empty_like",
+    "arange", "array", "asanyarray", "asarray", "ascontiguousarray", "asfortranarray", "copy", "empty", "empty_like",
     "eye", "fromfunction", "full", "full_like", "identity", "indices", "linspace", "meshgrid",
     "ones", "ones_like", "zeros", "zeros_like",
 ]  # fmt: skip

@@ -84,19 +84,25 @@ def _normalize_shape(args: tuple[Any, ...]) -> Any:
 
 
 def reshape(array: ndarray, shape: Any, order: str = "C", copy_: bool | None = None) -> ndarray:
-    if order not in ("C", "A"):
+    """NumPy's ``reshape``: a view where the elements, read in ``order``, can be, else a copy
+    (in order ``F``, the C-ordered reshape of the reversed axes, reversed)."""
+    if order not in ("C", "F", "A"):
         from shoal.numpy._dispatch import fallback_call
 
         return fallback_call("reshape", np.reshape, (array, shape), {"order": order})
+    if order == "A":
+        order = "F" if fortran_only(array) else "C"
     view = array._view
     contiguous = geometry_probe(view.dtype, view.shape, contiguous_strides(view.shape, view.dtype.itemsize))
     target = contiguous.reshape(shape).shape  # NumPy's size and -1 errors
     if copy_ is not True:
         try:
-            return view_via_probe(array, lambda probe: probe.reshape(target, copy=False))
+            return view_via_probe(array, lambda probe: probe.reshape(target, order=order, copy=False))
         except ValueError:
             if copy_ is False:
                 raise
+    if order == "F":
+        return _copied(transpose(array), target[::-1]).T
     return _copied(array, target)
 
 
