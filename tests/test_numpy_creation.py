@@ -151,3 +151,33 @@ def test_created_arrays_are_shoal_arrays(snp_any: ModuleType) -> None:
     ):
         assert isinstance(created, snp_any.ndarray)
     assert_same(snp_any.arange(5) * 2, np.arange(5) * 2)
+
+
+def broadcasts_after_a_write(xp: ModuleType) -> list:
+    """Broadcast views of NumPy data (large against an eager threshold of 8), read after the data
+    changed, alone and as operands of lazy work."""
+    row, column = np.arange(5.0), np.arange(4.0)
+    views = [
+        xp.broadcast_to(row, (4, 5)),
+        *xp.meshgrid(row, column, copy=False),
+        xp.broadcast_arrays(row, column[:, None])[0],
+        xp.broadcast_to(row[::-1, None], (5, 4)),  # reversed, the repeated axis last
+    ]
+    row[0] = 99.0
+    column[1] = -1.0
+    lazy = xp.arange(20.0).reshape(4, 5)
+    worked = [lazy * 2 + views[0], lazy - views[2], (xp.ones((5, 4)) * views[4]).sum(axis=0)]
+    return [np.asarray(value).tolist() for value in (*views, *worked)]
+
+
+@pytest.mark.parametrize("engine", ["node", "reference"])
+def test_broadcasts_of_numpy_data_show_later_writes_to_it(engine: str) -> None:
+    """``broadcast_to``, ``broadcast_arrays`` and ``meshgrid(copy=False)`` of NumPy data are NumPy's
+    views at any size: a write to the data shows through them (a lazy copy made at the call did
+    not), and lazy work reads them as they are when it is recorded."""
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    with runtime.configure(engine=engine, eager_threshold=8, settled_threshold=0):  # work recorded, not run at once
+        got = broadcasts_after_a_write(snp)
+    assert got == broadcasts_after_a_write(np)

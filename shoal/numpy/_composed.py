@@ -120,7 +120,7 @@ def tile(A: Any, reps: Any) -> Any:
     shape = (1,) * (ndim - source.ndim) + source.shape
     quietly(np.tile, value_probe(source.dtype, (1,) * len(shape)), reps)
     interleaved = source.reshape(tuple(n for size in shape for n in (1, size)))
-    spread = _shape.broadcast_to(interleaved, tuple(n for r, size in zip(reps, shape) for n in (r, size)))
+    spread = _shape.broadcast_lazily(interleaved, tuple(n for r, size in zip(reps, shape) for n in (r, size)))
     return _shape.copy(spread).reshape(tuple(r * size for r, size in zip(reps, shape)))
 
 

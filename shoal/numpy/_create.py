@@ -20,7 +20,14 @@ from shoal.numpy._numpy_data import (
     stays_numpy,
     wrap_numpy,
 )
-from shoal.numpy._shape import astype, broadcast_arrays, copy_in_order, probe_of, reshape
+from shoal.numpy._shape import (
+    astype,
+    broadcast_arrays,
+    broadcast_arrays_lazily,
+    copy_in_order,
+    probe_of,
+    reshape,
+)
 from shoal.numpy._shape import copy as _copy
 
 _PLAIN_SCALARS = frozenset({int, float, bool, complex})
@@ -402,8 +409,8 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
     if indexing == "xy" and ndim > 1:
         outputs[0] = outputs[0].reshape((1, -1, *ones_shape[2:]))
         outputs[1] = outputs[1].reshape((-1, 1, *ones_shape[2:]))
-    if not sparse:
-        outputs = list(broadcast_arrays(*outputs))
+    if not sparse:  # copies of lazy views where they are copied (they stay lazy); else NumPy's views of NumPy data
+        outputs = list(broadcast_arrays_lazily(*outputs) if copy else broadcast_arrays(*outputs))
     if copy:
         outputs = [_copy(o) if is_lazy(o) else o.copy() for o in outputs]
     return tuple(outputs)

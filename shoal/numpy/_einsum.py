@@ -123,7 +123,7 @@ def _native(labels: list[list[str]], output: list[str], operands: list[Any], dty
         array = as_lazy(operand).astype(dtype, copy=False)
         shape = tuple(sizes[label] for label in term)
         if array.shape != shape:  # a broadcast view is read-only; NumPy's views of one operand are not
-            array = _shape.broadcast_to(array, shape)
+            array = _shape.broadcast_lazily(array, shape)
         array, term = _diagonals(array, term)
         needed = set(output).union(*(labels[other] for other in range(len(labels)) if other != index))
         terms.append(_sum_away(array, term, needed, dtype))

@@ -101,6 +101,8 @@ def operand(value: Any) -> View | Const:
     if array.ndim == 0:
         return Const(array[()])
     runtime = _runtime.current()
+    if 0 in array.strides and array.size > 1 and not array.flags.c_contiguous:
+        return _repeating_operand(array, runtime)
     if array is value and not is_small(array.size) and cacheable(array):
         uploaded = runtime.uploads.lookup(array)
         if uploaded is None:
@@ -111,6 +113,19 @@ def operand(value: Any) -> View | Const:
     carried = from_numpy(array)
     runtime.carry(carried)
     return carried._view
+
+
+def _repeating_operand(array: np.ndarray, runtime: Any) -> View:
+    """A NumPy view that repeats its elements along axes of stride 0 (``np.broadcast_to``'s):
+    its distinct elements carried once, under a view that repeats them (not a copy of every
+    repetition)."""
+    distinct = np.ascontiguousarray(array[tuple(0 if stride == 0 else slice(None) for stride in array.strides)])
+    carried = from_numpy(distinct)
+    runtime.carry(carried)
+    inner = iter(contiguous_strides(distinct.shape, array.dtype.itemsize))
+    strides = tuple(0 if stride == 0 else next(inner) for stride in array.strides)
+    view = carried._view
+    return new_view(view.base, array.dtype, view.offset, array.shape, strides)
 
 
 def as_lazy(value: Any) -> ndarray:

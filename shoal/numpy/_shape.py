@@ -183,6 +183,15 @@ def expand_dims(array: Any, axis: Any) -> Any:
 
 
 def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+    """``np.broadcast_to``: a read-only view. Of NumPy data, NumPy's own view, which shows later
+    writes to the data as the program's NumPy would (a lazy copy of it would not)."""
+    if not is_lazy(array):
+        return np.broadcast_to(array, shape, subok=subok)
+    return broadcast_lazily(array, shape)
+
+
+def broadcast_lazily(array: Any, shape: Any) -> Any:
+    """``array`` broadcast to ``shape`` as a lazy view (NumPy data copied in first, where large)."""
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     if not is_lazy(array):
         if is_small(math.prod(shape)):
@@ -192,11 +201,25 @@ def broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
 
 
 def broadcast_arrays(*args: Any, subok: bool = False) -> tuple[Any, ...]:
+    """``np.broadcast_arrays``: NumPy's own views of NumPy data (writeable, warning on a write),
+    read-only lazy views of lazy arrays."""
     arrays = [a if is_lazy(a) or type(a) is np.ndarray else np.array(a, copy=None, subok=subok) for a in args]
+    if not any(is_lazy(a) for a in arrays):
+        return np.broadcast_arrays(*arrays, subok=subok)
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    stand_in = np.broadcast_to(np.empty((), np.bool_), shape)
+    return tuple(
+        a if a.shape == shape else broadcast_lazily(a, shape) if is_lazy(a) else np.broadcast_arrays(a, stand_in, subok=subok)[0]
+        for a in arrays
+    )  # NumPy's: one of the shape is itself
+
+
+def broadcast_arrays_lazily(*arrays: Any) -> tuple[Any, ...]:
+    """The arrays broadcast together, as lazy views where large (views to copy at once)."""
     shape = np.broadcast_shapes(*(a.shape for a in arrays))
     if not any(is_lazy(a) for a in arrays) and is_small(math.prod(shape)):
-        return np.broadcast_arrays(*arrays, subok=subok)  # NumPy's views: writeable, warning on a write
-    return tuple(a if a.shape == shape else broadcast_to(a, shape) for a in arrays)  # NumPy's: one of the shape is itself
+        return np.broadcast_arrays(*arrays)
+    return tuple(a if a.shape == shape else broadcast_lazily(a, shape) for a in arrays)
 
 
 def diagonal(array: ndarray, offset: int = 0, axis1: int = 0, axis2: int = 1) -> ndarray:
