@@ -181,3 +181,28 @@ def test_broadcasts_of_numpy_data_show_later_writes_to_it(engine: str) -> None:
     with runtime.configure(engine=engine, eager_threshold=8, settled_threshold=0):  # work recorded, not run at once
         got = broadcasts_after_a_write(snp)
     assert got == broadcasts_after_a_write(np)
+
+
+def filled_with_a_count(xp: ModuleType, size: int) -> list:
+    """``full``, ``full_like`` and ``copyto`` of a count (a NumPy ``int64``) too large for
+    ``int8``: NumPy's ``copyto`` casts it unsafely and it wraps, whether or not the count was
+    read before (an item assignment of the scalar would raise ``OverflowError``)."""
+    values = xp.linspace(0, 1, size)
+    results = []
+    for read_first in (False, True):
+        count = (values > 0.25).sum()
+        if read_first:
+            repr(count)
+        target = xp.zeros(2, np.int8)
+        xp.copyto(target, count, casting="unsafe")
+        results.append([
+            xp.full(2, count, dtype=np.int8).tolist(),
+            xp.full_like(xp.arange(3, dtype=np.int8), count).tolist(),
+            target.tolist(),
+        ])
+    return results
+
+
+@pytest.mark.parametrize("size", [1000, 600_000])  # a count NumPy computes at once, and a lazy one
+def test_filling_with_a_scalar_result_casts_as_numpy(snp_any: ModuleType, size: int) -> None:
+    assert filled_with_a_count(snp_any, size) == filled_with_a_count(np, size)

@@ -42,6 +42,12 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
     else:
         quietly(np.copyto, np.zeros((1,) * dst.ndim, dst.dtype), _probe(src), casting=casting, where=mask)
     _check_shapes(dst, src, where)
+    # A NumPy scalar is stored as the 0-d array NumPy's copyto makes of it, cast as ``casting``
+    # allows: an item assignment of the scalar itself raises where its value is out of range.
+    if isinstance(src, np.generic):
+        src = np.asarray(src)
+    elif is_lazy(src) and src._scalar:
+        src = src._derive(src._view)
     if mask_is_true:
         dst[...] = src
         return

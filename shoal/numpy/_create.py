@@ -11,6 +11,7 @@ import numpy as np
 
 from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
+from shoal.numpy._copyto import copyto
 from shoal.numpy._lazy import fortran_only, is_lazy, ndarray
 from shoal.numpy._numpy_data import (
     from_numpy,
@@ -142,7 +143,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
     if is_lazy(fill_value) or np.ndim(fill_value) > 0:
         value = fill_value if is_lazy(fill_value) else np.asarray(fill_value, dtype=dtype)
         result = empty(shape, value.dtype if dtype is None else dtype, order)
-        result[...] = value
+        copyto(result, value, casting="unsafe")  # NumPy's fill: a NumPy scalar out of range wraps
         return result
     if dtype is None:
         dtype = np.array(fill_value).dtype
