@@ -70,3 +70,48 @@ def test_reduction_methods_of_scalar_results_act_as_numpys(every_array_lazy):
             return [outcome(lambda: total.sum()), outcome(lambda: np.isfinite(total).sum()), outcome(lambda: total.mean(where=True))]
 
     assert program(snp) == program(numpy)
+
+
+def method_cases(np):
+    """Methods of scalar results: NumPy's scalar methods give scalars back (``repr`` tells them
+    from 0-d arrays), ``np.asarray`` of a scalar is a 0-d array, and the methods only NumPy's
+    scalars have are the scalar's."""
+    values = np.arange(1000.0)
+    total = values.sum()
+    count = (values > 0).sum()
+    import math
+
+    return {
+        "astype": lambda: total.astype(numpy.float32),
+        "astype_object": lambda: total.astype(object),
+        "any_astype": lambda: (values > 0).any().astype(int),
+        "copy": lambda: total.copy(),
+        "squeeze": lambda: total.squeeze(),
+        "transposed": lambda: total.T,
+        "transpose": lambda: total.transpose(),
+        "view": lambda: total.view(numpy.int64),
+        "reshape": lambda: (total.reshape(()), total.reshape(1)),
+        "byteswap": lambda: total.byteswap(),
+        "asarray": lambda: np.asarray(total),
+        "array": lambda: np.array(total),
+        "asarray_no_copy": lambda: np.asarray(total, copy=False),
+        "asarray_written": lambda: (np.asarray(total).__setitem__(Ellipsis, 5), total)[1],
+        "is_integer": lambda: (total.is_integer(), (total / 7).is_integer(), count.is_integer()),
+        "float32_is_integer": lambda: total.astype(numpy.float32).is_integer(),
+        "bool_is_integer": lambda: (values > 0).any().is_integer(),
+        "array_is_integer": lambda: values.is_integer(),
+        "bit_count": lambda: count.bit_count(),
+        "float_bit_count": lambda: total.bit_count(),
+        "as_integer_ratio": lambda: (total / 8).as_integer_ratio(),
+        "hex": lambda: total.hex(),
+        "numerator": lambda: count.numerator,
+        "floor_ceil": lambda: (total.__floor__(), (total / 7).__ceil__(), math.floor(count), math.ceil(count / 7)),
+        "trunc": lambda: math.trunc(total / 7),
+        "int_trunc": lambda: math.trunc(count),
+    }
+
+
+def test_methods_of_scalar_results_act_as_numpy_scalars(every_array_lazy):
+    expected = {name: outcome(case) for name, case in method_cases(numpy).items()}
+    got = {name: outcome(case) for name, case in method_cases(snp).items()}
+    assert got == expected

@@ -213,6 +213,9 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
             value = np.array(obj, dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
         return value if stays_numpy(value) else from_numpy(value, copy=False)
     if is_lazy(obj):
+        if obj._scalar:  # NumPy's array of a scalar is a new 0-d array
+            obj = _array_of_scalar(obj, copy)
+            copy = None
         if copy is False:  # NumPy's error where a copy cannot be avoided, found on a probe of the geometry
             np.array(probe_of(obj), dtype=dtype, copy=False, order=order)
         if order in ("F", "A", "K") and copy is True and dtype is None and not ndmin:
@@ -229,6 +232,14 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
     return from_numpy(value, copy=copy is not True)
 
 
+def _array_of_scalar(scalar: ndarray, copy: Any) -> ndarray:
+    """A 0-d array of its own with the value of ``scalar``, a result that stands for a NumPy
+    scalar (NumPy's error where ``copy`` is False: a scalar's array is always a new one)."""
+    if copy is False:
+        np.asarray(scalar.dtype.type(0), copy=False)
+    return _copy(scalar)
+
+
 def _plain_sequence(value: Any) -> bool:
     """True if ``value`` is a list or tuple of Python numbers (no array, no nesting)."""
     if type(value) is not list and type(value) is not tuple:
@@ -243,6 +254,9 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, *, device: Any = None,
     """``np.asarray``: lazy arrays and NumPy arrays are returned as they are when no copy is needed."""
     obj = a
     if is_lazy(obj):
+        if obj._scalar:  # NumPy's array of a scalar is a new 0-d array
+            obj = _array_of_scalar(obj, copy)
+            copy = None
         if order is not None and order != "K" and _out_of_order(obj, order):
             if copy is False:  # NumPy's error, found on a probe of the geometry
                 np.array(probe_of(obj), dtype=dtype, copy=False, order=order)

@@ -179,6 +179,8 @@ def method_fallback(array: ndarray, name: str) -> Any:
     def method(*args: Any, **kwargs: Any) -> Any:
         warn_fallback(f"ndarray.{name}")
         value = array._value()
+        if array._scalar:  # the NumPy scalar's method, which changes no memory (``s.byteswap()``)
+            return _wrap_all(getattr(value[()], name)(*materialize(args), **materialize(kwargs)))
         result = getattr(value, name)(*materialize(args), **materialize(kwargs))
         if name in _MUTATING_METHODS:
             array[...] = value

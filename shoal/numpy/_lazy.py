@@ -416,6 +416,7 @@ from shoal.numpy import (  # noqa: E402
     _methods,  # noqa: F401  (attaches the remaining methods)
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
+    _scalar_methods,  # noqa: F401  (the methods of results that stand for NumPy scalars)
     _settled,
     _settled_compiled,
     _settled_functions,
