@@ -108,6 +108,9 @@ def method_cases(np):
         "floor_ceil": lambda: (total.__floor__(), (total / 7).__ceil__(), math.floor(count), math.ceil(count / 7)),
         "trunc": lambda: math.trunc(total / 7),
         "int_trunc": lambda: math.trunc(count),
+        "array_floor_ceil": lambda: (math.floor(values[:1]), math.ceil(values[1:2])),  # NumPy's TypeError
+        "zero_d_floor_ceil": lambda: (math.floor(np.array(2.5)), math.ceil(np.array(2.5)), round(np.array(2.5))),
+        "array_trunc": lambda: math.trunc(values),
     }
 
 

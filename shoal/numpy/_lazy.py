@@ -142,7 +142,7 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
         memory = _held_indexing.held_memory(self)
         if memory is None:
             return self.transpose()
-        return memory.T  # the base is held: NumPy's transpose of its memory, as indexing gives
+        return memory.T if not self._scalar else memory[()]  # the base is held: NumPy's transpose of its memory, as indexing gives
 
     @property
     def mT(self) -> ndarray:
@@ -392,6 +392,18 @@ def deliver(result: ndarray, out: Any) -> Any:
 #: ``make_lazy_array(base, view, owner, readonly, scalar, None, NO_QUIET_STORES)`` is
 #: ``ndarray._wrap(base, view, owner, readonly, scalar)``, in one call (``shoal.frozen_values``).
 make_lazy_array = slot_maker(ndarray, ("_base", "_view", "_owner", "_readonly", "_scalar", "_held", "_quiet"))
+
+
+def scalar_result(value: Any) -> Any:
+    """A method's ``value`` as NumPy's scalar method returns it: a 0-d array as its scalar (a
+    lazy one stands for it), anything else as it is."""
+    if type(value) is ndarray:
+        if not value._view.shape:
+            value._scalar = True
+        return value
+    if type(value) is np.ndarray and not value.shape:
+        return value[()]
+    return value
 
 
 def is_lazy(value: Any) -> bool:

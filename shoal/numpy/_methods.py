@@ -14,7 +14,7 @@ from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
 from shoal.numpy._held_indexing import held_memory
-from shoal.numpy._lazy import fortran_only, ndarray
+from shoal.numpy._lazy import fortran_only, ndarray, scalar_result
 from shoal.numpy._resize import resize_in_place
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._settled_compiled import PRODUCT, SETTLED_CALLS
@@ -296,17 +296,20 @@ def _cumprod(self: ndarray, /, axis: Any = None, dtype: Any = None, out: Any = N
 
 
 def _reshape(self: ndarray, /, *shape: Any, order: str = "C", copy: bool | None = None) -> ndarray:
-    return _shape.reshape(self, _shape._normalize_shape(shape), order=order, copy_=copy)
+    result = _shape.reshape(self, _shape._normalize_shape(shape), order=order, copy_=copy)
+    return result if not self._scalar else scalar_result(result)  # a scalar's method gives a scalar
 
 
 def _transpose(self: ndarray, /, *axes: Any) -> ndarray:
     if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
         axes = axes[0]
-    return _shape.transpose(self, axes or None)
+    result = _shape.transpose(self, axes or None)
+    return result if not self._scalar else scalar_result(result)
 
 
 def _astype(self: ndarray, /, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True) -> ndarray:
-    return _shape.astype(self, dtype, order, casting, subok, copy)
+    result = _shape.astype(self, dtype, order, casting, subok, copy)
+    return result if not self._scalar else scalar_result(result)
 
 
 def _fill(self: ndarray, /, value: Any) -> None:
@@ -329,7 +332,8 @@ def _tobytes(self: ndarray, /, order: str = "C") -> bytes:
 
 
 def _copy(self: ndarray, /, order: str = "C") -> Any:
-    return _shape.copy(self) if order == "C" else _shape.copy_in_order(self, order)
+    result = _shape.copy(self) if order == "C" else _shape.copy_in_order(self, order)
+    return result if not self._scalar else scalar_result(result)
 
 
 def _item(self: ndarray, /, *args: Any) -> Any:
