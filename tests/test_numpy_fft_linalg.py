@@ -71,6 +71,29 @@ def test_transforms_neither_flush_nor_read(snp: ModuleType) -> None:
     np.testing.assert_allclose(np.asarray(back), 2 * np.sin(np.arange(64.0)), atol=1e-12)
 
 
+@pytest.mark.parametrize(("name", "lengths"), [("rfft", 100_000), ("irfft", 100_000), ("fft2", (400, 300)), ("irfftn", (400, 300))])
+def test_recording_a_transform_runs_no_transform_of_its_size(snp: ModuleType, monkeypatch: pytest.MonkeyPatch, name: str, lengths) -> None:
+    """The result dtype comes from a probe of at most two points an axis: a probe of the asked
+    lengths ran the whole transform at the call, then the engine ran it again (an FFT
+    convolution loop at 2^20 points took twice NumPy's time)."""
+    needs_runtime()
+    from shoal.numpy import _spectral
+
+    called = []
+    real_call = _spectral._call
+    monkeypatch.setattr(_spectral, "_call", lambda function, source, n, axes, norm: called.append(n) or real_call(function, source, n, axes, norm))
+    many = isinstance(lengths, tuple)
+    signal = snp.sin(snp.arange(64.0)).reshape(8, 8) if many else snp.sin(snp.arange(64.0))
+    options = {"axes": (0, 1)} if many else {}
+    before = flush_count()
+    result = getattr(snp.fft, name)(signal, lengths, **options)
+    assert flush_count() == before and called
+    assert all(max(np.atleast_1d(n)) <= 2 for n in called)
+    expected = getattr(np.fft, name)(np.asarray(signal), lengths, **options)
+    assert result.shape == expected.shape and result.dtype == expected.dtype
+    np.testing.assert_allclose(np.asarray(result), expected, atol=1e-9)
+
+
 def _matrices(draw_shape: tuple[int, ...]) -> st.SearchStrategy:
     return arrays(st.sampled_from([np.dtype("float64"), np.dtype("complex128"), np.dtype("float32")]), st.just(draw_shape), bound=10, finite=True)
 
