@@ -94,6 +94,17 @@ def test_recording_a_transform_runs_no_transform_of_its_size(snp: ModuleType, mo
     np.testing.assert_allclose(np.asarray(result), expected, atol=1e-9)
 
 
+@pytest.mark.parametrize("name", ["fftshift", "ifftshift"])
+@pytest.mark.parametrize("axes", [None, 1, (0,), (-1, 0)])
+def test_shifts_are_lazy_rolls(snp: ModuleType, name: str, axes) -> None:
+    """``fftshift``/``ifftshift``: NumPy's roll, recorded (they went through the fallback)."""
+    from shoal.numpy import _dispatch
+
+    before = sum(_dispatch.FALLBACKS.values())
+    check_same(snp, lambda xp, v: getattr(xp.fft, name)(v[::-1], axes), np.arange(35.0).reshape(5, 7))
+    assert sum(_dispatch.FALLBACKS.values()) == before
+
+
 def _matrices(draw_shape: tuple[int, ...]) -> st.SearchStrategy:
     return arrays(st.sampled_from([np.dtype("float64"), np.dtype("complex128"), np.dtype("float32")]), st.just(draw_shape), bound=10, finite=True)
 

@@ -123,6 +123,10 @@ def _register() -> None:
         table[getattr(_fft, function)] = _one_axis_function(function)
     for function in ("fftn", "ifftn", "fft2", "ifft2", "rfftn", "irfftn", "rfft2", "irfft2"):
         table[getattr(_fft, function)] = _many_axes_function(function)
+    from shoal.numpy._composed import _ASARRAY, _rebound
+
+    for shift in (_fft.fftshift, _fft.ifftshift):  # NumPy's roll of the array, lazily (its asarray computed it)
+        table[shift] = _rebound(shift, asarray=_ASARRAY)
 
 
 _register()
