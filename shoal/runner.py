@@ -190,6 +190,12 @@ def _user_traceback(
         return traceback
     if FULL_TRACEBACK.value():
         return start
+    return _without_frontend_tail(start, interrupted)
+
+
+def _without_frontend_tail(start: types.TracebackType, interrupted: bool = False) -> types.TracebackType:
+    """``start`` with the run of Shoal's frontend frames at its end cut off (see
+    :func:`_user_traceback`), changed in place."""
     entries = []
     entry: types.TracebackType | None = start
     while entry is not None:
@@ -283,6 +289,22 @@ def format_fallback_report(used: Mapping[str, int]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _trim_chained(error: BaseException) -> None:
+    """The exceptions ``error`` was raised from or during (``raise ... from``, an error in an
+    ``except`` block), which the interpreter prints above it: their tracebacks too end at the
+    program's line where they came through Shoal's frontend."""
+    seen = {id(error)}
+    chained = [error.__cause__, error.__context__]
+    while chained:
+        link = chained.pop()
+        if link is None or id(link) in seen:
+            continue
+        seen.add(id(link))
+        if link.__traceback__ is not None and not FULL_TRACEBACK.value():
+            _without_frontend_tail(link.__traceback__)
+        chained += [link.__cause__, link.__context__]
+
+
 def _report_uncaught_later(error: BaseException, traceback: types.TracebackType | None) -> None:
     """Let the interpreter report ``error`` with the program's traceback.
 
@@ -332,6 +354,7 @@ def run(program: Program) -> None:
     except BaseException as error:
         interrupted = isinstance(error, KeyboardInterrupt)
         trimmed = _user_traceback(error.__traceback__, code, interrupted) if code is not None else None
+        _trim_chained(error)
         # The program's own error is what it reports; work it left pending is finished on a
         # best-effort basis, since that work may fail for the very same reason. After Ctrl-C
         # nothing more runs, as under ``python app.py``, but what exit handlers read.

@@ -241,6 +241,42 @@ def test_an_error_raised_through_numpys_code_under_shoal_ends_at_the_programs_li
     assert shoal_lines[:-1] == python_lines[: len(shoal_lines) - 1]  # NumPy's own frames below it: not shown
 
 
+def test_errors_chained_to_the_programs_error_end_at_its_lines_and_keep_their_context(project: Path) -> None:
+    """An error raised ``from`` one that came through Shoal, or while the program handled one:
+    each traceback the interpreter prints ends at the program's line (the chained ones kept
+    Shoal's frames), and an error Shoal raised while the program handled another keeps that one
+    as its context (Shoal raised it ``from None``, which hid the program's own)."""
+    program = write(
+        project / "app" / "chained.py",
+        """
+        import numpy as np
+
+        def invert(m):
+            try:
+                np.linalg.inv(m)
+            except np.linalg.LinAlgError as error:
+                raise RuntimeError("cannot invert") from error
+
+        g = np.ones(600_000)
+        try:
+            g.reshape(7, -1)
+        except ValueError:
+            try:
+                g + np.ones(3)
+            except ValueError:
+                invert(np.zeros((700, 700)))
+        """,
+    )
+    python_run = run_python(program, cwd=project, shoal=False)
+    for env in ({}, LAZY):
+        shoal_run = run_python(program, cwd=project, env=env)
+        assert shoal_run.returncode == python_run.returncode == 1
+        assert "shoal" not in shoal_run.stderr
+        shown = [line for line in shoal_run.stderr.splitlines() if line.strip(" ^~")]
+        expected = [line for line in python_run.stderr.splitlines() if line.strip(" ^~") and "site-packages" not in line and "raise LinAlgError" not in line and "_umath_linalg.inv(" not in line]
+        assert shown == expected
+
+
 @pytest.mark.parametrize(
     "source",
     [

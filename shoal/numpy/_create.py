@@ -49,7 +49,9 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
     try:
         result = tuple(operator.index(n) for n in shape)
     except TypeError:
-        raise TypeError(f"'{name}' object cannot be interpreted as an integer") from None
+        result = None
+    if result is None:  # raised outside the handler: an exception the program is handling stays its context
+        raise TypeError(f"'{name}' object cannot be interpreted as an integer")
     for n in result:
         if n < 0:
             raise ValueError("negative dimensions are not allowed")

@@ -114,21 +114,31 @@ def _run(function: str, numpy_function: Any, args: list[Any], options: dict[str,
 
 def _flush_for_errors(runtime: Any) -> None:
     """Run the batch now; a ``LinAlgError`` from the engine (under any component that wraps
-    failures in ``EngineError``) is raised as NumPy raises it."""
+    failures in ``EngineError``) is raised as NumPy raises it: without the engine's frames and
+    notes, and outside the handler, so that an exception the program is handling stays its
+    context."""
+    failure = _linalg_failure(runtime)
+    if failure is not None:
+        raise np.linalg.LinAlgError(*failure)
+
+
+def _linalg_failure(runtime: Any) -> tuple[Any, ...] | None:
+    """Flush; the arguments of the ``LinAlgError`` the engine met, or None."""
     try:
         runtime.flush(wait=True)
-    except np.linalg.LinAlgError as error:  # NumPy's own error, raised in the engine: without its frames and notes
-        raise np.linalg.LinAlgError(*error.args) from None
+    except np.linalg.LinAlgError as error:  # NumPy's own error, raised in the engine
+        return error.args
     except EngineError as error:
         cause: BaseException | None = error
         while cause is not None and not isinstance(cause, np.linalg.LinAlgError):
             cause = cause.__cause__
         if cause is not None:
-            raise np.linalg.LinAlgError(*cause.args) from None
+            return cause.args
         told = _LINALG_ERROR_TOLD.search(str(error))  # from another process (a server, a rank): as text
         if told is None:
             raise
-        raise np.linalg.LinAlgError(told.group(1)) from None
+        return (told.group(1),)
+    return None
 
 
 _LINALG_ERROR_TOLD = re.compile(r"LinAlgError: (.+?)(?: \(in instruction \d+|\n|$)")

@@ -92,4 +92,5 @@ def broadcast_shape(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
     try:
         return np.broadcast_shapes(*shapes)
     except ValueError:
-        raise broadcast_error(shapes) from None
+        pass
+    raise broadcast_error(shapes)  # outside the handler: an exception the program is handling stays its context

@@ -80,7 +80,9 @@ def apply_ufunc(
     try:
         shape = np.broadcast_shapes(*shapes) if shapes else ()
     except ValueError:
-        raise broadcast_error([*listed, *out_shapes]) from None
+        shape = None
+    if shape is None:  # raised outside the handler: an exception the program is handling stays its context
+        raise broadcast_error([*listed, *out_shapes])
     for o in outs:
         if o is None:
             continue
