@@ -97,12 +97,20 @@ def _take_method(self: ndarray, indices: Any, /, axis: Any = None, out: Any = No
 
 
 def repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
-    """``np.repeat`` as a gather by the repeated positions along ``axis``."""
+    """``np.repeat``: one count for every element is a copy of the array broadcast along a new
+    axis after ``axis`` (a gather by 4 x 10^6 positions took 3-5x NumPy's time); counts per
+    element gather by the repeated positions along ``axis``."""
     source = as_lazy(a)
     if axis is None or source.ndim == 0:  # NumPy repeats a 0-d array as a 1-d one
         source, axis = source.reshape(-1), 0 if axis is None else axis
     axis = normalize_axis_index(axis, source.ndim)
-    positions = np.repeat(np.arange(source.shape[axis]), materialize(repeats))  # NumPy's checks
+    counts = materialize(repeats)
+    if np.size(counts) == 1:
+        count = int(np.repeat(np.zeros(min(source.shape[axis], 1), np.int8), counts).size)  # NumPy's checks on one element (none along an empty axis)
+        shape = source.shape
+        spread = _shape.broadcast_lazily(source.reshape((*shape[: axis + 1], 1, *shape[axis + 1 :])), (*shape[: axis + 1], count, *shape[axis + 1 :]))
+        return _shape.copy(spread).reshape((*shape[:axis], shape[axis] * count, *shape[axis + 1 :]))
+    positions = np.repeat(np.arange(source.shape[axis]), counts)  # NumPy's checks
     return _owned(source[(slice(None),) * axis + (positions,)], source)
 
 
