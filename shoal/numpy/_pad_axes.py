@@ -101,8 +101,8 @@ def _ramps(roi: Any, axis: int, widths: tuple[int, int], ends: tuple[Any, Any]) 
 
 
 def pad_by_axis(source: Any, pairs: Any, mode: str, kwargs: dict[str, Any]) -> Any:
-    """``np.pad(source, pairs, mode, **kwargs)`` for the modes of :data:`AXIS_MODES` and the
-    odd reflections, arguments already checked by NumPy on a probe."""
+    """``np.pad(source, pairs, mode, **kwargs)`` for the modes of :data:`AXIS_MODES`, ``edge``,
+    ``wrap``, ``reflect`` and ``symmetric``, arguments already checked by NumPy on a probe."""
     shape = tuple(int(n + before + after) for n, (before, after) in zip(source.shape, pairs))
     padded = new_array(source.dtype, shape)
     centre = tuple(slice(int(before), int(before) + n) for n, (before, _) in zip(source.shape, pairs))
@@ -120,7 +120,18 @@ def pad_by_axis(source: Any, pairs: Any, mode: str, kwargs: dict[str, Any]) -> A
         for axis, (width, end) in enumerate(zip(widths, ends)):
             roi = _numpy_pad._view_roi(padded, centre, axis)
             _numpy_pad._set_pad_area(roi, axis, width, _ramps(roi, axis, width, end))
-    else:  # reflect or symmetric, odd
+    elif mode == "edge":
+        for axis, width in enumerate(widths):
+            roi = _numpy_pad._view_roi(padded, centre, axis)
+            _numpy_pad._set_pad_area(roi, axis, width, _numpy_pad._get_edges(roi, axis, width))
+    elif mode == "wrap":
+        for axis, (left, right) in enumerate(widths):
+            roi = _numpy_pad._view_roi(padded, centre, axis)
+            period = padded.shape[axis] - right - left
+            period -= period % source.shape[axis]
+            while left > 0 or right > 0:
+                left, right = _numpy_pad._set_wrap_both(roi, axis, (left, right), period)
+    else:  # reflect or symmetric
         method = kwargs.get("reflect_type", "even")
         for axis, (left, right) in enumerate(widths):
             if source.shape[axis] == 1 and (left or right):
