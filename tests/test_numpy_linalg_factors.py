@@ -251,4 +251,4 @@ def test_a_singular_matrix_error_carries_no_engine_notes(snp: ModuleType) -> Non
     with pytest.raises(np.linalg.LinAlgError, match="Singular matrix") as caught:
         snp.linalg.solve(snp.zeros((60, 60)), snp.ones(60))
     assert not getattr(caught.value, "__notes__", None)
-    assert caught.value.__suppress_context__
+    assert caught.value.__context__ is None and caught.value.__cause__ is None
