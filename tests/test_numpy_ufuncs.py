@@ -161,6 +161,22 @@ def test_where_matches_numpy(snp_any: ModuleType, shapes3, data) -> None:
     check_same(snp_any, lambda xp, c, a, b: xp.where(c, a, b), condition, left, right)
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda xp, a: xp.where(a > 0.5, a, None),
+        lambda xp, a: xp.where(a > 0.5, None, a),
+        lambda xp, a: xp.where(a > 0.5, None, None),
+        lambda xp, a: xp.where(a > 0.5, a),
+        lambda xp, a: xp.where(a > 0.5),
+    ],
+    ids=["y_none", "x_none", "both_none", "y_missing", "condition_only"],
+)
+def test_where_takes_none_as_a_value(snp_any: ModuleType, call) -> None:
+    """``None`` for ``x`` or ``y`` is an element of an object array, not a missing argument."""
+    check_same(snp_any, call, np.linspace(0, 1, 6))
+
+
 @DIFFERENTIAL
 @given(
     array=arrays(st.sampled_from(ALL_DTYPES[1:]), shapes, bound=1000, finite=True),

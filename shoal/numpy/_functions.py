@@ -30,18 +30,20 @@ def _probe_of(value: Any) -> tuple[tuple[int, ...] | None, Any]:
 
 
 _numpy_where = np.where
+_MISSING: Any = object()
+"""``where``'s default for ``x`` and ``y``: ``None`` is a value (an object array's element)."""
 
 
-def where(condition: Any, x: Any = None, y: Any = None, /) -> Any:
+def where(condition: Any, x: Any = _MISSING, y: Any = _MISSING, /) -> Any:
     """``np.where``: the three-argument form is element-wise and lazy."""
-    if type(condition) is not ndarray and type(x) is not ndarray and type(y) is not ndarray and x is not None and y is not None:
+    if type(condition) is not ndarray and type(x) is not ndarray and type(y) is not ndarray and x is not _MISSING and y is not _MISSING:
         # NumPy data in, so NumPy selects: probing first cost 10x a 1000-element ``where``, and
         # every call here counts (mandelbrot at 32² spends 1.6 µs in NumPy's ``where`` per call).
         result = _numpy_where(condition, x, y)
         return result if stays_numpy(result) else from_numpy(result, copy=False)
-    if x is None and y is None:
+    if x is _MISSING and y is _MISSING:
         return tuple(wrap_numpy(i) for i in np.nonzero(condition._value() if is_lazy(condition) else condition))
-    if x is None or y is None:
+    if x is _MISSING or y is _MISSING:
         raise ValueError("either both or neither of x and y should be given")
     eager = settled_call(_numpy_where, (condition, x, y))  # small views of settled bases: NumPy at once
     if eager is not NOT_SETTLED:
