@@ -20,7 +20,7 @@ import numpy as np
 from shoal import fp_warnings
 from shoal.errors import ShoalFallbackWarning
 from shoal.numpy._lazy import is_lazy, ndarray
-from shoal.numpy._numpy_data import materialize, wrap_numpy
+from shoal.numpy._numpy_data import UnsupportedDtype, materialize, wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED
 from shoal.numpy._settled_functions import PURE_FUNCTIONS, settled_function
 
@@ -108,9 +108,11 @@ def caller_stacklevel() -> int:
     return level
 
 
-def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    """Run ``function`` in NumPy on materialized inputs; write back lazy outputs."""
-    warn_fallback(name)
+def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any], warn: bool = True) -> Any:
+    """Run ``function`` in NumPy on materialized inputs; write back lazy outputs. Without ``warn``
+    no :class:`ShoalFallbackWarning` (NumPy computes what Shoal leaves to it by design)."""
+    if warn:
+        warn_fallback(name)
     lazy_outs = kwargs.get("out")
     values, keywords = materialize(tuple(args)), materialize(dict(kwargs))
     result = fp_warnings.at_user_line(function, *values, **keywords)  # NumPy's warnings at the user's line
@@ -147,7 +149,10 @@ def array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) 
             return eager
     implementation = IMPLEMENTATIONS.get(func)
     if implementation is not None:
-        return implementation(*args, **kwargs)
+        try:
+            return implementation(*args, **kwargs)
+        except UnsupportedDtype:  # a result bytecode cannot carry (strings, objects): NumPy's
+            return fallback_call(_qualified_name(func), func, args, kwargs, warn=False)
     name = _qualified_name(func)
     late = _LATE_MODULES.get(name.partition(".")[0] if "." in name else "")
     if late is not None and late not in sys.modules:

@@ -22,13 +22,21 @@ from shoal.numpy._lazy import contiguous_strides, ndarray
 from shoal.numpy._uploads import cacheable
 
 
+class UnsupportedDtype(Exception):
+    """A lazy array was asked for in a dtype bytecode cannot carry (strings, objects, long
+    doubles, dates and times): the operation that asked runs in NumPy instead."""
+
+
 def new_array(
     dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray | None = None, donate: bool = True
 ) -> ndarray:
     """A new C-contiguous lazy array; ``data`` (1-D) gives its contents, handed over to the
-    component unless ``donate`` is false (the caller keeps using it)."""
+    component unless ``donate`` is false (the caller keeps using it). An :class:`UnsupportedDtype`
+    for a dtype bytecode cannot carry: no base of it is ever declared."""
     if not isinstance(dtype, np.dtype):
         dtype = np.dtype(dtype)
+    if not is_supported(dtype):
+        raise UnsupportedDtype(f"no lazy array of dtype {dtype!r}")
     shape = tuple(shape)
     size = math.prod(shape)
     if data is None and size * dtype.itemsize > _memory_limit():

@@ -13,7 +13,7 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
 from shoal.bytecode.dtypes import is_supported
-from shoal.numpy._dispatch import discards_imaginary
+from shoal.numpy._dispatch import discards_imaginary, fallback_call
 from shoal.numpy._fperr import strict
 from shoal.numpy._held_indexing import memory_now
 from shoal.numpy._lazy import contiguous_strides, deliver, fortran_only, is_lazy, make_view, ndarray
@@ -307,6 +307,8 @@ def concatenate(
             )
     if out is None and not any(is_lazy(a) for a in arrays) and is_small(math.prod(shape)):
         return np.concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
+    if not is_supported(result_dtype):  # strings, objects, long doubles: NumPy joins the values
+        return fallback_call("concatenate", np.concatenate, (arrays,), {"axis": axis, "out": out, "dtype": dtype, "casting": casting}, warn=False)
     result = out if is_lazy(out) else new_array(result_dtype, shape)
     start = 0
     for value, value_shape in zip(arrays, shapes):

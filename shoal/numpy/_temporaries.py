@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.numpy._numpy_data import from_numpy, is_small
+from shoal.numpy._numpy_data import from_numpy, stays_numpy
 
 # References to an operator's temporary operand seen from :func:`adopted`: the interpreter's
 # stack, the operator's parameter, this function's parameter and ``sys.getrefcount``'s argument.
@@ -34,7 +34,7 @@ def adopted(value: np.ndarray) -> Any:
     """``value`` as a new lazy array holding its very memory if it is a large temporary that an
     operator of a lazy array received straight from the interpreter; else ``value`` itself.
     Called only by those operators, with their operand."""
-    if not _COUNTS_HOLD or value.base is not None or sys.getrefcount(value) != _TEMPORARY_REFERENCES or is_small(value.size):
+    if not _COUNTS_HOLD or value.base is not None or sys.getrefcount(value) != _TEMPORARY_REFERENCES or stays_numpy(value):
         return value
     flags = value.flags
     if not (flags.c_contiguous and flags.writeable and flags.owndata):

@@ -15,7 +15,7 @@ from shoal.numpy._fperr import eager_ufunc, strict
 from shoal.numpy._held_views import on_held_bases
 from shoal.numpy._layout import axis_order, ordered_array
 from shoal.numpy._lazy import is_lazy, ndarray
-from shoal.numpy._numpy_data import is_small, new_array, operand
+from shoal.numpy._numpy_data import UnsupportedDtype, is_small, new_array, operand
 from shoal.numpy._probe import broadcast_error, format_shape, quietly, value_probe
 from shoal.numpy._settled import NOT_SETTLED, settled_ufunc
 
@@ -213,7 +213,20 @@ def _record(
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``__array_ufunc__`` for lazy arrays."""
+    """``__array_ufunc__`` for lazy arrays (NumPy's call where an operand or result has a dtype
+    bytecode cannot carry, such as ``object``)."""
+    from shoal.numpy import _dispatch
+
+    try:
+        return _lazy_ufunc(ufunc, method, inputs, dict(kwargs))
+    except UnsupportedDtype:
+        function = getattr(ufunc, method) if method != "__call__" else ufunc
+        result = _dispatch.fallback_call(ufunc.__name__, function, inputs, kwargs, warn=False)
+        return result[0] if method != "__call__" and isinstance(result, tuple) and len(result) == 1 else result
+
+
+def _lazy_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """:func:`array_ufunc` where every dtype involved is one bytecode carries."""
     from shoal.numpy import _dispatch, _linalg, _reduce
 
     if method != "__call__":
