@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from numpy_fixtures import DIFFERENTIAL, arrays, check_same
+from numpy_fixtures import DIFFERENTIAL, arrays, check_same, same_values_and_warnings
 
 pytestmark = pytest.mark.usefixtures("no_fallback")
 
@@ -60,3 +60,24 @@ def test_their_errors_are_numpys(snp_recorded: ModuleType) -> None:
                 call(xp)
             errors.append((type(caught.value), str(caught.value)))
         assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda xp, X: xp.cov(X[:, 0]),
+        lambda xp, X: xp.corrcoef(X[:, 0], X[:, 1]),
+        lambda xp, X: xp.cov(X[5]),
+        lambda xp, X: xp.array(X[:10], ndmin=3),
+        lambda xp, X: xp.array(X[:, 1], ndmin=2, dtype=xp.float32),
+    ],
+    ids=["cov_of_a_column", "corrcoef_of_two_columns", "cov_of_a_row", "array_ndmin_of_rows", "array_ndmin_cast"],
+)
+def test_of_views_of_drawn_arrays_at_default_settings(call) -> None:
+    """Views of an array drawn from a generator (memory already computed, its small views NumPy's
+    at once): ``np.array(view, ndmin=2)`` inside ``np.cov`` gave NumPy's copy to Shoal's reshape."""
+    def program(xp: ModuleType) -> object:
+        X = xp.random.default_rng(0).random((300_000, 2))
+        return call(xp, X)
+
+    same_values_and_warnings(program)

@@ -226,7 +226,8 @@ def array(object: Any, dtype: Any = None, *, copy: Any = True, order: str = "K",
         if copy is True and result is obj:
             result = _copy(obj)
         if result.ndim < ndmin:
-            result = reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
+            shape = (1,) * (ndmin - result.ndim) + result.shape
+            result = reshape(result, shape) if is_lazy(result) else result.reshape(shape)  # NumPy's copy of settled memory
         return result
     value = np.array(materialize(obj), dtype=dtype, copy=copy, order=order, subok=subok, ndmin=ndmin, **options)
     if stays_numpy(value) or value is obj:
