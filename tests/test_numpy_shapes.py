@@ -7,6 +7,7 @@ from types import ModuleType
 
 import hypothesis.extra.numpy as hnp
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from numpy_fixtures import (
@@ -238,3 +239,30 @@ def test_asfortranarray_and_ascontiguousarray_return_a_view_where_numpy_does(
         return result
 
     check_same(snp_any, fortran_and_write, array)
+
+
+MEMORY_ORDER_VIEWS = {
+    "transposed": lambda a: a.T,
+    "fortran": lambda a: np.asfortranarray(a),
+    "fortran_columns": lambda a: np.asfortranarray(a)[:, 1:],
+    "permuted": lambda a: a.reshape(4, 5, 6).transpose(1, 2, 0),
+    "reversed_and_permuted": lambda a: a.reshape(4, 5, 6)[:, ::-1].transpose(2, 0, 1),
+    "strided_and_permuted": lambda a: a.reshape(4, 5, 6)[::2, :, ::3].transpose(2, 1, 0),
+    "broadcast_and_permuted": lambda a: np.broadcast_to(a.reshape(4, 5, 6)[:, :1], (4, 5, 6)).transpose(1, 0, 2),
+}
+MEMORY_ORDER_CALLS = {
+    "flatten": lambda v, order: v.flatten(order=order),
+    "ravel": lambda v, order: v.ravel(order=order),
+    "copy": lambda v, order: v.copy(order=order).ravel(order="K"),
+    "astype": lambda v, order: v.astype(np.float32, order=order).ravel(order="K"),
+}
+
+
+@pytest.mark.parametrize("order", ["C", "F", "A", "K"])
+@pytest.mark.parametrize("call", sorted(MEMORY_ORDER_CALLS))
+@pytest.mark.parametrize("view", sorted(MEMORY_ORDER_VIEWS))
+def test_flatten_ravel_and_copies_read_in_numpys_order(snp: ModuleType, view: str, call: str, order: str) -> None:
+    """Order ``K`` is the order of memory (a copy in ``K`` keeps it, as ``ravel(order="K")`` of
+    it shows) and ``A`` Fortran's for a Fortran-contiguous array: not C order."""
+    make, take = MEMORY_ORDER_VIEWS[view], MEMORY_ORDER_CALLS[call]
+    check_same(snp, lambda xp, a: take(make(a), order), np.arange(120.0).reshape(20, 6))

@@ -54,14 +54,14 @@ def copy(array: ndarray, dtype: Any = None) -> ndarray:
             if dtype is None or np.dtype(dtype) == array.dtype:
                 return wrap_numpy(memory.copy())
             with fp_warnings.relayed():  # a cast's warning at the caller's line, as NumPy's
-                return wrap_numpy(memory.astype(dtype))
+                return wrap_numpy(memory.astype(dtype, order="C"))
     if dtype is not None and not is_supported(np.dtype(dtype)):
         with fp_warnings.relayed():
             return array._value().astype(dtype)
     if dtype is not None and np.dtype(dtype) != array.dtype and strict():
         value = array._value()
         with fp_warnings.relayed():
-            return from_numpy(value.astype(dtype), copy=False)  # the cast may signal
+            return from_numpy(value.astype(dtype, order="C"), copy=False)  # the cast may signal
     result = new_array(array.dtype if dtype is None else np.dtype(dtype), array.shape)
     array._base.runtime.record("copy", (result._view,), (array._view,))
     return result
@@ -123,20 +123,52 @@ def ravel(array: ndarray, order: str = "C") -> ndarray:
         return ravel(transpose(array), "C")
     if order not in ("C", "K", "A"):
         return reshape(array, (-1,), order=order)
-    view = array._view
-    if view.is_contiguous():
+    if array._view.is_contiguous():
         return reshape(array, (-1,))
-    if order == "K" and all(stride > 0 for stride in view.strides):
-        in_memory = transpose(array, sorted(range(view.ndim), key=lambda axis: -view.strides[axis]))
-        if in_memory._view.is_contiguous():
-            return reshape(in_memory, (-1,))
+    if order == "K":
+        array = transpose(array, iteration_axes(array))
+        if array._view.is_contiguous():
+            return reshape(array, (-1,))
     return owning(_copied(array, (array.size,)))
 
 
 def flatten(array: ndarray, order: str = "C") -> ndarray:
-    if order not in ("C", "K", "A"):
+    """NumPy's ``flatten``: a copy of the elements read in ``order`` (``K``: memory order)."""
+    if order == "A":
+        order = "F" if fortran_only(array) else "C"
+    if order == "K":
+        return owning(copy(transpose(array, iteration_axes(array))).reshape(-1))
+    if order != "C":
         return owning(copy(array.transpose()).reshape(-1))
     return owning(copy(array).reshape(-1))
+
+
+def memory_axes(array: ndarray) -> list[int]:
+    """``array``'s axes in the order they lie in memory, outermost first: by the size of their
+    strides, largest first, axes of equal strides in their own order (NumPy's order ``K``, which
+    reverses no axis of a negative stride)."""
+    strides = array._view.strides
+    return sorted(range(len(strides)), key=lambda axis: -abs(strides[axis]))
+
+
+def iteration_axes(array: ndarray) -> list[int]:
+    """``array``'s axes, outermost first, in the order NumPy's iterator meets them in order ``K``
+    (``ravel`` and ``flatten``): sorted by the size of their strides, where an axis of stride 0
+    or of one element decides nothing and keeps its place."""
+    view = array._view
+    strides = [0 if n == 1 else abs(stride) for n, stride in zip(view.shape, view.strides)]
+    order = list(range(view.ndim - 1, -1, -1))  # innermost first, as the iterator sorts
+    for start in range(1, len(order)):
+        axis, position = order[start], start
+        for before in range(start - 1, -1, -1):
+            other = order[before]
+            if strides[axis] == 0 or strides[other] == 0:
+                continue
+            if strides[other] <= strides[axis]:
+                break
+            position = before
+        order.insert(position, order.pop(start))
+    return order[::-1]
 
 
 def owning(result: Any) -> Any:
@@ -149,11 +181,17 @@ def owning(result: Any) -> Any:
 
 def copy_in_order(array: ndarray, order: str = "K", dtype: Any = None) -> Any:
     """A copy (cast to ``dtype`` if given) laid out as NumPy's ``order`` asks: ``C``; ``F``
-    (Fortran); ``A`` and ``K`` Fortran for an array that is Fortran-contiguous and not
-    C-contiguous, else C."""
+    (Fortran); ``A`` Fortran for an array that is Fortran-contiguous and not C-contiguous, else C;
+    ``K`` with its axes in the order they lie in memory (:func:`memory_axes`)."""
     if order not in ("C", "F", "A", "K"):
         np.empty(0).copy(order=order)  # NumPy's error
-    fortran = order == "F" or (order in ("A", "K") and fortran_only(array))
+    if order == "K" and array.ndim >= 2 and not array._view.is_contiguous():
+        axes = memory_axes(array)
+        if axes != sorted(axes):
+            ordered = copy(transpose(array, axes), dtype)
+            restored = np.argsort(axes).tolist()
+            return owning(transpose(ordered, restored)) if is_lazy(ordered) else ordered.transpose(restored).copy(order="K")
+    fortran = order == "F" or (order == "A" and fortran_only(array))
     if not fortran or array.ndim < 2:
         return copy(array, dtype)
     reversed_copy = copy(transpose(array), dtype)  # C order of the reversed axes is Fortran order
