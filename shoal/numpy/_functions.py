@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import operator
 from typing import Any
 
@@ -60,6 +61,9 @@ def where(condition: Any, x: Any = _MISSING, y: Any = _MISSING, /) -> Any:
     result = new_array(dtype, shape)
     result._base.runtime.record("where", (result._view,), tuple(operand(v) for v in (condition, x, y)))
     return result
+
+
+where.__signature__ = inspect.signature(_numpy_where)  # type: ignore[attr-defined]  # NumPy's, whose defaults read None where an argument is left out
 
 
 def outer(a: Any, b: Any, out: Any = None) -> Any:
