@@ -11,7 +11,7 @@ import pytest
 os.environ.setdefault("SHOAL_VERIFY", "1")
 
 from engine_node_harness import STACKED
-from numpy_fixtures import every_array_lazy, no_fallback, snp, snp_any, snp_recorded  # noqa: F401  (fixtures for the NumPy tests)
+from numpy_fixtures import every_array_lazy, no_fallback, snp, snp_any, snp_default, snp_recorded  # noqa: F401  (fixtures for the NumPy tests)
 
 QUICK_STACKED_SHARE = 4  # the quick tier runs one in this many of the stacked runs
 

@@ -126,6 +126,18 @@ def snp_any(request: pytest.FixtureRequest) -> Iterator[ModuleType]:
         yield module
 
 
+@pytest.fixture
+def snp_default() -> Iterator[ModuleType]:
+    """``shoal.numpy`` under a node-engine runtime at default settings, as ``python -m shoal``
+    runs it: arrays from 2^19 elements lazy, smaller ones NumPy's."""
+    if AGAINST_NUMPY:
+        yield np
+        return
+    runtime = importlib.import_module("shoal.runtime")
+    with runtime.configure(engine="node"):
+        yield importlib.import_module("shoal.numpy")
+
+
 def needs_runtime() -> None:
     """Skip the calling test when NumPy stands on both sides (no runtime to inspect)."""
     if AGAINST_NUMPY:
@@ -248,6 +260,18 @@ def check_same(
             if isinstance(numpy_input, np.ndarray):
                 assert_same(shoal_input, numpy_input, rtol=rtol, atol=atol)
     return None
+
+
+def summarized(call: Callable[[], Any]) -> tuple[Any, ...]:
+    """``call()``'s result as plain values that compare equal where NumPy's and Shoal's agree
+    (kind, dtype, shape and items of an array, NaN equal to NaN), or the type and message of the
+    exception it raised."""
+    try:
+        value = call()
+    except Exception as error:
+        return type(error).__name__, str(error)
+    array = np.asarray(value)
+    return isinstance(value, np.ndarray | np.generic) or hasattr(value, "shape"), array.dtype.str, array.shape, repr(array.tolist())
 
 
 # ---------------------------------------------------------------- Hypothesis strategies

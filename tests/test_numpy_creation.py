@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import decimal
+import fractions
 from types import ModuleType
 
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from numpy_fixtures import ALL_DTYPES, DIFFERENTIAL, arrays, assert_same, check_same, dtypes, shapes
+from numpy_fixtures import (
+    ALL_DTYPES,
+    DIFFERENTIAL,
+    arrays,
+    assert_same,
+    check_same,
+    dtypes,
+    shapes,
+    summarized,
+)
 
 DTYPE_NAMES = [dtype.name for dtype in ALL_DTYPES]
 dtype_arguments = (
@@ -206,3 +217,32 @@ def filled_with_a_count(xp: ModuleType, size: int) -> list:
 @pytest.mark.parametrize("size", [1000, 600_000])  # a count NumPy computes at once, and a lazy one
 def test_filling_with_a_scalar_result_casts_as_numpy(snp_any: ModuleType, size: int) -> None:
     assert filled_with_a_count(snp_any, size) == filled_with_a_count(np, size)
+
+
+def filled_with_objects(xp: ModuleType, size: int) -> list[tuple]:
+    """``np.full``/``np.full_like`` of values that are not numbers: ``None`` into floats is NaN
+    (Shoal filled zeros), others converted as NumPy converts them, or NumPy's error."""
+    calls = [
+        lambda: xp.full(size, None, dtype=float)[:3],
+        lambda: xp.full_like(xp.zeros(size), None)[:3],
+        lambda: xp.full((2, size // 2), None, dtype=np.float32)[:, :2],
+        lambda: xp.full(size, None, dtype=complex)[-2:],
+        lambda: xp.full(size, None, dtype=int),
+        lambda: xp.full(size, decimal.Decimal("1.1"), dtype=float)[:3],
+        lambda: xp.full_like(xp.zeros(size, dtype=np.int16), fractions.Fraction(7, 2))[-3:],
+        lambda: xp.full(size, np.str_("4.5"), dtype=float)[:3],
+        lambda: xp.full(size, b"6.5", dtype=np.float32)[:3],
+        lambda: xp.full(size, b"x", dtype=float),
+        lambda: xp.full(size, np.longdouble(0.1), dtype=float)[:3],
+        lambda: xp.full(size, None)[:3],
+    ]
+    return [summarized(call) for call in calls]
+
+
+@pytest.mark.parametrize("size", [40, 600_000])
+def test_filling_with_none_and_other_objects_converts_as_numpy(snp_any: ModuleType, size: int) -> None:
+    assert filled_with_objects(snp_any, size) == filled_with_objects(np, size)
+
+
+def test_filling_with_none_and_other_objects_at_default_settings(snp_default: ModuleType) -> None:
+    assert filled_with_objects(snp_default, 600_000) == filled_with_objects(np, 600_000)

@@ -58,6 +58,10 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
     return result
 
 
+#: The value ``np.empty`` passes to :func:`_filled`: no fill (``None`` is ``np.full``'s NaN or object).
+_EMPTY: Any = object()
+
+
 def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> Any:
     if type(shape) is int and 0 <= shape:  # a 1-D array: the checks below, read once
         runtime = _runtime.current()
@@ -70,11 +74,11 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
         return _numpy_filled(dims, dtype, value, numpy_function, order)
     if _settled_size(math.prod(dims)):
         return wrap_numpy(_numpy_filled(dims, dtype, value, numpy_function, order))
-    probe = np.full((), 0 if value is None else value, dtype=dtype)
+    probe = np.full((), 0 if value is _EMPTY else value, dtype=dtype)
     if not is_supported(probe.dtype):  # ``np.full(n, None)``: objects are NumPy's
         return np.full(dims, value, dtype=dtype, order=order)
     result = new_array(probe.dtype, dims)
-    if value is not None:
+    if value is not _EMPTY:
         result._base.runtime.record("fill", (result._view,), (_fill_constant(probe),))
     return result
 
@@ -82,7 +86,7 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
 def _numpy_filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str) -> np.ndarray:
     """NumPy's own array: ``np.zeros``/``np.ones``/``np.empty`` themselves (zeros of strings are
     empty strings, not ``"0"``), ``np.full`` for a value given to ``np.full``."""
-    if value is None or numpy_function is not np.empty:
+    if value is _EMPTY or numpy_function is not np.empty:
         return numpy_function(shape, dtype=dtype, order=order)
     return np.full(shape, value, dtype=dtype, order=order)
 
@@ -121,7 +125,7 @@ def empty(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None
     """``np.empty``."""
     if type(shape) is int and 0 <= shape < _runtime.current().eager_threshold:  # NumPy's call at NumPy's cost
         return np.empty(shape, float if dtype is None else dtype, order)
-    return _filled(shape, float if dtype is None else dtype, None, np.empty, order)
+    return _filled(shape, float if dtype is None else dtype, _EMPTY, np.empty, order)
 
 
 def zeros(shape: Any, dtype: Any = None, order: str = "C", *, device: Any = None, like: Any = None) -> Any:
