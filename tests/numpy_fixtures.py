@@ -268,9 +268,9 @@ def summarized(call: Callable[[], Any]) -> tuple[Any, ...]:
     exception it raised."""
     try:
         value = call()
+        array = np.asarray(value)  # a lazy array's recorded work runs here
     except Exception as error:
         return type(error).__name__, str(error)
-    array = np.asarray(value)
     return isinstance(value, np.ndarray | np.generic) or hasattr(value, "shape"), array.dtype.str, array.shape, repr(array.tolist())
 
 

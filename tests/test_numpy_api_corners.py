@@ -15,10 +15,14 @@ scipy's sparse matrices) was taken in as an object element.
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import warnings
+from types import ModuleType
 
 import numpy
 import pytest
+from numpy_fixtures import summarized
 
 import shoal.numpy as snp
 
@@ -377,3 +381,42 @@ def test_a_linalg_error_told_by_another_process_is_numpys():
 
     with pytest.raises(numpy.linalg.LinAlgError, match=r"^Singular matrix$"):
         _flush_for_errors(Failing())
+
+
+FILL_VALUES = [
+    None, decimal.Decimal("1.1"), fractions.Fraction(1, 3), numpy.longdouble(0.1), numpy.str_("4.5"), b"6.5", b"x",
+    [1.5], (1.5,), [], numpy.array([1.5]), numpy.array(2.5), numpy.array(None, dtype=object), object(),
+]
+
+
+def filled_and_copied_objects(xp: ModuleType, size: int) -> list[tuple]:
+    """``a.fill(value)`` and ``np.copyto(a, value)`` of values that are not numbers: converted as
+    NumPy converts them (Shoal's ``fill(None)`` raised an internal BytecodeError at the next
+    read), and ``a.fill([1.5])`` NumPy's ValueError (Shoal broadcast the list)."""
+
+    def filled(dtype, value):
+        a = (xp.arange(size) * 1).astype(dtype)
+        a.fill(value)
+        return xp.concatenate((a[:3], a[-2:]))
+
+    def copied(dtype, value, casting):
+        a = (xp.arange(size) * 1).astype(dtype)
+        xp.copyto(a, value, casting=casting)
+        return xp.concatenate((a[:3], a[-2:]))
+
+    results = []
+    for dtype in (numpy.float64, numpy.float32, numpy.complex128, numpy.int64, numpy.bool_):
+        for value in FILL_VALUES:
+            results.append(summarized(lambda dtype=dtype, value=value: filled(dtype, value)))
+            for casting in ("unsafe", "same_kind"):
+                results.append(summarized(lambda dtype=dtype, value=value, casting=casting: copied(dtype, value, casting)))
+    results.append(summarized(lambda: filled(float, xp.zeros(3))))
+    return results
+
+
+def test_filling_with_none_and_other_objects_converts_as_numpy(snp_any):
+    assert filled_and_copied_objects(snp_any, 40) == filled_and_copied_objects(numpy, 40)
+
+
+def test_filling_with_none_and_other_objects_at_default_settings(snp_default):
+    assert filled_and_copied_objects(snp_default, 600_000) == filled_and_copied_objects(numpy, 600_000)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import decimal
+import fractions
 from types import ModuleType
 
 import hypothesis.extra.numpy as hnp
@@ -9,7 +11,15 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from numpy_fixtures import DIFFERENTIAL, arrays, check_same, dtypes, nonempty_shapes, shapes
+from numpy_fixtures import (
+    DIFFERENTIAL,
+    arrays,
+    check_same,
+    dtypes,
+    nonempty_shapes,
+    shapes,
+    summarized,
+)
 
 
 def _add_one_in_place(view):
@@ -201,3 +211,42 @@ def test_advanced_index_with_lazy_index_from_a_computation(snp: ModuleType) -> N
 )
 def test_hand_picked_basic_indices(snp_any: ModuleType, index) -> None:
     check_same(snp_any, lambda xp, a: a[index], np.arange(60).reshape(3, 4, 5))
+
+
+# Values that are not numbers, which NumPy converts to the array's dtype as it stores them
+OBJECT_VALUES = [
+    None, decimal.Decimal("1.1"), fractions.Fraction(1, 3), np.longdouble(0.1), np.str_("4.5"), b"6.5", b"x",
+    [None, 2, decimal.Decimal("2.5")], np.array([fractions.Fraction(1, 2)] * 3, dtype=object),
+]
+OBJECT_KEYS = [3, -1, slice(1, 4), slice(None), [0, 5, 2], (slice(None, 4), None)]
+STORING_DTYPES = [np.float64, np.float32, np.complex128, np.int64, np.bool_]
+
+
+def stored_objects(xp: ModuleType, size: int) -> list[tuple]:
+    """``a[key] = value`` of each value that is not a number: ``prices[3] = None`` is NaN
+    (Shoal raised an internal BytecodeError at the next read), or NumPy's error."""
+
+    def store(dtype, key, value):
+        a = (xp.arange(size) * 1).astype(dtype)
+        a[key] = value
+        return xp.concatenate((a[:6], a[-2:]))
+
+    results = []
+    for dtype in STORING_DTYPES:
+        for key in OBJECT_KEYS:
+            for value in OBJECT_VALUES:
+                if isinstance(key, int) and np.ndim(value):
+                    continue  # a sequence into one element: NumPy's error, another matter
+                results.append(summarized(lambda dtype=dtype, key=key, value=value: store(dtype, key, value)))
+    prices = xp.linspace(1.0, 2.0, size)
+    prices[3] = None
+    results.append(summarized(lambda: xp.isnan(prices).sum()))
+    return results
+
+
+def test_storing_none_and_other_objects_converts_as_numpy(snp_any: ModuleType) -> None:
+    assert stored_objects(snp_any, 40) == stored_objects(np, 40)
+
+
+def test_storing_none_and_other_objects_at_default_settings(snp_default: ModuleType) -> None:
+    assert stored_objects(snp_default, 600_000) == stored_objects(np, 600_000)

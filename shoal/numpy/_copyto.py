@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from shoal.bytecode.dtypes import is_supported
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import is_lazy, ndarray
 from shoal.numpy._numpy_data import materialize
@@ -33,13 +34,17 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
     if not (mask_is_true or is_lazy(where)):
         where = np.asarray(where)
     mask = True if mask_is_true else np.ones((1,) * where.ndim, where.dtype)
-    if isinstance(src, _PYTHON_SCALARS):
+    if isinstance(src, _PYTHON_SCALARS) or (type(src) is not ndarray and src.ndim == 0 and not is_supported(src.dtype)):
         # NumPy checks the number's value, the mask's dtype and the casting, converts the number
         # (a complex into floats warns here, at the caller's line) and then broadcasts
         held = np.zeros((1,) * dst.ndim, dst.dtype)
         at_user_line(np.copyto, held, src, casting=casting, where=mask)
         src = held.reshape(-1)[0]
     else:
+        if type(src) is not ndarray and not is_supported(src.dtype):  # strings, objects: NumPy converts them
+            converted = np.empty(src.shape, dst.dtype)
+            at_user_line(np.copyto, converted, src, casting=casting)
+            src = converted
         quietly(np.copyto, np.zeros((1,) * dst.ndim, dst.dtype), _probe(src), casting=casting, where=mask)
     _check_shapes(dst, src, where)
     # A NumPy scalar is stored as the 0-d array NumPy's copyto makes of it, cast as ``casting``

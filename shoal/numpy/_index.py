@@ -9,6 +9,7 @@ import numpy as np
 
 from shoal import fp_warnings
 from shoal.bytecode import View
+from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._indexed import indexed_get, indexed_set
@@ -212,13 +213,28 @@ def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
     return result
 
 
-def _value_shape(value: Any) -> tuple[tuple[int, ...], Any]:
+def _value_shape(value: Any, dtype: np.dtype) -> tuple[tuple[int, ...], Any]:
+    """The shape of ``value`` stored into an array of ``dtype``, and ``value`` as an operand
+    bytecode carries: NumPy data of a dtype it cannot carry (``None``, a ``Decimal``, strings,
+    ``longdouble``) converted to ``dtype`` as NumPy's assignment converts it, with its errors."""
     if is_lazy(value):
         return value.shape, value
-    if isinstance(value, (bool, int, float, complex, np.generic)):
+    if isinstance(value, (bool, int, float, complex)):
         return (), value
+    if isinstance(value, np.generic):
+        return (), value if is_supported(value.dtype) else _converted((), dtype, value)[()]
     array = np.asarray(value)
+    if not is_supported(array.dtype):
+        array = _converted(array.shape, dtype, value)
     return array.shape, array
+
+
+def _converted(shape: tuple[int, ...], dtype: np.dtype, value: Any) -> np.ndarray:
+    """``value`` stored by NumPy into a new array of ``shape`` and ``dtype`` (a cast's warning
+    at the caller's line)."""
+    converted = np.empty(shape, dtype)
+    fp_warnings.at_user_line(converted.__setitem__, ..., value)
+    return converted
 
 
 def _check_assignable(dtype: np.dtype, value: Any) -> None:
@@ -265,7 +281,7 @@ def setitem(array: ndarray, key: Any, value: Any) -> None:
     key = _normalize(key)
     if _set_in_place(array, key, value):
         return
-    vshape, value = _value_shape(cast_now(value, array.dtype))
+    vshape, value = _value_shape(cast_now(value, array.dtype), array.dtype)
     if any(_is_advanced(item) for item in key):
         _advanced_set(array, key, vshape, value)
         return

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from shoal.bytecode.dtypes import is_supported
+from shoal.fp_warnings import at_user_line
 from shoal.numpy import _create, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
@@ -315,7 +317,23 @@ def _astype(self: ndarray, /, dtype: Any, order: str = "K", casting: str = "unsa
 def _fill(self: ndarray, /, value: Any) -> None:
     if type(value) is str:  # converted as NumPy converts it (its error names the Python string)
         value = self.dtype.type(value)
+    elif type(value) is ndarray:
+        if value.ndim:
+            raise ValueError("setting an array element with a sequence.")
+    elif not isinstance(value, _NUMBERS) and not (isinstance(value, np.generic) and is_supported(value.dtype)):
+        value = _filled_value(self.dtype, value)
     self[...] = value
+
+
+_NUMBERS = (bool, int, float, complex)
+
+
+def _filled_value(dtype: np.dtype, value: Any) -> Any:
+    """``value`` converted as NumPy's ``fill`` of an array of ``dtype`` converts it (``None`` is
+    NaN, a sequence NumPy's ValueError), its errors and warnings at the caller's line."""
+    probe = np.empty((), dtype)
+    at_user_line(probe.fill, value)
+    return probe[()]
 
 
 def _clip(self: ndarray, /, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Any:
