@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import decimal
+import fractions
 import operator
 from types import ModuleType
 
@@ -18,6 +20,7 @@ from numpy_fixtures import (
     count_reads,
     dtypes,
     shapes,
+    summarized,
     two_shapes,
 )
 
@@ -275,3 +278,32 @@ def test_where_given_as_numpys_no_value_with_an_output_is_recorded(every_array_l
         numpy_result = np.add(np.arange(6.0) + 1.0, 1.0, where=np._NoValue)
     np.testing.assert_array_equal(shoal_result, numpy_result)
     assert [(w.category, str(w.message)) for w in shoal_caught] == [(w.category, str(w.message)) for w in numpy_caught]
+
+
+def with_object_operands(xp: ModuleType, size: int) -> list[tuple]:
+    """Ufuncs of a lazy array and a ``Fraction``, a ``Decimal`` or a list of them: NumPy compares
+    and computes element by element as objects (Shoal recorded the object as a constant and
+    raised an internal BytecodeError at the next read)."""
+    x = xp.linspace(0, 1, size)
+    n = xp.arange(size)
+    calls = [
+        lambda: (x < fractions.Fraction(1, 3)).sum(),
+        lambda: (x >= decimal.Decimal("0.5")).sum(),
+        lambda: (n > fractions.Fraction(7, 2)).sum(),
+        lambda: (x == fractions.Fraction(1, 2))[:4],
+        lambda: xp.less(x, [fractions.Fraction(1, 3)]).sum(),
+        lambda: xp.maximum(x, fractions.Fraction(1, 2))[-3:],
+        lambda: (x + fractions.Fraction(1, 2))[:3],
+        lambda: (n * decimal.Decimal("1.5"))[-2:],
+        lambda: x * decimal.Decimal("2"),
+        lambda: (x + xp.longdouble(0.5))[:3],
+    ]
+    return [summarized(call) for call in calls]
+
+
+def test_ufuncs_of_object_operands_compute_as_numpy(snp_any: ModuleType) -> None:
+    assert with_object_operands(snp_any, 40) == with_object_operands(np, 40)
+
+
+def test_ufuncs_of_object_operands_at_default_settings(snp_default: ModuleType) -> None:
+    assert with_object_operands(snp_default, 600_000) == with_object_operands(np, 600_000)

@@ -117,7 +117,7 @@ def apply_ufunc(
 
 def _numpy_only(inputs: tuple[Any, ...], dtypes: list[np.dtype]) -> bool:
     """True if an operand or a result is of a kind bytecode cannot carry (a string, ``None``, an
-    object, a date): NumPy computes such an operation at once."""
+    object such as a ``Decimal``, a date): NumPy computes such an operation at once."""
     if not all(is_supported(dtype) for dtype in dtypes):
         return True
     for value in inputs:
@@ -126,8 +126,8 @@ def _numpy_only(inputs: tuple[Any, ...], dtypes: list[np.dtype]) -> bool:
         if isinstance(value, np.ndarray | np.generic):
             if not is_supported(value.dtype):
                 return True
-        elif value is None or isinstance(value, str | bytes):
-            return True
+        elif value is None or isinstance(value, str | bytes) or not is_supported(np.asarray(value).dtype):
+            return True  # ``None``, a ``Fraction``, a list of them: objects NumPy compares or computes
     return False
 
 
