@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import decimal
 import fractions
+import re
 from types import ModuleType
 
 import numpy as np
@@ -246,3 +247,14 @@ def test_filling_with_none_and_other_objects_converts_as_numpy(snp_any: ModuleTy
 
 def test_filling_with_none_and_other_objects_at_default_settings(snp_default: ModuleType) -> None:
     assert filled_with_objects(snp_default, 600_000) == filled_with_objects(np, 600_000)
+
+
+@pytest.mark.parametrize("shape", [2.0, [2.0, 3], (2, "a"), np.float64(3), None, [[2]]])
+@pytest.mark.parametrize("name", ["empty", "zeros", "ones"])
+def test_a_shape_that_is_not_integers_fails_with_numpys_message(name: str, shape) -> None:
+    import shoal.numpy as snp
+
+    with pytest.raises(TypeError) as expected:
+        getattr(np, name)(shape)
+    with pytest.raises(TypeError, match=f"^{re.escape(str(expected.value))}$"):
+        getattr(snp, name)(shape)

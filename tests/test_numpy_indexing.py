@@ -250,3 +250,20 @@ def test_storing_none_and_other_objects_converts_as_numpy(snp_any: ModuleType) -
 
 def test_storing_none_and_other_objects_at_default_settings(snp_default: ModuleType) -> None:
     assert stored_objects(snp_default, 600_000) == stored_objects(np, 600_000)
+
+
+@pytest.mark.parametrize(
+    "index",
+    [lambda a: a[[]], lambda a: a[[], 1:], lambda a: a[:, []], lambda a: a[[[]]]],
+    ids=["list", "rows", "columns", "nested"],
+)
+def test_an_empty_list_indexes_as_integers(snp_any: ModuleType, index) -> None:
+    """NumPy reads an empty list in an index as ``intp`` (it is float64 as an array: that raised
+    ``IndexError``); a write through it changes nothing."""
+    check_same(snp_any, lambda xp, a: index(a), np.arange(12.0).reshape(3, 4))
+
+    def write(xp, a):
+        a[[]] = 5.0
+        return a
+
+    check_same(snp_any, write, np.arange(12.0).reshape(3, 4))

@@ -266,3 +266,10 @@ def test_flatten_ravel_and_copies_read_in_numpys_order(snp: ModuleType, view: st
     it shows) and ``A`` Fortran's for a Fortran-contiguous array: not C order."""
     make, take = MEMORY_ORDER_VIEWS[view], MEMORY_ORDER_CALLS[call]
     check_same(snp, lambda xp, a: take(make(a), order), np.arange(120.0).reshape(20, 6))
+
+
+def test_concatenate_with_out_and_dtype_fails_like_numpy(snp_any: ModuleType) -> None:
+    error = check_same(
+        snp_any, lambda xp, a, b, out: xp.concatenate([a, b], out=out, dtype=float), np.arange(12).reshape(3, 4), np.ones((2, 4)), np.zeros((5, 4))
+    )
+    assert isinstance(error, TypeError)

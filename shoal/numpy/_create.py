@@ -37,6 +37,7 @@ _REAL = frozenset({int, float})
 
 
 def _shape_tuple(shape: Any) -> tuple[int, ...]:
+    given = shape
     if is_lazy(shape) and shape.ndim == 0:  # ``np.zeros(mask.sum())``: the scalar it stands for
         if shape.dtype.kind not in "iub":
             raise TypeError(f"expected a sequence of integers or a single integer, got '{shape._value()[()]!r}'")
@@ -51,6 +52,7 @@ def _shape_tuple(shape: Any) -> tuple[int, ...]:
     except TypeError:
         result = None
     if result is None:  # raised outside the handler: an exception the program is handling stays its context
+        np.empty(materialize(given), np.int8)  # NumPy's own error for this shape
         raise TypeError(f"'{name}' object cannot be interpreted as an integer")
     for n in result:
         if n < 0:

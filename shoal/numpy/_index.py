@@ -186,6 +186,12 @@ def _has_scalar_bool(key: tuple[Any, ...]) -> bool:
 _NO_BYTES = np.dtype([])  # zero-sized elements: indexing a probe of them allocates nothing
 
 
+def _list_index(item: list[Any]) -> np.ndarray:
+    """A list in an index as NumPy reads it: an empty one (``x[[]]``) indexes as ``intp``."""
+    index = np.asarray(item)
+    return index.astype(np.intp) if index.size == 0 and index.dtype == np.float64 else index
+
+
 def _advanced_shape(array: ndarray, key: tuple[Any, ...]) -> tuple[int, ...]:
     """NumPy's result shape (and errors) for ``array[key]``, without materialising a result:
     a probe of the array's dtype made a (9, 512, 1024) gather cost 17 ms, one of empty
@@ -196,7 +202,7 @@ def _advanced_shape(array: ndarray, key: tuple[Any, ...]) -> tuple[int, ...]:
 
 
 def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
-    key = tuple(np.asarray(item) if isinstance(item, list) else item for item in key)
+    key = tuple(_list_index(item) if isinstance(item, list) else item for item in key)
     shape = _advanced_shape(array, key)
     if _has_scalar_bool(key):
         return wrap_numpy(array._value()[key])
@@ -340,7 +346,7 @@ def _set_in_place(array: ndarray, key: tuple[Any, ...], value: Any) -> bool:
 
 
 def _advanced_set(array: ndarray, key: tuple[Any, ...], vshape: tuple[int, ...], value: Any) -> None:
-    key = tuple(np.asarray(item) if isinstance(item, list) else item for item in key)
+    key = tuple(_list_index(item) if isinstance(item, list) else item for item in key)
     shape = _advanced_shape(array, key)
     try:
         fits = np.broadcast_shapes(_strip_leading_ones(vshape, len(shape)), shape) == shape

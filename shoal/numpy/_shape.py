@@ -307,6 +307,8 @@ def concatenate(
     arrays: Sequence[Any], axis: int | None = 0, out: Any = None, dtype: Any = None, casting: str = "same_kind"
 ) -> Any:
     arrays = list(arrays)
+    if out is not None and dtype is not None:
+        raise TypeError("concatenate() only takes `out` or `dtype` as an argument, but both were provided.")
     if not arrays:
         raise ValueError("need at least one array to concatenate")
     if axis is None:
