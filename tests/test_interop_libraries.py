@@ -204,3 +204,53 @@ def test_numexpr_and_ndimage_write_into_a_lazy_output(tmp_path: Path) -> None:
     runs = _run_both_ways(tmp_path / "library_outputs.py", NUMEXPR_OUT)
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
     assert runs[1].stdout == runs[0].stdout
+
+
+LIBRARY_SOURCE = '''
+import numpy as np
+
+def gradient_as_the_library_reads_it(g):
+    return np.atleast_1d(g).astype(np.float64), np.concatenate([g, g])
+'''
+
+
+def test_a_library_calling_numpy_on_small_lazy_arrays_gets_numpys_arrays(snp: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library's call of a NumPy function on a small lazy array the program handed it (an
+    optimizer's gradient) returns NumPy's array, which its compiled code takes; the program's
+    own call, and a library's on a large array, stay lazy."""
+    needs_runtime()
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "shoal_test_fitlib.py").write_text(LIBRARY_SOURCE)
+    monkeypatch.syspath_prepend(str(site))
+    import shoal_test_fitlib
+
+    data = snp.linspace(0.0, 1.0, 600_000)
+    gradient = data[:3] * 2.0 + data.mean()
+    assert type(gradient) is not np.ndarray
+    read, joined = shoal_test_fitlib.gradient_as_the_library_reads_it(gradient)
+    assert type(read) is np.ndarray and type(joined) is np.ndarray
+    expected = np.linspace(0.0, 1.0, 600_000)
+    np.testing.assert_array_equal(read, expected[:3] * 2.0 + expected.mean())
+    assert type(snp.atleast_1d(gradient)) is not np.ndarray
+    assert type(shoal_test_fitlib.gradient_as_the_library_reads_it(data)[1]) is not np.ndarray
+
+
+@pytest.mark.parametrize("method", ["L-BFGS-B", "SLSQP"])
+def test_scipy_minimize_with_a_gradient_from_lazy_data(snp: ModuleType, method: str) -> None:
+    """SciPy's L-BFGS-B and SLSQP pass the gradient to compiled code that takes only NumPy arrays."""
+    from scipy.optimize import minimize
+
+    needs_runtime()
+
+    def fit(xp: ModuleType) -> np.ndarray:
+        data = xp.linspace(0.0, 1.0, 600_000)
+
+        def target() -> object:
+            return data[:2] + data.mean()
+
+        result = minimize(lambda w: xp.sum((w - target()) ** 2), np.zeros(2), jac=lambda w: 2 * (w - target()), method=method)
+        assert result.success
+        return result.x
+
+    np.testing.assert_allclose(fit(snp), fit(np), rtol=1e-12)

@@ -18,7 +18,9 @@ from typing import Any
 import numpy as np
 
 from shoal import fp_warnings
+from shoal import runtime as _runtime
 from shoal.errors import ShoalFallbackWarning
+from shoal.numpy._callers import called_from_library
 from shoal.numpy._lazy import is_lazy, ndarray
 from shoal.numpy._numpy_data import UnsupportedDtype, materialize, wrap_numpy
 from shoal.numpy._settled import NOT_SETTLED
@@ -108,9 +110,10 @@ def caller_stacklevel() -> int:
     return level
 
 
-def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any], warn: bool = True) -> Any:
+def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: dict[str, Any], warn: bool = True, wrap: bool = True) -> Any:
     """Run ``function`` in NumPy on materialized inputs; write back lazy outputs. Without ``warn``
-    no :class:`ShoalFallbackWarning` (NumPy computes what Shoal leaves to it by design)."""
+    no :class:`ShoalFallbackWarning` (NumPy computes what Shoal leaves to it by design); without
+    ``wrap`` NumPy's result as it is, never made lazy."""
     if warn:
         warn_fallback(name)
     lazy_outs = kwargs.get("out")
@@ -129,7 +132,7 @@ def fallback_call(name: str, function: Callable[..., Any], args: Any, kwargs: di
             if is_lazy(target):
                 target[...] = value
         return outs[0] if isinstance(lazy_outs, tuple) and len(outs) == 1 else lazy_outs  # a ufunc's one output, as NumPy returns it
-    return _wrap_all(result)
+    return _wrap_all(result) if wrap else result
 
 
 def _wrap_all(result: Any) -> Any:
@@ -142,7 +145,27 @@ def _wrap_all(result: Any) -> Any:
 
 
 def array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
-    """``__array_function__`` for lazy arrays."""
+    """``__array_function__`` for lazy arrays. An installed library that calls NumPy on small
+    lazy arrays (:func:`_only_small_lazy`) gets NumPy's result, as from NumPy: its compiled code
+    may take nothing else."""
+    if called_from_library(2) and _only_small_lazy(args, kwargs):  # caller -> __array_function__ -> here
+        return fallback_call(_qualified_name(func), func, args, kwargs, warn=False, wrap=False)
+    return _array_function(func, args, kwargs)
+
+
+def _only_small_lazy(args: Any, kwargs: dict[str, Any]) -> bool:
+    """True if the lazy arrays among the arguments (and in lists and tuples among them) are all
+    small: below the eager threshold, or the settled one where every array is lazy."""
+    runtime = _runtime.current()
+    threshold = max(runtime.eager_threshold, runtime.settled_threshold)
+    for value in (*args, *kwargs.values()):
+        for item in value if type(value) in (list, tuple) else (value,):
+            if type(item) is ndarray and item.size >= threshold:
+                return False
+    return True
+
+
+def _array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
     if func in PURE_FUNCTIONS:
         eager = settled_function(func, args, kwargs)
         if eager is not NOT_SETTLED:
@@ -157,7 +180,7 @@ def array_function(func: Callable[..., Any], args: Any, kwargs: dict[str, Any]) 
     late = _LATE_MODULES.get(name.partition(".")[0] if "." in name else "")
     if late is not None and late not in sys.modules:
         importlib.import_module(late)  # registers its implementations
-        return array_function(func, args, kwargs)
+        return _array_function(func, args, kwargs)
     if name in COMPOSABLE:
         return func._implementation(*args, **kwargs)
     return fallback_call(name, func, args, kwargs)

@@ -11,7 +11,6 @@ import functools
 import math
 import operator
 import sys
-import sysconfig
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy.random as _random
 
 from shoal import drawn, fp_warnings
 from shoal import runtime as _runtime
+from shoal.numpy._callers import library_file
 from shoal.numpy._lazy import is_lazy, ndarray
 from shoal.numpy._numpy_data import is_small, materialize, new_array, wrap_numpy
 
@@ -71,9 +71,6 @@ def _plain(values: Any) -> bool:
     return True
 
 
-_LIBRARY_DIRECTORIES = tuple(
-    {sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-)
 
 
 def _called_from_library() -> bool:
@@ -83,7 +80,7 @@ def _called_from_library() -> bool:
     filename = sys._getframe(2).f_code.co_filename
     if filename == __file__:  # a NumPy method that calls another one of ours (``choice``)
         return True
-    return filename.startswith(_LIBRARY_DIRECTORIES) or "site-packages" in filename or "dist-packages" in filename
+    return library_file(filename)
 
 
 def _like(out: Any) -> np.ndarray:
