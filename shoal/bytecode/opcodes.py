@@ -106,6 +106,29 @@ def _ufunc_reference(ufunc: np.ufunc) -> Reference:
     return run
 
 
+def _through_contiguous(ufunc: np.ufunc) -> Reference:
+    """``ufunc``'s reference; into a strided output through a contiguous result. NumPy 2.4's loops
+    of two unary ufuncs write a strided output wrongly: ``negative`` where the input's step is 64
+    bytes for 8-byte numbers or 16 for 4-byte ones (``np.negative(a[::8], out=b[::2])``; float64,
+    int64, uint64, float32, int32), ``isfinite`` of float32 and float64 into any strided boolean
+    output (every other unary and binary ufunc was right on every dtype and step tried)."""
+    direct = _ufunc_reference(ufunc)
+
+    def run(outs: Sequence[np.ndarray], ins: Sequence[Any], attrs: Mapping[str, Any]) -> None:
+        out = outs[0]
+        if out.flags.c_contiguous or np.ndim(ins[0]) == 0:
+            direct(outs, ins, attrs)
+            return
+        dtype = attrs.get("dtype")
+        result = ufunc(ins[0]) if dtype is None else ufunc(ins[0], dtype=dtype)
+        np.copyto(out, result, casting="unsafe")
+
+    return run
+
+
+_MISCOMPUTED_INTO_STRIDES = frozenset({"negative", "isfinite"})
+
+
 def _real_if_discarded(out: np.ndarray, value: Any) -> Any:
     """``value``'s real part where storing it into ``out`` discards the imaginary part: the same
     values, without the ``ComplexWarning`` that the frontend already gave at the user's line."""
@@ -364,7 +387,7 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("dot", Kind.LINALG, 2, 1, _dot)
     for name in UFUNC_NAMES:
         ufunc = _ufunc(name)
-        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _ufunc_reference(ufunc), ("dtype",), ufunc, fuses=True)
+        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _through_contiguous(ufunc) if name in _MISCOMPUTED_INTO_STRIDES else _ufunc_reference(ufunc), ("dtype",), ufunc, fuses=True)
     add("sort", Kind.SORTING, 1, 1, _sort, ("kind",), required=("axis",))
     add("argsort", Kind.SORTING, 1, 1, _argsort, ("kind",), required=("axis",))
     add("partition", Kind.SORTING, 1, 1, _partition, required=("kth", "axis"))
