@@ -293,6 +293,8 @@ def _trim_chained(error: BaseException) -> None:
     """The exceptions ``error`` was raised from or during (``raise ... from``, an error in an
     ``except`` block), which the interpreter prints above it: their tracebacks too end at the
     program's line where they came through Shoal's frontend."""
+    if FULL_TRACEBACK.value():
+        return
     seen = {id(error)}
     chained = [error.__cause__, error.__context__]
     while chained:
@@ -300,7 +302,7 @@ def _trim_chained(error: BaseException) -> None:
         if link is None or id(link) in seen:
             continue
         seen.add(id(link))
-        if link.__traceback__ is not None and not FULL_TRACEBACK.value():
+        if link.__traceback__ is not None:
             _without_frontend_tail(link.__traceback__)
         chained += [link.__cause__, link.__context__]
 

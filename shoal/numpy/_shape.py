@@ -87,8 +87,6 @@ def reshape(array: ndarray, shape: Any, order: str = "C", copy_: bool | None = N
     """NumPy's ``reshape``: a view where the elements, read in ``order``, can be, else a copy
     (in order ``F``, the C-ordered reshape of the reversed axes, reversed)."""
     if order not in ("C", "F", "A"):
-        from shoal.numpy._dispatch import fallback_call
-
         return fallback_call("reshape", np.reshape, (array, shape), {"order": order})
     if order == "A":
         order = "F" if fortran_only(array) else "C"

@@ -71,8 +71,6 @@ def _plain(values: Any) -> bool:
     return True
 
 
-
-
 def _called_from_library() -> bool:
     """Whether the draw was asked for by an installed library (SciPy drawing with a generator it
     was given): such callers get NumPy arrays, as they would from NumPy, never lazy ones. A draw
