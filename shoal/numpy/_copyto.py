@@ -14,11 +14,10 @@ import numpy as np
 from shoal.bytecode.dtypes import is_supported
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import is_lazy, ndarray
-from shoal.numpy._numpy_data import materialize
+from shoal.numpy._numpy_data import PYTHON_NUMBERS, materialize
 from shoal.numpy._probe import quietly
 
-_PYTHON_SCALARS = (bool, int, float, complex)
-_SCALARS = (*_PYTHON_SCALARS, np.generic)
+_SCALARS = (*PYTHON_NUMBERS, np.generic)
 
 
 def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
@@ -34,7 +33,7 @@ def copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) ->
     if not (mask_is_true or is_lazy(where)):
         where = np.asarray(where)
     mask = True if mask_is_true else np.ones((1,) * where.ndim, where.dtype)
-    if isinstance(src, _PYTHON_SCALARS) or (type(src) is not ndarray and src.ndim == 0 and not is_supported(src.dtype)):
+    if isinstance(src, PYTHON_NUMBERS) or (type(src) is not ndarray and src.ndim == 0 and not is_supported(src.dtype)):
         # NumPy checks the number's value, the mask's dtype and the casting, converts the number
         # (a complex into floats warns here, at the caller's line) and then broadcasts
         held = np.zeros((1,) * dst.ndim, dst.dtype)

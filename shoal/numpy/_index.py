@@ -14,7 +14,7 @@ from shoal.numpy._dispatch import discards_imaginary
 from shoal.numpy._fperr import cast_now
 from shoal.numpy._indexed import indexed_get, indexed_set
 from shoal.numpy._lazy import is_lazy, make_view, ndarray
-from shoal.numpy._numpy_data import new_array, operand, wrap_numpy
+from shoal.numpy._numpy_data import PYTHON_NUMBERS, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, format_shape, geometry_probe
 from shoal.numpy._settled import NOT_SETTLED, readable, writable
 from shoal.numpy._settled_compiled import SETTLED_CALLS
@@ -225,7 +225,7 @@ def _value_shape(value: Any, dtype: np.dtype) -> tuple[tuple[int, ...], Any]:
     ``longdouble``) converted to ``dtype`` as NumPy's assignment converts it, with its errors."""
     if is_lazy(value):
         return value.shape, value
-    if isinstance(value, (bool, int, float, complex)):
+    if isinstance(value, PYTHON_NUMBERS):
         return (), value
     if isinstance(value, np.generic):
         return (), value if is_supported(value.dtype) else _converted((), dtype, value)[()]

@@ -17,6 +17,7 @@ from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
 from shoal.numpy._held_indexing import held_memory
 from shoal.numpy._lazy import fortran_only, ndarray, scalar_result
+from shoal.numpy._numpy_data import PYTHON_NUMBERS
 from shoal.numpy._resize import resize_in_place
 from shoal.numpy._settled import NOT_SETTLED, settled_call
 from shoal.numpy._settled_compiled import PRODUCT, SETTLED_CALLS
@@ -320,12 +321,9 @@ def _fill(self: ndarray, /, value: Any) -> None:
     elif type(value) is ndarray:
         if value.ndim:
             raise ValueError("setting an array element with a sequence.")
-    elif not isinstance(value, _NUMBERS) and not (isinstance(value, np.generic) and is_supported(value.dtype)):
+    elif not isinstance(value, PYTHON_NUMBERS) and not (isinstance(value, np.generic) and is_supported(value.dtype)):
         value = _filled_value(self.dtype, value)
     self[...] = value
-
-
-_NUMBERS = (bool, int, float, complex)
 
 
 def _filled_value(dtype: np.dtype, value: Any) -> Any:

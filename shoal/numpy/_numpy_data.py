@@ -27,6 +27,10 @@ class UnsupportedDtype(Exception):
     doubles, dates and times): the operation that asked runs in NumPy instead."""
 
 
+#: Python's numbers, which bytecode carries as constants as they are.
+PYTHON_NUMBERS = (bool, int, float, complex)
+
+
 def new_array(
     dtype: np.dtype, shape: tuple[int, ...], data: np.ndarray | None = None, donate: bool = True
 ) -> ndarray:
@@ -101,7 +105,7 @@ def operand(value: Any) -> View | Const:
     """The bytecode operand for ``value``: a lazy array's view, a constant, or carried data."""
     if type(value) is ndarray:
         return value._view
-    if isinstance(value, (bool, int, float, complex)):
+    if isinstance(value, PYTHON_NUMBERS):
         return Const(value)
     if isinstance(value, np.generic):
         return Const(value)
