@@ -204,8 +204,8 @@ done:
     return answer;
 }
 
-/* What a result NumPy computed becomes: a lazy array held back with it where it has at least
- * the runtime's eager threshold of elements (wrap_numpy in Python for uncommon ones), else
+/* What a result NumPy computed becomes: a lazy array held back with it where it is not below the
+ * runtime's eager threshold (below_threshold; wrap_numpy in Python for uncommon ones), else
  * itself. Steals `result`. */
 static PyObject *
 wrapped(PyObject *runtime, PyObject *dict, PyObject *result)
@@ -216,8 +216,9 @@ wrapped(PyObject *runtime, PyObject *dict, PyObject *result)
     PyObject *shape = PyObject_GetAttr(result, slot_names[S_SHAPE]);
     Py_ssize_t size = shape == NULL ? -1 : shape_size(shape);
     Py_ssize_t eager = dict_count(dict, slot_names[S_EAGER]);
+    Py_ssize_t itemsize = size >= 0 && eager >= 0 && size >= eager ? attribute_count(result, slot_names[S_ITEMSIZE]) : 8;
     PyObject *answer = NULL;
-    if (size >= 0 && eager >= 0 && size < eager) {
+    if (size >= 0 && eager >= 0 && itemsize >= 0 && below_threshold(size, itemsize, eager)) {
         answer = Py_NewRef(result);
     }
     else if (size >= 0 && eager >= 0) {

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from shoal import fp_warnings
+from shoal.array_sizes import below
 from shoal.bytecode import View
 from shoal.frozen_values import new_instruction
 from shoal.settled_memory import PRODUCT_READ_FACTOR
@@ -50,7 +51,8 @@ class CallRecording:
             if type(value) is View:
                 read.add(value.base)
         limit = self.settled_threshold
-        self._small_run = self._small_run + 1 if output_size < limit and largest_input <= PRODUCT_READ_FACTOR * limit else 0
+        small = below(output_size, output.dtype.itemsize, limit) and largest_input <= PRODUCT_READ_FACTOR * limit
+        self._small_run = self._small_run + 1 if small else 0
         self._recorded(instructions, site, kept)
 
     def _recorded(self: Runtime, instructions: list, site: fp_warnings.Site | None, kept: object) -> None:

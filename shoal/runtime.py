@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from shoal import drawn, forks, fp_warnings, held, salvage, settings, trace
+from shoal.array_sizes import below
 from shoal.base_lives import BaseLives, LazyBase, make_base
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
@@ -211,7 +212,7 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
             written = self._written
             for view in outputs:
                 written.add(view.base)
-                if small and math.prod(view.shape) >= limit:
+                if small and not below(math.prod(view.shape), view.dtype.itemsize, limit):
                     small = False
             read = self._read
             for value in inputs:

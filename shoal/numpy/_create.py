@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from shoal import runtime as _runtime
+from shoal.array_sizes import REFERENCE_ITEMSIZE
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._copyto import copyto
 from shoal.numpy._lazy import fortran_only, is_lazy, ndarray
@@ -72,7 +73,7 @@ def _filled(shape: Any, dtype: Any, value: Any, numpy_function: Any, order: str)
         if order in ("C", "K", "A") and _carried(dtype) and _settled_size(shape, runtime):
             return wrap_numpy(_numpy_filled(shape, dtype, value, numpy_function, order))
     dims = _shape_tuple(shape)
-    if is_small(math.prod(dims)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
+    if is_small(math.prod(dims), _itemsize(dtype)) or order not in ("C", "K", "A") or not is_supported(np.dtype(dtype)):  # object, structured: NumPy's
         return _numpy_filled(dims, dtype, value, numpy_function, order)
     if _settled_size(math.prod(dims)):
         return wrap_numpy(_numpy_filled(dims, dtype, value, numpy_function, order))
@@ -99,6 +100,15 @@ def _carried(dtype: Any) -> bool:
         return dtype is None or is_supported(np.dtype(dtype))
     except TypeError:
         return False  # not a dtype: NumPy's error
+
+
+def _itemsize(dtype: Any) -> int:
+    """The itemsize of the dtype a creation call asks for (8 where NumPy will refuse it: the
+    size check then is the element count's alone, and NumPy's own call raises)."""
+    try:
+        return np.dtype(dtype).itemsize
+    except (TypeError, ValueError):
+        return REFERENCE_ITEMSIZE
 
 
 def _settled_size(size: int, runtime: Any = None) -> bool:
@@ -161,7 +171,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, order: str = "C", *, de
 def _numpy_like(prototype: Any, shape: Any) -> bool:
     """True if a ``*_like`` call is NumPy's own: a small NumPy prototype (whose memory layout
     and subclass NumPy's call keeps) and no new shape."""
-    return shape is None and isinstance(prototype, np.ndarray) and is_small(prototype.size)
+    return shape is None and isinstance(prototype, np.ndarray) and is_small(prototype.size, prototype.itemsize)
 
 
 def _like(prototype: Any, dtype: Any, shape: Any) -> tuple[Any, Any]:
@@ -405,7 +415,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = float, order: str
     cols = N if M is None else M
     if N < 0 or cols < 0:
         raise ValueError("negative dimensions are not allowed")
-    if is_small(N * cols) or order != "C":
+    if is_small(N * cols, _itemsize(dtype)) or order != "C":
         return np.eye(N, M, k, dtype, order)
     if _settled_size(N * cols):
         return _in_memory(np.eye(N, M, k, dtype, order))
@@ -443,7 +453,7 @@ def meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = 
 def indices(dimensions: Any, dtype: Any = int, sparse: bool = False) -> Any:
     """``np.indices``."""
     dims = _shape_tuple(dimensions)
-    if sparse or is_small(len(dims) * math.prod(dims)):
+    if sparse or is_small(len(dims) * math.prod(dims), _itemsize(dtype)):
         return np.indices(dims, dtype=dtype, sparse=sparse)
     result = empty((len(dims), *dims), dtype)
     for axis, n in enumerate(dims):
@@ -459,7 +469,7 @@ def fromfunction(function: Any, shape: Any, *, dtype: Any = float, like: Any = N
         size = math.prod(operator.index(extent) for extent in shape)
     except TypeError:
         size = 0  # not a shape: NumPy raises its own error
-    if like is None and is_small(size):
+    if like is None and is_small(size, _itemsize(dtype)):
         return np.fromfunction(function, shape, dtype=dtype, **kwargs)
     grids = indices(shape, dtype=dtype)
     return function(*grids, **kwargs)

@@ -27,12 +27,12 @@ static PyObject *configured[C_COUNT];
 enum {
     I_CACHE, I_FILTERS, I_DEFAULT_ACTION, I_SEEN, I_LAST_VERDICT, I_INTERNAL_FILES, I_CALL_SITES,
     I_FILTERS_NOW, I_MODES, I_CALL_SITE, I_RECORD_NEW, I_RECORD_CALL, I_SETTLED_THRESHOLD, I_OUT,
-    I_DTYPE, I_SETTLED_CALLS, I_CALL, I_COUNT
+    I_DTYPE, I_SETTLED_CALLS, I_CALL, I_ITEMSIZE, I_COUNT
 };
 static const char *interned_texts[I_COUNT] = {
     "_cache", "filters", "defaultaction", "_seen", "_last_verdict", "_internal_files", "_call_sites",
     "filters_now", "_modes", "call_site", "record_new", "record_call", "settled_threshold", "out",
-    "dtype", "SETTLED_CALLS", "call",
+    "dtype", "SETTLED_CALLS", "call", "itemsize",
 };
 static PyObject *interned[I_COUNT];
 

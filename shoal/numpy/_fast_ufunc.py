@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from shoal import compiled_recording
+from shoal.array_sizes import below
 from shoal.bytecode import reordered
 from shoal.engine.fp_signals import SILENT
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
@@ -228,10 +229,10 @@ def recorded(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, eager: Any, dep
     else:
         return NOT_FAST
     limit = runtime.settled_threshold
-    small = eager is None and limit > 0 and (out is None or math.prod(out._view.shape) < limit)  # decided first, as the general path does
+    small = eager is None and limit > 0 and (out is None or below(math.prod(out._view.shape), out._view.dtype.itemsize, limit))  # decided first, as the general path does
     if small:
         for value in inputs:
-            if type(value) is ndarray and math.prod(value._view.shape) >= limit:
+            if type(value) is ndarray and not below(math.prod(value._view.shape), value._view.dtype.itemsize, limit):
                 small = False
                 break
     if small:

@@ -123,6 +123,6 @@ def indexed(memory: np.ndarray, key: Any) -> Any:
     """``memory[key]``, a large new array (``key`` an index array or list) as a lazy array, as
     indexing a lazy array gives, so that a lazy operation takes it without a snapshot copy."""
     result = _indexed.gather(memory, _indexed.settled_key(key))
-    if type(result) is np.ndarray and result.base is not memory.base and not is_small(result.size):
+    if type(result) is np.ndarray and result.base is not memory.base and not is_small(result.size, result.itemsize):
         return from_numpy(result, copy=False)
     return result

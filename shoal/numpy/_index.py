@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from shoal import fp_warnings
+from shoal.array_sizes import below
 from shoal.bytecode import View
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary
@@ -207,7 +208,7 @@ def _advanced_get(array: ndarray, key: tuple[Any, ...]) -> Any:
     if _has_scalar_bool(key):
         return wrap_numpy(array._value()[key])
     runtime = array._base.runtime
-    if math.prod(shape) < runtime.settled_threshold:
+    if below(math.prod(shape), array._view.dtype.itemsize, runtime.settled_threshold):
         memory = runtime.memory(array._view)
         if memory is not None:  # a small gather from a settled base: NumPy's copy, at once
             return memory[key]

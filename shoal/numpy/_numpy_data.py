@@ -15,6 +15,7 @@ import numpy as np
 import psutil
 
 from shoal import runtime as _runtime
+from shoal.array_sizes import REFERENCE_ITEMSIZE, below
 from shoal.bytecode import Const, View
 from shoal.bytecode.dtypes import is_supported
 from shoal.frozen_values import new_view
@@ -70,14 +71,16 @@ def from_numpy(value: np.ndarray, copy: bool = True) -> ndarray:
     return array
 
 
-def is_small(size: int) -> bool:
-    return size < _runtime.current().eager_threshold
+def is_small(size: int, itemsize: int = REFERENCE_ITEMSIZE) -> bool:
+    """True if ``size`` elements of ``itemsize`` bytes are below the eager threshold
+    (:mod:`shoal.array_sizes`)."""
+    return below(size, itemsize, _runtime.current().eager_threshold)
 
 
 def stays_numpy(value: np.ndarray) -> bool:
     """True if NumPy array ``value`` is not made lazy: it is small, or of a dtype that bytecode
     cannot carry (strings, objects, dates and times, records), whose operations are NumPy's."""
-    return is_small(value.size) or not is_supported(value.dtype)
+    return is_small(value.size, value.itemsize) or not is_supported(value.dtype)
 
 
 def wrap_numpy(value: Any) -> Any:
@@ -115,7 +118,7 @@ def operand(value: Any) -> View | Const:
     runtime = _runtime.current()
     if 0 in array.strides and array.size > 1 and not array.flags.c_contiguous:
         return _repeating_operand(array, runtime)
-    if array is value and not is_small(array.size) and cacheable(array):
+    if array is value and not is_small(array.size, array.itemsize) and cacheable(array):
         uploaded = runtime.uploads.lookup(array)
         if uploaded is None:
             snapshot = array.copy()

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from shoal import runtime as _runtime
+from shoal.array_sizes import below
 from shoal.fp_warnings import at_user_line
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._numpy_data import wrap_numpy
@@ -45,7 +46,8 @@ def _memory(array: ndarray) -> np.ndarray | None:
     """Like :func:`readable`, but writable: only for operands NumPy reads and never returns
     (a ufunc's inputs), where setting the flag would cost as much as the operation."""
     runtime = array._base.runtime
-    if math.prod(array._view.shape) >= runtime.settled_threshold:
+    view = array._view
+    if not below(math.prod(view.shape), view.dtype.itemsize, runtime.settled_threshold):
         return None
     return runtime.settle(array._view)
 
@@ -95,7 +97,7 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
     targets: list[Any] = []
     for target in outs:
         if type(target) is ndarray:
-            if target._readonly or target._scalar or math.prod(target._view.shape) >= target._base.runtime.settled_threshold:
+            if target._readonly or target._scalar or not below(math.prod(target._view.shape), target._view.dtype.itemsize, target._base.runtime.settled_threshold):
                 return NOT_SETTLED
             memory = writable(target)
             if memory is None:
@@ -141,7 +143,7 @@ def _plain_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], compiled_tried: bool 
     result = at_user_line(ufunc, *arguments)
     if ufunc.nout > 1:
         return tuple(wrap_numpy(item) for item in result)
-    if type(result) is np.ndarray and result.size >= _runtime.current().eager_threshold:
+    if type(result) is np.ndarray and not below(result.size, result.itemsize, _runtime.current().eager_threshold):
         return wrap_numpy(result)
     return result
 

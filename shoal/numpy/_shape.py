@@ -343,7 +343,7 @@ def concatenate(
             raise TypeError(
                 f"Cannot cast array data from {result_dtype!r} to {out.dtype!r} according to the rule {casting!r}"
             )
-    if out is None and not any(is_lazy(a) for a in arrays) and is_small(math.prod(shape)):
+    if out is None and not any(is_lazy(a) for a in arrays) and is_small(math.prod(shape), result_dtype.itemsize):
         return np.concatenate(arrays, axis=axis, dtype=dtype, casting=casting)
     if not is_supported(result_dtype):  # strings, objects, long doubles: NumPy joins the values
         return fallback_call("concatenate", np.concatenate, (arrays,), {"axis": axis, "out": out, "dtype": dtype, "casting": casting}, warn=False)

@@ -52,7 +52,7 @@ def _wrap_function(function: Any, name: str) -> Any:
             result = fp_warnings.at_user_line(function, *args, **kwargs)
         else:  # through the trampoline a scalar draw cost twice as much (1.6 against 0.84 µs)
             result = function(*args, **kwargs)
-        if type(result) is not np.ndarray or is_small(result.size) or from_library or (large is None and _called_from_library()):
+        if type(result) is not np.ndarray or is_small(result.size, result.itemsize) or from_library or (large is None and _called_from_library()):
             return result  # what wrap_numpy gives a small result: the draw as NumPy made it
         if large is not None:
             return _remembered(args, kwargs, name, large[0], result)
