@@ -59,7 +59,7 @@ def plan_reduction(planner: Planner, instruction: Instruction) -> bool:
     source = instruction.inputs[0]
     out = instruction.outputs[0]
     layout = planner.layouts[source.base]
-    if not layout.distributed or source.size == 0 or source.ndim == 0:
+    if layout.at_root or source.size == 0 or source.ndim == 0:
         return False
     axes = instruction.attr("axis")
     if op in ARG_REDUCTIONS and axes is None:

@@ -82,6 +82,11 @@ class CyclicLayout:
     def distributed(self) -> bool:
         return sum(1 for rank in range(self.ranks) if self.local_count(rank)) > 1
 
+    @property
+    def at_root(self) -> bool:
+        """True if rank 0 holds every element (a base that is neither distributed nor elsewhere)."""
+        return self.local_count(0) == self.size
+
     def indices(self, rank: int) -> list[np.ndarray]:
         """Per grid axis, the grid indices ``rank`` holds, in local order."""
         found = []

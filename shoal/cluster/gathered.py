@@ -24,7 +24,7 @@ class GatheredPlanning:
 
     def _gathered(self: Planner, instruction: Instruction, kind: Kind) -> None:
         """Run ``instruction`` at rank 0 on assembled copies of its distributed operands."""
-        remote = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View) and self.layouts[view.base].distributed]
+        remote = [view for view in (*instruction.outputs, *instruction.inputs) if isinstance(view, View) and not self.layouts[view.base].at_root]
         if not remote:
             if self.rank == 0:
                 self._run_at_root(instruction, {})
@@ -38,7 +38,7 @@ class GatheredPlanning:
         for position, view in enumerate((*instruction.outputs, *instruction.inputs)):
             if not isinstance(view, View) or view in assembled:
                 continue
-            if not self.layouts[view.base].distributed:
+            if self.layouts[view.base].at_root:
                 continue
             read = position >= len(instruction.outputs) or needs_old or view in instruction.inputs  # ``out=`` its own input
             assembled[view] = self._assemble(view, temps, fetch=read)

@@ -83,6 +83,12 @@ class Layout:
     def distributed(self) -> bool:
         return sum(1 for rank in range(len(self.starts) - 1) if self.count(rank)) > 1
 
+    @property
+    def at_root(self) -> bool:
+        """True if rank 0 holds every element: not distributed, and not whole on another rank
+        (a small temporary kept beside its operand, :mod:`shoal.cluster.row_alignment`)."""
+        return self.count(0) == self.size
+
     def local_view(self, view: View, rank: int, local_base: int) -> View:
         """``view`` (of elements ``rank`` holds) as a view of ``rank``'s local base."""
         return View(local_base, view.dtype, view.offset - self.local_range(rank)[0] * self.itemsize, view.shape, view.strides)

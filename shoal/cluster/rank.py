@@ -171,7 +171,7 @@ class RankEngine:
                 self._run_parts(parts)
             self._finish_data_sends()
         except BaseException as error:  # Ctrl-C included: the other ranks would wait for us forever
-            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}", error=error)
             raise
         failure, self.flusher.failure = self.flusher.failure, None
         kept = self.planner.template is not None
@@ -227,7 +227,7 @@ class RankEngine:
         try:
             return self._fetch(view)
         except BaseException as error:  # as in execute: a rank out of step ends the job
-            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}")
+            self.session.abort(f"cluster rank {self.rank} ({self.session.host}) failed: {described(error)}", error=error)
             raise
         finally:  # its waiting counts, so does its time
             self.flusher.stats.busy_seconds += time.perf_counter() - began

@@ -20,6 +20,7 @@ import signal
 import stat
 import sys
 import time
+import traceback
 from collections.abc import Mapping
 from typing import NoReturn
 
@@ -160,11 +161,15 @@ class Session:
                 texts.append(received[begin : begin + int(counts[rank])].tobytes().decode("utf-8", "replace"))
         return texts, flags
 
-    def abort(self, message: str, code: int = 1) -> None:
+    def abort(self, message: str, code: int = 1, error: BaseException | None = None) -> None:
         """Print ``message`` and end every rank of the job now (or, if a peer on this host has
-        ended, end this rank naming the peer: the failure was that peer's death)."""
+        ended, end this rank naming the peer: the failure was that peer's death). ``error``: the
+        exception that ended this rank; its traceback comes first where it is Shoal's own failure
+        (not an interrupt, not an MPI call that failed), for a report of it."""
         ignore_interrupts()  # a second Ctrl-C here (a terminal's and mpiexec's) would skip the abort
         self.watch.end_if_a_peer_ended()
+        if isinstance(error, Exception) and not type(error).__module__.startswith("mpi4py"):
+            sys.stderr.write("".join(traceback.format_exception(error)))
         sys.stderr.write(f"shoal: {message}\n")
         sys.stderr.flush()
         _wait_until_read(sys.stderr)

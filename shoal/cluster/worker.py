@@ -51,7 +51,7 @@ def serve(session: Session) -> int:
             raise ValueError(f"rank 0 sent {first.name} before starting the cluster")
         engine = rank_engine(session, inner, ClusterConfig.from_settings())
     except BaseException as error:
-        session.abort(f"cluster rank {session.rank} ({session.host}) failed: {type(error).__name__}: {error}")
+        session.abort(f"cluster rank {session.rank} ({session.host}) failed: {type(error).__name__}: {error}", error=error)
         return 1
     try:
         stats = engine.flusher.stats
@@ -111,5 +111,5 @@ def serve(session: Session) -> int:
                 return 0
     except BaseException as error:
         sys.stderr.write(f"shoal: cluster rank {session.rank} ({session.host}) failed: {type(error).__name__}: {error}\n")
-        session.abort(f"ending every rank of the job because rank {session.rank} failed")
+        session.abort(f"ending every rank of the job because rank {session.rank} failed", error=error)
         return 1

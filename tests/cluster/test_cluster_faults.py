@@ -145,6 +145,7 @@ def test_a_failing_rank_is_named_and_the_job_ends(how: str) -> None:
     assert "last:" not in result.stdout
     if how == "raise":
         assert "cluster rank 2 (" in result.stderr and "injected failure in the flush" in result.stderr
+        assert 'failing_rank.py", line' in result.stderr and "in failing_run" in result.stderr  # a bug's traceback, for its report
     else:  # rank 0 raises it at the program's line, as an error naming the rank
         assert "EngineError: a batch failed on the cluster: rank 2: ArithmeticError: injected failure" in result.stderr
         assert re.search(r'dies.py", line \d+, in <module>', result.stderr)
