@@ -56,6 +56,7 @@ KERNELS: dict[str, dict[str, tuple[int, tuple[str, ...]]]] = {
     "fdtd_2d": {"small": (150, ("--steps", "400")), "medium": (1000, ("--steps", "10")), "large": (4000, ("--steps", "2"))},
     "floyd_warshall": {"small": (200, ("--repeat", "5")), "medium": (1000, ("--steps", "200")), "large": (4000, ("--steps", "10"))},
     "fractal_masks": {"small": (200, ("--steps", "300")), "medium": (1000, ("--steps", "20")), "large": (4000, ("--steps", "2"))},
+    "game_of_life": {"small": (200, ("--steps", "100")), "medium": (1024, ("--steps", "10")), "large": (4096, ("--steps", "2"))},
     "gauss_seidel": {"small": (200, ("--steps", "80")), "medium": (1000, ("--steps", "16")), "large": (4000, ("--steps", "3"))},
     "gramschmidt": {"small": (200, ("--repeat", "10")), "medium": (1000, ("--steps", "100")), "large": (4000, ("--steps", "8"))},
     "heat_3d": {"small": (40, ("--steps", "50")), "medium": (100, ("--steps", "10")), "large": (300, ("--steps", "1"))},

@@ -47,6 +47,7 @@ FULL: list = [
     Kernel("csr_spmv", ("500", "--steps", "3")),
     Kernel("edit_distance", ("30",)),
     Kernel("fdtd_2d", ("30", "--steps", "3")),
+    Kernel("game_of_life", ("30", "--steps", "4")),
     Kernel("floyd_warshall", ("30",)),
     Kernel("gramschmidt", ("30",)),
     Kernel("heat_3d", ("12", "--steps", "2")),
