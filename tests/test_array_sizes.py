@@ -57,6 +57,9 @@ def test_results_of_a_settled_small_dtype_array_are_numpys(configured) -> None:
     mask = grid == 1
     assert type(mask) is np.ndarray
     np.testing.assert_array_equal(mask, expected == 1)
+    rolled = snp.roll(grid, 3)
+    assert type(rolled) is np.ndarray  # NumPy's roll of the settled memory
+    np.testing.assert_array_equal(rolled, np.roll(expected, 3))
 
 
 def test_threshold_zero_keeps_small_dtypes_lazy() -> None:

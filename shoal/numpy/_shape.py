@@ -376,6 +376,9 @@ def roll(array: Any, shift: Any, axis: Any = None) -> Any:
     along both axes), straight from the source, instead of one full pass per axis."""
     if not is_lazy(array):
         return np.roll(array, shift, axis)
+    memory = readable(array)
+    if memory is not None:  # a small view of a settled base: NumPy's roll of it, at once
+        return wrap_numpy(np.roll(memory, shift, axis))
     if axis is None:
         return roll(array.reshape(-1), shift, 0).reshape(array.shape)
     pairs = np.broadcast(shift, axis)
