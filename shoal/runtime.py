@@ -378,6 +378,8 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
             try:
                 if not self._abandoned:
                     self.flush()
+                elif self._engine is not None:
+                    self._engine.abandon()
             finally:
                 self.uploads.clear()
                 self._deferred.clear()

@@ -158,13 +158,23 @@ for _ in range(100000):
     grid[1:-1, 1:-1] = 0.25 * (grid[:-2, 1:-1] + grid[2:, 1:-1] + grid[1:-1, :-2] + grid[1:-1, 2:])
     float(grid[0, 0])
 """
+# Nothing read: the batches queue up at the server (minutes of work), which a goodbye at exit
+# waited for (the program ended after minutes, not within the test's 60 s).
+CTRL_C_QUEUEING_PROGRAM = """
+import numpy as np
+a = np.zeros((1500, 1500))
+print("started", flush=True)
+for _ in range(100000):
+    a = np.sin(a) + 1.0
+"""
 
 
 @pytest.mark.full
 @pytest.mark.timeout(120)
-def test_ctrl_c_in_the_program_stops_the_remote_work(tmp_path):
+@pytest.mark.parametrize("source", [CTRL_C_PROGRAM, CTRL_C_QUEUEING_PROGRAM], ids=["reading", "queueing"])
+def test_ctrl_c_in_the_program_stops_the_remote_work(tmp_path, source):
     program = tmp_path / "loop.py"
-    program.write_text(textwrap.dedent(CTRL_C_PROGRAM))
+    program.write_text(textwrap.dedent(source))
     with live_server() as server:
         host, port = server.address
         environment = {**os.environ, "SHOAL_REMOTE": f"{host}:{port}", "SHOAL_TOKEN": TOKEN, "SHOAL_EAGER_THRESHOLD": "0"}
@@ -181,7 +191,7 @@ def test_ctrl_c_in_the_program_stops_the_remote_work(tmp_path):
             pytest.fail(f"the program did not end within 60 s of Ctrl-C; its stderr:\n{err}")
         assert "KeyboardInterrupt" in err
         assert "Exception ignored" not in err  # nothing is sent after the interrupt
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # the server ends the session after the batch in hand
         while server.session_count() and time.monotonic() < deadline:
             time.sleep(0.05)
         assert server.session_count() == 0

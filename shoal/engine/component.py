@@ -104,6 +104,12 @@ class Component(abc.ABC):
         one that failed (a component that runs batches inside ``execute`` has nothing to do)."""
         return None
 
+    def abandon(self) -> None:
+        """The program was interrupted (Ctrl-C) and reads nothing more: work executed and not
+        yet run may be dropped instead of run; :meth:`shutdown` follows. By default nothing is
+        dropped."""
+        return None
+
     @abc.abstractmethod
     def shutdown(self) -> None:
         """Finish or drop outstanding work and release everything; the component may not be used

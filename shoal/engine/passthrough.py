@@ -98,6 +98,9 @@ class PassThrough(Component):
         self._wait()
         self.inner.flush()
 
+    def abandon(self) -> None:
+        self.inner.abandon()
+
     def shutdown(self) -> None:
         try:
             self._wait()

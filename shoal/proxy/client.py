@@ -350,6 +350,13 @@ class ProxyClient(Component):
         if self._unsynced or self._failure is not None:
             self._request(Kind.SYNC)
 
+    def abandon(self) -> None:
+        """Ctrl-C ended the program: the server drops the batches it has not run (a goodbye
+        would wait for all of them, minutes for a long loop's, while other sessions wait too)."""
+        with self._lock:
+            if not self._closed:
+                self._cancel()
+
     def shutdown(self) -> None:
         with self._lock:
             if self._closed:
