@@ -47,7 +47,7 @@ def test_a_wrong_token_closes_that_connection_only(caplog):
         with raw_connection(server) as sock:
             sock.sendall(encode_preamble(b"x" * 64, NO_SESSION))
             assert closed_by_server(sock)
-        with pytest.raises(ConnectionError):
+        with pytest.raises(ConnectionError, match=r"during the handshake \(a wrong token"):  # not a bare reset
             client_for(server, token="y" * 64)
         good.flush()
         good.shutdown()

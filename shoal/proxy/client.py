@@ -139,7 +139,7 @@ class ProxyClient(Component):
             sock.settimeout(settings.timeout)
             try:
                 frame = read_frame(sock, SERVER_KINDS, settings.limits)
-            except PeerClosed:
+            except (PeerClosed, ConnectionResetError):
                 raise ConnectionError(
                     f"the Shoal server at {self._where()} closed the connection during the handshake "
                     "(a wrong token, or a session that ended)"

@@ -183,9 +183,9 @@ class ProxyServer:
     def _handshake(self, sock: socket.socket, peer: str) -> tuple[Session, bool]:
         token_length = decode_preamble_header(bytes(read_exact(sock, PREAMBLE_HEADER.size)))
         token = bytes(read_exact(sock, token_length))
+        wanted = bytes(read_exact(sock, SESSION_ID_BYTES))  # read before judging: closing with it unread resets the connection
         if not same_token(token, self.settings.token):
             raise ProtocolError("wrong token")
-        wanted = bytes(read_exact(sock, SESSION_ID_BYTES))
         with self._lock:
             if wanted != NO_SESSION:
                 session = self._sessions.get(wanted)
