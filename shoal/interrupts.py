@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 
 
 def ignore_interrupts() -> None:
@@ -25,10 +26,30 @@ _held = 0  # how deep the program is in Shoal's work that must not stop halfway
 _pending = False  # a Ctrl-C came meanwhile
 
 
+def _abandonable() -> bool:
+    """True if a second Ctrl-C may stop the work in hand halfway: the runtime's component is a
+    node engine in this process (its arrays are then lost, and reading one raises
+    ``shoal.errors.LostWork``). Not where other processes wait on this one (MPI ranks, which only
+    the work's end keeps in step) or run it (a server)."""
+    runtime = getattr(sys.modules.get("shoal.runtime"), "_current", None)
+    engine = getattr(runtime, "_engine", None)
+    return getattr(engine, "name", None) == "node"
+
+
 def _interrupt(number: int, frame: object) -> None:
     """The SIGINT handler: Python's own, unless Shoal is in the middle of its work."""
     global _pending
     if _held:
+        abandonable = _abandonable()
+        if _pending and abandonable:
+            from shoal.engine.blocks.scheduler import ABANDON
+
+            ABANDON.set()
+            return
+        if not _pending:
+            again = "; Ctrl-C again stops it (the arrays it computes are then lost)" if abandonable else ""
+            sys.stderr.write(f"shoal: Ctrl-C: the work in hand finishes first{again}\n")
+            sys.stderr.flush()
         _pending = True
         return
     signal.default_int_handler(number, frame)
@@ -59,10 +80,10 @@ class interrupts_held:
         global _held
         _held += 1
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, *exc_info: object) -> None:
         global _held, _pending
         _held -= 1
         if _held == 0 and _pending:
             _pending = False
-            if self.deliver:
+            if self.deliver and not (kind is not None and issubclass(kind, KeyboardInterrupt)):  # not a second one
                 raise KeyboardInterrupt

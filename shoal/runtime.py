@@ -25,6 +25,7 @@ from shoal.base_lives import BaseLives, LazyBase, make_base
 from shoal.batch_boundary import BatchBoundary
 from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, make_attrs
 from shoal.engine import Component, create, fp_signals, stack_names
+from shoal.errors import LostWork, WorkAbandoned
 from shoal.frozen_values import new_decl, new_view
 from shoal.interrupts import interrupts_held
 from shoal.local_loops import LocalLoops
@@ -68,6 +69,7 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
         # chosen by name, here or in SHOAL_STACK or SHOAL_ENGINE, is created now, so a wrong name
         # fails at once.
         self._engine: Component | None = None
+        self._work_lost = False  # a second Ctrl-C stopped a batch halfway (``_lose_work``)
         if isinstance(engine, Component):
             self._engine = engine
         elif engine is not None or settings.STACK.is_set() or settings.ENGINE.is_set():
@@ -120,6 +122,8 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
     @property
     def engine(self) -> Component:
         """The component batches run on (the default one is created on first use)."""
+        if self._work_lost:
+            raise LostWork("Shoal's work was stopped halfway by a second Ctrl-C: the values of lazy arrays computed since the last finished batch are lost")
         engine = self._engine
         if engine is None:
             with self._lock:
@@ -304,6 +308,9 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
             carried = list(batch.data.values()) if batch.data else None  # the component may take them out
             try:
                 self._execute(batch, sites, wait)
+            except WorkAbandoned:
+                self._lose_work()
+                raise KeyboardInterrupt from None  # the program's, at its line
             except BytecodeError as error:
                 if not salvage.rejected(error):
                     raise
@@ -364,6 +371,14 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
             carried.data[base] = batch.data[base]
         carried.donated = set(batch.donated)
         return carried
+
+    def _lose_work(self) -> None:
+        """A second Ctrl-C stopped a batch halfway: nothing runs or is read from the component any
+        more (every read raises ``LostWork``), its settled memory included."""
+        self._work_lost = True
+        self.settled_threshold = 0
+        self._settled = {}
+        self._writable = {}
 
     def abandon(self) -> None:
         """Run nothing more at :meth:`close`: the program was interrupted (what the program's

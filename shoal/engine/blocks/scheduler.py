@@ -25,6 +25,7 @@ alone happens to serialise.
 from __future__ import annotations
 
 import heapq
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,9 +33,14 @@ from typing import Protocol
 
 from shoal import trace
 from shoal.engine.blocks.dependencies import BlockOp
+from shoal.errors import WorkAbandoned
 
 Completion = tuple[BlockOp, "BaseException | None"]
 """A finished operation and the error it raised (None when it succeeded)."""
+
+#: Set by a second Ctrl-C (``shoal.interrupts``): every loop starts nothing more, waits for what
+#: is in flight and raises :class:`~shoal.errors.WorkAbandoned`.
+ABANDON = threading.Event()
 
 
 class PollSource(Protocol):
@@ -87,7 +93,8 @@ def run_ready(
     depend on a failed one still runs (a program that catches the error goes on with the arrays
     of the other operations), and the failure raised is the earliest in program order. An
     interrupt (an exception that is not an :class:`Exception`) or a failure to build more
-    operations always stops the loop.
+    operations always stops the loop, and so does :data:`ABANDON` once set: what is in flight
+    finishes, then :class:`~shoal.errors.WorkAbandoned` is raised.
     """
     stats = RunStats(operations=len(ops))
     start = time.perf_counter()
@@ -102,6 +109,8 @@ def run_ready(
     stopped = False  # nothing more is started: a failure (unless ``finish_others``) or an interrupt
     tracer = trace.TRACER
     while True:
+        if not stopped and ABANDON.is_set():
+            failure, failed, stopped = WorkAbandoned(), None, True
         while ready and not stopped:
             op = ready[0][1]
             if op.inline or op.exclusive or serial:
