@@ -26,18 +26,18 @@ shape_size(PyObject *shape)
 }
 
 /* 1 if an array of `size` elements of `itemsize` bytes is below `threshold` (a runtime's eager or
- * settled threshold, in elements): fewer elements, or fewer bytes than `threshold` elements of 8
- * bytes (shoal/array_sizes.py says why). */
+ * settled threshold, in elements): fewer elements, or fewer bytes than `threshold` elements of 4
+ * bytes (REFERENCE_ITEMSIZE in shoal/array_sizes.py, which says why). */
 static inline int
 below_threshold(Py_ssize_t size, Py_ssize_t itemsize, Py_ssize_t threshold)
 {
     if (size < threshold) {
         return 1;
     }
-    if (itemsize <= 0 || itemsize >= 8 || threshold > PY_SSIZE_T_MAX / 8 || size > PY_SSIZE_T_MAX / 8) {
+    if (itemsize <= 0 || itemsize >= 4 || threshold > PY_SSIZE_T_MAX / 4 || size > PY_SSIZE_T_MAX / 4) {
         return 0;
     }
-    return size * itemsize < threshold * 8;
+    return size * itemsize < threshold * 4;
 }
 
 #endif

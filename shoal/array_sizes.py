@@ -1,17 +1,19 @@
-"""How large an array is against the runtime's thresholds: in elements, and in bytes.
+"""How large an array is against the runtime's thresholds: in elements, and for 1- and 2-byte
+elements in bytes.
 
 The eager and settled thresholds (``SHOAL_EAGER_THRESHOLD``, ``SHOAL_SETTLED_THRESHOLD``) are
 counts of elements; an array below one stays NumPy's, or is computed by NumPy at once, because
-NumPy's cost for it is below what recording and planning it would cost. NumPy's cost follows the
-bytes an operation streams, so an array of a smaller dtype counts by its bytes too: below the
-threshold if it has fewer elements, or fewer bytes than that many 8-byte elements. A 1024 x 1024
-``int8`` grid (1 MiB) then stays NumPy's as a 256 x 512 ``float64`` array does; Conway's game of
-life on it with ``np.roll`` ran 5-8x NumPy's time lazily (docs/decisions.md).
+NumPy's cost for it is below what recording and planning it would cost. NumPy streams 1- and
+2-byte elements at a fraction of the cost of wider ones, so such an array also counts as below
+a threshold with fewer bytes than that many 4-byte elements: a 1024 x 1024 ``int8`` grid (1 MiB)
+stays NumPy's, and Conway's game of life on it with ``np.roll`` no longer runs 7.5x NumPy's time
+lazily. 4-byte elements count by their number: a float32 stencil on 1000² arrays runs 1.6x
+faster lazily (fused sweeps) than computed at once (docs/decisions.md).
 """
 
 from __future__ import annotations
 
-REFERENCE_ITEMSIZE = 8  # bytes of the elements a threshold counts
+REFERENCE_ITEMSIZE = 4  # bytes of the elements a threshold counts, for narrower ones
 
 
 def below(size: int, itemsize: int, threshold: int) -> bool:

@@ -145,13 +145,13 @@ STACK = _text(
 # Arrays below 2^19 elements stay NumPy arrays: a batch of them runs instruction by instruction in
 # the node engine anyway (``direct.py``), so recording them only added overhead (1.4-2.7x NumPy's time
 # at 10^5-3*10^5 elements, ``python -m benchmarks.size_sweep``).
-EAGER_THRESHOLD = _integer("SHOAL_EAGER_THRESHOLD", 1 << 19, "Arrays with fewer elements, or fewer bytes than that many 8-byte elements, stay plain NumPy arrays.")
+EAGER_THRESHOLD = _integer("SHOAL_EAGER_THRESHOLD", 1 << 19, "Arrays with fewer elements, or fewer bytes than that many 4-byte elements, stay plain NumPy arrays.")
 # Small views of a base that no recorded instruction still changes are read (and written) in the
 # component's memory and their results computed by NumPy at once (``shoal/numpy/_settled.py``).
 SETTLED_THRESHOLD = _integer(
     "SHOAL_SETTLED_THRESHOLD",
     1 << 19,
-    "Views of fewer elements (or bytes than that many 8-byte elements) of a base with no pending writes are read and written in place and computed at once by NumPy (0: never).",
+    "Views of fewer elements (or bytes than that many 4-byte elements) of a base with no pending writes are read and written in place and computed at once by NumPy (0: never).",
 )
 COMPILED_INDEXING = _choice(
     "SHOAL_COMPILED_INDEXING",
