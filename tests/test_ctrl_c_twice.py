@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from terminal_signals import ctrl_c_as_at_a_terminal
 
 LOOP = """
 import numpy as np
-a = np.zeros((2000, 2000))
+a = np.zeros((1500, 1500))
 print("started", flush=True)
 try:
-    for _ in range(20000):  # minutes of work, in batches of seconds
+    for _ in range(100000):  # minutes of work, in batches of seconds
         a = np.sin(a) + 1.0
 except KeyboardInterrupt:
     print("caught", flush=True)
@@ -32,18 +33,20 @@ except KeyboardInterrupt:
 
 
 def interrupted(tmp_path: Path, presses: int) -> subprocess.CompletedProcess[str]:
-    """The loop run by ``python -m shoal``, Ctrl-C pressed ``presses`` times (half a second
+    """The loop run by ``python -m shoal``, Ctrl-C pressed ``presses`` times (0.2 s
     apart) two seconds after it started."""
     program = tmp_path / "loop.py"
     program.write_text(textwrap.dedent(LOOP))
     environment = {**os.environ, "SHOAL_COMPILE": "off"}
-    process = subprocess.Popen([sys.executable, "-m", "shoal", str(program)], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "shoal", str(program)], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_as_at_a_terminal
+    )
     try:
         assert process.stdout is not None and process.stdout.readline().strip() == "started"
         time.sleep(2.0)
         for _ in range(presses):
             process.send_signal(signal.SIGINT)
-            time.sleep(0.5)
+            time.sleep(0.2)
         out, err = process.communicate(timeout=90)
     finally:
         if process.poll() is None:

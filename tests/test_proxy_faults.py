@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from numpy_fixtures import AGAINST_NUMPY
 from proxy_harness import TOKEN, client_for, engine, live_server
+from terminal_signals import ctrl_c_as_at_a_terminal
 
 from shoal import runtime
 from shoal.engine.passthrough import PassConfig, PassThrough
@@ -178,7 +179,9 @@ def test_ctrl_c_in_the_program_stops_the_remote_work(tmp_path, source):
     with live_server() as server:
         host, port = server.address
         environment = {**os.environ, "SHOAL_REMOTE": f"{host}:{port}", "SHOAL_TOKEN": TOKEN, "SHOAL_EAGER_THRESHOLD": "0"}
-        process = subprocess.Popen([sys.executable, "-m", "shoal", str(program)], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "shoal", str(program)], env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_as_at_a_terminal
+        )
         assert process.stdout.readline().strip() == "started"
         time.sleep(1.0)
         assert server.session_count() == 1

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy
 import pytest
+from terminal_signals import ctrl_c_as_at_a_terminal
 
 from shoal.__main__ import main
 from shoal.runner import ImportRedirect, format_fallback_report
@@ -36,6 +37,7 @@ def run_python(
         capture_output=True,
         text=True,
         timeout=60,
+        preexec_fn=ctrl_c_as_at_a_terminal,  # its programs interrupt themselves
     )
 
 
