@@ -35,16 +35,6 @@ view_of(PyObject *whole, PyObject *view, Py_ssize_t whole_size)
     return PyObject_Vectorcall((PyObject *)numpy_type, arguments, 5, NULL);
 }
 
-/* The itemsize of `view`'s dtype where `size` elements are not below `limit` by their count
- * alone (else 8: below_threshold needs no itemsize then), or 8 where it cannot be read. */
-static Py_ssize_t
-view_itemsize(PyObject *view, Py_ssize_t size, Py_ssize_t limit)
-{
-    PyObject *dtype = size < limit ? NULL : SLOT(view, view_offsets[1]);
-    Py_ssize_t itemsize = dtype == NULL ? 8 : attribute_count(dtype, slot_names[S_ITEMSIZE]);
-    return itemsize < 0 ? 8 : itemsize;
-}
-
 /* Fills `operand` for lazy array `array` of a call whose runtime's __dict__ is `dict`; 0 if it
  * is not the common case (nothing changed), -1 on an error. A view below `limit` (in elements,
  * or bytes: below_threshold) of a held, held-back or settled base (_settled._memory); with `held_any_size`, a view
@@ -68,7 +58,7 @@ find_memory(PyObject *dict, PyObject *array, Operand *operand, Py_ssize_t limit,
     PyObject *base_id = SLOT(view, view_offsets[0]);
     PyObject *held = dict_named(dict, names[N_HELD]);
     Py_ssize_t size = operand->size = shape_size(SLOT(view, view_offsets[3]));
-    if (base_id == NULL || held == NULL || size < 0 || (!held_any_size && !below_threshold(size, view_itemsize(view, size, limit), limit))) {
+    if (base_id == NULL || held == NULL || size < 0 || (!held_any_size && below_threshold_of(size, SLOT(view, view_offsets[1]), slot_names[S_ITEMSIZE], limit) != 1)) {
         PyErr_Clear();
         return 0;
     }

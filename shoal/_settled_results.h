@@ -216,9 +216,8 @@ wrapped(PyObject *runtime, PyObject *dict, PyObject *result)
     PyObject *shape = PyObject_GetAttr(result, slot_names[S_SHAPE]);
     Py_ssize_t size = shape == NULL ? -1 : shape_size(shape);
     Py_ssize_t eager = dict_count(dict, slot_names[S_EAGER]);
-    Py_ssize_t itemsize = size >= 0 && eager >= 0 && size >= eager ? attribute_count(result, slot_names[S_ITEMSIZE]) : 8;
     PyObject *answer = NULL;
-    if (size >= 0 && eager >= 0 && itemsize >= 0 && below_threshold(size, itemsize, eager)) {
+    if (size >= 0 && eager >= 0 && below_threshold_of(size, result, slot_names[S_ITEMSIZE], eager) == 1) {
         answer = Py_NewRef(result);
     }
     else if (size >= 0 && eager >= 0) {

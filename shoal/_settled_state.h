@@ -72,19 +72,6 @@ dict_count(PyObject *dict, PyObject *name)
     return count;
 }
 
-/* `object`'s attribute `name` where it is an int of at least 0, or -1 (no error set). */
-static Py_ssize_t
-attribute_count(PyObject *object, PyObject *name)
-{
-    PyObject *value = PyObject_GetAttr(object, name);
-    Py_ssize_t count = value == NULL || !PyLong_CheckExact(value) ? -1 : PyLong_AsSsize_t(value);
-    Py_XDECREF(value);
-    if (count < 0) {
-        PyErr_Clear();
-    }
-    return count;
-}
-
 /* Releases `lock` (a new reference, dropped); -1 with an error set where that failed. */
 static int
 unlock(PyObject *lock)

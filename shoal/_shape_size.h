@@ -40,4 +40,30 @@ below_threshold(Py_ssize_t size, Py_ssize_t itemsize, Py_ssize_t threshold)
     return size * itemsize < threshold * 4;
 }
 
+/* `object`'s attribute `name` where it is an int of at least 0, or -1 (no error set). */
+static Py_ssize_t
+attribute_count(PyObject *object, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(object, name);
+    Py_ssize_t count = value == NULL || !PyLong_CheckExact(value) ? -1 : PyLong_AsSsize_t(value);
+    Py_XDECREF(value);
+    if (count < 0) {
+        PyErr_Clear();
+    }
+    return count;
+}
+
+/* below_threshold for `size` elements of `typed` (a dtype or an array), whose attribute
+ * `itemsize` (its interned name) is read only where the count alone does not decide; -1 (no
+ * error set) where it cannot be read or `typed` is NULL. */
+static int
+below_threshold_of(Py_ssize_t size, PyObject *typed, PyObject *itemsize, Py_ssize_t threshold)
+{
+    if (size < threshold) {
+        return 1;
+    }
+    Py_ssize_t bytes = typed == NULL ? -1 : attribute_count(typed, itemsize);
+    return bytes < 0 ? -1 : below_threshold(size, bytes, threshold);
+}
+
 #endif

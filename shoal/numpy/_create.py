@@ -103,8 +103,9 @@ def _carried(dtype: Any) -> bool:
 
 
 def _itemsize(dtype: Any) -> int:
-    """The itemsize of the dtype a creation call asks for (8 where NumPy will refuse it: the
-    size check then is the element count's alone, and NumPy's own call raises)."""
+    """The itemsize of the dtype a creation call asks for (``REFERENCE_ITEMSIZE`` where NumPy
+    will refuse it: the size check is then the element count's alone, and NumPy's own call
+    raises)."""
     try:
         return np.dtype(dtype).itemsize
     except (TypeError, ValueError):

@@ -208,21 +208,6 @@ lazy_elements(PyObject *value)
     return shape == NULL ? -1 : shape_size(shape);
 }
 
-/* The itemsize of lazy array `value`'s dtype, or -1 (no error set). */
-static Py_ssize_t
-lazy_itemsize(PyObject *value)
-{
-    PyObject *view = slot(value, S_LAZY_VIEW);
-    PyObject *dtype = view == NULL ? NULL : slot(view, S_VIEW_DTYPE);
-    PyObject *itemsize = dtype == NULL ? NULL : PyObject_GetAttr(dtype, interned[I_ITEMSIZE]);
-    Py_ssize_t answer = itemsize == NULL || !PyLong_CheckExact(itemsize) ? -1 : PyLong_AsSsize_t(itemsize);
-    Py_XDECREF(itemsize);
-    if (answer < 0) {
-        PyErr_Clear();
-    }
-    return answer;
-}
-
 /* 1 where the output and every lazy operand are below `limit` (below_threshold: in elements or
  * bytes; the Python path's settled_ufunc decides such a call), 0 where one is not, -1 where one
  * cannot be told. */
@@ -239,14 +224,10 @@ small_settled(PyObject *inputs, PyObject *out, Py_ssize_t limit)
         if (elements < 0) {
             return -1;
         }
-        if (elements >= limit) {
-            Py_ssize_t itemsize = lazy_itemsize(value);
-            if (itemsize < 0) {
-                return -1;
-            }
-            if (!below_threshold(elements, itemsize, limit)) {
-                return 0;
-            }
+        PyObject *view = slot(value, S_LAZY_VIEW);
+        int below = below_threshold_of(elements, view == NULL ? NULL : slot(view, S_VIEW_DTYPE), interned[I_ITEMSIZE], limit);
+        if (below != 1) {
+            return below;  /* 0: one is not; -1: its dtype cannot be read */
         }
     }
     return 1;

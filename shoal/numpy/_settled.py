@@ -49,7 +49,7 @@ def _memory(array: ndarray) -> np.ndarray | None:
     view = array._view
     if not below(math.prod(view.shape), view.dtype.itemsize, runtime.settled_threshold):
         return None
-    return runtime.settle(array._view)
+    return runtime.settle(view)
 
 
 def writable(array: ndarray, touched: int | None = None) -> np.ndarray | None:
