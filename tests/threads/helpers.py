@@ -11,18 +11,21 @@ from shoal.threads.observe import thread_cpu_seconds
 
 
 def busy_other_threads(work, share: float = 0.4) -> int:
-    """How many other threads computed alongside the caller while ``work()`` ran.
+    """How many threads not started by Python computed alongside the caller while ``work()`` ran.
 
-    A thread counts when it used at least ``share`` of the caller's CPU time: an
-    OpenBLAS helper that only spins down after earlier work stays below that.
+    A thread counts when it used at least ``share`` of the caller's CPU time. Settles first, so
+    that OpenBLAS helpers spinning down after earlier work are idle; threads Python started
+    (another test's pool winding down) are not library helpers and never count.
     """
+    settle_library_threads()
     me = threading.get_native_id()
     before = thread_cpu_seconds()
     work()
     after = thread_cpu_seconds()
+    python_threads = {thread.native_id for thread in threading.enumerate()}
     used = {tid: seconds - before.get(tid, 0.0) for tid, seconds in after.items()}
     threshold = share * used[me]
-    return sum(1 for tid, seconds in used.items() if tid != me and seconds >= threshold)
+    return sum(1 for tid, seconds in used.items() if tid not in python_threads and seconds >= threshold)
 
 
 def matmul_work(size: int = 1200, repeats: int = 6):
