@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# pytest processes for `make test`: one per core of the two-core CI machine; files stay whole
+TEST_WORKERS ?= 2
 
 .PHONY: demo test test-quick lint bench heat-env clean
 
@@ -18,7 +20,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m ruff check shoal tests benchmarks examples
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-quick: $(STAMP)
 	$(PY) -m pytest -m "not full"
