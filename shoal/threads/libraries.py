@@ -25,8 +25,9 @@ from threadpoolctl import ThreadpoolController
 
 _PROCESS_WIDE_APIS = ("blas",)
 # OpenBLAS's threads spin 2^28 cycles (about 0.1 s) after each call before they sleep, holding a
-# core the engine's threads need; 2^16 cycles (about 30 µs) keeps back-to-back calls as fast.
-BLAS_DEFAULTS = {"OPENBLAS_THREAD_TIMEOUT": "16"}
+# core the engine's threads need; 2^18 (about 0.1 ms) still spans the gap between the products of
+# a row loop, where 2^16 let the threads fall asleep and every product woke them (docs/decisions.md).
+BLAS_DEFAULTS = {"OPENBLAS_THREAD_TIMEOUT": "18"}
 _PER_THREAD_APIS = ("openmp",)
 
 
