@@ -111,10 +111,23 @@ def test_a_client_past_its_memory_limit_is_refused_and_others_go_on():
     with live_server(memory_limit=1 << 20) as server:
         with runtime.configure(engine=client_for(server), eager_threshold=0):
             big = snp.ones(1 << 18)  # 2 MiB
-            with pytest.raises(RemoteEngineError, match="limit of 1048576 bytes"):
+            with pytest.raises(MemoryError, match="limit of 1048576 bytes") as raised:
                 float(big.sum())
+            assert isinstance(raised.value, RemoteEngineError)  # a MemoryError, as NumPy's allocation raises
         with runtime.configure(engine=client_for(server), eager_threshold=0):
             assert float(snp.ones(1000).sum()) == 1000.0
+
+
+def test_failed_allocations_and_memory_limits_reach_the_client_as_memory_errors():
+    from shoal.bytecode import BytecodeError
+    from shoal.proxy.protocol import ErrorKind
+    from shoal.proxy.session import LimitExceeded, MemoryLimitExceeded, error_kind
+
+    assert error_kind(MemoryError("engine allocation")) is ErrorKind.MEMORY
+    assert error_kind(MemoryLimitExceeded("past the limit")) is ErrorKind.MEMORY
+    assert error_kind(LimitExceeded("base 3 is not live")) is ErrorKind.REJECTED
+    assert error_kind(BytecodeError("bad")) is ErrorKind.REJECTED
+    assert error_kind(ZeroDivisionError()) is ErrorKind.ENGINE
 
 
 @pytest.mark.parametrize("reduce", ["mean", "stride", "max"])

@@ -40,6 +40,7 @@ from shoal.proxy.protocol import (
     SERVER_KINDS,
     SESSION_ID_BYTES,
     WATCH_FLAGS,
+    ErrorKind,
     Kind,
     Limits,
     ProtocolError,
@@ -59,6 +60,11 @@ NO_SESSION = bytes(SESSION_ID_BYTES)
 
 class RemoteEngineError(EngineError):
     """A batch failed on the server; the message ends with the server's traceback."""
+
+
+class RemoteMemoryError(RemoteEngineError, MemoryError):
+    """A batch needed more memory than the server grants this client or has: a ``MemoryError``,
+    as NumPy's allocation raises, that comes at the read that waited for the batch."""
 
 
 @dataclass(frozen=True)
@@ -288,7 +294,7 @@ class ProxyClient(Component):
         text = error.message
         if error.traceback:
             text += "\n\nRemote traceback (most recent call last, on the Shoal server):\n" + error.traceback
-        raise RemoteEngineError(text)
+        raise (RemoteMemoryError if error.kind == ErrorKind.MEMORY else RemoteEngineError)(text)
 
     def _cancel(self) -> None:
         try:

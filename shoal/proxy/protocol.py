@@ -26,7 +26,7 @@ from shoal.bytecode.codec import Reader, WireLimits, Writer
 from shoal.bytecode.dtypes import dtype_code, dtype_from_code
 from shoal.bytecode.errors import BytecodeError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 PREAMBLE_MAGIC = b"SHOALPX\x00"
 FRAME_MAGIC = b"SHPX"
 SESSION_ID_BYTES = 16
@@ -91,6 +91,7 @@ class ErrorKind(enum.IntEnum):
     ENGINE = 1  # a batch failed while running
     REJECTED = 2  # a batch or request failed verification or a limit
     INTERNAL = 3
+    MEMORY = 4  # a batch needed more memory than the server grants the client or has
 
 
 @dataclass(frozen=True)

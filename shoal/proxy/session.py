@@ -49,7 +49,21 @@ log = logging.getLogger("shoal.proxy")
 
 
 class LimitExceeded(ValueError):
+    """A batch or request exceeds what this client may do (a base not live, a memory limit)."""
+
+
+class MemoryLimitExceeded(LimitExceeded):
     """A batch would take this client past its memory limit."""
+
+
+def error_kind(error: BaseException) -> ErrorKind:
+    """How the client is told of ``error``: a memory limit or a failed allocation as MEMORY (a
+    ``MemoryError`` there), a batch or request refused by the checks as REJECTED, else ENGINE."""
+    if isinstance(error, (MemoryLimitExceeded, MemoryError)):
+        return ErrorKind.MEMORY
+    if isinstance(error, (BytecodeError, LimitExceeded, ProtocolError)):
+        return ErrorKind.REJECTED
+    return ErrorKind.ENGINE
 
 
 @dataclass(frozen=True)
@@ -180,9 +194,9 @@ class Session:
                 view, codecs, shape, reduction = server_preview(frame.payload, self.settings.limits)
                 self._answer_error_or(frame, lambda: self._send_array(frame.sequence, downsample(self._fetch(view), shape, reduction), codecs))
         except (ProtocolError, LimitExceeded, BytecodeError) as error:
-            self._reply_error(frame.sequence, RemoteError(ErrorKind.REJECTED, -1, str(error), ""))
+            self._reply_error(frame.sequence, RemoteError(error_kind(error), -1, str(error), ""))
         except Exception as error:  # an engine failure while reading: the client sees it with its traceback
-            self._reply_error(frame.sequence, RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
+            self._reply_error(frame.sequence, RemoteError(error_kind(error), -1, f"{type(error).__name__}: {error}", traceback.format_exc()))
         finally:
             with self._lock:
                 self.pending_requests -= 1
@@ -203,7 +217,7 @@ class Session:
             verify(batch, self.known, semantics=True)
             self._account(batch)
         except (BytecodeError, LimitExceeded, ProtocolError) as error:
-            refused = RemoteError(ErrorKind.REJECTED, -1, f"batch {frame.sequence} rejected: {error}", "")
+            refused = RemoteError(error_kind(error), -1, f"batch {frame.sequence} rejected: {error}", "")
             if batch is not None and salvage.rejected(error):
                 self._keep(self._salvage(batch) or refused)
                 return
@@ -218,7 +232,7 @@ class Session:
             finally:
                 self.notes.ran(frame.sequence, record)
         except Exception as error:
-            failed = RemoteError(ErrorKind.ENGINE, -1, f"{type(error).__name__}: {error}", traceback.format_exc())
+            failed = RemoteError(error_kind(error), -1, f"{type(error).__name__}: {error}", traceback.format_exc())
             if salvage.rejected(error):  # the engine's own verification: nothing of it ran
                 self._unaccount(batch)
                 self._keep(self._salvage(batch) or failed)
@@ -241,8 +255,7 @@ class Session:
             first = error
         if first is None:
             return None
-        kind = ErrorKind.REJECTED if isinstance(first, (BytecodeError, LimitExceeded)) else ErrorKind.ENGINE
-        return RemoteError(kind, -1, f"{type(first).__name__}: {first}", "".join(traceback.format_exception(first)))
+        return RemoteError(error_kind(first), -1, f"{type(first).__name__}: {first}", "".join(traceback.format_exception(first)))
 
     def _execute_part(self, part: Batch) -> None:
         """Run ``part`` of a refused batch (``shoal.salvage``), with the checks of a batch."""
@@ -303,7 +316,7 @@ class Session:
                     live += declared[base]
             peak = max(peak, live)
         if peak > self.settings.memory_limit:
-            raise LimitExceeded(
+            raise MemoryLimitExceeded(
                 f"the batch would hold {peak} bytes of arrays at once (this client already holds "
                 f"{self.live_bytes}), more than its limit of {self.settings.memory_limit} bytes"
             )
