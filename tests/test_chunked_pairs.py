@@ -60,7 +60,36 @@ def test_pairs_with_casts_and_broadcasts_match_numpy(monkeypatch, dtypes):
         rec.release(t)
         return [out]
 
-    assert _run_both(program, monkeypatch) == [2]
+    # of the temporary's dtype, the new output takes its memory instead (the next test)
+    assert _run_both(program, monkeypatch) == ([] if first == second else [2])
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "complex128", "int16"])
+def test_a_new_output_of_the_temporarys_layout_takes_its_memory(monkeypatch, dtype):
+    """``z * z + c`` into a new base: the second call runs in place on the first's result, as
+    NumPy's elided temporary does (two buffers' worth of traffic less than chunks into a third)."""
+    from shoal.engine.node.run.storage import Storage
+
+    handed: list[tuple[int, int]] = []
+    hand_over = Storage.hand_over
+
+    def counting(self, source, target):
+        handed.append((source, target))
+        hand_over(self, source, target)
+
+    monkeypatch.setattr(Storage, "hand_over", counting)
+
+    def program(rec):
+        z = rec.array((RNG.random((600, 400)) * 3).astype(dtype))
+        c = rec.array((RNG.random(400) * 3).astype(dtype))
+        square = rec.ufunc("multiply", z, z)
+        total = rec.ufunc("add", square, c)
+        rec.release(square)
+        program.bases = (square.base, total.base)
+        return [total]
+
+    assert _run_both(program, monkeypatch) == []
+    assert handed == [program.bases]
 
 
 def test_pairs_whose_chunks_could_read_written_values_run_whole(monkeypatch):

@@ -9,6 +9,11 @@ element goes through the same NumPy loops with the same operands, so results are
 the whole calls'; NumPy's messages are noted for the instruction whose call made them, once each
 as NumPy's one call reports them.
 
+Not where the second instruction fills a new base laid out as the temporary: that base takes the
+temporary's memory (``direct.py``'s hand-over) and the second call runs in place on the first's
+result, as NumPy's elided temporary does; with the arrays in the last-level cache, as a direct
+batch's are, that is the faster of the two.
+
 Releases between the two (of the first one's operands) run after the pair. A pair is run so
 only where chunk order cannot matter: the second instruction's output must not
 overlap any operand of the first, nor any of its own other operands unless it is that very view
@@ -73,6 +78,8 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
         return 0
     if not whole_base(temporary, storage.decl(temporary.base)) or out.base == temporary.base:
         return 0
+    if _takes_over(temporary, out, storage):
+        return 0
     reads = [operand for operand in second.inputs if isinstance(operand, View) and operand.base == temporary.base]
     if not reads or any(view != temporary for view in reads):
         return 0
@@ -89,6 +96,16 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     for base in between:
         storage.release(base)
     return second_at - index + 1
+
+
+def _takes_over(temporary: View, out: View, storage: Storage) -> bool:
+    """True if ``out`` is a new base that can take over the temporary's memory (``direct.py``'s
+    hand-over): the pair then runs as NumPy runs ``x * y + z`` with its temporary elided, the
+    second call in place on the first's result. That beats chunks wherever the arrays stay in
+    the last-level cache, as a direct batch's do (``docs/decisions.md``)."""
+    if storage.has_memory(out.base):
+        return False
+    return whole_base(out, storage.decl(out.base)) and (out.dtype, out.shape, out.strides) == (temporary.dtype, temporary.shape, temporary.strides)
 
 
 def _released_next(instructions: Sequence[Instruction], start: int, base: int) -> bool:
