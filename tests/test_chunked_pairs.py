@@ -121,3 +121,125 @@ def test_a_condition_met_in_chunks_warns_once_at_numpys_line(monkeypatch):
         return b
 
     same_values_and_warnings(program, engine="node", eager_threshold=0, settled_threshold=0)
+
+
+def _live_outer(rec):
+    """``a[:, 1:] -= t`` with ``t = np.outer(column, row)`` that the program still holds; the
+    operands are the engine's own memory, which their release lets the next base of their size
+    take."""
+    a = rec.array(RNG.random((700, 300)))
+    column = rec.ufunc("add", rec.array(RNG.random((700, 1))), 0.5)
+    row = rec.ufunc("add", rec.array(RNG.random((1, 299))), 0.5)
+    target = rec.index(a, (slice(None), slice(1, None)))
+    outer = rec.ufunc("multiply", column, row)
+    rec.release(column, row)
+    rec.emit("subtract", (target,), (target, outer))
+    return a, outer
+
+
+def test_a_live_temporary_of_small_operands_is_chunked_and_computed_when_read(monkeypatch):
+    """A NumPy view of a held base updated in place runs its batch while the temporary is still
+    named: the pair runs in chunks, and the temporary is computed from copies of its operands
+    (released in the batch, their memory reused) once the program reads it."""
+    from shoal.engine.node.run.storage import Storage
+
+    computed: list[int] = []
+    compute = Storage.compute
+
+    def counting(self, base):
+        computed.append(base)
+        compute(self, base)
+
+    monkeypatch.setattr(Storage, "compute", counting)
+
+    def program(rec):
+        a, outer = _live_outer(rec)
+        program.outer = outer.base
+        reuse = rec.ufunc("multiply", rec.array(RNG.random((700, 1))), 3.0)  # a released operand's memory
+        return [a, outer, reuse]
+
+    assert _run_both(program, monkeypatch) == [4]
+    assert computed == [program.outer]
+
+
+@pytest.mark.parametrize("direct_later", [True, False])
+def test_a_later_batch_touching_a_live_temporary_computes_it_first(direct_later):
+    """A live temporary's next use in a later batch, run directly or planned into blocks, finds
+    its values; one that a later batch overwrites whole (from a dying operand, whose memory it
+    would take) is computed before; one released first is never computed."""
+    from shoal.engine import ReferenceEngine
+    from shoal.engine.node import NodeConfig, NodeEngine
+
+    rec = Recorder()
+    a, read = _live_outer(rec)
+    b, overwritten = _live_outer(rec)
+    _, dropped = _live_outer(rec)
+    batches = [rec.new_batch()]
+    total = rec.reduce("sum", read)
+    z = rec.ufunc("sqrt", rec.array(RNG.random((700, 299))))
+    rec.emit("multiply", (overwritten,), (z, 2.0))
+    rec.release(z)
+    rec.emit("add", (overwritten,), (overwritten, read))
+    batches.append(rec.new_batch())
+    rec.release(read, dropped)
+    batches.append(rec.new_batch())
+    node = NodeEngine(NodeConfig(threads=2, compile="off", direct_work=1 << 40))
+    reference = ReferenceEngine()
+    try:
+        for number, batch in enumerate(batches):
+            node.direct_work = 1 << 40 if number != 1 or direct_later else 0
+            node.execute(batch)
+            reference.execute(batch)
+            reference.flush()
+            assert node.last_stats.direct == (number != 1 or direct_later)
+            if number == 0:
+                assert set(node._storage.deferred()) == {read.base, overwritten.base, dropped.base}
+        for view in (a, b, overwritten):
+            np.testing.assert_array_equal(node.fetch(view), reference.fetch(view))
+        np.testing.assert_allclose(node.fetch(total), reference.fetch(total), rtol=1e-13)  # blocks sum in another order
+        assert not node._storage.deferred()
+    finally:
+        node.shutdown()
+        reference.shutdown()
+
+
+def test_a_live_temporary_of_large_operands_runs_whole(monkeypatch):
+    """Copies of operands as large as the temporary would cost what chunks save."""
+
+    def program(rec):
+        a = rec.array(RNG.random((700, 300)))
+        b = rec.array(RNG.random((700, 300)))
+        t = rec.ufunc("multiply", b, 2.0)
+        rec.emit("subtract", (a,), (a, t))
+        return [a, t]
+
+    assert _run_both(program, monkeypatch) == []
+
+
+def test_a_program_keeping_its_outer_products_reads_numpys_values(monkeypatch):
+    """Gram-Schmidt's update on a held matrix (element reads hold it), the outer product kept
+    by name and read after later updates: NumPy's values, and the pairs were chunked."""
+    chunked: list[int] = []
+    run_pair = chunked_pairs.run_chunked_pair
+
+    def counting(instructions, index, storage, pool=None):
+        taken = run_pair(instructions, index, storage, pool)
+        chunked.extend([taken] if taken else [])
+        return taken
+
+    monkeypatch.setattr("shoal.engine.node.run.direct.run_chunked_pair", counting)
+
+    def program(np_):
+        rng = np_.random.default_rng(3)
+        a, q, r = rng.random((800, 400)), rng.random(800), rng.random(400)
+        kept, total = [], 0.0
+        for k in range(12):
+            for i in range(k, k + 8):
+                total += float(a[i, k])  # settled reads: the matrix is held
+            outer = np_.outer(q * (k + 1), r[k + 1 :])
+            a[:, k + 1 :] -= outer
+            kept.append(outer)
+        return [total, *(float(np_.sum(outer)) for outer in kept), a]
+
+    same_values_and_warnings(lambda np_: np_.concatenate([np_.ravel(np_.asarray(x)) for x in program(np_)]), engine="node", eager_threshold=1 << 16, settled_threshold=1 << 16)
+    assert chunked

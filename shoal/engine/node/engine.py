@@ -37,7 +37,7 @@ from shoal.engine.node.config import NodeConfig, Schedule
 from shoal.engine.node.plan.plan import Plan, plan_batch
 from shoal.engine.node.plan.reorder import reorder_by_shape
 from shoal.engine.node.run.direct import run_direct, runs_direct
-from shoal.engine.node.run.storage import Storage, settle_aliases
+from shoal.engine.node.run.storage import Storage, settle_aliases, settle_deferred
 from shoal.engine.node.run.zero_fills import drop_zero_fills
 from shoal.engine.node.schedule.builder import Builder
 from shoal.engine.node.schedule.memory_budget import MemoryBudget
@@ -140,6 +140,7 @@ class NodeEngine(Component):
         for decl in batch.bases:
             self._storage.declare(decl, batch.data.get(decl.id), decl.id in batch.donated)
         settle_aliases(self._storage, batch)
+        settle_deferred(self._storage, batch)
         planning = time.perf_counter()
         self._storage.peak_bytes = self._storage.bytes_held
         if direct:

@@ -14,6 +14,12 @@ temporary's memory (``direct.py``'s hand-over) and the second call runs in place
 result, as NumPy's elided temporary does; with the arrays in the last-level cache, as a direct
 batch's are, that is the faster of the two.
 
+The temporary's release usually follows in the same batch. Where it does not (a NumPy view of a
+held base updated in place runs its batch before the statement ends, while the temporary is
+still alive), the pair still runs in chunks if the first instruction's operands are small
+against its result (``np.outer``'s vectors): copies of them are kept, and the temporary is
+computed whole from them only if something reads it later (``Storage.defer``).
+
 Releases between the two (of the first one's operands) run after the pair. A pair is run so
 only where chunk order cannot matter: the second instruction's output must not
 overlap any operand of the first, nor any of its own other operands unless it is that very view
@@ -23,7 +29,7 @@ overlap any operand of the first, nor any of its own other operands unless it is
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -47,6 +53,7 @@ from shoal.engine.node.run.zero_fills import whole_base
 
 CHUNK_ELEMENTS = 1 << 16  # a temporary's chunk: 512 KiB of float64, inside the 1 MiB L2
 MIN_ELEMENTS = 1 << 17  # below this the whole calls are as fast: no chunking
+RECOMPUTE_SHARE = 8  # a live temporary's operands, copied to compute it again, hold 1/8 of it at most
 
 
 def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: Storage, pool: WorkerPool | None = None) -> int:
@@ -70,7 +77,8 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     used = {operand.base for operand in (*second.inputs, *second.outputs) if isinstance(operand, View)}
     if temporary.base in between or used & set(between) or storage.has_memory(temporary.base):
         return 0
-    if not _released_next(instructions, second_at + 1, temporary.base):
+    released = _released_next(instructions, second_at + 1, temporary.base)
+    if not released and not _recomputable(first):
         return 0
     out = second.outputs[0]
     shape = out.shape
@@ -93,6 +101,9 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
         return 0
     step = max(1, CHUNK_ELEMENTS // max(1, math.prod(shape[1:])))
     _run(first, second, (index, second_at), first_ins, second_ins, target, step, pool)
+    if not released:  # still named by the program: kept as the means to compute it again
+        copies = [np.array(value, copy=True) if isinstance(value, np.ndarray) else value for value in first_ins]
+        storage.defer(temporary, _filling(first, copies))
     for base in between:
         storage.release(base)
     return second_at - index + 1
@@ -106,6 +117,25 @@ def _takes_over(temporary: View, out: View, storage: Storage) -> bool:
     if storage.has_memory(out.base):
         return False
     return whole_base(out, storage.decl(out.base)) and (out.dtype, out.shape, out.strides) == (temporary.dtype, temporary.shape, temporary.strides)
+
+
+def _recomputable(first: Instruction) -> bool:
+    """True if ``first``'s result may be kept as copies of its operands: they hold at most
+    :data:`RECOMPUTE_SHARE` of its elements (``np.outer``'s two vectors for its matrix)."""
+    operands = sum(operand.size for operand in first.inputs if isinstance(operand, View))
+    return operands * RECOMPUTE_SHARE <= first.outputs[0].size
+
+
+def _filling(first: Instruction, operands: list[Any]) -> Callable[[np.ndarray], None]:
+    """What computes ``first``'s whole result again from ``operands`` (its NumPy messages were
+    noted when the pair ran)."""
+    call, attrs = spec(first.op).reference, first.attr_dict()
+
+    def fill(out: np.ndarray) -> None:
+        with np.errstate(all="ignore"):
+            call([out], operands, attrs)
+
+    return fill
 
 
 def _released_next(instructions: Sequence[Instruction], start: int, base: int) -> bool:

@@ -19,9 +19,16 @@ keeping large ones across batches raised Jacobi's peak RSS at 4096² by a whole 
 A base may be an *alias* of a view of another base (``shoal.engine.node.plan.aliases``): it has no
 memory, and the view holds its contents. It gets memory of its own, copied from the view, when
 something needs it (``ensure``) or before the other base is released.
+
+A base may also be *deferred* (``chunked_pairs``): computed a chunk at a time for the one
+instruction that read it, it has no memory, only the means to compute it again from copies of
+its (small) operands. It gets memory, so computed, when something needs it or a batch touches it
+other than by releasing it first (``settle_deferred``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -47,6 +54,7 @@ class Storage:
         self._spare_bytes = 0
         self._aliases: dict[int, View] = {}  # base -> the view of another base holding its contents
         self._zeroed: set[int] = set()  # bases without memory whose contents are zero (``zero_fills``)
+        self._deferred: dict[int, tuple[View, Callable[[np.ndarray], None]]] = {}  # base -> its view, its filling
 
     def _hold(self, base: int, array: np.ndarray) -> None:
         self._bytes[base] = array
@@ -82,6 +90,8 @@ class Storage:
         if base not in self._bytes:
             if base in self._aliases:
                 self.materialize(base)
+            elif base in self._deferred:
+                self.compute(base)
             else:
                 zeroed = base in self._zeroed
                 self._hold(base, self._allocate(self.decl(base).nbytes, zeroed))
@@ -90,7 +100,7 @@ class Storage:
     def zero_on_allocation(self, base: int) -> None:
         """Let ``base`` (declared by the batch about to run, without data) hold zeros from its
         allocation on."""
-        if base in self._bytes or base in self._aliases:
+        if base in self._bytes or base in self._aliases or base in self._deferred:
             raise EngineError(f"base {base} has contents already")
         self._zeroed.add(base)
 
@@ -99,7 +109,7 @@ class Storage:
         contents from now on; ``base`` must have no memory."""
         decl = self.decl(base)
         self.decl(region.base)
-        if base in self._bytes or region.base == base or region.dtype != decl.dtype or region.size != decl.size:
+        if base in self._bytes or base in self._deferred or region.base == base or region.dtype != decl.dtype or region.size != decl.size:
             raise EngineError(f"base {base} cannot be an alias of a view of base {region.base}")
         self._aliases[base] = region
         self._zeroed.discard(base)  # the view holds all of its contents
@@ -114,6 +124,24 @@ class Storage:
         decl = self.decl(base)
         self._hold(base, self._allocate(decl.nbytes))
         np.copyto(self.typed(base, decl.dtype).reshape(region.shape), self.array(region))
+
+    def defer(self, whole: View, fill: Callable[[np.ndarray], None]) -> None:
+        """Let ``whole`` (a view of all of a base without memory) be computed by ``fill(array)``
+        when something needs its contents; ``fill`` must not read the engine's memory."""
+        if whole.base in self._bytes or whole.base in self._aliases:
+            raise EngineError(f"base {whole.base} has contents already")
+        self.decl(whole.base)
+        self._deferred[whole.base] = (whole, fill)
+
+    def deferred(self) -> list[int]:
+        """The deferred bases."""
+        return list(self._deferred)
+
+    def compute(self, base: int) -> None:
+        """Give the deferred ``base`` memory holding its contents."""
+        whole, fill = self._deferred.pop(base)
+        self._hold(base, self._allocate(self.decl(base).nbytes))
+        fill(self.array(whole))
 
     def contents(self, view: View) -> np.ndarray:
         """A new ndarray holding what ``view`` shows, read through an alias without giving it memory."""
@@ -158,7 +186,7 @@ class Storage:
     def hand_over(self, source: int, target: int) -> None:
         """Give ``source``'s memory to ``target``, a base without memory; ``source`` keeps none (its
         release then frees nothing)."""
-        if target in self._bytes or not self.owns(source):
+        if target in self._bytes or target in self._deferred or not self.owns(source):
             raise EngineError(f"cannot hand base {source}'s memory to base {target}")
         self._zeroed.discard(target)  # its first instruction writes all of it
         self._bytes[target] = self._bytes.pop(source)
@@ -166,6 +194,8 @@ class Storage:
         self._typed.pop(target, None)
 
     def raw(self, base: int) -> np.ndarray:
+        if base in self._deferred:
+            self.compute(base)
         try:
             return self._bytes[base]
         except KeyError:
@@ -194,6 +224,7 @@ class Storage:
 
     def release(self, base: int) -> None:
         self._aliases.pop(base, None)
+        self._deferred.pop(base, None)
         for alias in [alias for alias, region in self._aliases.items() if region.base == base]:
             self.materialize(alias)
         self.decls.pop(base, None)
@@ -240,6 +271,7 @@ class Storage:
 
     def clear(self) -> None:
         self._aliases.clear()
+        self._deferred.clear()
         self._zeroed.clear()
         self.decls.clear()
         self._bytes.clear()
@@ -257,6 +289,13 @@ def settle_aliases(storage: Storage, batch: Batch) -> None:
     for base, region in storage.aliases().items():
         if not _released_first(batch.instructions, base, region.base):
             storage.materialize(base)
+
+
+def settle_deferred(storage: Storage, batch: Batch) -> None:
+    """Compute every deferred base that ``batch`` touches before releasing it."""
+    for base in storage.deferred():
+        if not _released_first(batch.instructions, base, base):
+            storage.compute(base)
 
 
 def _released_first(instructions: list[Instruction], base: int, region_base: int) -> bool:
