@@ -243,3 +243,21 @@ def test_a_program_keeping_its_outer_products_reads_numpys_values(monkeypatch):
 
     same_values_and_warnings(lambda np_: np_.concatenate([np_.ravel(np_.asarray(x)) for x in program(np_)]), engine="node", eager_threshold=1 << 16, settled_threshold=1 << 16)
     assert chunked
+
+
+def test_live_temporaries_the_program_reads_again_stop_being_deferred(monkeypatch):
+    """Each read computes a deferred temporary a second time: after the first few reads, with
+    none released unread in between, such pairs run whole again."""
+
+    def program(rec):
+        a = rec.array(RNG.random((700, 300)))
+        sums = []
+        for _ in range(6):
+            column, row = rec.ufunc("add", rec.array(RNG.random((700, 1))), 0.5), rec.array(RNG.random((1, 300)))
+            outer = rec.ufunc("multiply", column, row)
+            rec.release(column)
+            rec.emit("subtract", (a,), (a, outer))
+            sums.append(rec.reduce("sum", outer))
+        return [a, *sums]
+
+    assert _run_both(program, monkeypatch) == [3, 3, 3]

@@ -18,7 +18,8 @@ The temporary's release usually follows in the same batch. Where it does not (a 
 held base updated in place runs its batch before the statement ends, while the temporary is
 still alive), the pair still runs in chunks if the first instruction's operands are small
 against its result (``np.outer``'s vectors): copies of them are kept, and the temporary is
-computed whole from them only if something reads it later (``Storage.defer``).
+computed whole from them only if something reads it later (``Storage.defer``). Where the program
+reads most such temporaries again, they are made whole as before (``Storage.deferring_pays``).
 
 Releases between the two (of the first one's operands) run after the pair. A pair is run so
 only where chunk order cannot matter: the second instruction's output must not
@@ -78,7 +79,7 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     if temporary.base in between or used & set(between) or storage.has_memory(temporary.base):
         return 0
     released = _released_next(instructions, second_at + 1, temporary.base)
-    if not released and not _recomputable(first):
+    if not released and not (_recomputable(first) and storage.deferring_pays()):
         return 0
     out = second.outputs[0]
     shape = out.shape

@@ -37,6 +37,7 @@ from shoal.engine.component import EngineError
 
 KEEP_SPARE_BYTES = 64 << 20
 KEEP_SPARE_LARGEST = 32 << 20
+DEFER_READ_SHARE = 8  # deferring stops once more than one deferred base in this many was read
 
 
 class Storage:
@@ -55,6 +56,8 @@ class Storage:
         self._aliases: dict[int, View] = {}  # base -> the view of another base holding its contents
         self._zeroed: set[int] = set()  # bases without memory whose contents are zero (``zero_fills``)
         self._deferred: dict[int, tuple[View, Callable[[np.ndarray], None]]] = {}  # base -> its view, its filling
+        self._deferred_computed = 0  # deferred bases something read, computed a second time
+        self._deferred_dropped = 0  # deferred bases released unread
 
     def _hold(self, base: int, array: np.ndarray) -> None:
         self._bytes[base] = array
@@ -137,9 +140,15 @@ class Storage:
         """The deferred bases."""
         return list(self._deferred)
 
+    def deferring_pays(self) -> bool:
+        """True unless more than about one deferred base in :data:`DEFER_READ_SHARE` was read
+        (each read computes it a second time; the first few reads are allowed)."""
+        return self._deferred_computed * DEFER_READ_SHARE <= self._deferred_dropped + 2 * DEFER_READ_SHARE
+
     def compute(self, base: int) -> None:
         """Give the deferred ``base`` memory holding its contents."""
         whole, fill = self._deferred.pop(base)
+        self._deferred_computed += 1
         self._hold(base, self._allocate(self.decl(base).nbytes))
         fill(self.array(whole))
 
@@ -224,7 +233,8 @@ class Storage:
 
     def release(self, base: int) -> None:
         self._aliases.pop(base, None)
-        self._deferred.pop(base, None)
+        if self._deferred.pop(base, None) is not None:
+            self._deferred_dropped += 1
         for alias in [alias for alias, region in self._aliases.items() if region.base == base]:
             self.materialize(alias)
         self.decls.pop(base, None)
@@ -272,6 +282,7 @@ class Storage:
     def clear(self) -> None:
         self._aliases.clear()
         self._deferred.clear()
+        self._deferred_computed = self._deferred_dropped = 0
         self._zeroed.clear()
         self.decls.clear()
         self._bytes.clear()
