@@ -261,3 +261,14 @@ def test_live_temporaries_the_program_reads_again_stop_being_deferred(monkeypatc
         return [a, *sums]
 
     assert _run_both(program, monkeypatch) == [3, 3, 3]
+
+
+def test_the_held_outer_updates_benchmark_computes_numpys_checksums(capsys):
+    """``benchmarks/held_outer_updates.py`` at a size the lowered thresholds make lazy: it exits
+    with an error where Shoal's checksum is not NumPy's."""
+    from benchmarks import held_outer_updates
+    from shoal import runtime
+
+    with runtime.configure(engine="node", eager_threshold=1 << 12, settled_threshold=1 << 12):
+        held_outer_updates.main(["--side", "400", "--steps", "12", "--repeats", "1"])
+    assert capsys.readouterr().out.count("x |") == 2
