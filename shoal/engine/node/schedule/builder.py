@@ -42,7 +42,7 @@ from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import TILE_ELEMENTS as DEFAULT_TILE_ELEMENTS
 from shoal.engine.node.run.tiles import finalize
 from shoal.engine.node.run.whole import run_whole
-from shoal.engine.node.schedule.context import MIN_VIEW_BLOCK_ELEMENTS, BuildContext
+from shoal.engine.node.schedule.context import BLOCK_ITEMSIZE, MIN_VIEW_BLOCK_ELEMENTS, BuildContext
 from shoal.engine.node.schedule.gather_slabs import gather_slabs
 from shoal.engine.node.schedule.lowering_memo import LoweringMemo
 from shoal.engine.node.schedule.panels import axis_panels, row_panels
@@ -156,14 +156,16 @@ class Builder:
         return len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64 and not group.reads_rows
 
     def _lower(self, group: Group, temporaries: set[int]) -> KernelProgram:
-        return self.lowered.lower(group, temporaries, self._view_block_elements(math.prod(group.shape)))
+        return self.lowered.lower(group, temporaries, self._view_block_elements(math.prod(group.shape), _widest(group)))
 
-    def _view_block_elements(self, elements: int) -> int:
-        """The block size, made smaller where that gives every thread two view-blocks."""
+    def _view_block_elements(self, elements: int, itemsize: int = BLOCK_ITEMSIZE) -> int:
+        """The block size for elements of ``itemsize`` bytes (as many bytes as the block size's
+        8-byte elements hold), made smaller where that gives every thread two view-blocks."""
+        block = self.block_elements * max(1, BLOCK_ITEMSIZE // max(1, itemsize))
         if self.threads <= 1:
-            return self.block_elements
+            return block
         wanted = -(-elements // (2 * self.threads))
-        return min(self.block_elements, max(MIN_VIEW_BLOCK_ELEMENTS, wanted))
+        return min(block, max(MIN_VIEW_BLOCK_ELEMENTS, wanted))
 
     def _group(self, group: Group, temporaries: set[int], program: KernelProgram | None = None) -> None:
         """Add ``group``'s block operations (``program``: the group lowered, if it already is)."""
@@ -307,3 +309,13 @@ class Builder:
         blocks = base_blocks(0, max(decl.nbytes, 1), self.context.block_bytes(base))
         writes = tuple((base, k) for k in blocks)
         self.deps.insert(BlockOp(self.context.next_seq(), partial(self.storage.release, base), (), writes, inline=True, frees=base, label="release"))
+
+
+def _widest(group: Group) -> int:
+    """The largest item size among the views ``group``'s instructions write and read."""
+    widest = 1
+    for instruction in group.instructions:
+        for view in (*instruction.outputs, *instruction.inputs):
+            if isinstance(view, View):
+                widest = max(widest, view.dtype.itemsize)
+    return widest

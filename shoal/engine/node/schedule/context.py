@@ -12,6 +12,7 @@ from shoal.engine.blocks.geometry import base_blocks, view_extent
 from shoal.engine.node.run.storage import Storage
 
 MIN_VIEW_BLOCK_ELEMENTS = 16384  # below this a block operation costs more than it saves
+BLOCK_ITEMSIZE = 8  # the block size counts elements of this many bytes; narrower ones get more
 
 
 @dataclass
