@@ -189,8 +189,8 @@ TRACE = _text(
 
 # ---------------------------------------------------------------- the node engine
 NUM_THREADS = _integer("SHOAL_NUM_THREADS", None, "Cores Shoal uses (engine threads, task workers, thread budget).", minimum=1, default_text="the CPU affinity mask")
-BLOCK_SIZE = _integer("SHOAL_BLOCK_SIZE", 1 << 19, "Elements per block of the node engine (measured in docs/decisions.md).", minimum=1)
-TILE_ELEMENTS = _integer("SHOAL_TILE_ELEMENTS", 1 << 18, "Elements per NumPy call on the tile path that runs fused groups before their kernels are compiled (measured in docs/decisions.md).", minimum=1)
+BLOCK_SIZE = _integer("SHOAL_BLOCK_SIZE", 1 << 19, "Elements per block of the node engine, counted as 8-byte ones: a fused group of narrower dtypes gets as many bytes (measured in docs/decisions.md).", minimum=1)
+TILE_ELEMENTS = _integer("SHOAL_TILE_ELEMENTS", 1 << 18, "Elements per NumPy call on the tile path that runs fused groups before their kernels are compiled, counted as 8-byte ones like the block size (measured in docs/decisions.md).", minimum=1)
 COMPILE = _choice("SHOAL_COMPILE", ("background", "sync", "off"), "Compile fused kernels in the background (NumPy tiles until ready), before first use, or never.")
 COMPILE_EXIT = _choice(
     "SHOAL_COMPILE_EXIT",

@@ -1,7 +1,7 @@
-"""View-blocks hold as many bytes whatever the dtype (``Builder._view_block_elements``): the block
-size counts 8-byte elements, so a group whose widest operand is narrower gets more elements per
-block (a 1-byte grid had eight times the blocks, and their cost, of a float64 one of the same
-bytes: game of life at 4096² ran 1.5x NumPy's time)."""
+"""View-blocks and NumPy tiles hold as many bytes whatever the dtype (``builder._narrowing``): the
+block and tile sizes count 8-byte elements, so a group whose widest operand is narrower gets more
+elements per block and tile (a 1-byte grid had eight times the blocks, and their cost, of a
+float64 one of the same bytes: game of life at 4096² ran 1.5x NumPy's time)."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ BLOCK = 1 << 12
 
 
 def _blocks(dtypes: tuple[str, str]) -> int:
-    """Block operations of ``a + b`` (``a``, ``b`` of ``dtypes``) on one thread, checked against
-    the reference engine."""
+    """Block operations of ``a + b`` (``a``, ``b`` of ``dtypes``) on one thread, on NumPy tiles
+    (no compiled kernels), checked against the reference engine."""
     rng = np.random.default_rng(5)
     rec = Recorder()
     a = rec.array((rng.random(ELEMENTS) * 50).astype(dtypes[0]))
@@ -51,3 +51,19 @@ def _blocks(dtypes: tuple[str, str]) -> int:
 )
 def test_a_groups_blocks_hold_the_bytes_of_the_block_size_in_its_widest_dtype(dtypes, per_block):
     assert _blocks(dtypes) == ELEMENTS // per_block
+
+
+@pytest.mark.parametrize(("dtypes", "narrowing"), [(("float64", "float64"), 1), (("int8", "int8"), 8), (("int8", "int32"), 2)])
+def test_a_groups_numpy_tiles_hold_the_bytes_of_the_tile_size_in_its_widest_dtype(monkeypatch, dtypes, narrowing):
+    from shoal.engine.node.schedule import builder
+
+    tiles: list[int] = []
+    runner = builder.GroupRunner
+
+    def recording(program, storage, kernels, key, tile_elements):
+        tiles.append(tile_elements)
+        return runner(program, storage, kernels, key, tile_elements)
+
+    monkeypatch.setattr(builder, "GroupRunner", recording)
+    _blocks(dtypes)
+    assert tiles == [builder.DEFAULT_TILE_ELEMENTS * narrowing]

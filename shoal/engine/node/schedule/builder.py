@@ -156,12 +156,12 @@ class Builder:
         return len(group.instructions) == 1 and math.prod(group.shape) < self.direct_work // 64 and not group.reads_rows
 
     def _lower(self, group: Group, temporaries: set[int]) -> KernelProgram:
-        return self.lowered.lower(group, temporaries, self._view_block_elements(math.prod(group.shape), _widest(group)))
+        return self.lowered.lower(group, temporaries, self._view_block_elements(math.prod(group.shape), _narrowing(group)))
 
-    def _view_block_elements(self, elements: int, itemsize: int = BLOCK_ITEMSIZE) -> int:
-        """The block size for elements of ``itemsize`` bytes (as many bytes as the block size's
-        8-byte elements hold), made smaller where that gives every thread two view-blocks."""
-        block = self.block_elements * max(1, BLOCK_ITEMSIZE // max(1, itemsize))
+    def _view_block_elements(self, elements: int, narrowing: int = 1) -> int:
+        """The block size times ``narrowing``, made smaller where that gives every thread two
+        view-blocks."""
+        block = self.block_elements * narrowing
         if self.threads <= 1:
             return block
         wanted = -(-elements // (2 * self.threads))
@@ -184,7 +184,7 @@ class Builder:
                 key = self.lowered.shared(program, "key", lambda: kernel_key(program.structure()))
                 self.kernels.lookup(program, key)  # starts (or, in sync mode, finishes) compilation
                 kernels = self.kernels
-        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements)
+        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements * _narrowing(group))
         self.runners.append(runner)
         part = program.partition
         arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]
@@ -311,11 +311,12 @@ class Builder:
         self.deps.insert(BlockOp(self.context.next_seq(), partial(self.storage.release, base), (), writes, inline=True, frees=base, label="release"))
 
 
-def _widest(group: Group) -> int:
-    """The largest item size among the views ``group``'s instructions write and read."""
+def _narrowing(group: Group) -> int:
+    """How many times the block and tile sizes (counted in 8-byte elements) ``group``'s elements
+    get, so that its blocks and tiles hold as many bytes: 8 // its widest item size, at least 1."""
     widest = 1
     for instruction in group.instructions:
         for view in (*instruction.outputs, *instruction.inputs):
             if isinstance(view, View):
                 widest = max(widest, view.dtype.itemsize)
-    return widest
+    return max(1, BLOCK_ITEMSIZE // widest)
