@@ -138,3 +138,34 @@ def test_a_cast_of_a_settled_view_warns_at_the_callers_line(lazy, monkeypatch):
     assert [(w.category, str(w.message), w.lineno) for w in got_warnings] == [(w.category, str(w.message), w.lineno) for w in expected_warnings]
     assert expected_warnings
 
+
+
+@pytest.mark.parametrize(
+    ("values", "target"),
+    [
+        (numpy.array([True, False, True, True]), numpy.int8),  # booleans fit every type: no warning
+        (numpy.array([True, False, True, True]), numpy.float16),
+        (numpy.array([300, -2**40, 2**62, 7]), numpy.int8),  # integers wrap silently
+        (numpy.array([2**64 - 1, 0, 3, 9], numpy.uint64), numpy.bool_),
+        (numpy.array([100000, 1, 2, 3]), numpy.float16),  # overflow encountered in cast
+        (numpy.array([1e300, 1.0, 2.0, 3.0]), numpy.float32),
+    ],
+)
+def test_casts_of_settled_views_warn_as_numpys_and_only_then(lazy, monkeypatch, values, target):
+    monkeypatch.setattr(held, "HOLD_RUN", 10**9)
+
+    def program(np):
+        a = np.zeros((6, 4), values.dtype) + np.asarray(values)
+        if np is snp:
+            lazy.flush()
+        return a[1].astype(target)
+
+    with warnings.catch_warnings(record=True) as expected_warnings:
+        warnings.simplefilter("always")
+        want = program(numpy)
+    with warnings.catch_warnings(record=True) as got_warnings:
+        warnings.simplefilter("always")
+        have = numpy.asarray(program(snp))
+    numpy.testing.assert_array_equal(have, want)
+    assert have.dtype == want.dtype
+    assert [(w.category, str(w.message), w.lineno) for w in got_warnings] == [(w.category, str(w.message), w.lineno) for w in expected_warnings]

@@ -53,6 +53,8 @@ def copy(array: ndarray, dtype: Any = None) -> ndarray:
         if memory is not None:
             if dtype is None or np.dtype(dtype) == array.dtype:
                 return wrap_numpy(memory.copy())
+            if _signals_nothing(array.dtype, np.dtype(dtype)):
+                return wrap_numpy(memory.astype(dtype, order="C"))
             with fp_warnings.relayed():  # a cast's warning at the caller's line, as NumPy's
                 return wrap_numpy(memory.astype(dtype, order="C"))
     if dtype is not None and not is_supported(np.dtype(dtype)):
@@ -65,6 +67,12 @@ def copy(array: ndarray, dtype: Any = None) -> ndarray:
     result = new_array(array.dtype if dtype is None else np.dtype(dtype), array.shape)
     array._base.runtime.record("copy", (result._view,), (array._view,))
     return result
+
+
+def _signals_nothing(source: np.dtype, target: np.dtype) -> bool:
+    """True if no value cast from ``source`` to ``target`` meets a floating-point condition:
+    booleans, and integers into integers (which wrap silently; into ``float16`` they overflow)."""
+    return source.kind == "b" or (source.kind in "iu" and target.kind in "biu")
 
 
 def astype(array: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy_: bool = True) -> ndarray:
