@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import contextlib
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -53,9 +54,8 @@ def copy(array: ndarray, dtype: Any = None) -> ndarray:
         if memory is not None:
             if dtype is None or np.dtype(dtype) == array.dtype:
                 return wrap_numpy(memory.copy())
-            if _signals_nothing(array.dtype, np.dtype(dtype)):
-                return wrap_numpy(memory.astype(dtype, order="C"))
-            with fp_warnings.relayed():  # a cast's warning at the caller's line, as NumPy's
+            quiet = _signals_nothing(array.dtype, np.dtype(dtype))
+            with contextlib.nullcontext() if quiet else fp_warnings.relayed():  # a cast's warning at the caller's line, as NumPy's
                 return wrap_numpy(memory.astype(dtype, order="C"))
     if dtype is not None and not is_supported(np.dtype(dtype)):
         with fp_warnings.relayed():
