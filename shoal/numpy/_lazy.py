@@ -282,6 +282,10 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
             if type(value) not in _PLAIN_OPERANDS and isinstance(value, np.ndarray) and "out" not in kwargs:
                 return _ufunc.for_numpy_subclass(ufunc, method, inputs, kwargs)
         recorded = method == "__call__" and not kwargs and len(inputs) == ufunc.nin and ufunc.nout == 1
+        if recorded and type(inputs[0]) is not ndarray and self._scalar:  # np.int64(k) * s
+            scalar = _scalar_overflow.from_scalar_operator(ufunc, inputs)
+            if scalar is not None:
+                return scalar
         if recorded:
             fast = _fast_ufunc.record(ufunc, inputs, None)  # settled operands decided first (the compiled call too), as below
             if fast is not _fast_ufunc.NOT_FAST:
@@ -429,6 +433,7 @@ from shoal.numpy import (  # noqa: E402
     _pad,  # noqa: F401  (np.pad composed from lazy operations)
     _protocols,  # noqa: F401  (the Array API, DLPack, pickling and fallback methods)
     _scalar_methods,  # noqa: F401  (the methods of results that stand for NumPy scalars)
+    _scalar_overflow,
     _settled,
     _settled_compiled,
     _settled_functions,

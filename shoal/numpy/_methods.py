@@ -11,7 +11,7 @@ import numpy as np
 
 from shoal.bytecode.dtypes import is_supported
 from shoal.fp_warnings import at_user_line
-from shoal.numpy import _create, _linalg, _reduce, _shape, _sorting
+from shoal.numpy import _create, _linalg, _reduce, _scalar_overflow, _shape, _sorting
 from shoal.numpy._fast_ufunc import NOT_FAST
 from shoal.numpy._fast_ufunc import record as record_seen
 from shoal.numpy._flat import set_writeable
@@ -32,10 +32,14 @@ def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatch
     where no loop takes the operands (a number array and a string), not the ufunc's TypeError."""
 
     forward_name = "__" + reflected_name[3:]
+    checked = _scalar_overflow.CHECKED.get(ufunc)  # integer scalars: NumPy's scalar loops (overflow)
+
     # Each tries the recording of a call seen before (``_fast_ufunc``) before the general path.
     def forward(self: ndarray, other: Any) -> Any:
         if repeats and self._scalar and type(other) in _SEQUENCES:
             return _sequence_repeat(self)
+        if checked is not None and self._scalar and _scalar_overflow.applies((self, other)):
+            return _scalar_overflow.computed(checked, (self, other))
         if type(other) not in _NEVER_DEFERRED and _defers_to(other, reflected_name):  # a NumPy subclass gets NumPy's array
             return getattr(other, reflected_name)(self.__array__()) if isinstance(other, np.ndarray) else NotImplemented
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
@@ -51,6 +55,8 @@ def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatch
     def reflected(self: ndarray, other: Any) -> Any:
         if repeats and self._scalar and type(other) in _SEQUENCES:
             return _sequence_repeat(self)
+        if checked is not None and self._scalar and _scalar_overflow.applies((other, self)):
+            return _scalar_overflow.computed(checked, (other, self))
         if type(other) not in _NEVER_DEFERRED and isinstance(other, np.ndarray) and _defers_to(other, forward_name):  # np.matrix declined a lazy operand
             return getattr(other, forward_name)(self.__array__())
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
@@ -60,6 +66,8 @@ def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatch
 
     def inplace(self: ndarray, other: Any) -> ndarray:
         if self._scalar:  # NumPy scalars are immutable: ``x += y`` rebinds x
+            if checked is not None and _scalar_overflow.applies((self, other)):
+                return _scalar_overflow.computed(checked, (self, other))
             return apply_ufunc(ufunc, (self, other))
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
             return _then_run_carried(self, inplace(self, taken))
@@ -186,9 +194,24 @@ def _setflags(self: ndarray, /, *, write: Any = None, align: Any = None, uic: An
 
 ndarray.setflags = _setflags
 ndarray.__ipow__ = _ipow
-ndarray.__neg__ = lambda self: apply_ufunc(np.negative, (self,))
-ndarray.__pos__ = lambda self: apply_ufunc(np.positive, (self,))
-ndarray.__abs__ = lambda self: apply_ufunc(np.absolute, (self,))
+
+
+def _unary(ufunc: np.ufunc) -> Any:
+    """The operator method of ``ufunc``; NumPy's scalar loop for an integer scalar where it
+    checks for overflow (``_scalar_overflow``)."""
+    checked = _scalar_overflow.CHECKED.get(ufunc)
+
+    def method(self: ndarray) -> Any:
+        if checked is not None and self._scalar and _scalar_overflow.applies((self,)):
+            return _scalar_overflow.computed(checked, (self,))
+        return apply_ufunc(ufunc, (self,))
+
+    return method
+
+
+ndarray.__neg__ = _unary(np.negative)
+ndarray.__pos__ = _unary(np.positive)
+ndarray.__abs__ = _unary(np.absolute)
 ndarray.__invert__ = lambda self: apply_ufunc(np.invert, (self,))
 ndarray.__divmod__ = lambda self, other: apply_ufunc(np.divmod, (self, other))
 ndarray.__rdivmod__ = lambda self, other: apply_ufunc(np.divmod, (other, self))
