@@ -9,7 +9,9 @@ that it will stop taking such array-likes. ``numexpr.evaluate`` refused a lazy `
 ``scipy.ndimage`` took a lazy ``output=`` for a dtype (``label``) or wrote into a copy of it
 (the filters), so the program's array never changed; ``numpy.polynomial``'s evaluation functions
 broadcast over their points only if those are a ``numpy.ndarray`` (a lazy ``x`` with 2-D
-coefficients gave a result of the wrong shape).
+coefficients gave a result of the wrong shape). A SciPy sparse matrix (``scipy.sparse.eye(3)``)
+multiplied by a result that stands for a scalar (``x.mean()``) raised ``ValueError: could not
+interpret dimensions``: its ``*`` asks for a NumPy scalar or a ``numpy.ndarray`` of no dimension.
 
 Where such a library is loaded in a program Shoal runs (:func:`adapt_loaded`, called after each
 import), its entry points take NumPy's array of a lazy key, and the array's own memory for an
@@ -152,10 +154,31 @@ def _taking_numpy_points(function: Callable[..., Any]) -> Callable[..., Any]:
     return adapted
 
 
+def _adapt_sparse(_sparse: Any) -> None:
+    """The sparse matrices' ``*`` (a matrix product, or a product with a scalar) given NumPy's
+    scalar of a lazy 0-d operand."""
+    matrix = sys.modules["scipy.sparse._matrix"].spmatrix
+    for name in ("__mul__", "__rmul__"):
+        setattr(matrix, name, _taking_numpy_scalars(getattr(matrix, name)))
+
+
+def _taking_numpy_scalars(method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method(self, other)`` given NumPy's scalar of a lazy 0-d ``other``."""
+
+    @functools.wraps(method)
+    def adapted(self: Any, other: Any) -> Any:
+        if _is_lazy(other) and other.ndim == 0:
+            other = np.asarray(other)[()]
+        return method(self, other)
+
+    return adapted
+
+
 _ADAPTERS: dict[str, Callable[[Any], None]] = {
     "pandas": _adapt_pandas,
     "numexpr": _adapt_numexpr,
     "scipy.ndimage": _adapt_ndimage,
+    "scipy.sparse": _adapt_sparse,
     "numpy.polynomial": _adapt_polynomial,
 }
 # The top-level packages of the adapted libraries: an import of anything else cannot load one of

@@ -206,6 +206,25 @@ def test_numexpr_and_ndimage_write_into_a_lazy_output(tmp_path: Path) -> None:
     assert runs[1].stdout == runs[0].stdout
 
 
+SPARSE_TIMES_SCALARS = """
+import numpy as np
+import scipy.sparse as sp
+x = np.linspace(0.0, 1.0, 1 << 20)
+mean, count = x.mean(), (x > 0.5).sum()
+for matrix in (sp.eye(3), sp.csr_matrix(np.eye(4)), sp.eye_array(3)):
+    print(repr((matrix * mean).toarray()), repr((mean * matrix).toarray()), repr((matrix * count).dtype))
+print(repr((sp.diags(np.ones(1 << 20)) * mean).sum()))
+"""
+
+
+def test_sparse_matrices_times_a_scalar_result(tmp_path: Path) -> None:
+    """A SciPy sparse matrix's ``*`` took a lazy scalar result for an operand of no dimensions
+    it cannot interpret (``ValueError``); NumPy's scalar gives a scaled matrix."""
+    runs = _run_both_ways(tmp_path / "sparse_scalars.py", SPARSE_TIMES_SCALARS)
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
+    assert runs[1].stdout == runs[0].stdout
+
+
 LIBRARY_SOURCE = '''
 import numpy as np
 
