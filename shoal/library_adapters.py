@@ -12,6 +12,8 @@ broadcast over their points only if those are a ``numpy.ndarray`` (a lazy ``x`` 
 coefficients gave a result of the wrong shape). A SciPy sparse matrix (``scipy.sparse.eye(3)``)
 multiplied by a result that stands for a scalar (``x.mean()``) raised ``ValueError: could not
 interpret dimensions``: its ``*`` asks for a NumPy scalar or a ``numpy.ndarray`` of no dimension.
+Python's ``statistics`` raised ``TypeError: don't know how to coerce`` on a list of such results
+(``statistics.mean([a.mean(), b.mean()])``): it converts its answer to the data's type.
 
 Where such a library is loaded in a program Shoal runs (:func:`adapt_loaded`, called after each
 import), its entry points take NumPy's array of a lazy key, and the array's own memory for an
@@ -174,12 +176,41 @@ def _taking_numpy_scalars(method: Callable[..., Any]) -> Callable[..., Any]:
     return adapted
 
 
+def _adapt_statistics(statistics: Any) -> None:
+    """The functions of Python's ``statistics`` given NumPy's scalars for lazy 0-d values: as
+    arguments, as items of a list or tuple, and as the items an iterator yields."""
+    for name in statistics.__all__:
+        function = getattr(statistics, name)
+        if inspect.isfunction(function):
+            setattr(statistics, name, _taking_numpy_values(function))
+
+
+def _scalar_values(value: Any) -> Any:
+    """``value`` with NumPy's scalar for each lazy 0-d array in it or yielded by it."""
+    if _is_lazy(value):
+        return np.asarray(value)[()] if value.ndim == 0 else value
+    if type(value) in (list, tuple):
+        return type(value)(np.asarray(item)[()] if _is_lazy(item) and item.ndim == 0 else item for item in value)
+    if hasattr(value, "__next__") and iter(value) is value:  # an iterator: converted as it is consumed
+        return (np.asarray(item)[()] if _is_lazy(item) and item.ndim == 0 else item for item in value)
+    return value
+
+
+def _taking_numpy_values(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def adapted(*args: Any, **kwargs: Any) -> Any:
+        return function(*(_scalar_values(value) for value in args), **{key: _scalar_values(value) for key, value in kwargs.items()})
+
+    return adapted
+
+
 _ADAPTERS: dict[str, Callable[[Any], None]] = {
     "pandas": _adapt_pandas,
     "numexpr": _adapt_numexpr,
     "scipy.ndimage": _adapt_ndimage,
     "scipy.sparse": _adapt_sparse,
     "numpy.polynomial": _adapt_polynomial,
+    "statistics": _adapt_statistics,
 }
 # The top-level packages of the adapted libraries: an import of anything else cannot load one of
 # them, so the import hook asks :func:`adapt_loaded` only after imports of these (it runs on every

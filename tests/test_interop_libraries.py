@@ -225,6 +225,29 @@ def test_sparse_matrices_times_a_scalar_result(tmp_path: Path) -> None:
     assert runs[1].stdout == runs[0].stdout
 
 
+STATISTICS_OF_SCALARS = """
+import statistics
+from statistics import mean
+import numpy as np
+x = np.linspace(-3.0, 5.0, 1 << 20)
+counts = [(x > 0).sum(), (x > 1).sum(), np.arange(1 << 20).max()]
+values = [x.mean(), x.max(), x.std(), x[5]]
+print(repr(mean(values)), repr(mean(counts)), repr(statistics.fmean(values)))
+print(repr(statistics.variance(values)), repr(statistics.stdev(values, xbar=x.mean())), repr(statistics.pvariance(counts)))
+print(repr(statistics.median(v for v in values)), repr(statistics.quantiles(tuple(values), n=3)))
+print(repr(statistics.correlation(values, values[::-1])), repr(statistics.mean(x[:1000])))
+"""
+
+
+def test_statistics_of_scalar_results(tmp_path: Path) -> None:
+    """``statistics.mean`` and the variances converted their answer to the type of the data and
+    raised ``TypeError: don't know how to coerce`` on a list of lazy scalar results beside NumPy
+    scalars; they get NumPy's scalars now (from a list, a tuple, a generator or a keyword)."""
+    runs = _run_both_ways(tmp_path / "statistics_of_scalars.py", STATISTICS_OF_SCALARS)
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
+    assert runs[1].stdout == runs[0].stdout
+
+
 LIBRARY_SOURCE = '''
 import numpy as np
 
