@@ -169,9 +169,7 @@ def _taking_numpy_scalars(method: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(method)
     def adapted(self: Any, other: Any) -> Any:
-        if _is_lazy(other) and other.ndim == 0:
-            other = np.asarray(other)[()]
-        return method(self, other)
+        return method(self, _numpy_scalar(other))
 
     return adapted
 
@@ -185,15 +183,18 @@ def _adapt_statistics(statistics: Any) -> None:
             setattr(statistics, name, _taking_numpy_values(function))
 
 
+def _numpy_scalar(value: Any) -> Any:
+    """NumPy's scalar of a lazy 0-d array; anything else as it is."""
+    return np.asarray(value)[()] if _is_lazy(value) and value.ndim == 0 else value
+
+
 def _scalar_values(value: Any) -> Any:
     """``value`` with NumPy's scalar for each lazy 0-d array in it or yielded by it."""
-    if _is_lazy(value):
-        return np.asarray(value)[()] if value.ndim == 0 else value
     if type(value) in (list, tuple):
-        return type(value)(np.asarray(item)[()] if _is_lazy(item) and item.ndim == 0 else item for item in value)
+        return type(value)(_numpy_scalar(item) for item in value)
     if hasattr(value, "__next__") and iter(value) is value:  # an iterator: converted as it is consumed
-        return (np.asarray(item)[()] if _is_lazy(item) and item.ndim == 0 else item for item in value)
-    return value
+        return (_numpy_scalar(item) for item in value)
+    return _numpy_scalar(value)
 
 
 def _taking_numpy_values(function: Callable[..., Any]) -> Callable[..., Any]:

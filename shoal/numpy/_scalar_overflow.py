@@ -37,13 +37,14 @@ CHECKED: dict[np.ufunc, Any] = {
 _BINARY_OP = dis.opmap["BINARY_OP"]
 _PYTHON_INTEGERS = (int, bool)
 _INTEGER_KINDS = "iu"
+_INTEGER_OR_BOOLEAN_KINDS = "iub"
 
 
 def _integer_scalar(value: Any) -> bool:
     """True if ``value`` is an integer or boolean that NumPy's operators treat as a scalar."""
     kind = type(value)
     if kind is ndarray:
-        return value._scalar and value._view.dtype.kind in "iub"
+        return value._scalar and value._view.dtype.kind in _INTEGER_OR_BOOLEAN_KINDS
     return kind in _PYTHON_INTEGERS or isinstance(value, (np.integer, np.bool_))
 
 
@@ -74,7 +75,7 @@ def from_scalar_operator(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
     function = CHECKED.get(ufunc)
     if function is None or len(inputs) != 2 or not isinstance(inputs[0], np.generic) or not applies(inputs):
         return None
-    caller = sys._getframe(2)
+    caller = sys._getframe(2)  # past ``__array_ufunc__``: the frame whose operator called NumPy
     if caller.f_code.co_code[caller.f_lasti] != _BINARY_OP:
         return None
     return computed(function, inputs)

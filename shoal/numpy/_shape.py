@@ -416,7 +416,7 @@ def roll(array: Any, shift: Any, axis: Any = None) -> Any:
 
 def _rolled(memory: np.ndarray, shift: int, axis: int) -> np.ndarray:
     """``np.roll(memory, shift, axis)`` along one axis (within its range): NumPy's result
-    (``empty_like``, then the two moved parts copied) without its general set-up, which costs as
+    (``empty_like``, then the two moved parts copied) without NumPy's general set-up, which costs
     more than the copies for a small array (np.roll 8.3 us, this 5.3 us, for 200 x 200 bytes)."""
     head = (slice(None),) * (axis % memory.ndim)
     extent = memory.shape[len(head)]
