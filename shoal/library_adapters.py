@@ -13,7 +13,9 @@ coefficients gave a result of the wrong shape). A SciPy sparse matrix (``scipy.s
 multiplied by a result that stands for a scalar (``x.mean()``) raised ``ValueError: could not
 interpret dimensions``: its ``*`` asks for a NumPy scalar or a ``numpy.ndarray`` of no dimension.
 Python's ``statistics`` raised ``TypeError: don't know how to coerce`` on a list of such results
-(``statistics.mean([a.mean(), b.mean()])``): it converts its answer to the data's type.
+(``statistics.mean([a.mean(), b.mean()])``): it converts its answer to the data's type. pandas
+took them for Python objects: ``pd.DataFrame({"mean": [a.mean(), b.mean()]})`` and
+``df["m"] = x.mean()`` made ``object`` columns.
 
 Where such a library is loaded in a program Shoal runs (:func:`adapt_loaded`, called after each
 import), its entry points take NumPy's array of a lazy key, and the array's own memory for an
@@ -24,8 +26,9 @@ from __future__ import annotations
 
 import functools
 import inspect
+import itertools
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -73,13 +76,46 @@ def _memory_of(value: Any, user: str) -> Any:
 
 
 def _taking_numpy_keys(method: Callable[..., Any]) -> Callable[..., Any]:
-    """``method(self, key, ...)`` given NumPy's array of a lazy ``key``."""
+    """``method(self, key, ...)`` given NumPy's array of a lazy ``key``, and NumPy's scalars of
+    the lazy 0-d values among the arguments after it (``df["a"] = x.mean()``)."""
 
     @functools.wraps(method)
     def adapted(self: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
-        return method(self, _numpy_of(key), *args, **kwargs)
+        return method(self, _numpy_of(key), *(_scalar_data(value, 1) for value in args), **kwargs)
 
     return adapted
+
+
+def _taking_numpy_data(init: Callable[..., Any]) -> Callable[..., Any]:
+    """A constructor ``init(self, data, ...)`` given NumPy's scalars of the lazy 0-d values in
+    ``data`` (``pd.Series([a.mean(), b.mean()])``, ``pd.DataFrame({"mean": [a.mean()]})``):
+    pandas took them for objects and made an ``object`` column."""
+
+    @functools.wraps(init)
+    def adapted(self: Any, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        init(self, _scalar_data(data), *args, **kwargs)
+
+    return adapted
+
+
+def _scalar_data(data: Any, depth: int = 2) -> Any:
+    """A pandas constructor's ``data`` with NumPy's scalar of each lazy 0-d value in it: the
+    values of a dict, the items of a list or tuple, and so on once more (a frame's rows as lists
+    or dicts, its columns as a dict of lists)."""
+    kind = type(data)
+    if depth and kind is dict:
+        return {key: _scalar_data(value, depth - 1) for key, value in data.items()}
+    if kind not in (list, tuple):
+        return _numpy_scalar(data)
+    kinds = set(map(type, data))
+    if not depth or kinds.isdisjoint((list, tuple, dict)):
+        return _scalar_items(data)
+    if kinds <= {list, tuple}:  # rows of values: all of them read in C first
+        if not _any_lazy(itertools.chain.from_iterable(data)):
+            return data
+    elif kinds == {dict} and not _any_lazy(itertools.chain.from_iterable(map(dict.values, data))):
+        return data
+    return kind(_scalar_data(item, depth - 1) for item in data)
 
 
 def _adapt_pandas(_pandas: Any) -> None:
@@ -90,6 +126,9 @@ def _adapt_pandas(_pandas: Any) -> None:
     for owner in (indexing._LocationIndexer, frame, series):
         owner.__getitem__ = _taking_numpy_keys(owner.__getitem__)
         owner.__setitem__ = _taking_numpy_keys(owner.__setitem__)
+    indexing._ScalarAccessIndexer.__setitem__ = _taking_numpy_keys(indexing._ScalarAccessIndexer.__setitem__)
+    for owner in (frame, series):
+        owner.__init__ = _taking_numpy_data(owner.__init__)
     init = grouping.__init__
 
     @functools.wraps(init)
@@ -189,12 +228,27 @@ def _numpy_scalar(value: Any) -> Any:
 
 
 def _scalar_values(value: Any) -> Any:
-    """``value`` with NumPy's scalar for each lazy 0-d array in it or yielded by it."""
+    """``value`` with NumPy's scalar for each lazy 0-d array in it (a list or tuple) or yielded by
+    it (an iterator, converted as it is consumed)."""
     if type(value) in (list, tuple):
-        return type(value)(_numpy_scalar(item) for item in value)
-    if hasattr(value, "__next__") and iter(value) is value:  # an iterator: converted as it is consumed
+        return _scalar_items(value)
+    if hasattr(value, "__next__") and iter(value) is value:
         return (_numpy_scalar(item) for item in value)
     return _numpy_scalar(value)
+
+
+def _scalar_items(values: list | tuple) -> Any:
+    """``values`` itself if no item is lazy (its item types read in C, about 20 ns an item), else
+    a copy with NumPy's scalar of each lazy 0-d item."""
+    if not _any_lazy(values):
+        return values
+    return type(values)(_numpy_scalar(item) for item in values)
+
+
+def _any_lazy(values: Iterable[Any]) -> bool:
+    from shoal.numpy._lazy import ndarray
+
+    return ndarray in set(map(type, values))
 
 
 def _taking_numpy_values(function: Callable[..., Any]) -> Callable[..., Any]:

@@ -172,6 +172,34 @@ def test_pandas_takes_lazy_masks_and_grouping_keys_as_numpy_arrays(tmp_path: Pat
     assert runs[1].stderr == runs[0].stderr == ""
 
 
+PANDAS_SCALARS = """
+import numpy as np
+import pandas as pd
+x = np.linspace(-3.0, 5.0, 1 << 20)
+mean, top, count = x.mean(), x.max(), (x > 0).sum()
+print(pd.Series([mean, top, count]).tolist(), pd.Series(data=(count, count)).dtype, pd.Series(mean).dtype)
+print(pd.DataFrame({"a": [mean, top], "b": (count, count)}).dtypes.tolist())
+print(pd.DataFrame([{"a": mean, "b": count}, {"a": top, "b": count}]).dtypes.tolist())
+print(pd.DataFrame([[mean, count], (top, count)]).dtypes.tolist(), pd.DataFrame({"a": mean}, index=[0]).dtypes.tolist())
+frame = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": [1, 2, 3]})
+frame["c"] = mean
+frame.loc[0, "a"] = top
+frame.at[1, "a"] = mean
+frame.iloc[2, 1] = count
+frame.loc[:, "d"] = [mean, top, mean]
+print(frame.dtypes.tolist(), frame.values.tolist())
+"""
+
+
+def test_pandas_makes_numpys_columns_of_scalar_results(tmp_path: Path) -> None:
+    """pandas took results that stand for scalars for Python objects: a Series or DataFrame made
+    of them, or a column set to one, had dtype ``object``."""
+    runs = _run_both_ways(tmp_path / "pandas_scalars.py", PANDAS_SCALARS)
+    assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
+    assert "object" not in runs[0].stdout
+    assert runs[1].stdout == runs[0].stdout
+
+
 NUMEXPR_OUT = """
 import numpy as np
 import numexpr as ne
