@@ -118,3 +118,58 @@ def test_methods_of_scalar_results_act_as_numpy_scalars(every_array_lazy):
     expected = {name: outcome(case) for name, case in method_cases(numpy).items()}
     got = {name: outcome(case) for name, case in method_cases(snp).items()}
     assert got == expected
+
+
+def refusal_cases(np):
+    """What NumPy's scalars refuse, with NumPy's exception and message: an index (NumPy's
+    scalar replaces any indexing error by its own), ``len``, iteration and ``in``."""
+    values = np.arange(1000.0)
+    total, count, flag = values.sum(), (values > 0).sum(), (values > 5000).any()
+    return {
+        "index": lambda: total[0],
+        "slice": lambda: total[:],
+        "text_key": lambda: total["a"],
+        "float_key": lambda: total[0.5],
+        "int_index": lambda: count[0],
+        "bool_index": lambda: flag[1],
+        "valid_keys": lambda: (total[()], total[...], total[None]),
+        "len": lambda: (len(total),),
+        "len_int": lambda: len(count),
+        "len_bool": lambda: len(flag),
+        "iter": lambda: iter(total),
+        "list": lambda: list(count),
+        "contains": lambda: 1.0 in total,
+        "zero_d_array": lambda: (len(np.asarray(total)),),
+        "zero_d_contains": lambda: 1.0 in np.asarray(count),
+    }
+
+
+def test_scalar_results_refuse_as_numpy_scalars(every_array_lazy):
+    expected = {name: outcome(case) for name, case in refusal_cases(numpy).items()}
+    got = {name: outcome(case) for name, case in refusal_cases(snp).items()}
+    assert got == expected
+
+
+IN_PLACE_CALLS = {
+    "fill": lambda s: s.fill(3),
+    "fill_text": lambda s: s.fill("x"),
+    "resize": lambda s: s.resize(2),
+    "resize_negative": lambda s: s.resize(-1),
+    "sort": lambda s: s.sort(),
+    "partition": lambda s: s.partition(0),
+    "put": lambda s: s.put(0, 5),
+    "setfield": lambda s: s.setfield(3, numpy.float64),
+    "byteswap_in_place": lambda s: s.byteswap(inplace=True),
+    "setflags": lambda s: s.setflags(write=True),
+}
+
+
+def test_in_place_methods_leave_scalar_results_as_numpy_scalars(every_array_lazy):
+    """NumPy's scalars are immutable: ``s.resize(2)`` and ``s.fill(3)`` act on a copy, ``s.sort()``
+    refuses. ``s.resize(2)`` turned a lazy result into a 2-element array."""
+    for name, call in IN_PLACE_CALLS.items():
+        outcomes = []
+        for np in (numpy, snp):
+            total = np.arange(1000.0).sum()
+            outcomes.append((outcome(lambda: call(total)), repr(total)))  # noqa: B023  (called at once)
+        assert outcomes[1] == outcomes[0], name

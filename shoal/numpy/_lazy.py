@@ -248,11 +248,15 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
 
     def __len__(self) -> int:
         if not self.shape:
+            if self._scalar:
+                raise TypeError(f"object of type 'numpy.{self.dtype.type.__name__}' has no len()")
             raise TypeError("len() of unsized object")
         return self.shape[0]
 
     def __iter__(self):
         if not self.shape:
+            if self._scalar:
+                raise TypeError(f"'numpy.{self.dtype.type.__name__}' object is not iterable")
             raise TypeError("iteration over a 0-d array")
         if self.ndim == 1:  # NumPy's iteration of the held memory: each element read when reached
             return iter(_held_indexing.memory_now(self, None))
@@ -308,9 +312,14 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
     # indexing --------------------------------------------------------------------------------
     def _getitem(self, key: Any) -> Any:
         """``self[key]`` (``__getitem__``, or what the compiled slots leave to Python)."""
+        if self._scalar:
+            try:
+                return _index.getitem(self, key)
+            except (IndexError, TypeError, ValueError):
+                raise IndexError("invalid index to scalar variable.") from None  # NumPy's scalar's, for any key it refuses
         memory = self._held
         if memory is None:
-            if self._base.held is None or self._scalar:
+            if self._base.held is None:
                 return _index.getitem(self, key)
             memory = _held_indexing.own_view(self)
         kind = type(key)

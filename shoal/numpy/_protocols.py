@@ -55,7 +55,9 @@ def _device(self: ndarray) -> str:
 
 
 def __contains__(self: ndarray, value: Any, /) -> bool:
-    """``value in a``: NumPy's ``(a == value).any()``."""
+    """``value in a``: NumPy's ``(a == value).any()``; NumPy's scalars hold nothing."""
+    if self._scalar:
+        raise TypeError(f"argument of type 'numpy.{self.dtype.type.__name__}' is not iterable")
     return bool((self == value).any())
 
 

@@ -48,7 +48,10 @@ def _new_shape(args: tuple[Any, ...]) -> tuple[int, ...] | None:
 
 
 def resize_in_place(self: ndarray, /, *new_shape: Any, refcheck: bool = True) -> None:
-    """``ndarray.resize``: change the array's shape and size in place (NumPy's checks and errors)."""
+    """``ndarray.resize``: change the array's shape and size in place (NumPy's checks and errors);
+    for a result that stands for a scalar, the scalar's (which resizes a copy)."""
+    if self._scalar:
+        return self._value()[()].resize(*new_shape, refcheck=refcheck)
     shape = _new_shape(new_shape)
     if shape is None:
         return

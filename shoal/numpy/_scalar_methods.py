@@ -23,7 +23,14 @@ from shoal.numpy._lazy import ndarray, scalar_result
 #: The methods NumPy's scalars share with arrays whose result for a 0-d array may be 0-d, wrapped
 #: here. Reductions give scalar results already; ``astype``, ``copy``, ``reshape``, ``transpose``
 #: and ``T``, common in loops, check inline (a wrapper costs 0.3-0.4 µs a call on every array).
-_WRAPPED = ("byteswap", "choose", "clip", "conj", "conjugate", "getfield", "round", "squeeze", "swapaxes", "take", "to_device", "view")
+_WRAPPED = ("choose", "clip", "conj", "conjugate", "getfield", "round", "squeeze", "swapaxes", "take", "to_device", "view")
+
+#: The methods that change an array in place. NumPy's scalars are immutable: theirs act on a copy
+#: and are dropped (``s.fill(3)``, ``s.resize(2)``: None, ``s`` unchanged) or refuse (``s.sort()``,
+#: ``s.byteswap(inplace=True)``); a result that stands for a scalar calls the scalar's own (a lazy
+#: one turned into an array by ``s.resize(2)``). ``resize`` counts the references to its array,
+#: so it checks for itself (``_resize.resize_in_place``) instead of under a wrapper.
+_SCALARS_OWN = ("byteswap", "fill", "partition", "put", "setfield", "setflags", "sort")
 
 #: The public attributes of NumPy's scalar types that its arrays lack, read from the scalar.
 _SCALAR_ONLY = frozenset(
@@ -41,6 +48,18 @@ def _returning_scalars(method: Callable[..., Any]) -> Callable[..., Any]:
     def wrapped(self: ndarray, /, *args: Any, **kwargs: Any) -> Any:
         result = method(self, *args, **kwargs)
         return scalar_result(result) if self._scalar else result
+
+    return wrapped
+
+
+def _scalars_own(method: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``method``, or the method ``name`` of the NumPy scalar its array stands for."""
+
+    @functools.wraps(method)
+    def wrapped(self: ndarray, /, *args: Any, **kwargs: Any) -> Any:
+        if self._scalar:
+            return getattr(self._value()[()], name)(*args, **kwargs)
+        return method(self, *args, **kwargs)
 
     return wrapped
 
@@ -91,6 +110,8 @@ def _attach() -> None:
     """Wrap the methods of :data:`_WRAPPED`, and add the scalars' own."""
     for name in _WRAPPED:
         setattr(ndarray, name, _returning_scalars(vars(ndarray)[name]))
+    for name in _SCALARS_OWN:
+        setattr(ndarray, name, _scalars_own(vars(ndarray)[name], name))
     for name in sorted(_SCALAR_ONLY):
         setattr(ndarray, name, _scalar_attribute(name))
     for function in (__floor__, __ceil__, __trunc__):
