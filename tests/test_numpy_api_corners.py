@@ -297,6 +297,9 @@ def shared_views(np):
     m[0] = -1.0
     matrix = np.asmatrix(a.reshape(4, 10))
     matrix[0, 1] = -2.0
+    fresh = np.arange(40.0) * 2  # pending: its views are lazy
+    corner = np.asmatrix(fresh.reshape(4, 10)[1:3, 2:4])  # a strided view: "ndarray is not contiguous"
+    corner[0, 0] = -4.0
     required = np.require(a, requirements="C")
     required[2] = -3.0
     square = np.zeros((6, 6)) * 1
@@ -313,7 +316,7 @@ def shared_views(np):
     grid = np.zeros((4, 6)) * 1
     full, row = np.broadcast_arrays(grid, np.ones(6) * 1)
     full[0, 0] = -6.0  # an operand already of the broadcast shape is returned itself
-    return [numpy.asarray(a[:4]).tolist(), type(matrix).__name__, bool(diagonal.flags.writeable), numpy.asarray(square[0, :2]).tolist(),
+    return [numpy.asarray(a[:4]).tolist(), float(fresh[12]), (corner * corner).tolist(), type(matrix).__name__, bool(diagonal.flags.writeable), numpy.asarray(square[0, :2]).tolist(),
             float(padded[5]), trimmed.shape, numpy.asarray(halves[:3]).tolist(), full is grid, float(grid[0, 0]), row.shape]  # fmt: skip
 
 

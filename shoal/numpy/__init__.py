@@ -42,6 +42,7 @@ from shoal.numpy._dispatch import fallbacks_used
 from shoal.numpy._functions import clip, outer, where
 from shoal.numpy._lazy import ndarray
 from shoal.numpy._shape import broadcast_arrays, broadcast_to
+from shoal.numpy._views import asmatrix
 from shoal.warning_contexts import install as _give_warnings_at_catch_warnings
 from shoal.warning_contexts import install_for_numpy_testing as _give_warnings_in_numpy_testing
 
@@ -85,6 +86,7 @@ __all__ = [
     "asarray",
     "ascontiguousarray",
     "asfortranarray",
+    "asmatrix",
     "broadcast_arrays",
     "broadcast_to",
     "clip",

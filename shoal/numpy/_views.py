@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from shoal.numpy import _create, _dispatch
+from shoal.numpy._held_indexing import memory_now
 from shoal.numpy._lazy import is_lazy, ndarray
 from shoal.numpy._shape import probe_of, view_of_probe
 
@@ -83,6 +84,15 @@ def _diagonal_matrix(v: ndarray, k: int = 0) -> Any:
     start = k if k >= 0 else (-k) * n
     result[: n - k].flat[start :: n + 1] = v
     return result
+
+
+def asmatrix(data: Any, dtype: Any = None) -> Any:
+    """``np.asmatrix``: of a lazy array, a matrix over its memory, as NumPy's is a view of a NumPy
+    array. NumPy's own path for an object that is not a ``numpy.ndarray`` makes the matrix over a
+    buffer, which a strided view (``a[:3, :3]``) cannot give: ``ndarray is not contiguous``."""
+    if is_lazy(data):
+        data = memory_now(data, "np.asmatrix of a lazy array")
+    return np.asmatrix(data, dtype)
 
 
 def _register() -> None:
