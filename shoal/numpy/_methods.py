@@ -38,8 +38,8 @@ def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatch
     def forward(self: ndarray, other: Any) -> Any:
         if repeats and self._scalar and type(other) in _SEQUENCES:
             return _sequence_repeat(self)
-        if checked is not None and self._scalar and _scalar_overflow.applies((self, other)):
-            return _scalar_overflow.computed(checked, (self, other))
+        if checked is not None and self._scalar and (scalar := _scalar_overflow.computed(checked, (self, other))) is not None:
+            return scalar
         if type(other) not in _NEVER_DEFERRED and _defers_to(other, reflected_name):  # a NumPy subclass gets NumPy's array
             return getattr(other, reflected_name)(self.__array__()) if isinstance(other, np.ndarray) else NotImplemented
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
@@ -55,8 +55,8 @@ def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatch
     def reflected(self: ndarray, other: Any) -> Any:
         if repeats and self._scalar and type(other) in _SEQUENCES:
             return _sequence_repeat(self)
-        if checked is not None and self._scalar and _scalar_overflow.applies((other, self)):
-            return _scalar_overflow.computed(checked, (other, self))
+        if checked is not None and self._scalar and (scalar := _scalar_overflow.computed(checked, (other, self))) is not None:
+            return scalar
         if type(other) not in _NEVER_DEFERRED and isinstance(other, np.ndarray) and _defers_to(other, forward_name):  # np.matrix declined a lazy operand
             return getattr(other, forward_name)(self.__array__())
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
@@ -66,8 +66,8 @@ def _binary(ufunc: np.ufunc, reflected_name: str, repeats: bool = False, unmatch
 
     def inplace(self: ndarray, other: Any) -> ndarray:
         if self._scalar:  # NumPy scalars are immutable: ``x += y`` rebinds x
-            if checked is not None and _scalar_overflow.applies((self, other)):
-                return _scalar_overflow.computed(checked, (self, other))
+            if checked is not None and (scalar := _scalar_overflow.computed(checked, (self, other))) is not None:
+                return scalar
             return apply_ufunc(ufunc, (self, other))
         if type(other) is np.ndarray and (taken := adopted(other)) is not other:
             return _then_run_carried(self, inplace(self, taken))
@@ -202,8 +202,8 @@ def _unary(ufunc: np.ufunc) -> Any:
     checked = _scalar_overflow.CHECKED.get(ufunc)
 
     def method(self: ndarray) -> Any:
-        if checked is not None and self._scalar and _scalar_overflow.applies((self,)):
-            return _scalar_overflow.computed(checked, (self,))
+        if checked is not None and self._scalar and (scalar := _scalar_overflow.computed(checked, (self,))) is not None:
+            return scalar
         return apply_ufunc(ufunc, (self,))
 
     return method

@@ -5,8 +5,12 @@ check for overflow: ``overflow encountered in scalar multiply`` is warned, or ra
 ``errstate(over="raise")``, where its array loops wrap in silence. A lazy 0-d result stands for
 such a scalar, so an operator that adds, subtracts, multiplies, negates or takes the absolute
 value of integers that all stand for scalars (lazy 0-d results, NumPy's integer and boolean
-scalars, Python's ``int`` and ``bool``) reads the lazy values and applies the operator to NumPy's
-scalars at the program's line: NumPy's result, type, warning and error.
+scalars, Python's ``int`` and ``bool``) applies the operator to NumPy's scalars at the program's
+line: NumPy's result, type, warning and error. It does so where every lazy operand's value is
+at hand (computed, in this process's memory): a value still to be computed keeps the operation
+lazy, as it was, and an overflow in it wraps without the warning. Reading it would run the
+pending work at every such operation: ``count += (a > t).sum()`` in a loop took 0.40-0.48 s
+instead of 0.22-0.26 s (NumPy 0.34-0.38 s) when each count was read.
 
 Everything else stays lazy: floating-point operations and the integer operators that cannot
 overflow signal through the array loops what the scalar loops signal (under the array loop's
@@ -60,9 +64,20 @@ def applies(operands: tuple[Any, ...]) -> bool:
 
 
 def computed(function: Any, operands: tuple[Any, ...]) -> Any:
-    """``function`` (an operator) of ``operands`` on NumPy's scalars, the lazy ones read, run at
-    the program's line so that a warning names it."""
-    values = [value._value()[()] if type(value) is ndarray else value for value in operands]
+    """``function`` (an operator) of ``operands`` on NumPy's scalars, run at the program's line so
+    that a warning names it, if it is integer scalar arithmetic (:func:`applies`) and every lazy
+    operand's value is at hand; else None (the operation is recorded as before)."""
+    if not applies(operands):
+        return None
+    values = []
+    for value in operands:
+        if type(value) is ndarray:
+            runtime = value._base.runtime
+            memory = runtime.memory(value._view) if runtime.offers_memory() else None
+            if memory is None:
+                return None
+            value = memory[()]
+        values.append(value)
     return at_user_line(function, *values)
 
 
@@ -70,10 +85,10 @@ def from_scalar_operator(ufunc: np.ufunc, inputs: tuple[Any, ...]) -> Any:
     """For ``__array_ufunc__``: ``ufunc(*inputs)`` as NumPy's scalar loop computes it where a NumPy
     integer scalar's operator called it (``np.int64(k) * s``: the scalar hands an operand it does
     not know to the ufunc, so NumPy's ``np.int64(k) * np.int64(j)`` runs its scalar loop where
-    this call does not) with integer scalar operands; else None. The interpreter's binary
+    this call does not), as :func:`computed`; else None. The interpreter's binary
     operation in the calling frame tells the operator from an explicit ``np.multiply(k, s)``."""
     function = CHECKED.get(ufunc)
-    if function is None or len(inputs) != 2 or not isinstance(inputs[0], np.generic) or not applies(inputs):
+    if function is None or len(inputs) != 2 or not isinstance(inputs[0], np.generic):
         return None
     caller = sys._getframe(2)  # past ``__array_ufunc__``: the frame whose operator called NumPy
     if caller.f_code.co_code[caller.f_lasti] != _BINARY_OP:
