@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 _adapted: set[str] = set()
+_OBJECT = np.dtype(object)
 
 
 def adapt_loaded() -> None:
@@ -87,15 +88,28 @@ def _taking_numpy_keys(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _taking_numpy_data(init: Callable[..., Any]) -> Callable[..., Any]:
-    """A constructor ``init(self, data, ...)`` given NumPy's scalars of the lazy 0-d values in
-    ``data`` (``pd.Series([a.mean(), b.mean()])``, ``pd.DataFrame({"mean": [a.mean()]})``):
-    pandas took them for objects and made an ``object`` column."""
+    """A constructor ``init(self, data, ...)`` run again with NumPy's scalars of the lazy 0-d
+    values in ``data`` where it made an ``object`` column of them (``pd.Series([a.mean(),
+    b.mean()])``, ``pd.DataFrame({"mean": [a.mean()]})``: pandas took them for objects). Only a
+    result with such a column is looked into: scanning every list first cost 40 ns an item, 40%
+    of building a frame from lists of Python numbers."""
 
     @functools.wraps(init)
     def adapted(self: Any, data: Any = None, *args: Any, **kwargs: Any) -> None:
-        init(self, _scalar_data(data), *args, **kwargs)
+        init(self, data, *args, **kwargs)
+        if _has_object_column(self):
+            converted = _scalar_data(data)
+            if converted is not data:
+                init(self, converted, *args, **kwargs)
 
     return adapted
+
+
+def _has_object_column(made: Any) -> bool:
+    """True if the pandas Series or DataFrame ``made`` holds a column of dtype ``object``."""
+    blocks = getattr(getattr(made, "_mgr", None), "blocks", None)  # its columns grouped by dtype
+    dtypes = made.dtypes if blocks is None else [block.dtype for block in blocks]
+    return any(dtype == _OBJECT for dtype in (dtypes if hasattr(dtypes, "__iter__") else [dtypes]))
 
 
 def _scalar_data(data: Any, depth: int = 2) -> Any:
@@ -104,7 +118,8 @@ def _scalar_data(data: Any, depth: int = 2) -> Any:
     or dicts, its columns as a dict of lists)."""
     kind = type(data)
     if depth and kind is dict:
-        return {key: _scalar_data(value, depth - 1) for key, value in data.items()}
+        converted = {key: _scalar_data(value, depth - 1) for key, value in data.items()}
+        return data if all(converted[key] is value for key, value in data.items()) else converted
     if kind not in (list, tuple):
         return _numpy_scalar(data)
     kinds = set(map(type, data))
