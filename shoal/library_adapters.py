@@ -58,12 +58,14 @@ def _is_lazy(value: Any) -> bool:
 
 
 def _numpy_of(value: Any) -> Any:
-    """NumPy's array of a lazy array; a tuple or list of keys with each such key converted;
-    anything else as it is."""
+    """NumPy's array of a lazy array (its scalar for a result that stands for one); a tuple or
+    list of keys with each such key converted, a slice with such bounds; anything else as it is."""
     if _is_lazy(value):
-        return np.asarray(value)
+        return np.asarray(value)[()] if value.ndim == 0 else np.asarray(value)
     if type(value) in (tuple, list) and any(_is_lazy(item) for item in value):
-        return type(value)(np.asarray(item) if _is_lazy(item) else item for item in value)
+        return type(value)(_numpy_of(item) for item in value)
+    if type(value) is slice and any(_is_lazy(bound) for bound in (value.start, value.stop, value.step)):
+        return slice(_numpy_of(value.start), _numpy_of(value.stop), _numpy_of(value.step))
     return value
 
 
@@ -133,7 +135,7 @@ def _scalar_data(data: Any, depth: int = 2) -> Any:
     return kind(_scalar_data(item, depth - 1) for item in data)
 
 
-def _adapt_pandas(_pandas: Any) -> None:
+def _adapt_pandas(pandas: Any) -> None:
     indexing = sys.modules["pandas.core.indexing"]
     frame = sys.modules["pandas.core.frame"].DataFrame
     series = sys.modules["pandas.core.series"].Series
@@ -141,6 +143,9 @@ def _adapt_pandas(_pandas: Any) -> None:
     for owner in (indexing._LocationIndexer, frame, series):
         owner.__getitem__ = _taking_numpy_keys(owner.__getitem__)
         owner.__setitem__ = _taking_numpy_keys(owner.__setitem__)
+    for index in (pandas.Index, pandas.RangeIndex, pandas.MultiIndex, sys.modules["pandas.core.indexes.datetimelike"].DatetimeTimedeltaMixin):
+        if "__getitem__" in vars(index):  # ``pd.Index(...)[mask.sum() % 3]``: an AssertionError
+            index.__getitem__ = _taking_numpy_keys(index.__getitem__)
     indexing._ScalarAccessIndexer.__setitem__ = _taking_numpy_keys(indexing._ScalarAccessIndexer.__setitem__)
     for owner in (frame, series):
         owner.__init__ = _taking_numpy_data(owner.__init__)

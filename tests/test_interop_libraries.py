@@ -188,12 +188,19 @@ frame.at[1, "a"] = mean
 frame.iloc[2, 1] = count
 frame.loc[:, "d"] = [mean, top, mean]
 print(frame.dtypes.tolist(), frame.values.tolist())
+def pending(k):
+    return (x > 0.1 * k).sum()  # not read yet: a lazy key, not NumPy's scalar
+
+print(pd.Index([10, 20, 30])[pending(1) % 3], pd.RangeIndex(9)[pending(2) % 4], pd.Series(range(10)).head(pending(3) % 7).tolist())
+print(pd.Series(range(10)).iloc[pending(4) % 5 : pending(5) % 9].tolist(), frame.iloc[pending(6) % 2].tolist())
 """
 
 
 def test_pandas_makes_numpys_columns_of_scalar_results(tmp_path: Path) -> None:
     """pandas took results that stand for scalars for Python objects: a Series or DataFrame made
-    of them, or a column set to one, had dtype ``object``."""
+    of them, or a column set to one, had dtype ``object``; one still to be computed, as a
+    position (``head(n)``, an index's item, a slice's bounds), raised ``TypeError`` or
+    ``AssertionError``."""
     runs = _run_both_ways(tmp_path / "pandas_scalars.py", PANDAS_SCALARS)
     assert [run.returncode for run in runs] == [0, 0], runs[1].stderr[-2000:]
     assert "object" not in runs[0].stdout
