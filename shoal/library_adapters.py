@@ -61,8 +61,8 @@ def _numpy_of(value: Any) -> Any:
     """NumPy's array of a lazy array (its scalar for a result that stands for one); a tuple or
     list of keys with each such key converted, a slice with such bounds; anything else as it is."""
     if _is_lazy(value):
-        return np.asarray(value)[()] if value.ndim == 0 else np.asarray(value)
-    if type(value) in (tuple, list) and any(_is_lazy(item) for item in value):
+        return _numpy_scalar(value) if value.ndim == 0 else np.asarray(value)
+    if type(value) in (tuple, list) and _any_lazy(value):
         return type(value)(_numpy_of(item) for item in value)
     if type(value) is slice and any(_is_lazy(bound) for bound in (value.start, value.stop, value.step)):
         return slice(_numpy_of(value.start), _numpy_of(value.stop), _numpy_of(value.step))
@@ -250,11 +250,9 @@ def _numpy_scalar(value: Any) -> Any:
 def _scalar_values(value: Any) -> Any:
     """``value`` with NumPy's scalar for each lazy 0-d array in it (a list or tuple) or yielded by
     it (an iterator, converted as it is consumed)."""
-    if type(value) in (list, tuple):
-        return _scalar_items(value)
     if hasattr(value, "__next__") and iter(value) is value:
         return (_numpy_scalar(item) for item in value)
-    return _numpy_scalar(value)
+    return _scalar_data(value, 0)
 
 
 def _scalar_items(values: list | tuple) -> Any:
