@@ -52,7 +52,7 @@ def _integer_scalar(value: Any) -> bool:
     return kind in _PYTHON_INTEGERS or isinstance(value, (np.integer, np.bool_))
 
 
-def applies(operands: tuple[Any, ...]) -> bool:
+def _applies(operands: tuple[Any, ...]) -> bool:
     """True if an operator on ``operands`` (a lazy array among them) is integer scalar arithmetic:
     every operand an integer scalar, a lazy one of an integer dtype."""
     lazy_integer = False
@@ -65,9 +65,9 @@ def applies(operands: tuple[Any, ...]) -> bool:
 
 def computed(function: Any, operands: tuple[Any, ...]) -> Any:
     """``function`` (an operator) of ``operands`` on NumPy's scalars, run at the program's line so
-    that a warning names it, if it is integer scalar arithmetic (:func:`applies`) and every lazy
+    that a warning names it, if it is integer scalar arithmetic (:func:`_applies`) and every lazy
     operand's value is at hand; else None (the operation is recorded as before)."""
-    if not applies(operands):
+    if not _applies(operands):
         return None
     values = []
     for value in operands:
