@@ -236,7 +236,12 @@ CLUSTER_BLOCK = _text(
 CLUSTER_HALO_SWEEPS = _choice(
     "SHOAL_CLUSTER_HALO_SWEEPS",
     ("auto", "own", "redundant"),
-    "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip, and on a fast link still computes halo rows in a loop of one in-place sweep (whose shrinking sweeps fuse).",
+    "Ranks compute only their own rows, exchanging halos before each sweep (`own`), or also the current halo rows, exchanging once per halo depth (`redundant`); `auto` picks by a measured round trip: on a slow link own rows with their interiors first (with latency hiding; else redundant rows), on a fast one own rows, but halo rows too in a loop of one in-place sweep (whose shrinking sweeps fuse).",
+)
+CLUSTER_INTERIOR_FIRST = _choice(
+    "SHOAL_CLUSTER_INTERIOR_FIRST",
+    ("auto", "on", "off"),
+    "With latency hiding and own rows, compute the rows of a sweep that need no halo while the halo travels (`on`), or the whole sweep once it arrived (`off`); `auto` does so where the measured round trip says the link is slow.",
 )
 CLUSTER_WAIT = _choice(
     "SHOAL_CLUSTER_WAIT",

@@ -71,8 +71,8 @@ class RankNotes:
         for index, op in enumerate(ops):
             while following < len(first_ops) and first_ops[following] <= index:
                 position, following = start + following, following + 1
-            for instruction in op.instructions:
-                sources[id(instruction)] = position
+            for number, instruction in enumerate(op.instructions):
+                sources[id(instruction)] = start + op.positions[number] if op.positions else position
 
     def ran(self, batch: Batch, record: fp_signals.Watch) -> None:
         """The node engine ran ``batch`` (part of the cluster batch) under ``record``."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from shoal.bytecode import Instruction, View
+from shoal.cluster import interior_first
 from shoal.cluster.layout import Layout, broadcast_to, sub_view
 
 if TYPE_CHECKING:
@@ -70,7 +71,7 @@ def _rows(view: View) -> Rows | None:
     return view.offset, stride, low - view.offset, high - view.offset
 
 
-def _bounds(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
+def rows_within(rows: Rows, count: int, low: int, high: int) -> tuple[int, int]:
     """The rows ``[a, b)`` of a view (``count`` rows) whose bytes lie in ``[low, high)``."""
     offset, stride, first, last = rows
     if stride == 0:
@@ -97,7 +98,7 @@ def _owned_rows(rows: Rows, count: int, layout: Layout, ranks: int) -> list[tupl
     result = []
     covered = 0
     for rank in range(ranks):  # rows lie in the base in order: each rank's are one range
-        begin, end = _bounds(rows, count, starts[rank] * item, starts[rank + 1] * item)
+        begin, end = rows_within(rows, count, starts[rank] * item, starts[rank + 1] * item)
         if end > begin:
             result.append((begin, end))
             covered += end - begin
@@ -118,7 +119,7 @@ def _boxes(planner: Planner, views: list[View], rows: list[Rows], owned: list[tu
                 low, high = local_bytes(planner.layouts[view.base], rank)
             else:
                 low, high = valid[position - 1][rank]
-            first, last = _bounds(geometry, count, low, high)
+            first, last = rows_within(geometry, count, low, high)
             begin, end = max(begin, first), min(end, last)
         mine_begin, mine_end = owned[rank]
         if mine_end > mine_begin and not (begin <= mine_begin and mine_end <= end):
@@ -175,7 +176,7 @@ def local_bounds(planner: Planner, operands: Operands, rank: int) -> tuple[int, 
     count = operands.views[0].shape[0]
     begin, end = 0, count
     for view, geometry in zip(operands.views, operands.rows):
-        first, last = _bounds(geometry, count, *local_bytes(planner.layouts[view.base], rank))
+        first, last = rows_within(geometry, count, *local_bytes(planner.layouts[view.base], rank))
         begin, end = max(begin, first), min(end, last)
     return begin, max(begin, end)
 
@@ -205,10 +206,13 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
             if base not in stale and base in planner.valid and not _current(planner, base, spans):
                 _demand(planner, base, spans)
                 stale.append(base)
+        if planner.config.interior_first:
+            interior_first.begin(planner)
         exchange(planner, stale, {base: list(planner.demand[base]) for base in stale})
     begin, end = owned[planner.rank]
     if end > begin:
         _compute_rows(planner, instruction, views[0].shape, begin, end)
+    interior_first.planned(planner, instruction, views, rows, owned[planner.rank])
     planner.valid[views[0].base] = _written(planner, views[0], rows[0], owned)
     return True
 

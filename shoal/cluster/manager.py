@@ -38,7 +38,8 @@ class ClusterConfig:
     """``min_bytes``: bases this large are distributed; ``max_pieces``: pieces per instruction
     before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages;
     ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`);
-    ``halo_sweeps``: ``own``, ``redundant`` or ``auto`` (:mod:`shoal.cluster.link`)."""
+    ``halo_sweeps``: ``own``, ``redundant`` or ``auto`` (:mod:`shoal.cluster.link`);
+    ``interior_first``: ``on``, ``off`` or ``auto`` (:mod:`shoal.cluster.interior_first`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
@@ -47,6 +48,7 @@ class ClusterConfig:
     layout: str = "rows"
     block: tuple[int, ...] = ()
     halo_sweeps: str = "auto"
+    interior_first: str = "auto"
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -58,9 +60,10 @@ class ClusterConfig:
             settings.CLUSTER_LAYOUT.value(environ=environ),
             parse_block(settings.CLUSTER_BLOCK.value(environ=environ) or ""),
             settings.CLUSTER_HALO_SWEEPS.value(environ=environ),
+            settings.CLUSTER_INTERIOR_FIRST.value(environ=environ),
         )
 
-    def plan(self, redundant_rows: bool = True, redundant_for_sweeps: bool = False) -> PlanConfig:
+    def plan(self, redundant_rows: bool = True, redundant_for_sweeps: bool = False, interior_first: bool = False) -> PlanConfig:
         return PlanConfig(
             self.min_bytes,
             self.max_pieces,
@@ -69,19 +72,25 @@ class ClusterConfig:
             block=self.block,
             redundant_rows=redundant_rows,
             redundant_for_sweeps=redundant_for_sweeps,
+            interior_first=interior_first,
         )
 
 
 def rank_engine(session: Session, inner: Component, config: ClusterConfig) -> RankEngine:
     """This rank's engine over the session's data communicator (every rank calls this at the
-    same point: ``auto`` halo sweeps time the link here, collectively)."""
-    redundant = config.halo_sweeps == "redundant"
+    same point: ``auto`` halo sweeps or interior first time the link here, collectively)."""
     seconds = None
-    if config.halo_sweeps == "auto" and config.halo_rows and session.ranks > 1:
+    own_rows_auto = config.halo_sweeps == "own" and config.interior_first == "auto" and config.latency_hiding
+    if (config.halo_sweeps == "auto" or own_rows_auto) and config.halo_rows and session.ranks > 1:
         seconds = round_trip(session.data)
-        redundant = seconds > SLOW_ROUND_TRIP
+    slow = seconds is not None and seconds > SLOW_ROUND_TRIP
+    interior = config.latency_hiding and (config.interior_first == "on" or (config.interior_first == "auto" and slow))
+    if config.halo_sweeps == "auto":
+        redundant, for_sweeps = slow and not interior, not slow
+    else:
+        redundant, for_sweeps = config.halo_sweeps == "redundant", False
     scale_direct_work(inner, session.ranks)
-    engine = RankEngine(inner, session.data, config.plan(redundant, config.halo_sweeps == "auto"), config.latency_hiding, session)
+    engine = RankEngine(inner, session.data, config.plan(redundant, for_sweeps, interior and not redundant), config.latency_hiding, session)
     engine.round_trip = seconds
     return engine
 
@@ -236,7 +245,7 @@ def report(engine: RankEngine) -> dict:
     return {
         "rank": engine.rank,
         "host": engine.session.host if engine.session else "",
-        "halo_sweeps": "redundant" if engine.planner.config.redundant_rows else "own rows (redundant in a loop of one sweep)" if engine.planner.config.redundant_for_sweeps else "own rows",
+        "halo_sweeps": halo_sweeps(engine.planner.config),
         "round_trip": engine.round_trip,
         "messages_sent": stats.messages_sent,
         "messages_received": stats.messages_received,
@@ -323,3 +332,11 @@ def format_reports(reports: list[dict]) -> str:
         lines.append(f"    halo sweeps: {value.get('halo_sweeps')}{measured}")
     return "\n".join(lines)
 
+
+def halo_sweeps(config: PlanConfig) -> str:
+    """How ``config`` plans halo sweeps, in words."""
+    if config.redundant_rows:
+        return "redundant"
+    if config.redundant_for_sweeps:
+        return "own rows (redundant in a loop of one sweep)"
+    return "own rows, interior first" if config.interior_first else "own rows"

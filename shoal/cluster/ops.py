@@ -45,12 +45,13 @@ class Op:
     issued: bool = False
     done: bool = False
     model: Op | None = None  # the template's operation this one replays (its instructions repeat it over other bases)
+    positions: tuple[int, ...] = ()  # per instruction, the batch's instruction it computes, where ops are not in program order (shoal.cluster.interior_first)
 
 
 new_op: Callable[..., Op] = slot_maker(
     Op,
-    ("kind", "reads", "writes", "instructions", "needs", "declares", "peer", "tag", "view", "temp", "dtype", "shape", "late", "buffer", "data", "request", "issued", "done", "model"),
-    (None, False, False, None),
+    ("kind", "reads", "writes", "instructions", "needs", "declares", "peer", "tag", "view", "temp", "dtype", "shape", "late", "buffer", "data", "request", "issued", "done", "model", "positions"),
+    (None, False, False, None, ()),
 )  # every mutable field given: a maker's defaults are shared
 
 

@@ -36,6 +36,7 @@ from shoal.cluster.cyclic import CyclicLayout
 from shoal.cluster.declared_layouts import declared_layouts
 from shoal.cluster.gathered import GatheredPlanning
 from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
+from shoal.cluster.interior_first import Region
 from shoal.cluster.layout import (
     AnyLayout,
     TooFragmented,
@@ -83,6 +84,7 @@ class PlanConfig:
     block: tuple[int, ...] = ()
     redundant_rows: bool = True  # compute current halo rows too (fewer exchanges), else own rows only
     redundant_for_sweeps: bool = False  # own rows, but redundant ones in a batch that repeats a sweep (``link``)
+    interior_first: bool = False  # own rows: a sweep's rows that need no halo run while it travels (:mod:`shoal.cluster.interior_first`)
 
 
 class Planner(GatheredPlanning):
@@ -119,6 +121,8 @@ class Planner(GatheredPlanning):
         self.position = 0  # the one being planned among them
         self.temporaries: set[int] = set()  # the bases the batch being planned releases
         self.row_plan = RowPlan()  # own-rows mode: the batch's temporaries' rows and halo reads (shoal.cluster.reader_rows)
+        self.region: Region | None = None  # own rows: the instructions since an exchange (shoal.cluster.interior_first)
+        self.unused: set[int] = set()  # temporaries whose computation interior first replaced: nothing to release
 
     # ------------------------------------------------------------------ bases
 
@@ -206,6 +210,9 @@ class Planner(GatheredPlanning):
             return
         nbytes = layout.local_count(self.rank) * layout.itemsize
         self._retired.append(local)
+        if base in self.unused:
+            self.unused.discard(base)
+            return
         self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[release_of(local)]))
 
     def local_view(self, view: View, box: tuple | None = None) -> View:
@@ -296,12 +303,18 @@ class Planner(GatheredPlanning):
         self.later = batch.instructions
         self.temporaries = released_bases(batch.instructions)
         self.row_plan = RowPlan() if self.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
+        self.region = None
+        self.unused = set()
+        previous = -1
         for position, instruction in enumerate(batch.instructions):
             self.position = position
             self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's
             if instruction.op == "release":
                 self._release(int(instruction.attr("base")))
                 continue
+            if self.region is not None and (not self.region.steps or self.region.steps[-1].position != previous):
+                self.region = None  # the previous instruction was not planned by own rows
+            previous = position
             entry = spec(instruction.op)
             elementwise = entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES
             if elementwise and plan_with_halos(self, instruction):
@@ -320,6 +333,7 @@ class Planner(GatheredPlanning):
             if entry.kind is Kind.LINALG and plan_matmul(self, instruction):
                 continue
             self._gathered(instruction, entry.kind)
+        self.region = None
         self._place_declarations(self.ops)
         ops, self.ops = self.ops, []
         return ops

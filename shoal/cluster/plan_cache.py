@@ -279,6 +279,7 @@ def renumbered(ops: list[Op], local: Callable[[int], int], tag: Callable[[int], 
             False,
             False,
             op if replaying else None,
+            op.positions,
         )
         copies[id(op)] = copy
         result.append(copy)

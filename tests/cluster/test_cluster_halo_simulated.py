@@ -125,8 +125,8 @@ class Program:
         return Batch(bases=[BaseDecl(total, F8, size), BaseDecl(scaled, F8, size)], instructions=instructions)
 
 
-def run_program(ranks: int, halo: int, batches: list[Batch], redundant: bool = True) -> tuple[list[Planner], list[ReferenceEngine], int]:
-    config = PlanConfig(min_bytes=64, cache_size=4, halo_rows=halo, redundant_rows=redundant)
+def run_program(ranks: int, halo: int, batches: list[Batch], redundant: bool = True, interior_first: bool = False) -> tuple[list[Planner], list[ReferenceEngine], int]:
+    config = PlanConfig(min_bytes=64, cache_size=4, halo_rows=halo, redundant_rows=redundant, interior_first=interior_first)
     planners = [Planner(rank, ranks, config, TAGS) for rank in range(ranks)]
     engines = [ReferenceEngine() for _ in range(ranks)]
     sent = 0
@@ -141,11 +141,11 @@ def run_program(ranks: int, halo: int, batches: list[Batch], redundant: bool = T
 def test_random_stencils_with_halos_are_numpys(data: st.DataObject, ranks: int, halo: int, rows: int, columns: int, steps: int) -> None:
     program = Program(data, rows, columns)
     batches = [program.first()] + [program.step() for _ in range(steps)]
-    for depth, redundant in ((halo, True), (halo, False), (0, True)):  # halo rows computed again or not; pieces
-        planners, engines, _ = run_program(ranks, depth, batches, redundant)
+    for depth, redundant, interior in ((halo, True, False), (halo, False, False), (halo, False, True), (0, True, False)):  # halo rows computed again or not; pieces
+        planners, engines, _ = run_program(ranks, depth, batches, redundant, interior)
         for base, want in program.numpy.items():
             assert (planners[0].layouts[base].halo > 0) == (depth > 0)  # rows unknown: a partial row may be all it gets
-            np.testing.assert_array_equal(gather(planners, engines, base, program.shape), want, err_msg=f"halo {depth}, redundant {redundant}")
+            np.testing.assert_array_equal(gather(planners, engines, base, program.shape), want, err_msg=f"halo {depth}, redundant {redundant}, interior first {interior}")
 
 
 class Draws:

@@ -1,0 +1,270 @@
+"""Interior first (shoal.cluster.interior_first): plans run without MPI, every rank's operations
+on a reference engine of its own in an order the flush could take, against NumPy; and programs
+under ``mpiexec`` with interiors first, against NumPy and the blocking mode.
+
+The flush orders operations only by the dependency lists (the blocks of memory each reads and
+writes), so each rank here runs its operations as soon as those lists allow, and completes a
+receive only when nothing else can run: whatever an operation does not declare that it touches
+is then read or written too early, and the results differ from NumPy's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cluster.harness import (
+    EXAMPLES,
+    PROGRAMS,
+    assert_same_arrays,
+    environment,
+    lines,
+    load_arrays,
+    numpy_arrays,
+    run,
+    run_numpy,
+)
+from cluster.test_cluster_halo_simulated import Draws, Program, gather
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.cluster.plan import Op, PlanConfig, Planner
+from shoal.engine.blocks import BlockOp, DependencyLists
+from shoal.engine.reference import ReferenceEngine
+
+F8 = np.dtype("f8")
+TAGS = 1 << 15
+
+
+def keys(planner: Planner, accesses: list[tuple[int, int, int]]) -> tuple[tuple[int, int], ...]:
+    """The dependency blocks of ``accesses``, as the flush draws them."""
+    found: list[tuple[int, int]] = []
+    for base, low, high in accesses:
+        size = planner.block_bytes.get(base)
+        if size is None:
+            found.append((base, 0))
+        else:
+            found.extend(
+                (base, block) for block in range(low // size, max(low, high - 1) // size + 1)
+            )
+    return tuple(dict.fromkeys(found))
+
+
+def compute(engine: ReferenceEngine, op: Op) -> None:
+    batch = Batch(bases=list(op.declares), data=dict(op.data), instructions=[])
+    for need in op.needs:
+        assert need.buffer is not None and need.dtype is not None
+        batch.bases.append(BaseDecl(need.temp, need.dtype, need.buffer.size))
+        batch.data[need.temp] = np.ascontiguousarray(need.buffer).reshape(-1)
+    batch.instructions = [
+        *op.instructions,
+        *(Instruction("release", (), (), make_attrs(base=need.temp)) for need in op.needs),
+    ]
+    engine.execute(batch)
+
+
+def run_eagerly(
+    planners: list[Planner], plans: list[list[Op]], engines: list[ReferenceEngine]
+) -> list[list[Op]]:
+    """Run every rank's operations as early as their dependency blocks allow, receives as late
+    as possible; returns each rank's operations in the order they ran."""
+    ranks = []
+    for planner, ops in zip(planners, plans):
+        lists = DependencyLists()
+        blocks = []
+        for seq, op in enumerate(ops):
+            block = BlockOp(seq, lambda: None, keys(planner, op.reads), keys(planner, op.writes))
+            lists.insert(block)
+            blocks.append((block, op))
+        ranks.append(blocks)
+    mailbox: dict[tuple[int, int, int], np.ndarray] = {}
+    ran: list[list[Op]] = [[] for _ in plans]
+
+    def finish(block: BlockOp, rank: int, op: Op) -> None:
+        block.done = True
+        ran[rank].append(op)
+        for dependent in block.dependents:
+            dependent.refcount -= 1
+
+    while any(not block.done for blocks in ranks for block, _ in blocks):
+        progressed = False
+        for rank, blocks in enumerate(ranks):
+            while True:
+                ready = [
+                    (block, op) for block, op in blocks if not block.done and block.refcount == 0
+                ]
+                doing = next(
+                    ((block, op) for block, op in ready if op.kind == "send"), None
+                ) or next(((block, op) for block, op in ready if op.kind == "compute"), None)
+                if doing is None:
+                    doing = next(
+                        ((block, op) for block, op in ready if (op.peer, rank, op.tag) in mailbox),
+                        None,
+                    )
+                if doing is None:
+                    break
+                block, op = doing
+                if op.kind == "send":
+                    assert op.view is not None
+                    mailbox[(rank, op.peer, op.tag)] = np.array(engines[rank].fetch(op.view))
+                elif op.kind == "receive":
+                    op.buffer = mailbox.pop((op.peer, rank, op.tag)).reshape(op.shape)
+                else:
+                    compute(engines[rank], op)
+                finish(block, rank, op)
+                progressed = True
+        assert progressed, "every rank waits for a message no rank sends"
+    assert not mailbox
+    return ran
+
+
+def run_program(
+    ranks: int, halo: int, batches: list[Batch]
+) -> tuple[list[Planner], list[ReferenceEngine], list[list[list[Op]]]]:
+    config = PlanConfig(
+        min_bytes=64, cache_size=4, halo_rows=halo, redundant_rows=False, interior_first=True
+    )
+    planners = [Planner(rank, ranks, config, TAGS) for rank in range(ranks)]
+    engines = [ReferenceEngine() for _ in range(ranks)]
+    orders = [
+        run_eagerly(planners, [planner.plan(batch) for planner in planners], engines)
+        for batch in batches
+    ]
+    return planners, engines, orders
+
+
+@pytest.mark.full
+@settings(max_examples=30, deadline=None)
+@given(
+    data=st.data(),
+    ranks=st.integers(2, 4),
+    halo=st.integers(1, 4),
+    rows=st.integers(8, 30),
+    columns=st.integers(3, 7),
+    steps=st.integers(1, 8),
+)
+def test_random_stencils_run_out_of_order_are_numpys(
+    data: st.DataObject, ranks: int, halo: int, rows: int, columns: int, steps: int
+) -> None:
+    program = Program(data, rows, columns)
+    batches = [program.first()] + [program.step() for _ in range(steps)]
+    planners, engines, _ = run_program(ranks, halo, batches)
+    for base, want in program.numpy.items():
+        np.testing.assert_array_equal(gather(planners, engines, base, program.shape), want)
+
+
+def sweeps(rows: int, count: int) -> Program:
+    """``g[1:-1, 1:-1] = 0.5 * (g[:-2, 1:-1] + g[2:, 1:-1])``, ``count`` times, on a grid of
+    ``rows`` x 6 (the draws of :class:`Program`)."""
+    return Program(Draws([0] + [[11, 12], True, 1, 1, 1, rows - 1, 1, 0.5, False] * count), rows, 6)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_the_interior_of_a_sweep_runs_before_its_halo_arrives(ranks: int) -> None:
+    """Each rank's interior computation of an in-place sweep depends on no receive: it runs
+    before the halo's receive completes (run as late as possible), its edges after it, and the
+    grid is NumPy's."""
+    program = sweeps(24, 3)
+    batches = [program.first()] + [program.step() for _ in range(3)]
+    planners, engines, orders = run_program(ranks, 2, batches)
+    for rank in range(ranks):
+        order = orders[-1][rank]
+        kinds = [op.kind for op in order]
+        computes = [
+            index
+            for index, op in enumerate(order)
+            if op.kind == "compute"
+            and any(instruction.op == "add" for instruction in op.instructions)
+        ]
+        receives = [index for index, kind in enumerate(kinds) if kind == "receive"]
+        assert len(computes) == 2 and receives, kinds  # the interior and the edges
+        assert computes[0] < min(receives) and computes[1] > max(receives), kinds
+    np.testing.assert_array_equal(gather(planners, engines, 11, program.shape), program.numpy[11])
+
+
+def test_a_temporary_read_after_the_region_keeps_the_sweep_whole() -> None:
+    """``t = g[:-2] + g[2:]; h[1:-1] = 2 * t; g[1:-1] = t``, twice (the second sweep exchanges
+    halo rows): the temporary is read after the write that ends the region, so the sweep is not
+    split (its fresh temporaries would not hold it), and every array is NumPy's."""
+    rows = columns = 12  # square: the grids' rows are guessed from their sizes
+    rng = np.random.default_rng(3)
+    g, h = rng.random(rows * columns), rng.random(rows * columns)
+    stride = columns * 8
+
+    def view(base: int, first: int, last: int) -> View:
+        return View(base, F8, first * stride, (last - first, columns), (stride, 8))
+
+    def sweep(temporary: int) -> Batch:
+        total = View(temporary, F8, 0, (rows - 2, columns), (stride, 8))
+        return Batch(
+            bases=[BaseDecl(temporary, F8, (rows - 2) * columns)],
+            instructions=[
+                Instruction("add", (total,), (view(1, 0, rows - 2), view(1, 2, rows))),
+                Instruction("multiply", (view(2, 1, rows - 1),), (total, Const(2.0))),
+                Instruction("copy", (view(1, 1, rows - 1),), (total,)),
+                Instruction("release", (), (), make_attrs(base=temporary)),
+            ],
+        )
+
+    first = Batch(bases=[BaseDecl(1, F8, g.size), BaseDecl(2, F8, h.size)], data={1: g.copy(), 2: h.copy()})
+    planners, engines, _ = run_program(3, 2, [first, sweep(3), sweep(4)])
+    want_g, want_h = g.reshape(rows, columns).copy(), h.reshape(rows, columns).copy()
+    for _ in range(2):
+        total = want_g[:-2] + want_g[2:]
+        want_h[1:-1] = 2 * total
+        want_g[1:-1] = total
+    np.testing.assert_array_equal(gather(planners, engines, 1, (rows, columns)), want_g)
+    np.testing.assert_array_equal(gather(planners, engines, 2, (rows, columns)), want_h)
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_stencil_programs_with_interiors_first_give_numpys_results(ranks: int, tmp_path: Path) -> None:
+    """The halo test's stencils (odd sizes, reaches of one and two rows, in place and into a
+    second grid, reads beyond the halo, writes that are not element-wise between sweeps), every
+    rank computing its interiors first, give NumPy's arrays bit for bit."""
+    program = PROGRAMS / "halo_stencils.py"
+    expected = numpy_arrays(program, tmp_path)
+    env = environment(SHOAL_CLUSTER_HALO="2", SHOAL_CLUSTER_HALO_SWEEPS="own", SHOAL_CLUSTER_INTERIOR_FIRST="on", SHOAL_STATS="1")
+    result = run(ranks, program, str(tmp_path / "got.npz"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("halo sweeps: own rows, interior first") == ranks
+    assert_same_arrays(load_arrays(tmp_path / "got.npz"), expected, frozenset({"jacobi_sum"}))
+
+
+@pytest.mark.full
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize(("script", "arguments"), [("jacobi_stencil.py", ("200", "--iterations", "20")), ("heat_equation.py", ("60", "--epsilon", "0.1"))])
+def test_interiors_first_give_the_blocking_modes_checksum(script: str, arguments: tuple[str, ...], ranks: int) -> None:
+    """Jacobi and heat with interiors first (latency hiding) print the blocking mode's checksum,
+    bit for bit: each element comes from the same instructions."""
+    checksums = {}
+    for hiding in ("on", "off"):
+        env = environment(SHOAL_CLUSTER_HALO_SWEEPS="own", SHOAL_CLUSTER_INTERIOR_FIRST="on", SHOAL_LATENCY_HIDING=hiding, SHOAL_STATS="1")
+        result = run(ranks, EXAMPLES / script, *arguments, env=env)
+        assert result.returncode == 0, result.stderr
+        assert ("interior first" in result.stderr) == (hiding == "on")
+        checksums[hiding] = lines(result.stdout, "checksum:")
+    assert checksums["on"] == checksums["off"]
+
+
+def warnings_of(stderr: str) -> list[str]:
+    return [line.split("edge_warnings.py")[1] for line in stderr.splitlines() if "Warning:" in line]
+
+
+@pytest.mark.full
+def test_a_warning_met_in_the_edge_rows_names_numpys_line() -> None:
+    """An overflow met only in a row that reads the other rank's rows (so in the edges, which
+    run after the interior) is reported at the line NumPy names: the edges' instructions keep
+    their own positions in the batch, not the region's last one."""
+    program = PROGRAMS / "edge_warnings.py"
+    plain = run_numpy(program)
+    assert plain.returncode == 0, plain.stderr
+    expected = warnings_of(plain.stderr)
+    assert expected == [":14: RuntimeWarning: overflow encountered in multiply"]
+    result = run(2, program, env=environment(SHOAL_CLUSTER_HALO_SWEEPS="own", SHOAL_CLUSTER_INTERIOR_FIRST="on"))
+    assert result.returncode == 0, result.stderr
+    assert warnings_of(result.stderr) == expected
+    assert result.stdout == plain.stdout
