@@ -58,6 +58,7 @@ SMALL: dict[str, tuple[str, ...]] = {
     "black_scholes.py": ("100000", "--days", "3"),
 }
 STATS = re.compile(r"rank (\d+)  \S+  (\d+)/(\d+)  ([\d.]+)/([\d.]+)  ([\d.]+) s \((\d+)% of ([\d.]+) s")
+HALO_SWEEPS = re.compile(r"halo sweeps: (.+?)(?: \(a \d+ KiB round trip|$)", re.MULTILINE)
 
 
 def sh(*command: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -132,6 +133,7 @@ class Result:
     waiting: list[float] = field(default_factory=list)  # Shoal, per rank: percent of its flush time
     megabytes_sent: list[float] = field(default_factory=list)
     error: str = ""
+    halo_sweeps: str = ""  # Shoal: how rank 0 planned halo sweeps (``SHOAL_STATS``)
 
 
 def elapsed(stdout: str) -> float:
@@ -197,7 +199,8 @@ def run_shoal(network: Network | None, app: str, arguments: tuple[str, ...], ran
     command = mpi_line(network, ranks, Path(sys.executable), ["-m", "shoal", str(EXAMPLES / app), *arguments], env)
     stdout, stderr = execute(command, limit)
     rows = STATS.findall(stderr)
-    return Result(app, ranks, mode, link(network), elapsed(stdout), [float(row[6]) for row in rows], [float(row[3]) for row in rows])
+    sweeps = HALO_SWEEPS.search(stderr)
+    return Result(app, ranks, mode, link(network), elapsed(stdout), [float(row[6]) for row in rows], [float(row[3]) for row in rows], halo_sweeps=sweeps.group(1).strip() if sweeps else "")
 
 
 def run_heat(network: Network | None, app: str, arguments: tuple[str, ...], ranks: int, threads: int, limit: float) -> Result:
@@ -282,8 +285,8 @@ def table(results: list[Result]) -> str:
     rows = summary(results)
     numpy = {result.app: result.seconds for result, _ in rows if result.tool == "numpy"}
     lines = [
-        "| program | link | ranks | tool | runs | median time (s) | speed-up over NumPy | waiting per rank (% of flush) | MiB sent per rank |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| program | link | ranks | tool | runs | median time (s) | speed-up over NumPy | waiting per rank (% of flush) | MiB sent per rank | halo sweeps |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for result, runs in rows:
         base = numpy.get(result.app)
@@ -294,7 +297,7 @@ def table(results: list[Result]) -> str:
             speedup = f"{base / result.seconds:.2f}" if base else ""
         waiting = " / ".join(f"{value:.0f}" for value in result.waiting)
         sent = " / ".join(f"{value:.1f}" for value in result.megabytes_sent)
-        lines.append(f"| {result.app} | {result.link} | {result.ranks} | {LABELS[result.tool]} | {runs} | {time_text} | {speedup} | {waiting} | {sent} |")
+        lines.append(f"| {result.app} | {result.link} | {result.ranks} | {LABELS[result.tool]} | {runs} | {time_text} | {speedup} | {waiting} | {sent} | {result.halo_sweeps} |")
     return "\n".join(lines)
 
 

@@ -24,9 +24,9 @@ import numpy as np
 from shoal.bytecode import Batch
 from shoal.cluster.ops import released_bases
 
-PROBE_BYTES = 1 << 16  # about two 2000-column float64 rows each way
-ROUND_TRIPS = 5  # the fastest counts: a descheduled rank must not decide for a fast link
-SLOW_ROUND_TRIP = 1e-3  # seconds; a sweep of a rank's rows takes a few milliseconds here
+PROBE_BYTES = 1 << 18  # each way: beyond a rate limiter's burst (a 64 KiB one passed at line rate on a 100 Mbit/s link: 0.75 ms)
+ROUND_TRIPS = 3  # the fastest counts: a descheduled rank must not decide for a fast link
+SLOW_ROUND_TRIP = 4e-3  # seconds: below about 1 Gbit/s each way; a sweep of a rank's rows takes a few milliseconds here
 
 
 def round_trip(comm: object, probes: int = ROUND_TRIPS) -> float:

@@ -31,6 +31,7 @@ from typing import Literal
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, Kind, View, spec
+from shoal.cluster import interior_first
 from shoal.cluster.collectives import plan_reduction
 from shoal.cluster.cyclic import CyclicLayout
 from shoal.cluster.declared_layouts import declared_layouts
@@ -122,7 +123,9 @@ class Planner(GatheredPlanning):
         self.temporaries: set[int] = set()  # the bases the batch being planned releases
         self.row_plan = RowPlan()  # own-rows mode: the batch's temporaries' rows and halo reads (shoal.cluster.reader_rows)
         self.region: Region | None = None  # own rows: the instructions since an exchange (shoal.cluster.interior_first)
+        self.pending: Region | None = None  # a region that ended: split if a new exchange or the batch's end follows
         self.unused: set[int] = set()  # temporaries whose computation interior first replaced: nothing to release
+        self.stamped = 0  # the operations before this one know the instructions they compute
 
     # ------------------------------------------------------------------ bases
 
@@ -303,18 +306,15 @@ class Planner(GatheredPlanning):
         self.later = batch.instructions
         self.temporaries = released_bases(batch.instructions)
         self.row_plan = RowPlan() if self.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
-        self.region = None
-        self.unused = set()
-        previous = -1
+        interior_first.start(self)
         for position, instruction in enumerate(batch.instructions):
+            if position:
+                interior_first.after(self, position - 1, batch.instructions[position - 1])
             self.position = position
             self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's
             if instruction.op == "release":
                 self._release(int(instruction.attr("base")))
                 continue
-            if self.region is not None and (not self.region.steps or self.region.steps[-1].position != previous):
-                self.region = None  # the previous instruction was not planned by own rows
-            previous = position
             entry = spec(instruction.op)
             elementwise = entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES
             if elementwise and plan_with_halos(self, instruction):
@@ -333,7 +333,9 @@ class Planner(GatheredPlanning):
             if entry.kind is Kind.LINALG and plan_matmul(self, instruction):
                 continue
             self._gathered(instruction, entry.kind)
-        self.region = None
+        if batch.instructions:
+            interior_first.after(self, len(batch.instructions) - 1, batch.instructions[-1])
+        interior_first.finish(self)
         self._place_declarations(self.ops)
         ops, self.ops = self.ops, []
         return ops
