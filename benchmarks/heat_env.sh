@@ -7,7 +7,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TARGET="$HERE/.venv-heat"
 PYTHON=""
 for candidate in python3.13 python3.12 "$HOME/.pyenv/versions/3.12.1/bin/python3.12"; do
-    if command -v "$candidate" >/dev/null 2>&1; then PYTHON=$candidate; break; fi
+    if "$candidate" -c "" >/dev/null 2>&1; then PYTHON=$candidate; break; fi  # runs: not just a pyenv shim
 done
 if [ -n "$PYTHON" ]; then HEAT="heat==1.9.*"; else PYTHON=python3; HEAT="heat==1.8.*"; fi
 "$PYTHON" -m venv "$TARGET"

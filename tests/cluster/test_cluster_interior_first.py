@@ -1,6 +1,5 @@
-"""Interior first (shoal.cluster.interior_first): plans run without MPI, every rank's operations
-on a reference engine of its own in an order the flush could take, against NumPy; and programs
-under ``mpiexec`` with interiors first, against NumPy and the blocking mode.
+"""Interior first (shoal.cluster.interior_first) without MPI: every rank's operations run on a
+reference engine of its own in an order the flush could take, against NumPy.
 
 The flush orders operations only by the dependency lists (the blocks of memory each reads and
 writes), so each rank here runs its operations as soon as those lists allow, and completes a
@@ -10,24 +9,11 @@ is then read or written too early, and the results differ from NumPy's.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.harness import (
-    EXAMPLES,
-    PROGRAMS,
-    assert_same_arrays,
-    environment,
-    lines,
-    load_arrays,
-    numpy_arrays,
-    run,
-    run_numpy,
-)
 from cluster.test_cluster_halo_simulated import Draws, Program, gather
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.cluster.plan import Op, PlanConfig, Planner
@@ -217,54 +203,3 @@ def test_a_temporary_read_after_the_region_keeps_the_sweep_whole() -> None:
         want_g[1:-1] = total
     np.testing.assert_array_equal(gather(planners, engines, 1, (rows, columns)), want_g)
     np.testing.assert_array_equal(gather(planners, engines, 2, (rows, columns)), want_h)
-
-
-@pytest.mark.full
-@pytest.mark.parametrize("ranks", [2, 3])
-def test_stencil_programs_with_interiors_first_give_numpys_results(ranks: int, tmp_path: Path) -> None:
-    """The halo test's stencils (odd sizes, reaches of one and two rows, in place and into a
-    second grid, reads beyond the halo, writes that are not element-wise between sweeps), every
-    rank computing its interiors first, give NumPy's arrays bit for bit."""
-    program = PROGRAMS / "halo_stencils.py"
-    expected = numpy_arrays(program, tmp_path)
-    env = environment(SHOAL_CLUSTER_HALO="2", SHOAL_CLUSTER_HALO_SWEEPS="own", SHOAL_CLUSTER_INTERIOR_FIRST="on", SHOAL_STATS="1")
-    result = run(ranks, program, str(tmp_path / "got.npz"), env=env)
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.count("halo sweeps: own rows, interior first") == ranks
-    assert_same_arrays(load_arrays(tmp_path / "got.npz"), expected, frozenset({"jacobi_sum"}))
-
-
-@pytest.mark.full
-@pytest.mark.parametrize("ranks", [2, 3])
-@pytest.mark.parametrize(("script", "arguments"), [("jacobi_stencil.py", ("200", "--iterations", "20")), ("heat_equation.py", ("60", "--epsilon", "0.1"))])
-def test_interiors_first_give_the_blocking_modes_checksum(script: str, arguments: tuple[str, ...], ranks: int) -> None:
-    """Jacobi and heat with interiors first (latency hiding) print the blocking mode's checksum,
-    bit for bit: each element comes from the same instructions."""
-    checksums = {}
-    for hiding in ("on", "off"):
-        env = environment(SHOAL_CLUSTER_HALO_SWEEPS="own", SHOAL_CLUSTER_INTERIOR_FIRST="on", SHOAL_LATENCY_HIDING=hiding, SHOAL_STATS="1")
-        result = run(ranks, EXAMPLES / script, *arguments, env=env)
-        assert result.returncode == 0, result.stderr
-        assert ("interior first" in result.stderr) == (hiding == "on")
-        checksums[hiding] = lines(result.stdout, "checksum:")
-    assert checksums["on"] == checksums["off"]
-
-
-def warnings_of(stderr: str) -> list[str]:
-    return [line.split("edge_warnings.py")[1] for line in stderr.splitlines() if "Warning:" in line]
-
-
-@pytest.mark.full
-def test_a_warning_met_in_the_edge_rows_names_numpys_line() -> None:
-    """An overflow met only in a row that reads the other rank's rows (so in the edges, which
-    run after the interior) is reported at the line NumPy names: the edges' instructions keep
-    their own positions in the batch, not the region's last one."""
-    program = PROGRAMS / "edge_warnings.py"
-    plain = run_numpy(program)
-    assert plain.returncode == 0, plain.stderr
-    expected = warnings_of(plain.stderr)
-    assert expected == [":14: RuntimeWarning: overflow encountered in multiply"]
-    result = run(2, program, env=environment(SHOAL_CLUSTER_HALO_SWEEPS="own", SHOAL_CLUSTER_INTERIOR_FIRST="on"))
-    assert result.returncode == 0, result.stderr
-    assert warnings_of(result.stderr) == expected
-    assert result.stdout == plain.stdout
