@@ -59,20 +59,17 @@ class RankNotes:
         if watched:
             self._reductions = {position for position, instruction in enumerate(batch.instructions) if _reduces(instruction.op)}
 
-    def planned(self, ops: list[Any], first_ops: list[int], start: int = 0) -> None:
+    def planned(self, ops: list[Any], start: int = 0) -> None:
         """This rank's operations for the batch (or for its instructions from ``start`` on: one
-        of its parts, :mod:`shoal.cluster.segments`), and the index of each instruction's first."""
+        of its parts, :mod:`shoal.cluster.segments`); each names the instruction of its batch
+        each of its instructions computes (``Op.positions``)."""
         if not self.watched:
             return
         self._ops.extend(ops)
         sources = self._sources
-        position = start - 1
-        following = 0  # index into first_ops of the next instruction to begin
-        for index, op in enumerate(ops):
-            while following < len(first_ops) and first_ops[following] <= index:
-                position, following = start + following, following + 1
-            for number, instruction in enumerate(op.instructions):
-                sources[id(instruction)] = start + op.positions[number] if op.positions else position
+        for op in ops:
+            for instruction, position in zip(op.instructions, op.positions):
+                sources[id(instruction)] = start + position
 
     def ran(self, batch: Batch, record: fp_signals.Watch) -> None:
         """The node engine ran ``batch`` (part of the cluster batch) under ``record``."""

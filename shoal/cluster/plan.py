@@ -107,7 +107,6 @@ class Planner(GatheredPlanning):
         self.warned: set[str] = set()
         self.warnings: list[str] = []  # fallback warnings to give once the batch has run
         self.ops: list[Op] = []
-        self.first_ops: list[int] = []  # per instruction of the last batch, its first op's index
         self.declared: dict[int, int] = {}  # bases the batch being planned declared: their local base here
         self.declared_layouts: dict[int, AnyLayout] = {}
         self._undeclared: dict[int, BaseDecl] = {}  # new local bases not yet given to an operation
@@ -199,7 +198,6 @@ class Planner(GatheredPlanning):
         if first is not None and not first.declares:  # every base went to its first computation
             assert ops[0] is first
             del ops[0]
-            self.first_ops = [max(0, index - 1) for index in self.first_ops]
         self._undeclared = {}
         self._first = None
 
@@ -302,7 +300,6 @@ class Planner(GatheredPlanning):
         self.declared = {}
         self.declared_layouts = {}
         self._declare(batch)
-        self.first_ops = []
         self.later = batch.instructions
         self.temporaries = released_bases(batch.instructions)
         self.row_plan = RowPlan() if self.redundant_rows or not self.valid else plan_rows(self, batch.instructions, OWNER_COMPUTES)
@@ -311,7 +308,6 @@ class Planner(GatheredPlanning):
             if position:
                 interior_first.after(self, position - 1, batch.instructions[position - 1])
             self.position = position
-            self.first_ops.append(len(self.ops))  # the ops from here on are this instruction's
             if instruction.op == "release":
                 self._release(int(instruction.attr("base")))
                 continue

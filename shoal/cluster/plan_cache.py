@@ -126,7 +126,6 @@ class Template:
     declared: list[tuple[int, Layout, int | None, int | None]] = field(default_factory=list)  # (key number, layout, slot, block bytes)
     data: list[tuple[int, int, int]] = field(default_factory=list)  # (op, slot, key number whose data it holds)
     valid: list[tuple[int, tuple, tuple | None]] = field(default_factory=list)  # (key number, its halos' current bytes and demand after the batch)
-    first_ops: list[int] = field(default_factory=list)  # per instruction, the index of its first op
     graph: list[tuple[int, ...]] | None = None  # per op, the ops that depend on it (``Flusher``)
     bases: int = 0  # bases the batch names (the length of the key's order)
     constants: list[tuple[int, int, int, int]] = field(default_factory=list)  # (op, its instruction, input, the batch's constant)
@@ -316,7 +315,6 @@ def make_template(planner: Planner, ops: list[Op], order: list[int], first_local
                 raise Uncacheable(f"data of local base {here}")
             template.data.append((position, local(here), numbers[holders[here]]))
     template.valid = [(numbers[base], planner.valid[base], planner.demand.get(base)) for base in order if base in planner.valid]
-    template.first_ops = list(planner.first_ops)
     template.bases = len(order)
     template.constants = _constant_places(ops, batch)
     return template
@@ -367,5 +365,4 @@ def replay(planner: Planner, template: Template, order: list[int], batch: Batch)
             planner.demand[order[number]] = demand
     planner._next_local = first_local + template.created
     planner._tag = (first_tag + template.tags) % limit
-    planner.first_ops = list(template.first_ops)
     return ops

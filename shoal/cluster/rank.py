@@ -186,39 +186,37 @@ class RankEngine:
 
     def _run(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None) -> None:
         """Plan and run the whole of ``batch``."""
-        ops, first_ops, template = self._plan(batch, keyed)
-        self.notes.planned(ops, first_ops)
+        ops, template = self._plan(batch, keyed)
+        self.notes.planned(ops)
         self.flusher.run(ops, template)
 
-    def _plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None, kept: Template | None = None) -> tuple[list[Op], list[int], Template | None]:
-        """``batch``'s operations, the index of each instruction's first, and the cached plan
-        they follow (if kept; ``kept``: its key's template, known)."""
+    def _plan(self, batch: Batch, keyed: tuple[tuple, list[int]] | Literal[False] | None, kept: Template | None = None) -> tuple[list[Op], Template | None]:
+        """``batch``'s operations and the cached plan they follow (if kept; ``kept``: its key's
+        template, known)."""
         stats = self.flusher.stats
         began = time.perf_counter()
         ops = self.planner.plan(batch, keyed, kept)
         stats.plan_seconds += time.perf_counter() - began
         stats.replayed = self.planner.cache.hits
-        return ops, self.planner.first_ops, self.planner.template
+        return ops, self.planner.template
 
-    def _run_parts(self, planned: list[tuple[int, list[Op], list[int], Template | None]]) -> None:
-        """Run the parts of a batch (each with its first instruction's position, operations,
-        their first operations and template). Where a rank exchanges data within the loop, each
+    def _run_parts(self, planned: list[tuple[int, list[Op], Template | None]]) -> None:
+        """Run the parts of a batch (each with its first instruction's position, operations and
+        template). Where a rank exchanges data within the loop, each
         iteration runs as a flush of its own and follows its cached dependency graph (Jacobi's
         sweeps, one node-engine batch each, at 2 ranks: 0.17 -> 0.13 s against one flush of all
         of them). Where only a reduction's results travel, at its end, the parts run as one
         flush: its node engine then fuses computations across iterations (Black-Scholes' 30
         days at 2 ranks: 1.27 s a part at a time, 0.82 s as one flush)."""
-        if any(op.kind != "compute" and not op.late for _, ops, _, _ in planned for op in ops):
-            for number, (start, ops, first_ops, template) in enumerate(planned):
-                self.notes.planned(ops, first_ops, start)
+        if any(op.kind != "compute" and not op.late for _, ops, _ in planned for op in ops):
+            for number, (start, ops, template) in enumerate(planned):
+                self.notes.planned(ops, start)
                 self.flusher.run(ops, template, number == len(planned) - 1)
             return
         everything: list[Op] = []
-        firsts: list[int] = []
-        for _, ops, first_ops, _ in planned:
-            firsts += [len(everything) + index for index in first_ops]
+        for start, ops, _ in planned:
+            self.notes.planned(ops, start)
             everything += ops
-        self.notes.planned(everything, firsts)
         self.flusher.run(everything)
 
     def fetch(self, view: View) -> np.ndarray | None:

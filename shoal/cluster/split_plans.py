@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from shoal.cluster.plan_cache import Template
 
 Keyed = tuple[tuple, list[int]]
-Planned = tuple[int, list["Op"], list[int], "Template | None"]  # first instruction, ops, their first ops, template
-PlanOne = Callable[[Batch, "Keyed | None", "Template | None"], tuple[list["Op"], list[int], "Template | None"]]
+Planned = tuple[int, list["Op"], "Template | None"]  # first instruction, ops, template
+PlanOne = Callable[[Batch, "Keyed | None", "Template | None"], tuple[list["Op"], "Template | None"]]
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ def plan_parts(planner: Planner, batch: Batch, keyed: Keyed | None, plan_one: Pl
     ends = [start for start, _ in parts[1:]] + [len(batch.instructions)]
     for (start, part), end in zip(parts, ends):
         part_keyed = planner.keyed(part)
-        ops, first_ops, template = plan_one(part, part_keyed, None)
-        planned.append((start, ops, first_ops, template))
+        ops, template = plan_one(part, part_keyed, None)
+        planned.append((start, ops, template))
         if found is not None and part_keyed is not None and template is not None:
             found.append(SplitPart(start, end, part_keyed[0], tuple(where[base] for base in part_keyed[1]), template))
         else:
@@ -128,5 +128,5 @@ def _replayed_part(planner: Planner, batch: Batch, order: list[int], part: Split
     bases = [BaseDecl(part_order[number], dtype, size) for number, dtype, size, _carried in declarations]
     data = {part_order[number]: batch.data[part_order[number]] for number, _dtype, _size, carried in declarations if carried}
     piece = Batch(bases=bases, instructions=batch.instructions[part.start : part.end], data=data)
-    ops, first_ops, template = plan_one(piece, (part.key, part_order), part.template)
-    return part.start, ops, first_ops, template
+    ops, template = plan_one(piece, (part.key, part_order), part.template)
+    return part.start, ops, template

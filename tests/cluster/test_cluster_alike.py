@@ -79,7 +79,7 @@ def test_the_rebuilt_batch_cut_where_rank_0_cut_it_plans_what_cutting_it_afresh_
         rebuilt, starts, _ = alike.decode(*command(batch, [start for start, _ in parts]))
         cut = split_plans.plan_parts(here, rebuilt, here.keyed(rebuilt), planning(here), starts)  # type: ignore[arg-type]
         assert cut is not None
-        assert described([op for _, ops, _, _ in cut for op in ops]) == described(planned(afresh, batch, None))
+        assert described([op for _, ops, _ in cut for op in ops]) == described(planned(afresh, batch, None))
         assert state(here) == state(afresh)
 
 
@@ -209,7 +209,7 @@ def test_a_rank_gathers_replayed_iterations_naming_what_they_repeat() -> None:
     decls = dict(root.decls)
     parts = split_plans.plan_parts(root, batch, root.keyed(batch), planning(root), starts)  # type: ignore[arg-type]
     assert parts is not None
-    ops = [op for _, planned_ops, _, _ in parts for op in planned_ops if op.kind == "compute" and not op.needs]
+    ops = [op for _, planned_ops, _ in parts for op in planned_ops if op.kind == "compute" and not op.needs]
     assert sum(op.model is not None for op in ops) >= len(ops) // 2
 
     class Caught(Component):

@@ -104,8 +104,8 @@ def test_an_unknown_condition_from_rank_zero_stops_the_batch() -> None:
 def test_pieces_are_named_by_the_instruction_they_were_planned_from() -> None:
     from shoal.cluster.plan import Op
 
-    ops = [Op("compute", instructions=[Instruction("add", (), ())]) for _ in range(4)]
+    ops = [Op("compute", instructions=[Instruction("add", (), ())], positions=(position,)) for position in (0, 0, 2, 2)]  # instruction 1 planned no operation here
     notes = RankNotes(FakeSession(None), 1)
     notes.begin(Batch(instructions=[Instruction("release", (), ()) for _ in range(3)]), fp_signals.DIVIDE)
-    notes.planned(ops, [0, 2, 2])  # instruction 1 planned no operation here
+    notes.planned(ops)
     assert [notes._sources[id(op.instructions[0])] for op in ops] == [0, 0, 2, 2]

@@ -85,7 +85,7 @@ def reduction(grid: int, ids: Ids) -> Batch:
 def describe(op: Op, positions: dict[int, int]) -> tuple:
     data = tuple(sorted((base, array.tobytes()) for base, array in op.data.items()))
     return (
-        op.kind, tuple(op.reads), tuple(op.writes), tuple(op.instructions), tuple(positions[id(need)] for need in op.needs),
+        op.kind, tuple(op.reads), tuple(op.writes), tuple(op.instructions), op.positions, tuple(positions[id(need)] for need in op.needs),
         tuple(op.declares), op.peer, op.tag, op.view, op.temp, op.dtype, op.shape, data,
     )  # fmt: skip
 
@@ -98,7 +98,7 @@ def described(ops: list[Op]) -> list[tuple]:
 def state(planner: Planner) -> tuple:
     return (
         dict(planner.layouts), dict(planner.decls), dict(planner.local), dict(planner.block_bytes), planner._next_local,
-        planner._tag, sorted(planner._retired), list(planner.first_ops), dict(planner.valid), dict(planner.demand),
+        planner._tag, sorted(planner._retired), dict(planner.valid), dict(planner.demand),
     )  # fmt: skip
 
 

@@ -46,9 +46,9 @@ def long_loop(grid: int, ids: Ids, first_factor: float) -> Batch:
     return batch
 
 
-def planning(planner: Planner) -> Callable[[Batch, object, object], tuple[list[Op], list[int], object]]:
-    def plan_one(part: Batch, keyed: object, kept: object) -> tuple[list[Op], list[int], object]:
-        return planner.plan(part, keyed, kept), list(planner.first_ops), planner.template  # type: ignore[arg-type]
+def planning(planner: Planner) -> Callable[[Batch, object, object], tuple[list[Op], object]]:
+    def plan_one(part: Batch, keyed: object, kept: object) -> tuple[list[Op], object]:
+        return planner.plan(part, keyed, kept), planner.template  # type: ignore[arg-type]
 
     return plan_one
 
@@ -58,7 +58,7 @@ def planned(planner: Planner, batch: Batch, keyed: object) -> list[Op]:
     parts = split_plans.plan_parts(planner, batch, keyed, planning(planner))  # type: ignore[arg-type]
     if parts is None:
         return planner.plan(batch, keyed)  # type: ignore[arg-type]
-    return [op for _, ops, _, _ in parts for op in ops]
+    return [op for _, ops, _ in parts for op in ops]
 
 
 def planners(rank: int, ranks: int, halo_rows: int) -> tuple[Planner, Planner, Planner]:
