@@ -22,6 +22,17 @@ F8 = np.dtype("f8")
 TAGS = 1 << 15
 
 
+def compute(engine: ReferenceEngine, op: Op) -> None:
+    """Run computation ``op`` on ``engine``, its received buffers declared and released."""
+    batch = Batch(bases=list(op.declares), data=dict(op.data), instructions=[])
+    for need in op.needs:
+        assert need.buffer is not None and need.dtype is not None
+        batch.bases.append(BaseDecl(need.temp, need.dtype, need.buffer.size))
+        batch.data[need.temp] = np.ascontiguousarray(need.buffer).reshape(-1)
+    batch.instructions = [*op.instructions, *(Instruction("release", (), (), make_attrs(base=need.temp)) for need in op.needs)]
+    engine.execute(batch)
+
+
 def run_plans(plans: list[list[Op]], engines: list[ReferenceEngine]) -> int:
     """Run every rank's operations in program order; returns the messages sent."""
     mailbox: dict[tuple[int, int, int], np.ndarray] = {}
@@ -43,13 +54,7 @@ def run_plans(plans: list[list[Op]], engines: list[ReferenceEngine]) -> int:
                     assert message.dtype == op.dtype and message.size == int(np.prod(op.shape))
                     op.buffer = message.reshape(op.shape)
                 else:
-                    batch = Batch(bases=list(op.declares), data=dict(op.data), instructions=[])
-                    for need in op.needs:
-                        assert need.buffer is not None and need.dtype is not None
-                        batch.bases.append(BaseDecl(need.temp, need.dtype, need.buffer.size))
-                        batch.data[need.temp] = np.ascontiguousarray(need.buffer).reshape(-1)
-                    batch.instructions = [*op.instructions, *(Instruction("release", (), (), make_attrs(base=need.temp)) for need in op.needs)]
-                    engines[rank].execute(batch)
+                    compute(engines[rank], op)
                 positions[rank] += 1
                 progressed = True
         assert progressed, "every rank waits for a message no rank sends"

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cluster.test_cluster_halo_simulated import Draws, Program, gather
+from cluster.test_cluster_halo_simulated import Draws, Program, compute, gather
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
 from shoal.cluster.plan import Op, PlanConfig, Planner
 from shoal.engine.blocks import BlockOp, DependencyLists
@@ -36,19 +36,6 @@ def keys(planner: Planner, accesses: list[tuple[int, int, int]]) -> tuple[tuple[
                 (base, block) for block in range(low // size, max(low, high - 1) // size + 1)
             )
     return tuple(dict.fromkeys(found))
-
-
-def compute(engine: ReferenceEngine, op: Op) -> None:
-    batch = Batch(bases=list(op.declares), data=dict(op.data), instructions=[])
-    for need in op.needs:
-        assert need.buffer is not None and need.dtype is not None
-        batch.bases.append(BaseDecl(need.temp, need.dtype, need.buffer.size))
-        batch.data[need.temp] = np.ascontiguousarray(need.buffer).reshape(-1)
-    batch.instructions = [
-        *op.instructions,
-        *(Instruction("release", (), (), make_attrs(base=need.temp)) for need in op.needs),
-    ]
-    engine.execute(batch)
 
 
 def run_eagerly(
