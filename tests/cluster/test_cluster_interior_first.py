@@ -2,9 +2,9 @@
 reference engine of its own in an order the flush could take, against NumPy.
 
 The flush orders operations only by the dependency lists (the blocks of memory each reads and
-writes), so each rank here runs its operations as soon as those lists allow, and completes a
-receive only when nothing else can run: whatever an operation does not declare that it touches
-is then read or written too early, and the results differ from NumPy's.
+writes), so each rank here draws them as its flush does, runs its operations as soon as they
+allow, and completes a receive only when nothing else can run: whatever an operation does not
+declare that it touches is then read or written too early, and the results differ from NumPy's.
 """
 
 from __future__ import annotations
@@ -16,26 +16,13 @@ from hypothesis import strategies as st
 
 from cluster.test_cluster_halo_simulated import Draws, Program, compute, gather
 from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View, make_attrs
+from shoal.cluster.flush import Flusher
 from shoal.cluster.plan import Op, PlanConfig, Planner
-from shoal.engine.blocks import BlockOp, DependencyLists
+from shoal.engine.blocks import BlockOp
 from shoal.engine.reference import ReferenceEngine
 
 F8 = np.dtype("f8")
 TAGS = 1 << 15
-
-
-def keys(planner: Planner, accesses: list[tuple[int, int, int]]) -> tuple[tuple[int, int], ...]:
-    """The dependency blocks of ``accesses``, as the flush draws them."""
-    found: list[tuple[int, int]] = []
-    for base, low, high in accesses:
-        size = planner.block_bytes.get(base)
-        if size is None:
-            found.append((base, 0))
-        else:
-            found.extend(
-                (base, block) for block in range(low // size, max(low, high - 1) // size + 1)
-            )
-    return tuple(dict.fromkeys(found))
 
 
 def run_eagerly(
@@ -44,14 +31,9 @@ def run_eagerly(
     """Run every rank's operations as early as their dependency blocks allow, receives as late
     as possible; returns each rank's operations in the order they ran."""
     ranks = []
-    for planner, ops in zip(planners, plans):
-        lists = DependencyLists()
-        blocks = []
-        for seq, op in enumerate(ops):
-            block = BlockOp(seq, lambda: None, keys(planner, op.reads), keys(planner, op.writes))
-            lists.insert(block)
-            blocks.append((block, op))
-        ranks.append(blocks)
+    for planner, ops in zip(planners, plans):  # the dependency graph the flush draws
+        flusher = Flusher(None, None, planner.rank, True, planner.block_bytes)  # type: ignore[arg-type]
+        ranks.append([(block, flusher._plan[id(block)]) for block in flusher._blocks(ops)])
     mailbox: dict[tuple[int, int, int], np.ndarray] = {}
     ran: list[list[Op]] = [[] for _ in plans]
 
