@@ -2,13 +2,15 @@
 of slotted objects that recording builds (``shoal/_slot_makers.c``), the runtime's bookkeeping
 for a remembered element-wise call, a base's release, the warning site's lookup and NumPy calls
 on settled memory (``shoal/_record_calls.c``, ``shoal/_base_release.c``, ``shoal/_call_sites.c``,
-``shoal/_settled_calls.c``) and the
+``shoal/_settled_calls.c``), a direct batch's chunked pair of element-wise calls
+(``shoal/engine/node/run/_pair_rows.c``) and the
 comparison of a replayed batch with the previous one (``shoal/engine/node/schedule/_repeat_walk.c``).
 
 Everything else about the package is in ``pyproject.toml``. The extensions are optional: where no
 C compiler is found the install goes on without them and the same work runs in Python
 (``shoal/numpy/_slots.py``, ``shoal/frozen_values.py``, ``shoal/recording_calls.py``,
 ``shoal/base_lives.py``, ``shoal/fp_warnings.py``, ``shoal/numpy/_settled.py``,
+``shoal/engine/node/run/chunked_pairs.py``,
 ``shoal/engine/node/schedule/repeat.py``).
 """
 
@@ -33,6 +35,7 @@ setup(
             depends=["shoal/_slot_offset.h", "shoal/_runtime_attributes.h", "shoal/_settled_state.h", "shoal/_shape_size.h", "shoal/_settled_operands.h", "shoal/_settled_results.h"],
             optional=True,
         ),
+        Extension("shoal.engine.node.run._pair_rows", ["shoal/engine/node/run/_pair_rows.c"], extra_compile_args=["-ffp-contract=off"], optional=True),
         Extension(
             "shoal.engine.node.schedule._repeat_walk",
             ["shoal/engine/node/schedule/_repeat_walk.c"],

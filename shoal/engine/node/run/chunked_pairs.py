@@ -40,6 +40,7 @@ from shoal.engine import fp_signals
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
 from shoal.engine.fp_signals import NumpyLog, category, logging_state, named
+from shoal.engine.node.run import compiled_pairs
 from shoal.engine.node.run.row_parts import (
     NUMERIC,
     PAIR_SHARE,
@@ -168,6 +169,11 @@ def _run(
     step: int,
     pool: WorkerPool | None,
 ) -> None:
+    compiled = compiled_pairs.rows_runner(first, second, first_ins, second_ins, target)
+    if compiled is not None:
+        ranges = shares(pool, target.shape, PAIR_SHARE)
+        compiled_pairs.note(first, second, run_shares(pool, ranges, compiled), fp_signals.watched())
+        return
     ndim = target.ndim
     first_call, second_call = spec(first.op).reference, spec(second.op).reference
     first_attrs, second_attrs = first.attr_dict(), second.attr_dict()
