@@ -8,7 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from shoal import held
 from shoal import runtime as _runtime
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
@@ -69,11 +68,12 @@ where.__signature__ = inspect.signature(_numpy_where)  # type: ignore[attr-defin
 def outer(a: Any, b: Any, out: Any = None) -> Any:
     """``np.outer`` as ``shoal.numpy`` exports it: also with NumPy inputs, whose products NumPy
     never hands to Shoal, recorded where the result is large (``a -= np.outer(x, y)`` then runs
-    as one pass over ``a``), the column copied at the call as any NumPy operand is. Views of a
-    held base (:mod:`shoal.held`) stay NumPy's: the loop around them runs in NumPy."""
+    as one pass over ``a``), the column copied at the call as any NumPy operand is. Also views of
+    a held base (:mod:`shoal.held`): LU's ``a[k+1:, k+1:] -= np.outer(a[k+1:, k], a[k, k+1:])``
+    then runs its batch at once, the pair in one C pass (``compiled_pairs.py``)."""
     if out is None and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
         runtime = _runtime.current()
-        if a.size * b.size >= runtime.eager_threshold and held.base_viewed(runtime, a) is None and held.base_viewed(runtime, b) is None:
+        if a.size * b.size >= runtime.eager_threshold:
             return _composed.outer(from_numpy(a), b)
     return np.outer(a, b, out)
 
