@@ -98,6 +98,15 @@ def settled_calls() -> str:
     return "Python: the compiled calls were not built at install (no C compiler); about 7 µs a call over NumPy's"
 
 
+def chunked_pairs() -> str:
+    """How a direct batch's pair of float arithmetic calls (``a -= np.outer(x, y)``) runs here."""
+    from shoal.engine.node.run import compiled_pairs
+
+    if compiled_pairs.pair_rows is not None:
+        return "compiled loop (one pass, about 0.6 ms per 10^6 float64 elements on one thread)"
+    return "NumPy chunks: the compiled loop was not built at install (no C compiler); about 2.2 ms per 10^6 float64 elements"
+
+
 def settings_lines(environ: Mapping[str, str] | None = None) -> list[str]:
     """One line per setting: name, effective value, and where the value comes from."""
     rows = settings.effective(environ)
@@ -120,6 +129,7 @@ def report(environ: Mapping[str, str] | None = None) -> str:
         f"replayed batches compared by: {replay_checks()}",
         f"recorded calls' bookkeeping: {call_bookkeeping()}",
         f"calls on settled memory: {settled_calls()}",
+        f"float arithmetic pairs in direct batches: {chunked_pairs()}",
         f"cores: {available_cores()}",
         f"python: {platform.python_version()} ({sys.executable})",
         f"numpy: {numpy.__version__}",

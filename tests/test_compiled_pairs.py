@@ -147,3 +147,11 @@ def test_a_condition_is_reported_for_the_call_that_met_it_at_numpys_line(monkeyp
         return a
 
     same_values_and_warnings(program, engine="node", eager_threshold=0, settled_threshold=0)
+
+
+def test_info_says_which_runs(monkeypatch):
+    from shoal import info
+
+    assert info.chunked_pairs().startswith("compiled loop")
+    monkeypatch.setattr(compiled_pairs, "pair_rows", None)
+    assert info.chunked_pairs().startswith("NumPy chunks")
