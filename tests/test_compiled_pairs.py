@@ -155,3 +155,41 @@ def test_info_says_which_runs(monkeypatch):
     assert info.chunked_pairs().startswith("compiled loop")
     monkeypatch.setattr(compiled_pairs, "pair_rows", None)
     assert info.chunked_pairs().startswith("NumPy chunks")
+
+
+def _large_update(read_later: bool = False, into_new: bool = False):
+    """A 2100 x 2100 outer product subtracted from an array with data (8.8 M element operations
+    the pair, over the default direct-work bound), the temporary still held at the batch's end."""
+    recorder = Recorder()
+    rng = np.random.default_rng(5)
+    a = recorder.array(rng.random((2100, 2100)))
+    column, row = recorder.array(rng.random((2100, 1))), recorder.array(rng.random((1, 2100)))
+    outer = recorder.ufunc("multiply", column, row)
+    out = recorder.empty((2100, 2100), "float64") if into_new else a
+    recorder.emit("subtract", (out,), (a, outer))
+    checked = [out]
+    if read_later:
+        checked.append(recorder.ufunc("add", outer, 1.0))
+    return recorder.new_batch(), checked
+
+
+@pytest.mark.parametrize(("case", "counted"), [("in place", True), ("read later", False), ("into a new base", False), ("without the loop", False)])
+def test_a_batch_of_a_large_pair_the_loop_takes_runs_direct(monkeypatch, case, counted):
+    from shoal.engine import ReferenceEngine
+    from shoal.engine.node import NodeConfig, NodeEngine
+    from shoal.engine.node.run.chunked_pairs import pair_work
+
+    if case == "without the loop":
+        monkeypatch.setattr(compiled_pairs, "pair_rows", None)
+    batch, checked = _large_update(read_later=case == "read later", into_new=case == "into a new base")
+    assert pair_work(batch) == (2 * 2100 * 2100 if counted else 0)
+    node, reference = NodeEngine(NodeConfig(threads=2, compile="off")), ReferenceEngine()
+    try:
+        reference.execute(batch)
+        node.execute(batch)
+        assert node.last_stats.direct == counted
+        for view in checked:
+            assert node.fetch(view).tobytes() == reference.fetch(view).tobytes()
+    finally:
+        node.shutdown()
+        reference.shutdown()

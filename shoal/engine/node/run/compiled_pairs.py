@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import Instruction
+from shoal.bytecode import Const, Instruction, View
 from shoal.engine import fp_signals
 from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, UNDER, named, numpy_name
 
@@ -55,6 +55,31 @@ def rows_runner(first: Instruction, second: Instruction, first_ins: Sequence[Any
         return pair_rows(op1, op2, temporary_first, target, a, b, x, begin, end)
 
     return run
+
+
+def covers(first: Instruction, second: Instruction, temporary: View) -> bool:
+    """True if the C loop takes the pair ``first`` -> ``temporary`` -> ``second``, as far as the
+    instructions tell (their operands' memory is checked when it runs): add, subtract, multiply
+    or divide, two operands each of the temporary's type (a Python float for float64), no
+    options, two axes, the loop built."""
+    if pair_rows is None or first.op not in _OPERATIONS or second.op not in _OPERATIONS:
+        return False
+    if temporary.dtype not in _FLOATS or len(temporary.shape) != 2 or second.outputs[0].dtype != temporary.dtype:
+        return False
+    return _plain(first, temporary) and _plain(second, temporary)
+
+
+def _plain(instruction: Instruction, like: View) -> bool:
+    """True if ``instruction`` has two operands of ``like``'s type (a Python float for float64)."""
+    if len(instruction.inputs) != 2 or instruction.attrs:
+        return False
+    for operand in instruction.inputs:
+        if isinstance(operand, View):
+            if operand.dtype != like.dtype or len(operand.shape) > 2:
+                return False
+        elif not (isinstance(operand, Const) and isinstance(operand.value, float) and like.dtype == np.float64):
+            return False
+    return True
 
 
 def note(first: Instruction, second: Instruction, flags: list[Flags], watched: int) -> None:

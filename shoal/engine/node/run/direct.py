@@ -27,7 +27,7 @@ from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
 from shoal.engine import fp_signals
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
-from shoal.engine.node.run.chunked_pairs import run_chunked_pair
+from shoal.engine.node.run.chunked_pairs import pair_work, run_chunked_pair
 from shoal.engine.node.run.row_parts import (
     CALL_SHARE,
     independent,
@@ -57,8 +57,11 @@ def batch_work(batch: Batch) -> int:
 
 
 def runs_direct(batch: Batch, direct_work: int) -> bool:
-    """True if ``batch`` should run instruction by instruction (``direct_work`` 0: never)."""
-    work = batch_work(batch)
+    """True if ``batch`` should run instruction by instruction (``direct_work`` 0: never); the
+    work of pairs the C loop takes does not count (``chunked_pairs.pair_work``)."""
+    if direct_work == 0:
+        return False
+    work = batch_work(batch) - pair_work(batch)
     if work < direct_work:
         return True
     instructions = sum(1 for instruction in batch.instructions if instruction.op != "release")
