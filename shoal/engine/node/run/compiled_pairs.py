@@ -38,13 +38,12 @@ def rows_runner(first: Instruction, second: Instruction, first_ins: Sequence[Any
     """What runs rows ``[begin, end)`` of the pair into ``target`` and returns the conditions
     each call met (NumPy's bits), or None if the C loop does not take this pair. ``second_ins``
     has None for the temporary."""
-    if pair_rows is None or target.ndim != 2 or target.dtype not in _FLOATS or first.attrs or second.attrs:
-        return None
-    op1, op2 = _OPERATIONS.get(first.op), _OPERATIONS.get(second.op)
-    if op1 is None or op2 is None or len(first_ins) != 2 or len(second_ins) != 2 or first.outputs[0].dtype != target.dtype:
+    temporary = first.outputs[0]
+    if not covers(first, second, temporary) or target.ndim != 2 or target.dtype != temporary.dtype:
         return None
     if (second_ins[0] is None) == (second_ins[1] is None):
         return None
+    op1, op2 = _OPERATIONS[first.op], _OPERATIONS[second.op]
     temporary_first = second_ins[0] is None
     operands = [_operand(value, target) for value in (*first_ins, second_ins[1] if temporary_first else second_ins[0])]
     if any(operand is None for operand in operands):
