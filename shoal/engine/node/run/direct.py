@@ -58,14 +58,19 @@ def batch_work(batch: Batch) -> int:
 
 def runs_direct(batch: Batch, direct_work: int) -> bool:
     """True if ``batch`` should run instruction by instruction (``direct_work`` 0: never); the
-    work of pairs the C loop takes does not count (``chunked_pairs.pair_work``)."""
-    if direct_work == 0:
-        return False
-    work = batch_work(batch) - pair_work(batch)
-    if work < direct_work:
-        return True
+    work of pairs the C loop takes does not count (``chunked_pairs.pair_work``, read only for a
+    batch that would otherwise go to blocks)."""
+    work = batch_work(batch)
     instructions = sum(1 for instruction in batch.instructions if instruction.op != "release")
-    return work < instructions * (direct_work // 16)
+    if _small(work, instructions, direct_work):
+        return True
+    return _small(work - pair_work(batch), instructions, direct_work)
+
+
+def _small(work: int, instructions: int, direct_work: int) -> bool:
+    """True if ``work`` element operations over ``instructions`` are cheaper run directly: under
+    ``direct_work`` in all, or under ``direct_work / 16`` an instruction."""
+    return work < direct_work or work < instructions * (direct_work // 16)
 
 
 def run_direct(batch: Batch, storage: Storage, pool: WorkerPool | None = None) -> None:
