@@ -4,7 +4,8 @@
  * took NumPy 2.1-2.6 ms (its broadcast multiply alone 1.3 ms); this loop streams ``a`` once.
  *
  * Each operation is IEEE's, in NumPy's operand order, each result rounded before the next
- * (built with -ffp-contract=off, and the two operations are separate loops: no fused multiply-add), so the values are bit for bit NumPy's two calls'.
+ * (built with -ffp-contract=off, the two operations in separate loops: no fused multiply-add),
+ * so the values are bit for bit NumPy's two calls'.
  * The status flags are read after each piece of each operation and returned per operation as
  * NumPy's condition bits (divide 1, overflow 2, underflow 4, invalid 8), as its two calls would
  * report them. Operands are float64 or float32, all of the output's type, two-dimensional and of
