@@ -10,19 +10,28 @@ import psutil
 import pytest
 
 import shoal.tasks as tasks
-from shoal.tasks.shm import segment_owner, task_segments
+from shoal.tasks.shm import SHM_DIR, segment_owner, task_segments
 
 
 def shoal_segments() -> list[str]:
-    """Task segments of this process, or of any process that is gone (a leak).
+    """This user's task segments of this process, or of any process that is gone (a leak).
 
-    Live programs running beside the tests (benchmarks) may own segments; those are theirs.
+    Live programs running beside the tests (benchmarks) may own segments; those are theirs. So
+    are another user's files, such as the one a test in another worker plants for a moment to
+    check that sweeping leaves it alone.
     """
     return [
         name
         for name in task_segments()
-        if segment_owner(name) == os.getpid() or not psutil.pid_exists(segment_owner(name))
+        if _this_users(name) and (segment_owner(name) == os.getpid() or not psutil.pid_exists(segment_owner(name)))
     ]
+
+
+def _this_users(name: str) -> bool:
+    try:
+        return os.lstat(os.path.join(SHM_DIR, name)).st_uid == os.geteuid()
+    except FileNotFoundError:
+        return False
 
 
 @pytest.fixture(autouse=True)
