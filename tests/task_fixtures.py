@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import multiprocessing.forkserver
 import multiprocessing.resource_tracker
 import os
+from collections.abc import Iterator
 
 import psutil
 import pytest
@@ -13,18 +16,38 @@ import shoal.tasks as tasks
 from shoal.tasks.shm import SHM_DIR, segment_owner, task_segments
 
 
+@contextlib.contextmanager
+def planting_dead_segments() -> Iterator[None]:
+    """Held while a test plants a segment of a dead job in /dev/shm: no worker of the run checks
+    for leaks meanwhile, as it would take the planted file for one (the lock is on this
+    directory, shared by the workers, so nothing is left behind)."""
+    with _segments_lock(fcntl.LOCK_EX):
+        yield
+
+
+@contextlib.contextmanager
+def _segments_lock(mode: int) -> Iterator[None]:
+    descriptor = os.open(os.path.dirname(os.path.abspath(__file__)), os.O_RDONLY)
+    try:
+        fcntl.flock(descriptor, mode)
+        yield
+    finally:
+        os.close(descriptor)
+
+
 def shoal_segments() -> list[str]:
     """This user's task segments of this process, or of any process that is gone (a leak).
 
     Live programs running beside the tests (benchmarks) may own segments; those are theirs. So
-    are another user's files, such as the one a test in another worker plants for a moment to
-    check that sweeping leaves it alone.
+    are another user's files. Tests that plant a dead job's segment hold
+    :func:`planting_dead_segments`, which this waits for.
     """
-    return [
-        name
-        for name in task_segments()
-        if _this_users(name) and (segment_owner(name) == os.getpid() or not psutil.pid_exists(segment_owner(name)))
-    ]
+    with _segments_lock(fcntl.LOCK_SH):
+        return [
+            name
+            for name in task_segments()
+            if _this_users(name) and (segment_owner(name) == os.getpid() or not psutil.pid_exists(segment_owner(name)))
+        ]
 
 
 def _this_users(name: str) -> bool:

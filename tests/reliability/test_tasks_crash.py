@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 import pytest
-from task_fixtures import shoal_segments
+from task_fixtures import planting_dead_segments, shoal_segments
 
 import shoal.tasks as tasks
 from shoal.tasks import IN, task, wait_on
@@ -89,18 +89,21 @@ def test_shutdown_fails_unfinished_tasks_without_hanging(tmp_path):
 def test_stale_segments_of_dead_jobs_are_swept_at_start():
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     stale = f"/dev/shm/shoal-{dead.stdout.strip()}.abcdef-1-v0"
-    with open(stale, "wb") as file:
-        file.write(b"\0" * 128)
     mine = f"/dev/shm/shoal-{os.getpid()}.abcdef-1-v0"  # a live job's segment stays
-    with open(mine, "wb") as file:
-        file.write(b"\0" * 128)
-    try:
-        tasks.start(workers=1)
-        assert not os.path.exists(stale)
-        assert os.path.exists(mine)
-    finally:
-        tasks.shutdown()
-        os.unlink(mine)
+    with planting_dead_segments():
+        with open(stale, "wb") as file:
+            file.write(b"\0" * 128)
+        with open(mine, "wb") as file:
+            file.write(b"\0" * 128)
+        try:
+            tasks.start(workers=1)
+            assert not os.path.exists(stale)
+            assert os.path.exists(mine)
+        finally:
+            tasks.shutdown()
+            os.unlink(mine)
+            if os.path.exists(stale):
+                os.unlink(stale)
 
 
 MAIN_SCRIPT = textwrap.dedent(

@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from task_fixtures import planting_dead_segments
 
 import shoal.tasks as tasks
 from shoal.tasks import IN, task, wait_on
@@ -139,12 +140,13 @@ def test_sweeping_dead_jobs_leaves_other_users_files_alone():
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
     name = f"shoal-{dead.stdout.strip()}.{'a' * 16}-1-v0-{'b' * 16}"
     path = os.path.join(shm_store.SHM_DIR, name)
-    _plant(path, 8, NOBODY)
-    try:
-        shm_store.sweep_dead_jobs()
-        assert os.path.exists(path)
-    finally:
-        shm_store.unlink(name)
+    with planting_dead_segments():
+        _plant(path, 8, NOBODY)
+        try:
+            shm_store.sweep_dead_jobs()
+            assert os.path.exists(path)
+        finally:
+            shm_store.unlink(name)
 
 
 def _failing_pwrite(fd, data, offset):
