@@ -68,6 +68,7 @@ class CommStats:
     by_number: int = 0  # of which rank 0 sent the plan's number instead of the batch
     repeated: int = 0  # instructions rank 0 sent as repeats of an earlier loop iteration (shoal.cluster.alike)
     parts_drawn: int = 0  # parts of random draws sent (rank 0) or drawn here (others) as recipes
+    reads: int = 0  # views assembled at rank 0 that this rank took part in
     receive_seconds: float = 0.0  # other ranks: receiving, decoding and verifying rank 0's batches
     plan_seconds: float = 0.0  # planning (or finding a cached plan)
     engine_seconds: float = 0.0  # inside the node engine (execute and fetch)

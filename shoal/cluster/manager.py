@@ -194,7 +194,8 @@ class ClusterManager(Component):
     def fetch(self, view: View) -> np.ndarray:
         self._check_open()
         with interrupts_held():
-            self.session.send(Command.FETCH, dumps(Batch(instructions=[Instruction("copy", (view,), (view,))])))
+            if not self.engine.at_root(view.base):  # else the other ranks have no part in it
+                self.session.send(Command.FETCH, dumps(Batch(instructions=[Instruction("copy", (view,), (view,))])))
             result = self.engine.fetch(view)
         assert result is not None
         return result
@@ -261,6 +262,7 @@ def report(engine: RankEngine) -> dict:
         "repeated": stats.repeated,
         "parts_drawn": stats.parts_drawn,
         "parts_drawn_ahead": engine.ahead.taken,
+        "reads": stats.reads,
         "receive_seconds": stats.receive_seconds,
         "plan_seconds": stats.plan_seconds,
         "engine_seconds": stats.engine_seconds,
@@ -323,6 +325,7 @@ def format_reports(reports: list[dict]) -> str:
             f"    batches {value['batches']} ({value.get('parts', 0)} loop iterations of long ones, {value['replayed']} replayed, {value.get('by_number', 0)} sent as plan numbers; "
             f"{value.get('repeated', 0)} instructions sent as repeats of an earlier iteration)  "
             f"random parts drawn where they live {value.get('parts_drawn', 0)} ({value.get('parts_drawn_ahead', 0)} ahead)  "
+            f"reads {value.get('reads', 0)}  "
             f"broadcast+decode+verify {value['receive_seconds']:.3f} s  "
             f"planning {value['plan_seconds']:.3f} s  node engine {value['engine_seconds']:.3f} s  "
             f"MPI calls {value['communication_seconds']:.3f} s  flush bookkeeping {other:.3f} s"

@@ -219,9 +219,16 @@ class RankEngine:
             everything += ops
         self.flusher.run(everything)
 
+    def at_root(self, base: int) -> bool:
+        """True if rank 0 holds every element of ``base``: reading it takes no other rank (a
+        loop's test of a reduced value, read every iteration)."""
+        layout = self.planner.layouts.get(base)
+        return isinstance(layout, Layout) and layout.at_root
+
     def fetch(self, view: View) -> np.ndarray | None:
         """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""
         began = time.perf_counter()
+        self.flusher.stats.reads += 1
         try:
             return self._fetch(view)
         except BaseException as error:  # as in execute: a rank out of step ends the job
