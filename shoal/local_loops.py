@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from shoal import drawn, held
+from shoal.array_sizes import below
 from shoal.bytecode import View
 from shoal.frozen_values import new_instruction
 from shoal.interrupts import interrupts_held
@@ -66,7 +67,11 @@ class LocalLoops:
         taken back (a write); else None (the lock is held; ``memory`` gave None)."""
         engine = self._engine
         base_id = view.base
-        heavy = not write and view.size >= self.settled_threshold  # a product's matrix: recorded, the ranks would gather it
+        # A product's matrix (settled_product reads up to PRODUCT_READ_FACTOR times the
+        # threshold): recorded, the ranks would gather it. A view that is large by its elements
+        # but small by its bytes (a million-element mask in np.where) is an element-wise
+        # operand the ranks compute on where it lives, never fetched whole.
+        heavy = not write and not below(view.size, view.dtype.itemsize, self.settled_threshold)
         if engine is None or (not heavy and (view.size if touched is None else touched) > LOOP_ELEMENTS) or not engine.prefers_local_loops():
             return None
         if self._small_run < LOOP_RUN and not heavy and not (write and base_id in self._mirrors):  # a loop reading it writes it
