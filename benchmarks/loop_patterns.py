@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.baseline import with_settings
 from benchmarks.cluster_layout import mpiexec
 from benchmarks.size_sweep import size_for, steps_for, with_steps
 from shoal.bench.catalog import EXAMPLES
@@ -314,12 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     output = args.output or RESULTS / f"{stem}.md"
     rows = [Row(point) for point in points(args.kernels, args.sizes, args.examples)]
     started = time.perf_counter()
-    baseline = None
-    if args.baseline:
-        baseline = dict(environment)
-        for assignment in args.baseline.split(","):
-            name, _, value = assignment.partition("=")
-            baseline[name.strip()] = value.strip()
+    baseline = with_settings(environment, args.baseline) if args.baseline else None
     measure(rows, args.repeats, environment, args.timeout, baseline, args.ranks)
     elapsed = time.perf_counter() - started
 
