@@ -45,11 +45,9 @@ def readable(array: ndarray) -> np.ndarray | None:
 def _memory(array: ndarray) -> np.ndarray | None:
     """Like :func:`readable`, but writable: only for operands NumPy reads and never returns
     (a ufunc's inputs), where setting the flag would cost as much as the operation."""
-    runtime = array._base.runtime
-    view = array._view
-    if not below(math.prod(view.shape), view.dtype.itemsize, runtime.settled_threshold):
+    if not _small(array):
         return None
-    return runtime.settle(view)
+    return array._base.runtime.settle(array._view)
 
 
 def writable(array: ndarray, touched: int | None = None) -> np.ndarray | None:
@@ -63,13 +61,27 @@ def operands(values: tuple[Any, ...] | list[Any]) -> list[Any] | None:
     a NumPy scalar by that scalar), or None if one of them is not settled and small. Values that
     are not lazy arrays pass unchanged."""
     result = list(values)
+    lazy = []
     for position, value in enumerate(result):
         if type(value) is ndarray:
-            memory = readable(value)
-            if memory is None:
-                return None
-            result[position] = memory[()] if value._scalar else memory
+            if not _small(value):
+                return None  # before any is read: a read may fetch a base whole (shoal.mirrors)
+            lazy.append(position)
+    for position in lazy:
+        value = result[position]
+        memory = value._base.runtime.settle(value._view)
+        if memory is None:
+            return None
+        memory.flags.writeable = False
+        result[position] = memory[()] if value._scalar else memory
     return result
+
+
+def _small(array: ndarray) -> bool:
+    """True if ``array``'s view is below its runtime's settled threshold (:func:`readable` may
+    give its memory)."""
+    view = array._view
+    return below(math.prod(view.shape), view.dtype.itemsize, array._base.runtime.settled_threshold)
 
 
 def has_lazy(values: tuple[Any, ...] | list[Any]) -> bool:
