@@ -69,9 +69,7 @@ def run_chunked_pair(instructions: Sequence[Instruction], index: int, storage: S
     temporary = first.outputs[0]
     if temporary.size < MIN_ELEMENTS:  # the pair's output has the temporary's shape
         return 0
-    second_at = index + 1
-    while second_at < len(instructions) and instructions[second_at].op == "release":
-        second_at += 1
+    second_at = _after_releases(instructions, index + 1)
     if second_at >= len(instructions) or not _element_wise(instructions[second_at]):
         return 0
     second = instructions[second_at]
@@ -130,9 +128,7 @@ def pair_work(batch: Batch) -> int:
         temporary = first.outputs[0] if first.outputs else None
         if not isinstance(temporary, View) or temporary.base not in declared or temporary.base in batch.data or temporary.size < MIN_ELEMENTS:
             continue
-        second_at = index + 1
-        while second_at < len(instructions) and instructions[second_at].op == "release":
-            second_at += 1
+        second_at = _after_releases(instructions, index + 1)
         if second_at >= len(instructions) or not compiled_pairs.covers(first, instructions[second_at], temporary):
             continue
         second = instructions[second_at]
@@ -147,6 +143,14 @@ def pair_work(batch: Batch) -> int:
         if index not in paired and any(isinstance(view, View) and view.size >= MIN_ELEMENTS for view in (*instruction.inputs, *instruction.outputs)):
             return 0
     return work
+
+
+def _after_releases(instructions: Sequence[Instruction], start: int) -> int:
+    """The position of the first instruction from ``start`` on that is not a release (the
+    length of ``instructions`` if there is none)."""
+    while start < len(instructions) and instructions[start].op == "release":
+        start += 1
+    return start
 
 
 def _read_after(instructions: Sequence[Instruction], start: int, base: int) -> bool:
