@@ -36,7 +36,12 @@ configure(NOT_SETTLED)
 def readable(array: ndarray) -> np.ndarray | None:
     """``array``'s values in the component's memory, read-only, if its base is settled and the
     view is small; else None."""
-    memory = _memory(array)
+    return _read_only(array) if _small(array) else None
+
+
+def _read_only(array: ndarray) -> np.ndarray | None:
+    """:func:`readable` once ``array`` is known to be small."""
+    memory = array._base.runtime.settle(array._view)
     if memory is not None:
         memory.flags.writeable = False
     return memory
@@ -69,10 +74,9 @@ def operands(values: tuple[Any, ...] | list[Any]) -> list[Any] | None:
             lazy.append(position)
     for position in lazy:
         value = result[position]
-        memory = value._base.runtime.settle(value._view)
+        memory = _read_only(value)
         if memory is None:
             return None
-        memory.flags.writeable = False
         result[position] = memory[()] if value._scalar else memory
     return result
 
