@@ -223,7 +223,7 @@ class RankEngine:
         """True if rank 0 holds every element of ``base``: reading it takes no other rank (a
         loop's test of a reduced value, read every iteration)."""
         layout = self.planner.layouts.get(base)
-        return isinstance(layout, Layout) and layout.at_root
+        return layout is not None and layout.at_root
 
     def fetch(self, view: View) -> np.ndarray | None:
         """The contents of ``view`` at rank 0 (None elsewhere), assembled from its owners."""
