@@ -214,13 +214,41 @@ def _split_grid(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ..
     bounds = _grid_bounds(operands, shape)
     if math.prod(len(axis_bounds) for axis_bounds in bounds) > limit:
         raise TooFragmented(f"more than {limit} pieces")
+    found: list[tuple[Box, tuple[int, ...]]] = []
     for box in itertools.product(*bounds):
         owners = tuple(owner(sub_view(view, box), layout) for view, layout in operands)
         if all(rank >= 0 for rank in owners):
-            _add(pieces, box, owners, limit)
+            found.append((box, owners))
         else:
-            _split_blocks(operands, box, 0, pieces, limit)
+            _split_blocks(operands, box, 0, found, limit)
+    for piece in _merged(operands, found):
+        _add(pieces, *piece, limit)
 
+
+def _merged(operands: Sequence[tuple[View, AnyLayout]], pieces: list[tuple[Box, tuple[int, ...]]]) -> list[tuple[Box, tuple[int, ...]]]:
+    """``pieces`` with neighbours joined along each axis, until none can be, where the joined box
+    still has every operand on one rank (inside one block), the same ranks as both halves; in
+    the order of their boxes. A row-split operand's cuts are where its owner *may* change (the
+    edges of a slab that spans ranks): lattice Boltzmann's ``np.where(obstacle, ...)`` over its
+    populations was cut into 18 pieces at 2 ranks, 2 being enough."""
+    joining = len(pieces) > 1
+    while joining:
+        joining = False
+        for axis in reversed(range(len(pieces[0][0]))):
+            pieces.sort(key=lambda piece: (*(piece[0][a] for a in range(len(piece[0])) if a != axis), piece[0][axis]))
+            joined: list[tuple[Box, tuple[int, ...]]] = []
+            for box, owners in pieces:
+                if joined:
+                    last_box, last_owners = joined[-1]
+                    if last_owners == owners and last_box[axis][1] == box[axis][0] and all(last_box[a] == box[a] for a in range(len(box)) if a != axis):
+                        union = (*box[:axis], (last_box[axis][0], box[axis][1]), *box[axis + 1 :])
+                        if tuple(owner(sub_view(view, union), layout) for view, layout in operands) == owners:
+                            joined[-1] = (union, owners)
+                            joining = True
+                            continue
+                joined.append((box, owners))
+            pieces = joined
+    return sorted(pieces)
 
 def _grid_bounds(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...]) -> list[list[tuple[int, int]]]:
     """Per axis of ``shape``, the runs between the indices where some distributed operand's
