@@ -221,6 +221,12 @@ PROXY_COMPRESSION = _choice("SHOAL_PROXY_COMPRESSION", ("on", "off"), "Accept zs
 # ---------------------------------------------------------------- the cluster (docs/cluster.md)
 CLUSTER = _choice("SHOAL_CLUSTER", ("auto", "off"), "Under `mpiexec`, run the program across the ranks (`auto`) or as separate copies (`off`).")
 CLUSTER_MIN_BYTES = _integer("SHOAL_CLUSTER_MIN_BYTES", 1 << 16, "Bases of at least this many bytes are split over the ranks; smaller ones stay on rank 0.")
+CLUSTER_REPLICATE_BYTES = _integer(
+    "SHOAL_CLUSTER_REPLICATE_BYTES",
+    1 << 12,
+    "Bases of at most this many bytes that a batch brings with data and does not write are kept whole on every rank (0: on rank 0 only).",
+    minimum=0,
+)
 CLUSTER_MAX_PIECES = _integer("SHOAL_CLUSTER_MAX_PIECES", 4096, "Pieces one instruction may split into on the cluster before it runs on gathered data.", minimum=1)
 CLUSTER_HALO = _integer("SHOAL_CLUSTER_HALO", 8, "Rows of its neighbours each rank keeps of a base split by rows (0: none, one message per piece).", minimum=0)
 CLUSTER_LAYOUT = _choice(

@@ -1,6 +1,10 @@
 """The layouts of the bases a batch declares: every rank computes the same from the same batch.
 
-A base under ``min_bytes`` (or smaller than the ranks) stays whole on rank 0. A larger one is,
+A base under ``min_bytes`` (or smaller than the ranks) stays whole on rank 0, or, if the batch
+brings its data, it is at most ``replicate_bytes`` and no instruction of the batch writes it (a
+NumPy constant such as lattice Boltzmann's nine velocities), is kept whole on every rank
+(:func:`shoal.cluster.layout.on_every_rank`): every piece reads it where it runs, instead of
+receiving it from rank 0 (a message each, sent only when rank 0 reached that step). A larger one is,
 under the row layout, split by the rows of the first C-ordered view of it in the batch
 (:func:`shoal.cluster.layout.block`), keeping its components together when it leads with a
 few of them (:func:`shoal.cluster.layout.components_first`), and a temporary takes the rows of
@@ -21,6 +25,7 @@ from shoal.cluster.layout import (
     block,
     by_components,
     components_first,
+    on_every_rank,
     row_length,
     whole_on,
 )
@@ -51,7 +56,11 @@ def declared_layouts(batch: Batch, config: PlanConfig, ranks: int, known: Mappin
                     grids[base] = grid
                     without_grid.discard(base)
     layouts: dict[int, AnyLayout] = {}
+    written = _written(batch) if config.replicate_bytes and ranks > 1 else set()
     for decl in batch.bases:
+        if decl.id in batch.data and decl.nbytes <= config.replicate_bytes and decl.nbytes < config.min_bytes and decl.id not in written and ranks > 1:
+            layouts[decl.id] = on_every_rank(ranks, decl.size, decl.dtype.itemsize)
+            continue
         if decl.nbytes >= config.min_bytes and ranks > 1 and decl.size >= ranks:
             grid = grids.get(decl.id)
             if cyclic_mode:
@@ -69,6 +78,11 @@ def declared_layouts(batch: Batch, config: PlanConfig, ranks: int, known: Mappin
             layouts[decl.id] = whole_on(0, ranks, decl.size, decl.dtype.itemsize)
     align(batch, layouts, known, ranks)  # temporaries in rows where their operands are (rows mode)
     return layouts
+
+
+def _written(batch: Batch) -> set[int]:
+    """The bases an instruction of ``batch`` writes."""
+    return {view.base for instruction in batch.instructions if instruction.op != "release" for view in instruction.outputs}
 
 
 def _cyclic_aligned(batch: Batch, decl: BaseDecl, grid: tuple[int, ...], layouts: dict[int, AnyLayout], known: Mapping[int, AnyLayout]) -> CyclicLayout | None:

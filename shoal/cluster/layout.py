@@ -48,6 +48,7 @@ class Layout:
     itemsize: int
     starts: tuple[int, ...]
     halo: int = 0
+    replicated: bool = False  # every rank holds every element (rank 0 owns them: a small read-only base)
 
     @property
     def size(self) -> int:
@@ -58,6 +59,8 @@ class Layout:
 
     def local_range(self, rank: int) -> tuple[int, int]:
         """The elements ``[first, end)`` rank ``rank`` holds: its own and its halo."""
+        if self.replicated:
+            return 0, self.size
         begin, end = self.starts[rank], self.starts[rank + 1]
         if begin == end or not self.halo:
             return begin, end
@@ -106,6 +109,22 @@ def whole_on(rank: int, ranks: int, size: int, itemsize: int) -> Layout:
     """A layout keeping all ``size`` elements on ``rank``."""
     starts = [0] * (rank + 1) + [size] * (ranks - rank)
     return Layout(itemsize, tuple(starts))
+
+
+def on_every_rank(ranks: int, size: int, itemsize: int) -> Layout:
+    """A layout keeping all ``size`` elements on every rank, rank 0 owning them: a small base that
+    no instruction writes is read where each piece runs, without a message."""
+    return Layout(itemsize, whole_on(0, ranks, size, itemsize).starts, replicated=True)
+
+
+def everywhere(layout: AnyLayout) -> bool:
+    """True if every rank holds every element of a base laid out as ``layout``."""
+    return isinstance(layout, Layout) and layout.replicated
+
+
+def held_at(view: View, layout: AnyLayout, rank: int) -> bool:
+    """True if ``rank`` holds every element of ``view`` (of a base laid out as ``layout``)."""
+    return everywhere(layout) or owner(view, layout) == rank
 
 
 @functools.lru_cache(maxsize=4096)  # a loop's temporaries ask for the same layouts every batch

@@ -39,7 +39,9 @@ class ClusterConfig:
     before it runs gathered; ``latency_hiding``: the flush algorithm, else blocking messages;
     ``halo_rows``: rows of its neighbours each rank keeps (:mod:`shoal.cluster.halo`);
     ``halo_sweeps``: ``own``, ``redundant`` or ``auto`` (:mod:`shoal.cluster.link`);
-    ``interior_first``: ``on``, ``off`` or ``auto`` (:mod:`shoal.cluster.interior_first`)."""
+    ``interior_first``: ``on``, ``off`` or ``auto`` (:mod:`shoal.cluster.interior_first`);
+    ``replicate_bytes``: smaller bases a batch brings with data and does not write are kept on
+    every rank (:mod:`shoal.cluster.declared_layouts`)."""
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
@@ -49,6 +51,7 @@ class ClusterConfig:
     block: tuple[int, ...] = ()
     halo_sweeps: str = "auto"
     interior_first: str = "auto"
+    replicate_bytes: int = 1 << 12
 
     @classmethod
     def from_settings(cls, environ: Mapping[str, str] | None = None) -> ClusterConfig:
@@ -61,12 +64,14 @@ class ClusterConfig:
             parse_block(settings.CLUSTER_BLOCK.value(environ=environ) or ""),
             settings.CLUSTER_HALO_SWEEPS.value(environ=environ),
             settings.CLUSTER_INTERIOR_FIRST.value(environ=environ),
+            settings.CLUSTER_REPLICATE_BYTES.value(environ=environ),
         )
 
     def plan(self, redundant_rows: bool = True, redundant_for_sweeps: bool = False, interior_first: bool = False) -> PlanConfig:
         return PlanConfig(
             self.min_bytes,
             self.max_pieces,
+            self.replicate_bytes,
             halo_rows=self.halo_rows,
             layout=self.layout,
             block=self.block,

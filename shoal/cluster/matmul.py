@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from shoal.bytecode import BaseDecl, Instruction, View
 from shoal.cluster.cyclic import CyclicLayout
-from shoal.cluster.layout import TooFragmented, owner, split, sub_view
+from shoal.cluster.layout import TooFragmented, held_at, owner, split, sub_view
 from shoal.cluster.ops import release_of
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _ring(panels: list[tuple[tuple[int, int], int]], rank: int) -> list[int]:
 
 def _operand_at(planner: Planner, view: View, rank: int, temps: list[int]) -> View:
     """``view`` readable at ``rank``: its local view if it lives there whole, else a copy."""
-    if owner(view, planner.layouts[view.base]) == rank:
+    if held_at(view, planner.layouts[view.base], rank):
         return planner.local_view(view) if planner.rank == rank else view
     return planner._assemble(view, temps, True, at=rank)
 

@@ -42,10 +42,12 @@ from shoal.cluster.layout import (
     AnyLayout,
     TooFragmented,
     broadcast_to,
+    everywhere,
     local_part,
     owner,
     split,
     sub_view,
+    whole_on,
 )
 from shoal.cluster.leading_gather import plan_leading_gather
 from shoal.cluster.link import repeats_a_sweep
@@ -70,7 +72,9 @@ FEW_PIECES = 16  # pieces per rank an instruction may split into before its inpu
 
 @dataclass
 class PlanConfig:
-    """``min_bytes``: bases of at least this many bytes are distributed. ``max_pieces``: more
+    """``min_bytes``: bases of at least this many bytes are distributed. ``replicate_bytes``:
+    smaller bases that come with data and that their batch does not write are kept on every rank
+    (:mod:`shoal.cluster.declared_layouts`). ``max_pieces``: more
     pieces than this for one instruction and it runs gathered instead. ``cache_size``: distinct
     batches whose plans are kept (:mod:`shoal.cluster.plan_cache`). ``halo_rows``: rows of its
     neighbours each rank keeps of a base split by rows (:mod:`shoal.cluster.halo`). ``layout``:
@@ -79,6 +83,7 @@ class PlanConfig:
 
     min_bytes: int = 1 << 16
     max_pieces: int = 4096
+    replicate_bytes: int = 1 << 12  # smaller bases that come with data and are not written: on every rank
     cache_size: int = 64  # batches whose plans are kept for replay (0: none)
     halo_rows: int = 0  # rows of its neighbours each rank keeps of a row-split base
     layout: str = "rows"
@@ -125,6 +130,7 @@ class Planner(GatheredPlanning):
         self.pending: Region | None = None  # a region that ended: split if a new exchange or the batch's end follows
         self.unused: set[int] = set()  # temporaries whose computation interior first replaced: nothing to release
         self.stamped = 0  # the operations before this one know the instructions they compute
+        self.uncacheable = False  # the batch being planned wrote a base on every rank
 
     # ------------------------------------------------------------------ bases
 
@@ -216,6 +222,16 @@ class Planner(GatheredPlanning):
             return
         self.ops.append(Op("compute", writes=[(local, 0, max(nbytes, 1))], instructions=[release_of(local)]))
 
+    def _before_writes(self, instruction: Instruction) -> None:
+        """A base on every rank that ``instruction`` writes is from now on rank 0's alone, as a
+        small base is: the other ranks' copies stay unused until its release, and the batch's
+        plan is not kept (a replay would not bring its layout back)."""
+        for view in instruction.outputs:
+            layout = self.layouts.get(view.base)
+            if layout is not None and everywhere(layout):
+                self.layouts[view.base] = whole_on(0, self.ranks, layout.size, layout.itemsize)
+                self.uncacheable = True
+
     def local_view(self, view: View, box: tuple | None = None) -> View:
         """``view`` (or its part in ``box``) as a view of this rank's local base."""
         part = view if box is None else sub_view(view, box)
@@ -288,6 +304,8 @@ class Planner(GatheredPlanning):
         first_local, first_tag = self._next_local, self._tag
         ops = self._plan(batch)
         try:
+            if self.uncacheable:
+                raise Uncacheable("a base on every rank written")
             template = make_template(self, ops, order, first_local, first_tag, known, batch)
         except Uncacheable:
             template = None
@@ -297,6 +315,7 @@ class Planner(GatheredPlanning):
 
     def _plan(self, batch: Batch) -> list[Op]:
         self.ops = []
+        self.uncacheable = False
         self.declared = {}
         self.declared_layouts = {}
         self._declare(batch)
@@ -311,6 +330,7 @@ class Planner(GatheredPlanning):
             if instruction.op == "release":
                 self._release(int(instruction.attr("base")))
                 continue
+            self._before_writes(instruction)
             entry = spec(instruction.op)
             elementwise = entry.kind is Kind.ELEMENTWISE or instruction.op in OWNER_COMPUTES
             if elementwise and plan_with_halos(self, instruction):
@@ -367,6 +387,8 @@ class Planner(GatheredPlanning):
                     continue
                 view = views[position]
                 owner_rank = owner(sub_view(view, box), layouts[position]) if assembled else owners[position]
+                if everywhere(layouts[position]):
+                    owner_rank = runner
                 position += 1
                 part = sub_view(view, box)
                 if owner_rank < 0:  # spans ranks: gather it at the runner

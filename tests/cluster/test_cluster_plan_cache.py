@@ -190,9 +190,9 @@ def test_the_same_instructions_on_a_base_of_another_layout_miss() -> None:
             for grid in (large, small):
                 yield sweep(grid, ids)
 
-    config = PlanConfig(min_bytes=ROWS * COLUMNS * 8, cache_size=8)
+    config = PlanConfig(min_bytes=ROWS * COLUMNS * 8, replicate_bytes=0, cache_size=8)  # the small base on rank 0 alone
     for rank in range(2):
-        cached, fresh = Planner(rank, 2, config, TAGS), Planner(rank, 2, PlanConfig(min_bytes=config.min_bytes, cache_size=0), TAGS)
+        cached, fresh = Planner(rank, 2, config, TAGS), Planner(rank, 2, PlanConfig(min_bytes=config.min_bytes, replicate_bytes=0, cache_size=0), TAGS)
         stream = list(batches())
         stream[1].bases[0] = BaseDecl(stream[1].bases[0].id, F8, ROWS * COLUMNS - COLUMNS)  # smaller: kept on rank 0
         stream[1].data[stream[1].bases[0].id] = np.ones(ROWS * COLUMNS - COLUMNS)
