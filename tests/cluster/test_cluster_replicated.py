@@ -126,5 +126,6 @@ def test_small_constants_give_numpys_results_with_fewer_messages(ranks: int, tmp
         np.testing.assert_array_equal(arrays["weights"], expected["weights"], strict=True)
         np.testing.assert_allclose(arrays["totals"], expected["totals"], rtol=1e-12)  # sums combined over ranks, cancelling: 240,000 terms of about 0.5 give about 20
         np.testing.assert_allclose(arrays["projected"], expected["projected"], rtol=1e-14)
+        np.testing.assert_allclose(arrays["early"], expected["early"], rtol=1e-14)
         sent[replicate] = _messages_sent(result.stderr)
     assert 0 < sent["4096"] < sent["0"], sent
