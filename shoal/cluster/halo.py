@@ -45,8 +45,7 @@ def owned_bytes(layout: Layout, rank: int) -> tuple[int, int]:
 
 
 def local_bytes(layout: Layout, rank: int) -> tuple[int, int]:
-    begin, end = layout.local_range(rank)
-    return begin * layout.itemsize, end * layout.itemsize
+    return layout.local_bytes[rank]
 
 
 def initial_valid(layout: Layout, ranks: int, filled: bool) -> Valid:
@@ -136,7 +135,6 @@ def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
         return False
     views, rows, owned = operands.views, operands.rows, operands.owned
     out = views[0]
-    shape = out.shape
     low, high = out.byte_extent()
     for view in instruction.inputs:  # an input overlapping the output must be the output itself
         if isinstance(view, View) and view.base == out.base and view != out:
@@ -160,7 +158,7 @@ def plan_with_halos(planner: Planner, instruction: Instruction) -> bool:
         boxes = _read_rows(planner, readers, out, rows[0], owned, boxes)
     begin, end = boxes[planner.rank]
     if end > begin:
-        _compute_rows(planner, instruction, shape, begin, end)
+        _compute_rows(planner, instruction, views, begin, end)
     planner.valid[out.base] = _written(planner, out, rows[0], boxes)
     return True
 
@@ -211,7 +209,7 @@ def _plan_owned(planner: Planner, instruction: Instruction, views: list[View], r
         exchange(planner, stale, {base: list(planner.demand[base]) for base in stale})
     begin, end = owned[planner.rank]
     if end > begin:
-        _compute_rows(planner, instruction, views[0].shape, begin, end)
+        _compute_rows(planner, instruction, views, begin, end)
     interior_first.planned(planner, instruction, views, rows, owned[planner.rank])
     planner.valid[views[0].base] = _written(planner, views[0], rows[0], owned)
     return True
@@ -257,18 +255,15 @@ def hull(one: tuple[int, int], other: tuple[int, int]) -> tuple[int, int]:
     return min(one[0], other[0]), max(one[1], other[1])
 
 
-def _compute_rows(planner: Planner, instruction: Instruction, shape: tuple[int, ...], begin: int, end: int) -> None:
-    """This rank's rows ``[begin, end)`` of element-wise ``instruction`` as one computation."""
+def _compute_rows(planner: Planner, instruction: Instruction, views: list[View], begin: int, end: int) -> None:
+    """This rank's rows ``[begin, end)`` of element-wise ``instruction`` (whose output and input
+    views, broadcast to its shape, are ``views``) as one computation."""
     from shoal.cluster.plan import access
 
-    box = ((begin, end), *((0, n) for n in shape[1:]))
+    box = ((begin, end), *((0, n) for n in views[0].shape[1:]))
     local_out = planner.local_view(instruction.outputs[0], box)
-    local_inputs = []
-    for operand in instruction.inputs:
-        if isinstance(operand, View):
-            local_inputs.append(planner.local_view(sub_view(broadcast_to(operand, shape), box)))
-        else:
-            local_inputs.append(operand)
+    broadcast = iter(views[1:])
+    local_inputs = [planner.local_view(sub_view(next(broadcast), box)) if isinstance(operand, View) else operand for operand in instruction.inputs]
     planner.ops.append(
         planner.compute(
             [Instruction(instruction.op, (local_out,), tuple(local_inputs), instruction.attrs)],
@@ -419,7 +414,17 @@ def later_readers(planner: Planner, out: View) -> list[Operands] | None:
 
 def halo_operands(planner: Planner, instruction: Instruction) -> Operands | None:
     """``instruction``'s operands if halos can plan it: one non-empty output, every operand a
-    view of a base with halos whose rows lie in order, each rank's own rows whole; else None."""
+    view of a base with halos whose rows lie in order, each rank's own rows whole; else None.
+    Kept for the batch being planned (``Planner.operands``): own-rows planning asks for every
+    instruction's twice, and a base leaves ``valid`` only with its release, after its last use."""
+    key = id(instruction)
+    if key in planner.operands:
+        return planner.operands[key]
+    found = planner.operands[key] = _halo_operands(planner, instruction)
+    return found
+
+
+def _halo_operands(planner: Planner, instruction: Instruction) -> Operands | None:
     if len(instruction.outputs) != 1:
         return None
     shape = instruction.outputs[0].shape

@@ -36,7 +36,7 @@ from shoal.cluster.collectives import plan_reduction
 from shoal.cluster.cyclic import CyclicLayout
 from shoal.cluster.declared_layouts import declared_layouts
 from shoal.cluster.gathered import GatheredPlanning
-from shoal.cluster.halo import Valid, initial_valid, invalidate, plan_with_halos
+from shoal.cluster.halo import Operands, Valid, initial_valid, invalidate, plan_with_halos
 from shoal.cluster.interior_first import Region
 from shoal.cluster.layout import (
     AnyLayout,
@@ -131,6 +131,7 @@ class Planner(GatheredPlanning):
         self.unused: set[int] = set()  # temporaries whose computation interior first replaced: nothing to release
         self.stamped = 0  # the operations before this one know the instructions they compute
         self.uncacheable = False  # the batch being planned wrote a base on every rank
+        self.operands: dict[int, Operands | None] = {}  # the batch being planned: per instruction (id), its halo operands (shoal.cluster.halo)
 
     # ------------------------------------------------------------------ bases
 
@@ -316,6 +317,7 @@ class Planner(GatheredPlanning):
     def _plan(self, batch: Batch) -> list[Op]:
         self.ops = []
         self.uncacheable = False
+        self.operands = {}
         self.declared = {}
         self.declared_layouts = {}
         self._declare(batch)
@@ -354,6 +356,7 @@ class Planner(GatheredPlanning):
         interior_first.finish(self)
         self._place_declarations(self.ops)
         ops, self.ops = self.ops, []
+        self.operands = {}  # ids of this batch's instructions: a later batch's may reuse them
         return ops
 
     def _owner_computes(self, instruction: Instruction) -> bool:
