@@ -278,6 +278,7 @@ def _merged(operands: Sequence[tuple[View, AnyLayout]], pieces: list[tuple[Box, 
             pieces = joined
     return sorted(pieces)
 
+
 def _grid_bounds(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...]) -> list[list[tuple[int, int]]]:
     """Per axis of ``shape``, the runs between the indices where some distributed operand's
     owner (or block) may change."""
