@@ -56,9 +56,10 @@ def declared_layouts(batch: Batch, config: PlanConfig, ranks: int, known: Mappin
                     grids[base] = grid
                     without_grid.discard(base)
     layouts: dict[int, AnyLayout] = {}
-    written = _written(batch) if config.replicate_bytes and ranks > 1 else set()
+    replicating = ranks > 1 and config.replicate_bytes > 0
+    written = _written(batch) if replicating else set()
     for decl in batch.bases:
-        if decl.id in batch.data and decl.nbytes <= config.replicate_bytes and decl.nbytes < config.min_bytes and decl.id not in written and ranks > 1:
+        if replicating and decl.id in batch.data and decl.nbytes <= config.replicate_bytes and decl.nbytes < config.min_bytes and decl.id not in written:
             layouts[decl.id] = on_every_rank(ranks, decl.size, decl.dtype.itemsize)
             continue
         if decl.nbytes >= config.min_bytes and ranks > 1 and decl.size >= ranks:

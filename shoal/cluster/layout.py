@@ -263,21 +263,27 @@ def _merged(operands: Sequence[tuple[View, AnyLayout]], pieces: list[tuple[Box, 
     while joining:
         joining = False
         for axis in reversed(range(len(pieces[0][0]))):
-            pieces.sort(key=lambda piece: (*(piece[0][a] for a in range(len(piece[0])) if a != axis), piece[0][axis]))
-            joined: list[tuple[Box, tuple[int, ...]]] = []
-            for box, owners in pieces:
-                if joined:
-                    last_box, last_owners = joined[-1]
-                    if last_owners == owners and last_box[axis][1] == box[axis][0] and all(last_box[a] == box[a] for a in range(len(box)) if a != axis):
-                        union = (*box[:axis], (last_box[axis][0], box[axis][1]), *box[axis + 1 :])
-                        if tuple(owner(sub_view(view, union), layout) for view, layout in operands) == owners:
-                            joined[-1] = (union, owners)
-                            joining = True
-                            continue
-                joined.append((box, owners))
-            pieces = joined
+            count = len(pieces)
+            pieces = _joined_along(operands, pieces, axis)
+            joining = joining or len(pieces) < count
     return sorted(pieces)
 
+
+def _joined_along(operands: Sequence[tuple[View, AnyLayout]], pieces: list[tuple[Box, tuple[int, ...]]], axis: int) -> list[tuple[Box, tuple[int, ...]]]:
+    """One pass of :func:`_merged` along ``axis``: the pieces sorted so that neighbours along it
+    follow each other, each joined to the one before where it can be."""
+    others = [a for a in range(len(pieces[0][0])) if a != axis]
+    pieces = sorted(pieces, key=lambda piece: (*(piece[0][a] for a in others), piece[0][axis]))
+    joined = [pieces[0]]
+    for box, owners in pieces[1:]:
+        last_box, last_owners = joined[-1]
+        if last_owners == owners and last_box[axis][1] == box[axis][0] and all(last_box[a] == box[a] for a in others):
+            union = (*box[:axis], (last_box[axis][0], box[axis][1]), *box[axis + 1 :])
+            if tuple(owner(sub_view(view, union), layout) for view, layout in operands) == owners:
+                joined[-1] = (union, owners)
+                continue
+        joined.append((box, owners))
+    return joined
 
 def _grid_bounds(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...]) -> list[list[tuple[int, int]]]:
     """Per axis of ``shape``, the runs between the indices where some distributed operand's

@@ -389,9 +389,10 @@ class Planner(GatheredPlanning):
                     operands.append((False, operand))
                     continue
                 view = views[position]
-                owner_rank = owner(sub_view(view, box), layouts[position]) if assembled else owners[position]
                 if everywhere(layouts[position]):
                     owner_rank = runner
+                else:
+                    owner_rank = owner(sub_view(view, box), layouts[position]) if assembled else owners[position]
                 position += 1
                 part = sub_view(view, box)
                 if owner_rank < 0:  # spans ranks: gather it at the runner
