@@ -214,9 +214,9 @@ def test_a_planner_that_drops_a_sub_view_block_fails(monkeypatch: pytest.MonkeyP
         pieces = real_split(operands, shape, limit)
         return pieces[:-1] if len(operands) == 3 and len(pieces) > 1 else pieces
 
-    from shoal.cluster import plan
+    from shoal.cluster import owner_computes
 
-    monkeypatch.setattr(plan, "split", dropping)
+    monkeypatch.setattr(owner_computes, "split", dropping)  # the owner-computes scheme's split
     with pytest.raises(AssertionError):
         check(program, batches, 3, config)
 
