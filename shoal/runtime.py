@@ -33,6 +33,7 @@ from shoal.mirrors import Mirrors
 from shoal.pending_warnings import PendingWarnings
 from shoal.reads import Reads
 from shoal.recording_calls import CallRecording
+from shoal.rolled_reads import padded_rolls
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
 
@@ -81,6 +82,7 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
         self.settled_threshold: int = settings.SETTLED_THRESHOLD.value(settled_threshold)
         self.dump: bool = settings.DUMP.value()
         self.verify: bool = settings.VERIFY.value()
+        self.rolled_reads: bool = settings.ROLLED_READS.value() == "on"
         self.stats = Stats()
         self.closed = False
         self._abandoned = False  # interrupted: close without running what is pending
@@ -302,6 +304,8 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
             if self._lost:
                 batch = salvage.without_lost(batch, self._lost)
             self._boundary.flushed(batch.instructions)
+            if self.rolled_reads:
+                batch, sites = self._padded_rolls(batch, sites)
             self.stats.flushes += 1
             self.stats.instructions += len(batch.instructions)
             known = dict(self._known) if self.verify else None
@@ -324,6 +328,14 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
                 if carried:  # the component holds them now and may write them
                     drawn.spoil_all(carried)
             self._warn(settled=wait)
+
+    def _padded_rolls(self, batch: Batch, sites: dict[int, fp_warnings.Site]) -> tuple[Batch, dict[int, fp_warnings.Site]]:
+        """``batch`` with its rolls of one array read from one padded copy (``rolled_reads``),
+        and where each instruction's warnings come from in it."""
+        rewritten, moved = padded_rolls(batch, self.next_base_id)
+        if rewritten is batch:
+            return batch, sites
+        return rewritten, {moved[position]: site for position, site in sites.items() if position in moved}
 
     def _execute(self, batch: Batch, sites: dict[int, fp_warnings.Site], wait: bool) -> None:
         if self.verify:

@@ -158,6 +158,11 @@ COMPILED_INDEXING = _choice(
     ("on", "off"),
     "Index arrays whose base is held through the compiled slots where they were built at install (`off`: the same rules in Python; read at import).",
 )
+ROLLED_READS = _choice(
+    "SHOAL_ROLLED_READS",
+    ("on", "off"),
+    "Rolls of one array in a batch read views of one copy of it padded cyclically (`shoal/rolled_reads.py`; `off`: each roll copied on its own).",
+)
 FLUSH_THRESHOLD = _integer("SHOAL_FLUSH_THRESHOLD", 2048, "Instructions per batch before it is handed to the stack.", minimum=1)
 # A loop that updates a lazy array from large NumPy arrays (``a += np.outer(u, v)``) carries each
 # one into the batch, where NumPy frees it after the call: without a bound, 300 updates of a 1000²

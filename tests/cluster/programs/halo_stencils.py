@@ -3,8 +3,9 @@ and under ``mpiexec -n N python -m shoal`` with ``SHOAL_CLUSTER_HALO`` (the clus
 
 Grids of odd sizes (three ranks split them unevenly), a square one that came from Python (its
 rows are guessed), reaches of one and two rows, sweeps in place and into a second grid, a row
-shift that reads further than the halo, a one-dimensional stencil, and writes that are not
-element-wise (a gathered sort, a reduction into a view) between the sweeps.
+shift that reads further than the halo, a one-dimensional stencil, writes that are not
+element-wise (a gathered sort, a reduction into a view) between the sweeps, and stencils written
+with ``np.roll`` (game of life's rolls of rolls, a five-point one).
 """
 
 import sys
@@ -60,6 +61,17 @@ v = line * 1.0
 for _ in range(6):
     v[1:-1] = (v[:-2] + v[1:-1] + v[2:]) / 3.0
 keep("line", v)
+
+life = np.array((rng.random((67, 31)) < 0.3).astype(real.int8))
+for _ in range(3):  # rolls of rolls: one padded grid a generation (shoal/rolled_reads.py)
+    n = sum(np.roll(np.roll(life, i, 0), j, 1) for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))
+    life = ((n == 3) | ((life == 1) & (n == 2))).astype(np.int8)
+keep("life", life)
+
+p = square * 1.0
+for _ in range(3):
+    p = 0.25 * (np.roll(p, 1, 0) + np.roll(p, -1, 0) + np.roll(p, 1, 1) + np.roll(p, -2, 1))
+keep("rolled", p)
 
 print("cases:", len(results))
 real.savez(sys.argv[1], **results)

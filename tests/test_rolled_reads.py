@@ -1,0 +1,224 @@
+"""Rolls of one array read from one padded copy of it (``shoal/rolled_reads.py``): programs
+written with ``np.roll`` against NumPy on the node and reference engines, with the rewrite
+counted, and the rules that keep a roll out of it."""
+
+from __future__ import annotations
+
+import numpy
+import pytest
+from numpy_fixtures import AGAINST_NUMPY
+from program_runs import assert_same_run, run_program
+
+from shoal import runtime
+from shoal.bytecode import BaseDecl, Batch, Const, Instruction, View
+from shoal.engine.node import NodeConfig, NodeEngine
+from shoal.rolled_reads import padded_rolls
+
+pytestmark = pytest.mark.skipif(AGAINST_NUMPY, reason="runs the Shoal runtime")
+
+LIFE = """
+g = np.array(D[0] > 0.2).astype(np.int8)
+for _ in range(3):
+    n = sum(np.roll(np.roll(g, i, 0), j, 1) for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))
+    g = ((n == 3) | ((g == 1) & (n == 2))).astype(np.int8)
+read(g)
+"""
+
+PROGRAMS = {
+    "life": LIFE,
+    "five_point": """
+a = np.array(D[0])
+for _ in range(4):
+    a = 0.25 * (np.roll(a, 1, 0) + np.roll(a, -1, 0) + np.roll(a, 1, 1) + np.roll(a, -1, 1))
+read(a)
+""",
+    "both_axes_at_once": """
+a = np.array(D[1])
+b = np.roll(a, (1, -2), axis=(0, 1)) - np.roll(a, (-1, 2), axis=(0, 1)) + np.roll(a, 0, 0)
+read(b)
+""",
+    "one_axis_vector": """
+v = np.array(D[3])
+for _ in range(3):
+    v = v + 0.5 * (np.roll(v, 1) - 2.0 * v + np.roll(v, -1))
+read(v)
+""",
+    "kept_roll_written_later": """
+a = np.array(D[0])
+r = np.roll(a, 1, 0)
+s = r + np.roll(a, -1, 0)
+r[0] = 5.0
+read(s)
+read(r)
+""",
+    "source_written_between": """
+a = np.array(D[0])
+x = np.roll(a, 1, 1) * 1.0
+a[2:4] = 7.0
+y = np.roll(a, -1, 1) * 1.0
+read(x + y)
+read(a)
+""",
+    "roll_of_a_roll_written_later": """
+a = np.array(D[0])
+r = np.roll(a, 1, 0)
+s = np.roll(r, 1, 1)
+del r
+s[0] = 1.0
+t = s + np.roll(a, -1, 0)
+del s
+read(t)
+""",
+    "source_written_by_reader": """
+a = np.array(D[0])
+a += np.roll(a, 1, 0) * np.roll(a, -1, 1)
+read(a)
+""",
+    "roll_of_roll_read_whole_too": """
+a = np.array(D[2])
+r = np.roll(a, 2, 0)
+t = r * 2.0 + np.roll(r, 1, 1) + np.roll(a, -1, 1)
+del r
+read(t)
+""",
+    "large_shift_and_flat": """
+a = np.array(D[1])
+b = np.roll(a, a.shape[0] // 2, 0) + np.roll(a, 1, 0) + np.roll(a, 3)
+read(b)
+""",
+    "three_dimensions": """
+c = np.array(D[0]).reshape(1, *D[0].shape) * np.array([1.0, -1.0, 0.5]).reshape(3, 1, 1)
+d = np.roll(c, 1, 2) + np.roll(c, -1, 1) + np.roll(c, 1, 0)
+read(d)
+""",
+    "rolls_of_a_view": """
+a = np.array(D[0])
+b = np.roll(a[1:], 1, 0) + np.roll(a[1:], -1, 0)
+read(b)
+""",
+    "cast_after_roll": """
+a = np.array(D[0])
+b = np.roll(a, 1, 0).astype(np.float32) + np.roll(a, -1, 0).astype(np.float32)
+read(b)
+""",
+}
+
+
+def _inputs(size: int) -> list:
+    generator = numpy.random.default_rng(size)
+    return [generator.uniform(-1, 1, (size, size)) for _ in range(3)] + [generator.uniform(-1, 1, size) for _ in range(2)]
+
+
+class Counting(NodeEngine):
+    """The node engine, counting the elements the copies it was given write."""
+
+    def __init__(self) -> None:
+        super().__init__(NodeConfig(threads=2, block_size=64, compile="off", direct_work="0"))
+        self.copies = 0
+
+    def execute(self, batch: Batch) -> None:
+        self.copies += sum(instruction.outputs[0].size for instruction in batch.instructions if instruction.op == "copy")
+        super().execute(batch)
+
+
+def _run(source: str, inputs: list, engine, rolled: str, flush_threshold: int = 2048):
+    import shoal.numpy as snp
+
+    with runtime.configure(engine=engine, eager_threshold=0, flush_threshold=flush_threshold, settled_threshold=0) as current:
+        current.rolled_reads = rolled == "on"
+        return run_program(source, snp, inputs)
+
+
+@pytest.mark.parametrize("size", [6, 13])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_programs_give_numpys_values(name, size):
+    source, inputs = PROGRAMS[name], _inputs(size)
+    expected = run_program(source, numpy, inputs)
+    for engine in ("reference", Counting()):
+        for threshold in (2048, 7):
+            assert_same_run(_run(source, inputs, engine, "on", threshold), expected, f"{name} on {engine} (flush every {threshold})")
+
+
+def test_game_of_life_copies_each_cell_once_a_generation():
+    size = 32
+    inputs = _inputs(size)
+    counts = {}
+    for setting in ("on", "off"):
+        engine = Counting()
+        assert_same_run(_run(LIFE, inputs, engine, setting), run_program(LIFE, numpy, inputs), f"life, rolled reads {setting}")
+        counts[setting] = engine.copies
+    # off: 8 neighbours a generation, each rolled twice; on: one padded grid a generation
+    # (besides the casts of the first line and of each generation's result)
+    casts = 4 * size * size
+    assert counts["on"] - casts <= 3 * (size + 2) ** 2
+    assert counts["off"] - casts >= 3 * 16 * size * size
+
+
+def _view(base: int, shape: tuple[int, ...], origin: tuple[int, ...], extent: tuple[int, ...]) -> View:
+    strides = tuple(8 * int(numpy.prod(shape[a + 1 :])) for a in range(len(shape)))
+    return View(base, numpy.dtype(numpy.float64), sum(o * s for o, s in zip(origin, strides)), extent, strides)
+
+
+def _roll_copies(target: int, source: int, n: int, shift: int) -> list[Instruction]:
+    """The two copies ``np.roll`` records for a 1-D roll by ``shift`` of ``n`` elements."""
+    return [
+        Instruction("copy", (_view(target, (n,), (shift,), (n - shift,)),), (_view(source, (n,), (0,), (n - shift,)),)),
+        Instruction("copy", (_view(target, (n,), (0,), (shift,)),), (_view(source, (n,), (n - shift,), (shift,)),)),
+    ]
+
+
+def _two_rolls(between: list[Instruction]) -> Batch:
+    n = 16
+    whole = _view
+    f8 = numpy.dtype(numpy.float64)
+    instructions = [
+        *_roll_copies(2, 1, n, 1),
+        *between,
+        *_roll_copies(3, 1, n, n - 1),
+        Instruction("add", (whole(4, (n,), (0,), (n,)),), (whole(2, (n,), (0,), (n,)), whole(3, (n,), (0,), (n,)))),
+        Instruction("release", (), (), (("base", 2),)),
+        Instruction("release", (), (), (("base", 3),)),
+    ]
+    return Batch(bases=[BaseDecl(b, f8, n) for b in (1, 2, 3, 4)], data={1: numpy.arange(n, dtype=f8)}, instructions=instructions)
+
+
+def test_two_rolls_of_one_source_read_one_padded_base():
+    batch = _two_rolls([])
+    rewritten, moved = padded_rolls(batch, lambda: 99)
+    assert rewritten is not batch
+    add = next(i for i in rewritten.instructions if i.op == "add")
+    assert {view.base for view in add.inputs} == {99}
+    assert {decl.id for decl in rewritten.bases} == {1, 4, 99}
+    assert moved[len(batch.instructions) - 3] == rewritten.instructions.index(add)
+
+
+@pytest.mark.parametrize(
+    "between",
+    [
+        [Instruction("fill", (_view(1, (16,), (3,), (2,)),), (7.0,))],  # the source written between the rolls
+        [Instruction("copy", (_view(2, (16,), (0,), (1,)),), (_view(4, (16,), (0,), (1,)),))],  # a roll written again
+    ],
+)
+def test_a_source_or_roll_written_between_keeps_the_copies(between):
+    between = [Instruction(i.op, i.outputs, tuple(Const(v) if isinstance(v, float) else v for v in i.inputs), i.attrs) for i in between]
+    batch = _two_rolls(between)
+    rewritten, moved = padded_rolls(batch, lambda: 99)
+    assert rewritten is batch and moved == {}
+
+
+def test_a_roll_kept_after_the_batch_keeps_its_copies():
+    batch = _two_rolls([])
+    batch.instructions = [i for i in batch.instructions if i.attr("base") != 3]
+    rewritten, _ = padded_rolls(batch, lambda: 99)
+    assert rewritten is batch
+
+
+def test_the_setting_turns_it_off():
+    engine = Counting()
+    inputs = _inputs(16)
+    _run(PROGRAMS["five_point"], inputs, engine, "off")
+    off = engine.copies
+    engine = Counting()
+    _run(PROGRAMS["five_point"], inputs, engine, "on")
+    assert off == 4 * 4 * 16 * 16  # four rolls of the whole grid a sweep
+    assert engine.copies == 4 * 18 * 18  # one grid padded by one on each side a sweep
