@@ -222,3 +222,60 @@ def test_the_setting_turns_it_off():
     _run(PROGRAMS["five_point"], inputs, engine, "on")
     assert off == 4 * 4 * 16 * 16  # four rolls of the whole grid a sweep
     assert engine.copies == 4 * 18 * 18  # one grid padded by one on each side a sweep
+
+
+def _random_program(seed: int) -> str:
+    """A program of rolls in every arrangement: along one axis, several or none, of rolls and of
+    views, kept, written afterwards, with the source written between them, read whole or not."""
+    import random
+
+    rng = random.Random(seed)
+    ndim = rng.choice((1, 2, 2, 3))
+    shape = tuple(rng.randint(1, 7) for _ in range(ndim))
+    lines = [f"a = np.array(D[0].ravel()[:{int(numpy.prod(shape))}].reshape({shape}))", "b = a * 0.5"]
+    names = ["a", "b"]
+
+    def shift() -> str:
+        axes = rng.sample(range(ndim), rng.randint(1, ndim)) if rng.random() < 0.8 else None
+        if axes is None:
+            return str(rng.randint(-9, 9))
+        shifts = [rng.randint(-shape[a] - 1, shape[a] + 1) for a in axes]
+        return f"{shifts[0]}, {axes[0]}" if len(axes) == 1 else f"{tuple(shifts)}, {tuple(axes)}"
+
+    def roll() -> str:
+        source = rng.choice(names)
+        if rng.random() < 0.3:
+            source = f"np.roll({source}, {shift()})"
+        return f"np.roll({source}, {shift()})"
+
+    for step in range(rng.randint(2, 6)):
+        kind = rng.random()
+        if kind < 0.45:
+            terms = " + ".join(f"{rng.choice((1.0, -2.0, 0.25))} * {roll()}" for _ in range(rng.randint(1, 4)))
+            target = rng.choice(names)
+            lines.append(f"{target} = {terms}" if rng.random() < 0.7 else f"{target} += {terms}")
+        elif kind < 0.6:
+            name = f"k{step}"
+            lines.append(f"{name} = {roll()}")
+            names.append(name)
+        elif kind < 0.75:
+            lines.append(f"{rng.choice(names)}[{'...' if rng.random() < 0.5 else '0'}] = {rng.choice((3.0, -1.0))}")
+        elif kind < 0.9:
+            lines.append(f"read({roll()} * {roll()})")
+        else:
+            lines.append(f"read({rng.choice(names)})")
+    lines.extend(f"read({name})" for name in names)
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("first", range(0, 400, 40))
+def test_random_roll_programs_give_numpys_values(first):
+    for seed in range(first, first + 40):
+        source = _random_program(seed)
+        inputs = _inputs(9)
+        expected = run_program(source, numpy, inputs)
+        for engine, threshold in (("reference", 3), (Counting(), 2048), (Counting(), 5)):
+            try:
+                assert_same_run(_run(source, inputs, engine, "on", threshold), expected, f"{engine} flushing every {threshold}")
+            except AssertionError as failure:
+                raise AssertionError(f"program {seed}:\n{source}\n{failure}") from None
