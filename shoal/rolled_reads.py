@@ -41,6 +41,7 @@ class _Rolled:
     """A base of the batch that may hold a cyclic shift of ``source``."""
 
     base: int
+    declared: bool  # by this batch (else by an earlier one, and its release stays)
     copies: list[int] = field(default_factory=list)  # positions of the copies into it
     shape: tuple[int, ...] | None = None  # its full shape, from its whole reads
     source: int | None = None  # the base its copies read
@@ -58,7 +59,7 @@ def padded_rolls(batch: Batch, new_id: Callable[[], int]) -> tuple[Batch, dict[i
     possible = _copied_and_released(batch)
     if len(possible) < 2:
         return batch, {}
-    rolled = _rolled_bases(batch, possible)
+    rolled = _rolled_bases(batch, possible, {decl.id for decl in batch.bases})
     if len(rolled) < 2:
         return batch, {}
     _resolve(rolled, batch)
@@ -73,8 +74,9 @@ def padded_rolls(batch: Batch, new_id: Callable[[], int]) -> tuple[Batch, dict[i
 
 
 def _copied_and_released(batch: Batch) -> set[int]:
-    """The bases ``batch`` declares without data, copies into and releases: one quick pass
-    that leaves most batches (no two such bases) alone."""
+    """The bases ``batch`` copies into and releases, without data it brings: one quick pass
+    that leaves most batches (no two such bases) alone. A base may have been declared by an
+    earlier batch (a flush between ``np.roll``'s new array and its copies)."""
     copied: set[int] = set()
     released: set[int] = set()
     for instruction in batch.instructions:
@@ -86,18 +88,21 @@ def _copied_and_released(batch: Batch) -> set[int]:
     possible = copied & released
     if len(possible) < 2:
         return set()
-    return possible & {decl.id for decl in batch.bases if decl.id not in batch.data}
+    return possible - set(batch.data)
 
 
-def _rolled_bases(batch: Batch, declared: set[int]) -> dict[int, _Rolled]:
-    """The bases of ``declared`` that may be rolled, with their copies, reads and release (not
-    yet resolved)."""
+def _rolled_bases(batch: Batch, possible: set[int], declared: set[int]) -> dict[int, _Rolled]:
+    """The bases of ``possible`` that may be rolled, with their copies, reads and release (not
+    yet resolved); ``declared``: the bases the batch declares."""
     found: dict[int, _Rolled] = {}
 
     def entry(base: int) -> _Rolled | None:
-        if base not in declared:
+        if base not in possible:
             return None
-        return found.setdefault(base, _Rolled(base))
+        candidate = found.get(base)
+        if candidate is None:
+            candidate = found[base] = _Rolled(base, base in declared)
+        return candidate
 
     for position, instruction in enumerate(batch.instructions):
         if instruction.op == "release":
@@ -128,7 +133,7 @@ def _resolve(rolled: dict[int, _Rolled], batch: Batch) -> None:
     instructions = batch.instructions
     in_order = sorted(rolled.values(), key=lambda c: c.copies[0])
     for candidate in reversed(in_order):  # an outer roll gives its shape to the inner one it reads
-        candidate.shape = _whole_shape(candidate, instructions, decls[candidate.base], rolled)
+        candidate.shape = _whole_shape(candidate, instructions, decls.get(candidate.base), rolled)
         if candidate.shape is None:
             candidate.good = False
     for candidate in in_order:
@@ -162,9 +167,13 @@ def _resolve(rolled: dict[int, _Rolled], batch: Batch) -> None:
                 changed = True
 
 
-def _whole_shape(candidate: _Rolled, instructions: list[Instruction], decl: BaseDecl, rolled: dict[int, _Rolled]) -> tuple[int, ...] | None:
-    """The full shape the candidate's readers see it in: every read is of the whole base, C
-    order, one shape (a copy into another candidate may read a box of it instead)."""
+def _whole_shape(candidate: _Rolled, instructions: list[Instruction], decl: BaseDecl | None, rolled: dict[int, _Rolled]) -> tuple[int, ...] | None:
+    """The full shape the candidate's readers see it in: every read is of the whole base (of
+    all of it, where the batch declares it), C order, one shape and the copies' dtype (a copy
+    into another candidate may read a box of it instead)."""
+    dtype = instructions[candidate.copies[0]].outputs[0].dtype
+    if decl is not None and decl.dtype != dtype:
+        return None
     shape = None
     for position in candidate.reads:
         instruction = instructions[position]
@@ -173,7 +182,7 @@ def _whole_shape(candidate: _Rolled, instructions: list[Instruction], decl: Base
                 continue
             if instruction.op == "copy" and instruction.outputs[0].base in rolled:
                 continue  # a box of it, for a roll of this roll: checked with the outer one
-            if value.offset != 0 or value.size != decl.size or value.dtype != decl.dtype or not value.is_contiguous():
+            if value.offset != 0 or (decl is not None and value.size != decl.size) or value.dtype != dtype or not value.is_contiguous():
                 return None
             if shape is not None and value.shape != shape:
                 return None
@@ -182,7 +191,7 @@ def _whole_shape(candidate: _Rolled, instructions: list[Instruction], decl: Base
         outer = [instructions[position].outputs[0].base for position in candidate.reads]
         shapes = {rolled[base].shape for base in outer if base in rolled and rolled[base].shape is not None}
         shape = shapes.pop() if len(shapes) == 1 else None
-    if shape is None or math.prod(shape) != decl.size or 0 in shape:
+    if shape is None or (decl is not None and math.prod(shape) != decl.size) or 0 in shape:
         return None
     return shape
 
@@ -210,7 +219,7 @@ def _shift(candidate: _Rolled, instructions: list[Instruction], decls: dict[int,
     """(source base, shift per axis) if the candidate's copies tile it with boxes of one source
     of its full shape at one cyclic shift."""
     shape = candidate.shape
-    dtype = decls[candidate.base].dtype
+    dtype = instructions[candidate.copies[0]].outputs[0].dtype
     source = shift = None
     boxes = []
     for position in candidate.copies:
@@ -282,7 +291,6 @@ def _padding(source: int, members: list[_Rolled], batch: Batch) -> _Padding | No
 
 
 def _rewritten(batch: Batch, plans: list[_Padding], new_id: Callable[[], int]) -> tuple[Batch, dict[int, int]]:
-    dtype_of = {decl.id: decl.dtype for decl in batch.bases}
     removed: set[int] = set()
     inserted: dict[int, list[Instruction]] = {}
     appended_after: dict[int, list[Instruction]] = {}
@@ -290,7 +298,7 @@ def _rewritten(batch: Batch, plans: list[_Padding], new_id: Callable[[], int]) -
     bases = list(batch.bases)
     gone: set[int] = set()
     for plan in plans:
-        dtype = dtype_of.get(plan.members[0].base)
+        dtype = batch.instructions[plan.members[0].copies[0]].outputs[0].dtype
         padded_shape = tuple(lo + n + hi for lo, n, hi in zip(plan.low, plan.shape, plan.high))
         padded = new_id()
         bases.append(BaseDecl(padded, dtype, math.prod(padded_shape)))
@@ -304,8 +312,9 @@ def _rewritten(batch: Batch, plans: list[_Padding], new_id: Callable[[], int]) -
         appended_after.setdefault(last_release, []).append(new_instruction("release", (), (), (("base", padded),)))
         for candidate in plan.members:
             removed.update(candidate.copies)
-            removed.add(candidate.release)
-            gone.add(candidate.base)
+            if candidate.declared:  # one an earlier batch declared keeps its release
+                removed.add(candidate.release)
+                gone.add(candidate.base)
     order: list[Instruction] = []
     moved: dict[int, int] = {}
     for position, instruction in enumerate(batch.instructions):

@@ -279,3 +279,15 @@ def test_random_roll_programs_give_numpys_values(first):
                 assert_same_run(_run(source, inputs, engine, "on", threshold), expected, f"{engine} flushing every {threshold}")
             except AssertionError as failure:
                 raise AssertionError(f"program {seed}:\n{source}\n{failure}") from None
+
+
+def test_a_roll_declared_by_an_earlier_batch_keeps_its_release():
+    """A flush between ``np.roll``'s new array and its copies leaves the declaration in the
+    batch before: the roll is read from the padded base all the same, and its release stays."""
+    batch = _two_rolls([])
+    batch.bases = [decl for decl in batch.bases if decl.id != 2]
+    rewritten, _ = padded_rolls(batch, lambda: 99)
+    add = next(i for i in rewritten.instructions if i.op == "add")
+    assert {view.base for view in add.inputs} == {99}
+    assert [i.attr("base") for i in rewritten.instructions if i.op == "release"] == [2, 99]
+    assert not any(i.op == "copy" and i.outputs[0].base in (2, 3) for i in rewritten.instructions)
