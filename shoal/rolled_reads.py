@@ -6,15 +6,16 @@
 makes eight such bases a generation, and roll of a roll copies twice: each neighbour is two
 full passes over memory, and every later operation reads a different base, so nothing fuses.
 
-At a flush, a base of the batch that holds a cyclic shift of another (a *rolled* base: declared
-here without data, written only by same-shape copies whose target boxes tile it and whose
+At a flush, a base of the batch that holds a cyclic shift of another (a *rolled* base: without
+data from the batch, written only by same-shape copies whose target boxes tile it and whose
 source boxes sit in one source base of the same full shape at one shift modulo each extent,
 read only whole afterwards, released in the batch) is replaced, where at least two rolls of one
 source meet in the batch, by a view of one *padded* base: the source with a margin on either
 side of every rolled axis filled cyclically (one copy of the interior, one per margin box). A
 roll of a rolled base is a roll of its source by the summed shift. The rolled bases' copies,
-declarations and releases leave the batch; their readers read the padded base's views (each has
-the rolled base's shape, so the engine plans them as the stencil they are).
+declarations and releases leave the batch (the release stays for one an earlier batch declared:
+a flush between ``np.roll``'s new array and its copies); their readers read the padded base's
+views (each has the rolled base's shape, so the engine plans them as the stencil they are).
 
 Only what cannot change a value qualifies: the padded base is filled where the first of those
 copies ran and is never written; no instruction writes or releases the source between the
