@@ -95,7 +95,7 @@ python:;
 }
 
 /* The strides of a C-contiguous array of `shape` (a tuple of `ndim` sizes) and `itemsize`, as
- * shoal.numpy._lazy.contiguous_strides gives them; with `actual`, 1 if an array's strides
+ * shoal.bytecode.contiguous_strides gives them; with `actual`, 1 if an array's strides
  * `actual` are C-contiguous ones (sizes of 1 aside), else 0. */
 static PyObject *
 contiguous_strides(PyObject *shape, Py_ssize_t itemsize, PyObject *actual, int *contiguous)

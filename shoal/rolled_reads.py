@@ -30,7 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import product
 
-from shoal.bytecode import BaseDecl, Batch, Instruction, View
+import numpy as np
+
+from shoal.bytecode import BaseDecl, Batch, Instruction, View, contiguous_strides
 from shoal.frozen_values import new_instruction
 
 MAX_COPIES = 16  # copies into one rolled base (a roll along d axes makes up to 2^d)
@@ -66,7 +68,7 @@ def padded_rolls(batch: Batch, new_id: Callable[[], int]) -> tuple[Batch, dict[i
     _resolve(rolled, batch)
     groups: dict[int, list[_Rolled]] = {}
     for candidate in rolled.values():
-        if candidate.good and candidate.shift is not None:
+        if candidate.good:  # resolved: its source and shift are known
             groups.setdefault(candidate.source, []).append(candidate)
     plans = [plan for source, members in groups.items() if len(members) >= 2 and (plan := _padding(source, members, batch)) is not None]
     if not plans:
@@ -202,8 +204,7 @@ def _box(view: View, shape: tuple[int, ...]) -> tuple[int, ...] | None:
     byte 0, or None if it is no such box."""
     if view.ndim != len(shape):
         return None
-    item = view.dtype.itemsize
-    strides = [item * math.prod(shape[axis + 1 :]) for axis in range(len(shape))]
+    strides = contiguous_strides(shape, view.dtype.itemsize)
     offset = view.offset
     origin = []
     for axis, stride in enumerate(strides):
@@ -303,9 +304,8 @@ def _rewritten(batch: Batch, plans: list[_Padding], new_id: Callable[[], int]) -
         padded_shape = tuple(lo + n + hi for lo, n, hi in zip(plan.low, plan.shape, plan.high))
         padded = new_id()
         bases.append(BaseDecl(padded, dtype, math.prod(padded_shape)))
-        inserted.setdefault(plan.fill_at, []).extend(_fill(padded, padded_shape, plan, dtype))
-        item = dtype.itemsize
-        strides = tuple(item * math.prod(padded_shape[a + 1 :]) for a in range(len(padded_shape)))
+        strides = contiguous_strides(padded_shape, dtype.itemsize)
+        inserted.setdefault(plan.fill_at, []).extend(_fill(padded, strides, plan, dtype))
         for member in plan.members:
             offset = sum((lo - _signed(s, n)) * stride for lo, s, n, stride in zip(plan.low, member.shift, plan.shape, strides))
             replaced[member.base] = View(padded, dtype, offset, plan.shape, strides)
@@ -333,13 +333,11 @@ def _rewritten(batch: Batch, plans: list[_Padding], new_id: Callable[[], int]) -
     return result, moved
 
 
-def _fill(padded: int, padded_shape: tuple[int, ...], plan: _Padding, dtype) -> list[Instruction]:
-    """Copies that fill the padded base: the source in the middle, each margin box from the
-    source's far side."""
-    item = dtype.itemsize
+def _fill(padded: int, padded_strides: tuple[int, ...], plan: _Padding, dtype: np.dtype) -> list[Instruction]:
+    """Copies that fill the padded base (C order, ``padded_strides``): the source in the middle,
+    each margin box from the source's far side."""
     shape = plan.shape
-    source_strides = tuple(item * math.prod(shape[a + 1 :]) for a in range(len(shape)))
-    padded_strides = tuple(item * math.prod(padded_shape[a + 1 :]) for a in range(len(shape)))
+    source_strides = contiguous_strides(shape, dtype.itemsize)
     copies = []
     choices = []
     for lo, n, hi in zip(plan.low, shape, plan.high):

@@ -10,6 +10,7 @@ from shoal.bytecode.ir import (
     Instruction,
     Operand,
     View,
+    contiguous_strides,
     make_attrs,
     reordered,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "VerifyLimits",
     "View",
     "WireLimits",
+    "contiguous_strides",
     "disassemble",
     "dumps",
     "loads",

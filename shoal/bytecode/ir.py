@@ -8,6 +8,7 @@ remote, or on another rank) can run it.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Union
@@ -60,6 +61,17 @@ class View:
                 return False
             expected *= n
         return True
+
+
+@functools.lru_cache(maxsize=4096)
+def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
+    """The byte strides of a C-contiguous array of ``shape`` (a loop asks for few shapes)."""
+    strides = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def reordered(strides: tuple[int, ...]) -> bool:

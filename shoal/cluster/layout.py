@@ -285,6 +285,7 @@ def _joined_along(operands: Sequence[tuple[View, AnyLayout]], pieces: list[tuple
         joined.append((box, owners))
     return joined
 
+
 def _grid_bounds(operands: Sequence[tuple[View, AnyLayout]], shape: tuple[int, ...]) -> list[list[tuple[int, int]]]:
     """Per axis of ``shape``, the runs between the indices where some distributed operand's
     owner (or block) may change."""

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from shoal.bytecode import BaseDecl, Instruction, View, make_attrs
+from shoal.bytecode import BaseDecl, Instruction, View, contiguous_strides, make_attrs
 from shoal.frozen_values import slot_maker
 
 Access = tuple[int, int, int]  # local base, first byte, byte after the last
@@ -61,12 +61,7 @@ def access(view: View) -> Access:
 
 
 def contiguous(base: int, dtype: np.dtype, shape: tuple[int, ...]) -> View:
-    strides = []
-    step = dtype.itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(1, n)
-    return View(base, dtype, 0, tuple(shape), tuple(reversed(strides)))
+    return View(base, dtype, 0, tuple(shape), contiguous_strides(tuple(shape), dtype.itemsize))
 
 
 def released_bases(instructions: Sequence[Instruction]) -> set[int]:

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from shoal.bytecode import View
-from shoal.numpy._lazy import contiguous_strides, ndarray
+from shoal.bytecode import View, contiguous_strides
+from shoal.numpy._lazy import ndarray
 from shoal.numpy._numpy_data import new_array
 
 

@@ -5,7 +5,6 @@ NumPy's), and ``np.ndarray[...]`` in annotations is NumPy's generic alias."""
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -17,17 +16,6 @@ from shoal.bytecode import View
 from shoal.frozen_values import new_view, slot_maker
 from shoal.numpy._ndarray_type import NdarrayType
 from shoal.numpy._slots import NUMPY_INTEGERS, HeldSlots
-
-
-@functools.lru_cache(maxsize=4096)
-def contiguous_strides(shape: tuple[int, ...], itemsize: int) -> tuple[int, ...]:
-    """The byte strides of a C-contiguous array of ``shape`` (a loop asks for few shapes)."""
-    strides = []
-    step = itemsize
-    for n in reversed(shape):
-        strides.append(step)
-        step *= max(n, 1)
-    return tuple(reversed(strides))
 
 
 class ndarray(HeldSlots, metaclass=NdarrayType):

@@ -16,10 +16,10 @@ import psutil
 
 from shoal import runtime as _runtime
 from shoal.array_sizes import REFERENCE_ITEMSIZE, below
-from shoal.bytecode import Const, View
+from shoal.bytecode import Const, View, contiguous_strides
 from shoal.bytecode.dtypes import is_supported
 from shoal.frozen_values import new_view
-from shoal.numpy._lazy import contiguous_strides, ndarray
+from shoal.numpy._lazy import ndarray
 from shoal.numpy._uploads import cacheable
 
 

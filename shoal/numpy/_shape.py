@@ -13,11 +13,12 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
 from shoal import fp_warnings
+from shoal.bytecode import contiguous_strides
 from shoal.bytecode.dtypes import is_supported
 from shoal.numpy._dispatch import discards_imaginary, fallback_call
 from shoal.numpy._fperr import strict
 from shoal.numpy._held_indexing import memory_now
-from shoal.numpy._lazy import contiguous_strides, deliver, fortran_only, is_lazy, make_view, ndarray
+from shoal.numpy._lazy import deliver, fortran_only, is_lazy, make_view, ndarray
 from shoal.numpy._numpy_data import as_lazy, from_numpy, is_small, new_array, operand, wrap_numpy
 from shoal.numpy._probe import data_address, geometry_probe, quietly, value_probe
 from shoal.numpy._settled import readable

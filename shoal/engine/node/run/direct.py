@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from shoal.bytecode import Batch, Const, Instruction, Kind, View, spec
+from shoal.bytecode import Batch, Const, Instruction, Kind, View, contiguous_strides, spec
 from shoal.engine import fp_signals
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import name_instruction
@@ -192,7 +192,7 @@ def _dying_operand(instructions: Sequence[Instruction], index: int, storage: Sto
     if out.size < HAND_OVER_MIN or storage.has_memory(out.base):
         return None
     decl = storage.decl(out.base)
-    if out.offset != 0 or out.dtype != decl.dtype or out.size != decl.size or out.strides != _contiguous(out):
+    if out.offset != 0 or out.dtype != decl.dtype or out.size != decl.size or out.strides != contiguous_strides(out.shape, out.dtype.itemsize):
         return None
     released = set()
     for position in range(index + 1, len(instructions)):
@@ -210,11 +210,3 @@ def _dying_operand(instructions: Sequence[Instruction], index: int, storage: Sto
         if all(_geometry(other) == _geometry(out) for other in views if other.base == base):
             return base
     return None
-
-
-def _contiguous(view: View) -> tuple[int, ...]:
-    strides, step = [], view.dtype.itemsize
-    for extent in reversed(view.shape):
-        strides.append(step)
-        step *= extent
-    return tuple(reversed(strides))
