@@ -11,7 +11,6 @@ import atexit
 import collections
 import contextlib
 import math
-import sys
 import threading
 import weakref
 from collections.abc import Iterator
@@ -27,13 +26,13 @@ from shoal.bytecode import BaseDecl, Batch, BytecodeError, Instruction, View, ma
 from shoal.engine import Component, create, fp_signals, stack_names
 from shoal.errors import LostWork, WorkAbandoned
 from shoal.frozen_values import new_decl, new_view
+from shoal.handover import Handover
 from shoal.interrupts import interrupts_held
 from shoal.local_loops import LocalLoops
 from shoal.mirrors import Mirrors
 from shoal.pending_warnings import PendingWarnings
 from shoal.reads import Reads
 from shoal.recording_calls import CallRecording
-from shoal.rolled_reads import padded_rolls
 from shoal.settled_memory import PRODUCT_READ_FACTOR, SettledMemory
 
 
@@ -55,7 +54,7 @@ class Stats:
 _ref = weakref.ref
 
 
-class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLives, forks.Forks, PendingWarnings):
+class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLives, forks.Forks, PendingWarnings, Handover):
     """Records bytecode and runs it on a component at flush triggers."""
 
     def __init__(
@@ -328,61 +327,6 @@ class Runtime(SettledMemory, Mirrors, LocalLoops, Reads, CallRecording, BaseLive
                 if carried:  # the component holds them now and may write them
                     drawn.spoil_all(carried)
             self._warn(settled=wait)
-
-    def _padded_rolls(self, batch: Batch, sites: dict[int, fp_warnings.Site]) -> tuple[Batch, dict[int, fp_warnings.Site]]:
-        """``batch`` with its rolls of one array read from one padded copy (``rolled_reads``),
-        and where each instruction's warnings come from in it."""
-        rewritten, moved = padded_rolls(batch, self.next_base_id)
-        if rewritten is batch:
-            return batch, sites
-        return rewritten, {moved[position]: site for position, site in sites.items() if position in moved}
-
-    def _execute(self, batch: Batch, sites: dict[int, fp_warnings.Site], wait: bool) -> None:
-        if self.verify:
-            batch = self._check(batch)
-        if self.dump:
-            from shoal.bytecode import disassemble
-
-            print(disassemble(batch), file=sys.stderr)
-        engine = self.engine
-        if sites:
-            self._watches.append((fp_signals.watch(batch, fp_warnings.watched(sites)), sites))
-        tracer = trace.TRACER
-        if tracer is None:
-            engine.execute(batch)
-            if wait:
-                engine.flush()
-        else:
-            with tracer.span("flush", "scheduling", {"instructions": len(batch.instructions)}):
-                engine.execute(batch)
-                if wait:
-                    engine.flush()
-
-    def _execute_part(self, part: Batch) -> None:
-        """Run part of a batch that verification refused (``shoal.salvage``)."""
-        if self.verify:
-            part = self._check(part)
-        self.engine.execute(part)
-
-    def _check(self, batch: Batch) -> Batch:
-        from shoal.bytecode import dumps, loads, verify
-
-        verify(batch, self._known)
-        for decl in batch.bases:
-            self._known[decl.id] = decl
-        for instruction in batch.instructions:
-            if instruction.op == "release":
-                self._known.pop(instruction.attr("base"), None)
-        carried = loads(dumps(batch))
-        for base in batch.donated:
-            # Data given away stays the very array the program wrote (the wire carries no
-            # ownership): a view of it taken before the flush (a settled write whose value
-            # completes a hold) must write what the component holds.
-            if not np.array_equal(carried.data[base], batch.data[base], equal_nan=True):
-                raise BytecodeError(f"the wire format changed the data of base {base}")
-            carried.data[base] = batch.data[base]
-        carried.donated = set(batch.donated)
-        return carried
 
     def _lose_work(self) -> None:
         """A second Ctrl-C stopped a batch halfway: nothing runs or is read from the component any
