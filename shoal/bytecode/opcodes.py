@@ -89,7 +89,7 @@ UFUNC_NAMES: tuple[str, ...] = (
 )  # fmt: skip
 
 
-def _ufunc(name: str) -> np.ufunc:
+def ufunc_named(name: str) -> np.ufunc:
     if name == "clip":
         return np._core.umath.clip
     return getattr(np, name)
@@ -126,7 +126,7 @@ def _through_contiguous(ufunc: np.ufunc) -> Reference:
     return run
 
 
-_MISCOMPUTED_INTO_STRIDES = frozenset({"negative", "isfinite"})
+MISCOMPUTED_INTO_STRIDES = frozenset({"negative", "isfinite"})
 
 
 def _real_if_discarded(out: np.ndarray, value: Any) -> Any:
@@ -179,7 +179,7 @@ def _reduction(function: Callable[..., Any], *extra: str) -> Reference:
 
 
 def _ufunc_reduce(outs, ins, attrs):
-    ufunc = _ufunc(attrs["ufunc"])
+    ufunc = ufunc_named(attrs["ufunc"])
     options = {} if attrs.get("dtype") is None else {"dtype": attrs["dtype"]}
     ufunc.reduce(ins[0], axis=attrs.get("axis"), out=outs[0], keepdims=attrs.get("keepdims", False), **options)
 
@@ -386,8 +386,8 @@ def _build_table() -> tuple[OpSpec, ...]:
     add("matmul", Kind.LINALG, 2, 1, _matmul)
     add("dot", Kind.LINALG, 2, 1, _dot)
     for name in UFUNC_NAMES:
-        ufunc = _ufunc(name)
-        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _through_contiguous(ufunc) if name in _MISCOMPUTED_INTO_STRIDES else _ufunc_reference(ufunc), ("dtype",), ufunc, fuses=True)
+        ufunc = ufunc_named(name)
+        add(name, Kind.ELEMENTWISE, ufunc.nin, ufunc.nout, _through_contiguous(ufunc) if name in MISCOMPUTED_INTO_STRIDES else _ufunc_reference(ufunc), ("dtype",), ufunc, fuses=True)
     add("sort", Kind.SORTING, 1, 1, _sort, ("kind",), required=("axis",))
     add("argsort", Kind.SORTING, 1, 1, _argsort, ("kind",), required=("axis",))
     add("partition", Kind.SORTING, 1, 1, _partition, required=("kth", "axis"))

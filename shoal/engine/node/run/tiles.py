@@ -62,7 +62,7 @@ def run_tiles(
     offsets = [block_offset(part, index, s) if s.kind == ARRAY else 0 for s in slots]
     block_strides = [s.strides[part.axis :] if s.kind == ARRAY else () for s in slots]
     buffers = [buffer_of(s.base) if s.kind == ARRAY else None for s in slots]
-    scratch = _scratch(program, (min(tile_rows, shape[axis]), *inner_shape))
+    scratch = scratch_arrays(program, (min(tile_rows, shape[axis]), *inner_shape))
     steps = [(_implementation(program, step), step.instruction.attr_dict(), step.outputs, step.inputs) for step in program.steps]
     reduced = [p - part.axis for p in program.reduced]  # axes of the view-block
     reductions = program.reductions
@@ -121,7 +121,7 @@ def run_tiles(
     return tuple(combined)
 
 
-def _scratch(program: KernelProgram, tile_shape: tuple[int, ...]) -> dict[int, np.ndarray]:
+def scratch_arrays(program: KernelProgram, tile_shape: tuple[int, ...]) -> dict[int, np.ndarray]:
     """A tile-sized array for each temporary slot; temporaries whose lives do not overlap share
     one (a 20-update loop body fused into one program has 40 temporaries, 10 MiB of tiles that
     no cache holds, but needs two at a time).
