@@ -11,7 +11,7 @@ TEST_WORKERS ?= 2
 
 .PHONY: demo test test-quick lint bench heat-env clean
 
-$(STAMP): pyproject.toml setup.py shoal/numpy/_held_slots.c shoal/_slot_makers.c shoal/_slot_offset.h shoal/engine/node/schedule/_repeat_walk.c
+$(STAMP): pyproject.toml setup.py shoal/numpy/_held_slots.c shoal/_slot_makers.c shoal/_slot_offset.h shoal/engine/node/schedule/_repeat_walk.c shoal/engine/node/run/_tile_loops.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'

@@ -158,6 +158,11 @@ COMPILED_INDEXING = _choice(
     ("on", "off"),
     "Index arrays whose base is held through the compiled slots where they were built at install (`off`: the same rules in Python; read at import).",
 )
+TILE_LOOPS = _choice(
+    "SHOAL_TILE_LOOPS",
+    ("on", "off"),
+    "Before its kernel is compiled, a fused group of element-wise ufuncs runs through NumPy's own inner loops over small tiles, without the interpreter lock (`off`: one NumPy call per step and tile).",
+)
 ROLLED_READS = _choice(
     "SHOAL_ROLLED_READS",
     ("on", "off"),

@@ -60,9 +60,9 @@ def test_a_groups_numpy_tiles_hold_the_bytes_of_the_tile_size_in_its_widest_dtyp
     tiles: list[int] = []
     runner = builder.GroupRunner
 
-    def recording(program, storage, kernels, key, tile_elements):
+    def recording(program, storage, kernels, key, tile_elements, *rest):
         tiles.append(tile_elements)
-        return runner(program, storage, kernels, key, tile_elements)
+        return runner(program, storage, kernels, key, tile_elements, *rest)
 
     monkeypatch.setattr(builder, "GroupRunner", recording)
     _blocks(dtypes)

@@ -25,6 +25,13 @@ class Schedule(enum.Enum):
     REVERSE = "reverse"  # the latest: a legal order that tests use to show no dependency is missing
 
 
+class TileLoops(enum.Enum):
+    """Whether fused groups run through NumPy's inner loops before their kernels are compiled."""
+
+    ON = "on"
+    OFF = "off"
+
+
 def _cores() -> int:
     from shoal.threads import available_cores
 
@@ -38,6 +45,7 @@ class NodeConfig:
     threads: int = field(default=1, metadata={"setting": settings.NUM_THREADS})
     block_size: int = field(default=settings.BLOCK_SIZE.default, metadata={"setting": settings.BLOCK_SIZE})
     tile_elements: int = field(default=settings.TILE_ELEMENTS.default, metadata={"setting": settings.TILE_ELEMENTS})
+    tile_loops: TileLoops = field(default=TileLoops.ON, metadata={"setting": settings.TILE_LOOPS, "enum": TileLoops})
     compile: CompileMode = field(default=CompileMode.BACKGROUND, metadata={"setting": settings.COMPILE, "enum": CompileMode})
     compile_exit: ExitMode = field(default=ExitMode.DETACH, metadata={"setting": settings.COMPILE_EXIT, "enum": ExitMode})
     schedule: Schedule = field(default=Schedule.PROGRAM, metadata={"setting": settings.SCHEDULE, "enum": Schedule})

@@ -33,7 +33,7 @@ from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
 from shoal.engine.component import Component, EngineError, name_instruction
 from shoal.engine.node.compile.kernel_cache import CompileMode, KernelCache
-from shoal.engine.node.config import NodeConfig, Schedule
+from shoal.engine.node.config import NodeConfig, Schedule, TileLoops
 from shoal.engine.node.plan.plan import Plan, plan_batch
 from shoal.engine.node.plan.reorder import reorder_by_shape
 from shoal.engine.node.run.direct import run_direct, runs_direct
@@ -177,6 +177,7 @@ class NodeEngine(Component):
             # The structure key was computed before verification: the event covers the planning after it.
             tracer.complete("plan (replayed)" if replayed else "plan", "scheduling", planning, planning + plan_seconds - keyed)
         compiled_before = sum(runner.compiled_blocks for runner in cached.runners)
+        loops_before = sum(runner.loop_blocks for runner in cached.runners)
         self._active = cached.storage
         ops, source = (cached.ops, None) if building is None else ([], more)
         named = partial(_name_failure, batch)
@@ -209,6 +210,7 @@ class NodeEngine(Component):
             instructions=len(batch.instructions),
             replayed=replayed,
             compiled_block_ops=sum(runner.compiled_blocks for runner in cached.runners) - compiled_before,
+            loop_block_ops=sum(runner.loop_blocks for runner in cached.runners) - loops_before,
             peak_bytes=self._storage.peak_bytes,
             block_ops=len(cached.ops),
             plan_seconds=plan_seconds + run.building_seconds,
@@ -261,7 +263,8 @@ class NodeEngine(Component):
         fp_signals.planned()
         plan = plan_batch(reorder_by_shape(batch), self._storage.decls)
         positions = {id(instruction): index for index, instruction in enumerate(batch.instructions)}
-        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions, self.config.tile_elements)
+        loops = self.config.tile_loops is TileLoops.ON
+        builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions, self.config.tile_elements, loops)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
         cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)
         return cached, builder, plan

@@ -33,6 +33,7 @@ class BatchStats:
     fused_instructions: int = 0
     compilable_kernels: int = 0
     compiled_block_ops: int = 0
+    loop_block_ops: int = 0  # run through NumPy's inner loops over small tiles (``run.tile_loops``)
     whole_ops: int = 0
     product_panels: int = 0  # row panels of matrix products run on the pool
     axis_panels: int = 0  # slabs of reductions and scans along an axis run on the pool
@@ -68,6 +69,7 @@ class EngineTotals:
     kernels: int = 0
     block_ops: int = 0
     compiled_block_ops: int = 0
+    loop_block_ops: int = 0
     whole_ops: int = 0
     sweep_passes: int = 0
     plan_seconds: float = 0.0
@@ -83,6 +85,7 @@ class EngineTotals:
         self.kernels += batch.kernels
         self.block_ops += batch.block_ops
         self.compiled_block_ops += batch.compiled_block_ops
+        self.loop_block_ops += batch.loop_block_ops
         self.whole_ops += batch.whole_ops
         self.sweep_passes += batch.sweep_passes
         self.plan_seconds += batch.plan_seconds

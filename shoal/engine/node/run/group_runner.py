@@ -14,14 +14,14 @@ from shoal.engine.node.compile.kernel_cache import KernelCache, kernel_key
 from shoal.engine.node.compile.native import NativeKernel
 from shoal.engine.node.lower.deferred import block_buffer, commit, store
 from shoal.engine.node.lower.program import CONST, KernelProgram, block_offset
-from shoal.engine.node.run import fp_flags
+from shoal.engine.node.run import fp_flags, tile_loops
 from shoal.engine.node.run.kernel_calls import PreparedCall, kernel_args
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import TILE_ELEMENTS, run_tiles
 
 
 class GroupRunner:
-    """Runs view-blocks of one kernel program: compiled if ready, NumPy tiles otherwise."""
+    """Runs view-blocks of one kernel program: compiled if ready, NumPy's loops or NumPy tiles otherwise."""
 
     def __init__(
         self,
@@ -30,9 +30,12 @@ class GroupRunner:
         kernels: KernelCache | None,
         key: str | None = None,
         tile_elements: int = TILE_ELEMENTS,
+        loops: bool = False,
     ) -> None:
         self.program = program
         self.tile_elements = tile_elements
+        self.loops = tile_loops.plan(program) if loops else None  # NumPy's inner loops over small tiles
+        self.loop_blocks = 0
         self.storage = storage
         self.kernels = kernels
         self.key = "" if kernels is None else key or kernel_key(program.structure())
@@ -99,7 +102,7 @@ class GroupRunner:
         :meth:`run` found ready (looked up once: one compiled meanwhile may store rows itself,
         which a call into ``buffers`` cannot do), else by NumPy tiles."""
         if self.kernels is None:
-            return run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants(), self.tile_elements)
+            return self._uncompiled(index, buffers)
         if isinstance(kernel, NativeKernel):
             self.compiled_blocks += 1
             prepared = self._prepared.get(index)
@@ -111,9 +114,17 @@ class GroupRunner:
             self.compiled_blocks += 1
             return kernel(*kernel_args(self.program, index, self.storage.typed, buffers, constants=self.constants()))
         started = time.perf_counter()
-        result = run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants(), self.tile_elements)
+        result = self._uncompiled(index, buffers)
         self.kernels.note_numpy_time(self.key, self.program, time.perf_counter() - started)
         return result
+
+    def _uncompiled(self, index: int, buffers: dict[int, np.ndarray]) -> Any:
+        """View-block ``index`` without a compiled kernel: NumPy's inner loops where the program
+        has them (``tile_loops``), else a NumPy call per step and tile."""
+        if self.loops is not None and tile_loops.run(self.loops, self.program, index, self.storage.raw, buffers, self._tile_constants()):
+            self.loop_blocks += 1
+            return None
+        return run_tiles(self.program, index, self.storage.raw, buffers, self._tile_constants(), self.tile_elements)
 
     def _tile_constants(self) -> dict[int, Any]:
         """The constant slots' values in the batch being run, as the instructions hold them

@@ -61,6 +61,7 @@ class Builder:
         sweeps_per_pass: int = DEFAULT_SWEEPS_PER_PASS,
         positions: Mapping[int, int] | None = None,
         tile_elements: int = DEFAULT_TILE_ELEMENTS,
+        tile_loops: bool = False,
     ) -> None:
         self.storage = storage
         self.sweeps_per_pass = sweeps_per_pass
@@ -68,6 +69,7 @@ class Builder:
         self.kernels = kernels
         self.block_elements = block_elements
         self.tile_elements = tile_elements  # elements per NumPy call on the tile path
+        self.tile_loops = tile_loops  # NumPy's inner loops over small tiles where a group has them
         self.threads = threads
         self.context = BuildContext(storage, block_elements, threads, positions)
         self.deps = self.context.deps
@@ -184,7 +186,7 @@ class Builder:
                 key = self.lowered.shared(program, "key", lambda: kernel_key(program.structure()))
                 self.kernels.lookup(program, key)  # starts (or, in sync mode, finishes) compilation
                 kernels = self.kernels
-        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements * _narrowing(group))
+        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements * _narrowing(group), self.tile_loops)
         self.runners.append(runner)
         part = program.partition
         arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]
