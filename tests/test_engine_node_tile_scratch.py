@@ -14,7 +14,7 @@ from shoal.engine.node.config import NodeConfig
 from shoal.engine.node.engine import NodeEngine
 from shoal.engine.node.lower.program import TEMP, KernelProgram, lower
 from shoal.engine.node.plan.plan import Group, plan_batch
-from shoal.engine.node.run.tiles import _scratch
+from shoal.engine.node.run.tiles import scratch_arrays
 
 TILE = (4, 8)
 
@@ -67,7 +67,7 @@ def lives(program: KernelProgram) -> dict[int, tuple[int, int]]:
 def test_temporaries_share_arrays_only_when_their_lives_do_not_overlap(program_of) -> None:
     checked = 0
     for program in recorded(program_of):
-        arrays = _scratch(program, TILE)
+        arrays = scratch_arrays(program, TILE)
         spans = lives(program)
         assert set(arrays) == set(spans)
         for slot, array in arrays.items():
@@ -85,7 +85,7 @@ def test_a_long_fused_loop_body_needs_a_few_tile_arrays() -> None:
     """Twenty rank-one updates fuse into one program of 40 temporaries; two arrays hold them
     (each had its own before: 10 MiB of tiles at 32768 elements, more than the L2 cache)."""
     (program,) = [p for p in recorded(lambda np: rank_one_updates(np, 64, 20)) if len(p.steps) >= 60]
-    arrays = _scratch(program, TILE)
+    arrays = scratch_arrays(program, TILE)
     assert len(arrays) == 40
     assert len({id(array) for array in arrays.values()}) <= 2
 
