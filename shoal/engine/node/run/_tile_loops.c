@@ -3,7 +3,7 @@
  *
  * loop_of(ufunc, type numbers) finds the inner loop NumPy's ufunc has for exactly those types.
  * copy_loop(itemsize) is a same-dtype copy in the same form (``copy`` and ``fill`` steps).
- * run(steps, operands, shape, tile) calls, tile after tile of the view-block, each step's loop
+ * run_loops(steps, operands, shape, tile) calls, tile after tile of the view-block, each step's loop
  * on each row of the tile: the same loops NumPy calls, so the same values, with the
  * temporaries a tile long instead of a NumPy call per step. It returns, per step, the
  * floating-point conditions its loops left in the processor's status (NumPy's bits: 1 divide
