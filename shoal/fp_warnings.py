@@ -26,7 +26,7 @@ import numpy as np
 
 from shoal import warning_filters
 from shoal.bytecode import OPCODES, Kind
-from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, SILENT, UNDER
+from shoal.engine.fp_signals import CATEGORY_TEXT, DIVIDE, INVALID, OVER, UNDER, silent
 from shoal.warning_filters import Filters, filters_now, warn_under
 
 try:  # the cached half of call_site in C, built at install where a C compiler is found
@@ -223,7 +223,7 @@ def at_user_line(function: Any, *args: Any, **kwargs: Any) -> Any:
 def site(op: str, outputs: tuple[Any, ...] = (), inputs: tuple[Any, ...] = ()) -> Site | None:
     """Where operation ``op`` (on these operands) being recorded was called from, or None if no
     category warns or ``op`` never signals (a copy that does not cast)."""
-    if op in SILENT or (op == "copy" and getattr(inputs[0], "dtype", None) == outputs[0].dtype):
+    if silent(op, inputs) or (op == "copy" and getattr(inputs[0], "dtype", None) == outputs[0].dtype):
         return None
     warned = warned_categories()
     if not warned:

@@ -142,6 +142,21 @@ def reductions(xp: ModuleType) -> Any:
     return xp.add.reduce(xp.full(N, 1e305)) + xp.cumsum(xp.full(N, 1e305))  # signals
 
 
+def complex_orderings(xp: ModuleType) -> Any:
+    """Ordering comparisons of complex numbers report NaNs (those of floats do not); three
+    times, as later calls of a line are recorded from what the first ones found."""
+    real = xp.linspace(-1.0, 1.0, N)
+    real[::7] = xp.nan
+    z = real + 0.5j
+    results = []
+    for _ in range(3):
+        results.append(z < 1j)  # signals
+        results.append(real >= 0.5j)  # signals
+        results.append(xp.greater_equal(real, xp.complex64(0.5)))  # signals
+        results.append((z <= z[::-1]) | (real > 0.0) | (real <= xp.float32(1.0)))  # signals
+    return tuple(results)
+
+
 def quiet(xp: ModuleType) -> Any:
     a = xp.linspace(1.0, 2.0, N)
     return xp.sqrt(xp.log(a) + 1.0) / a
@@ -162,7 +177,7 @@ def ignored_at_recording(xp: ModuleType) -> Any:
 CASES = [
     log_and_divide, divide_and_log, two_divisions_one_signals, overflow_then_invalid, in_place_log,
     in_place_divide_then_add, stencil_in_place, underflow, integer_division, casts,
-    filled_and_assigned, reductions,
+    filled_and_assigned, reductions, complex_orderings,
     quiet, false_alarms, ignored_at_recording,
 ]  # fmt: skip
 QUIET = (quiet, false_alarms, ignored_at_recording)

@@ -41,6 +41,26 @@ SILENT = frozenset({
     "gather", "sort", "argsort", "partition", "argpartition", "take_along_axis",
     "argmin", "argmax", "any", "all", "min", "max", "release",
 })  # fmt: skip
+# ... except these, which report an invalid value where a complex operand is NaN.
+COMPLEX_ORDERINGS = frozenset({"less", "less_equal", "greater", "greater_equal"})
+
+
+def silent(op: str, operands: tuple[Any, ...]) -> bool:
+    """Whether NumPy never reports a condition for ``op`` on these operands (arrays, views,
+    constants, scalars, dtypes or scalar types)."""
+    return op in SILENT and not (op in COMPLEX_ORDERINGS and any(_complex(operand) for operand in operands))
+
+
+def _complex(operand: Any) -> bool:
+    if isinstance(operand, np.dtype):
+        return operand.kind == "c"
+    if isinstance(operand, type):  # a Python scalar's type, as the recording keys hold it
+        return issubclass(operand, (complex, np.complexfloating))
+    dtype = getattr(operand, "dtype", None)
+    if isinstance(dtype, np.dtype):
+        return dtype.kind == "c"
+    value = getattr(operand, "value", operand)  # a constant's value
+    return isinstance(value, complex) or (isinstance(getattr(value, "dtype", None), np.dtype) and value.dtype.kind == "c")
 
 
 @dataclass

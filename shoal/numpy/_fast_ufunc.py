@@ -32,7 +32,7 @@ import numpy as np
 from shoal import compiled_recording
 from shoal.array_sizes import below
 from shoal.bytecode import reordered
-from shoal.engine.fp_signals import SILENT
+from shoal.engine.fp_signals import silent
 from shoal.fp_warnings import call_site, filters_raise, warned_categories
 from shoal.frozen_values import new_const
 from shoal.numpy import _linalg
@@ -56,7 +56,7 @@ _INTEGER_RANGES = tuple((int(np.iinfo(c).min), int(np.iinfo(c).max)) for c in "b
 class Signature:
     """What the general path found for one key: the result's dtype, shape, strides and element
     count, the element counts of the largest input and of the output given, and whether the
-    operation can never warn (``fp_signals.SILENT``, a copy that does not cast)."""
+    operation can never warn (``fp_signals.silent``, a copy that does not cast)."""
 
     __slots__ = ("dtype", "largest", "opcode", "out_size", "shape", "silent", "size", "strides")
 
@@ -71,7 +71,8 @@ class Signature:
         ordered = key_[1] if len(key_) > 1 and type(key_[1]) is tuple and key_[1][0] == "order" else None
         self.strides = result_strides(None if ordered is None else ordered[1], shape, dtype.itemsize)
         self.size = math.prod(shape)
-        self.silent = opcode in SILENT or (opcode == "copy" and first_dtype == dtype)
+        operands = [kind[0] if type(kind) is tuple and kind and isinstance(kind[0], np.dtype) else kind for kind in key_[1:]]
+        self.silent = silent(opcode, tuple(operands)) or (opcode == "copy" and first_dtype == dtype)
 
 
 _SIGNATURES: dict[tuple, Signature] = {}

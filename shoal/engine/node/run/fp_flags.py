@@ -40,13 +40,13 @@ from shoal.engine.fp_signals import (
     DIVIDE,
     INVALID,
     OVER,
-    SILENT,
     UNDER,
     NumpyLog,
     category,
     logging_state,
     named,
     numpy_name,
+    silent,
 )
 from shoal.engine.node.lower.program import (
     ARRAY,
@@ -273,7 +273,7 @@ def _blame_unsure(unsure: list[Instruction], messages: list[str], flags: int, wa
 def _can_signal(instruction: Instruction, condition: int) -> bool:
     """Whether NumPy can report ``condition`` for ``instruction`` (by operation and dtypes)."""
     op = instruction.op
-    if op in SILENT:
+    if silent(op, (*instruction.inputs, *instruction.outputs)):
         return False
     kinds = {view.dtype.kind for view in instruction.outputs}
     kinds |= {operand.dtype.kind for operand in instruction.inputs if hasattr(operand, "dtype")}
