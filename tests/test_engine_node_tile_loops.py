@@ -153,7 +153,45 @@ def long_rows(np: ModuleType, v: list) -> Any:
 
 def mixed_dtypes(np: ModuleType, v: list) -> Any:
     a, f = v
-    return a + f * 2  # float32 into float64: a cast, the tile path
+    return a + f * 2  # float32 cast into float64 before the add
+
+
+def game_of_life_rule(np: ModuleType, v: list) -> Any:
+    grid, neighbours = v
+    return ((neighbours == 3) | ((grid == 1) & (neighbours == 2))).astype(np.int8)  # bool into int8
+
+
+def masks_into_numbers(np: ModuleType, v: list) -> Any:
+    a, b = v
+    return a + (b > 0.5) * 2.0 - (a < b)  # bools into float64 as ufunc inputs
+
+
+def integers_into_floats(np: ModuleType, v: list) -> Any:
+    i, u, f = v
+    return (i * 0.5 + u) / (f + 3.0) + i.astype(np.float32)  # int64 and uint8 into float64, int64 into float32
+
+
+def narrowing_integers(np: ModuleType, v: list) -> Any:
+    i, j = v
+    wide = i * j  # int64 products beyond int8 and uint16, cast as NumPy wraps them
+    return wide.astype(np.int8).astype(np.int64) + wide.astype(np.uint16) + np.not_equal(wide, 0).astype(np.uint32)
+
+
+def output_casts(np: ModuleType, v: list) -> Any:
+    a, b, small = v
+    np.less(a, b, out=small)  # a bool result into int16 memory
+    np.add(small, 7, out=small)
+    return small * 3
+
+
+def floats_into_integers(np: ModuleType, v: list) -> Any:
+    (a,) = v
+    return (a * 1e10).astype(np.int32) + 1  # out of range: NumPy's "invalid value" from its cast
+
+
+def floats_narrowed(np: ModuleType, v: list) -> Any:
+    (a,) = v
+    return (a * 1e300).astype(np.float32) * 2  # overflow in NumPy's cast
 
 
 PROGRAMS: list[tuple[Callable[..., Any], Callable[[], list[np.ndarray]], bool]] = [
@@ -171,7 +209,12 @@ PROGRAMS: list[tuple[Callable[..., Any], Callable[[], list[np.ndarray]], bool]] 
     (in_place, lambda: [floats(128, 257), floats(128, 257)], True),
     (copies_into_slices, lambda: [floats(100_003), floats(100_003)], True),
     (long_rows, lambda: [floats(3, 50_001)], True),
-    (mixed_dtypes, lambda: [floats(64, 200), floats(64, 200, dtype="float32")], False),
+    (mixed_dtypes, lambda: [floats(64, 200), floats(64, 200, dtype="float32")], True),
+    (game_of_life_rule, lambda: [ints(90, 130, dtype="int8", high=2), ints(90, 130, dtype="int64", high=9)], True),
+    (masks_into_numbers, lambda: [floats(77, 211), floats(77, 211)], True),
+    (integers_into_floats, lambda: [ints(60, 150) * 10**15, ints(60, 150, dtype="uint8", high=256), floats(60, 150)], True),
+    (narrowing_integers, lambda: [ints(50, 170, high=3000), ints(50, 170, high=3000)], True),
+    (output_casts, lambda: [floats(40, 99), floats(40, 99), ints(40, 99, dtype="int16")], True),
 ]
 
 
@@ -235,6 +278,34 @@ def test_the_loops_conditions_warn_as_numpy_at_the_users_line() -> None:
     assert loop_blocks[0] > 0
 
 
+def casts_then_conditions(np: ModuleType, v: list) -> Any:
+    i, f = v
+    return np.log(i) + (f > 0) / i  # int64 and bool cast into float64; log(0), 1 / 0 and 0 / 0
+
+
+def test_conditions_of_steps_with_casts_name_the_steps() -> None:
+    i, f = ints(64, 128, high=4), floats(64, 128)
+    expected = shown(lambda: casts_then_conditions(np, [i.copy(), f.copy()]))
+    assert {str(message) for _, message, _, _ in expected[0]} == {
+        "divide by zero encountered in log",
+        "divide by zero encountered in divide",
+        "invalid value encountered in divide",
+        "invalid value encountered in log",
+        "invalid value encountered in add",
+    }
+    loop_blocks: list[int] = []
+
+    def lazy() -> Any:
+        result, count = through_shoal(casts_then_conditions, [i, f])
+        loop_blocks.append(count)
+        return result
+
+    got = shown(lazy)
+    assert [w[:2] for w in got[0]] == [w[:2] for w in expected[0]]
+    np.testing.assert_array_equal(got[1], expected[1])
+    assert loop_blocks[0] > 0
+
+
 def test_raise_mode_raises_numpys_error_from_the_loops() -> None:
     arrays = warning_inputs()
 
@@ -261,14 +332,30 @@ def reduction(np: ModuleType, v: list) -> Any:
 
 @pytest.mark.parametrize(
     ("program", "inputs"),
-    [(integer_power, lambda: [ints(64, 100, high=5), ints(64, 100, dtype="int64", high=3) + 3]), (reduction, lambda: [floats(64, 100)])],
-    ids=["integer_power", "reduction"],
+    [
+        (integer_power, lambda: [ints(64, 100, high=5), ints(64, 100, dtype="int64", high=3) + 3]),
+        (reduction, lambda: [floats(64, 100)]),
+        (floats_into_integers, lambda: [floats(64, 100)]),
+        (floats_narrowed, lambda: [floats(64, 100)]),
+    ],
+    ids=["integer_power", "reduction", "floats_into_integers", "floats_narrowed"],
 )
 def test_groups_the_loops_do_not_take_keep_to_the_tile_path(program, inputs) -> None:
     arrays = inputs()
-    got, loop_blocks = through_shoal(program, arrays)
-    np.testing.assert_allclose(got, program(np, [array.copy() for array in arrays]), rtol=1e-12)  # a sum adds in blocks
-    assert loop_blocks == 0
+    expected = shown(lambda: program(np, [array.copy() for array in arrays]))
+    loop_blocks: list[int] = []
+
+    def lazy() -> Any:
+        result, count = through_shoal(program, arrays)
+        loop_blocks.append(count)
+        return result
+
+    got = shown(lazy)
+    if program in (floats_into_integers, floats_narrowed):
+        assert any(str(message).endswith("encountered in cast") for _, message, _, _ in expected[0])
+    assert [w[:2] for w in got[0]] == [w[:2] for w in expected[0]]
+    np.testing.assert_allclose(got[1], expected[1], rtol=1e-12)  # a sum adds in blocks
+    assert loop_blocks == [0]
 
 
 def test_integer_power_to_a_negative_power_raises_as_numpy() -> None:
@@ -302,6 +389,49 @@ def test_loop_of_finds_only_exact_loops() -> None:
     assert tile_loops.loop_of(np.add, (np.dtype("f8").num,) * 2) is None
     with pytest.raises(TypeError):
         tile_loops.loop_of(len, (1, 1, 1))
+
+
+CAST_TYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "float16", "complex128"]
+
+
+def cast_sources(dtype: np.dtype) -> np.ndarray:
+    """Values of ``dtype`` with its extremes, bools stored as bytes other than 0 and 1, integers
+    where float32 rounds, and NaNs, infinities, signed zeros and subnormals."""
+    rng = np.random.default_rng(dtype.num)
+    if dtype.kind == "b":
+        return np.frombuffer(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes(), dtype=bool).copy()
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        values = rng.integers(info.min, info.max, 5000, dtype=dtype, endpoint=True)
+        values[:5] = [info.min, info.max, 0, 1, info.max // 2 + 1]
+        values[5:1005] = rng.integers(0, min(info.max, 2**25), 1000)
+        return values
+    values = rng.standard_normal(5000) * 10.0 ** rng.integers(-30, 30, 5000)
+    values[:6] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e-310]
+    with np.errstate(all="ignore"):
+        return values.astype(dtype)
+
+
+def test_cast_loops_give_numpys_bits_and_no_conditions() -> None:
+    offered = 0
+    for source_name in CAST_TYPES:
+        source = cast_sources(np.dtype(source_name))
+        for target_name in CAST_TYPES:
+            target = np.dtype(target_name)
+            found = tile_loops._cast(source.dtype, target)
+            if found is None:
+                continue
+            offered += 1
+            with np.errstate(all="raise"):
+                expected = source.astype(target)
+            out = np.empty(source.size, target)
+            operands = ((0, source, 0, source.itemsize, (source.itemsize,)), (0, out, 0, target.itemsize, (target.itemsize,)))
+            assert tile_loops.run_loops(((*found, (0, 1)),), operands, (source.size,), 512) == (0,)
+            assert out.tobytes() == expected.tobytes(), (source_name, target_name)
+    assert offered == 101
+    assert tile_loops._cast(np.dtype("float64"), np.dtype("float32")) is None
+    assert tile_loops._cast(np.dtype("float64"), np.dtype("int64")) is None
+    assert tile_loops._cast(np.dtype(">f8"), np.dtype("<f8")) is None
 
 
 def test_run_reports_each_steps_conditions_in_numpys_bits() -> None:

@@ -3,6 +3,8 @@
  *
  * loop_of(ufunc, type numbers) finds the inner loop NumPy's ufunc has for exactly those types.
  * copy_loop(itemsize) is a same-dtype copy in the same form (``copy`` and ``fill`` steps).
+ * cast_loop(from, to) is a cast between two type numbers in that form, for the casts that are
+ * the C conversion and meet no floating-point condition.
  * run_loops(steps, operands, shape, tile) calls, tile after tile of the view-block, each step's loop
  * on each row of the tile: the same loops NumPy calls, so the same values, with the
  * temporaries a tile long instead of a NumPy call per step. It returns, per step, the
@@ -95,6 +97,105 @@ static PyObject *copy_loop(PyObject *self, PyObject *args) {
         return NULL;
     }
     return Py_BuildValue("(NN)", PyLong_FromVoidPtr((void *)copy_items), PyLong_FromVoidPtr((void *)itemsize));
+}
+
+/* Casts NumPy makes as the C conversion (``(to)x``; into bool ``x != 0``), which meet no
+ * condition it reports: into bool, out of bool, between integers, integers into floats, float32
+ * into float64. A narrowing float cast (overflow) or a float into an integer (invalid) is not
+ * among them. The loop's data is unused. */
+#define CAST_LOOP(NAME, FROM, TO, CONVERT)                                                        \
+    static void NAME(char **args, const npy_intp *count, const npy_intp *steps, void *data) {   \
+        npy_intp n = *count;                                                                    \
+        char *in = args[0], *out = args[1];                                                     \
+        for (npy_intp i = 0; i < n; i++, in += steps[0], out += steps[1]) {                     \
+            FROM x = *(FROM *)in;                                                               \
+            *(TO *)out = CONVERT;                                                               \
+        }                                                                                       \
+    }
+
+#define CASTS_FROM(FROM, F)                                                                       \
+    CAST_LOOP(cast_##F##_b, FROM, npy_bool, (npy_bool)(x != 0))                                 \
+    CAST_LOOP(cast_##F##_i1, FROM, npy_byte, (npy_byte)x)                                       \
+    CAST_LOOP(cast_##F##_i2, FROM, npy_short, (npy_short)x)                                     \
+    CAST_LOOP(cast_##F##_i4, FROM, npy_int, (npy_int)x)                                         \
+    CAST_LOOP(cast_##F##_i8, FROM, npy_longlong, (npy_longlong)x)                               \
+    CAST_LOOP(cast_##F##_u1, FROM, npy_ubyte, (npy_ubyte)x)                                     \
+    CAST_LOOP(cast_##F##_u2, FROM, npy_ushort, (npy_ushort)x)                                   \
+    CAST_LOOP(cast_##F##_u4, FROM, npy_uint, (npy_uint)x)                                       \
+    CAST_LOOP(cast_##F##_u8, FROM, npy_ulonglong, (npy_ulonglong)x)                             \
+    CAST_LOOP(cast_##F##_f4, FROM, npy_float, (npy_float)x)                                     \
+    CAST_LOOP(cast_##F##_f8, FROM, npy_double, (npy_double)x)
+
+CASTS_FROM(npy_byte, i1)
+CASTS_FROM(npy_short, i2)
+CASTS_FROM(npy_int, i4)
+CASTS_FROM(npy_longlong, i8)
+CASTS_FROM(npy_ubyte, u1)
+CASTS_FROM(npy_ushort, u2)
+CASTS_FROM(npy_uint, u4)
+CASTS_FROM(npy_ulonglong, u8)
+CAST_LOOP(cast_b_i1, npy_bool, npy_byte, (npy_byte)(x != 0))
+CAST_LOOP(cast_b_i2, npy_bool, npy_short, (npy_short)(x != 0))
+CAST_LOOP(cast_b_i4, npy_bool, npy_int, (npy_int)(x != 0))
+CAST_LOOP(cast_b_i8, npy_bool, npy_longlong, (npy_longlong)(x != 0))
+CAST_LOOP(cast_b_u1, npy_bool, npy_ubyte, (npy_ubyte)(x != 0))
+CAST_LOOP(cast_b_u2, npy_bool, npy_ushort, (npy_ushort)(x != 0))
+CAST_LOOP(cast_b_u4, npy_bool, npy_uint, (npy_uint)(x != 0))
+CAST_LOOP(cast_b_u8, npy_bool, npy_ulonglong, (npy_ulonglong)(x != 0))
+CAST_LOOP(cast_b_f4, npy_bool, npy_float, (npy_float)(x != 0))
+CAST_LOOP(cast_b_f8, npy_bool, npy_double, (npy_double)(x != 0))
+CAST_LOOP(cast_f4_b, npy_float, npy_bool, (npy_bool)(x != 0))
+CAST_LOOP(cast_f8_b, npy_double, npy_bool, (npy_bool)(x != 0))
+CAST_LOOP(cast_f4_f8, npy_float, npy_double, (npy_double)x)
+
+#define INTEGER_ROW(F) {cast_##F##_b, cast_##F##_i1, cast_##F##_i2, cast_##F##_i4, cast_##F##_i8, cast_##F##_u1, \
+                        cast_##F##_u2, cast_##F##_u4, cast_##F##_u8, cast_##F##_f4, cast_##F##_f8}
+
+enum { CAST_TYPES = 11 };
+/* Rows and columns: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
+ * float64; NULL where the cast is not among those above (or is no cast). */
+static const inner_loop CASTS[CAST_TYPES][CAST_TYPES] = {
+    {NULL, cast_b_i1, cast_b_i2, cast_b_i4, cast_b_i8, cast_b_u1, cast_b_u2, cast_b_u4, cast_b_u8, cast_b_f4, cast_b_f8},
+    INTEGER_ROW(i1), INTEGER_ROW(i2), INTEGER_ROW(i4), INTEGER_ROW(i8),
+    INTEGER_ROW(u1), INTEGER_ROW(u2), INTEGER_ROW(u4), INTEGER_ROW(u8),
+    {cast_f4_b, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, cast_f4_f8},
+    {cast_f8_b, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+};
+
+/* The position of a NumPy type in CASTS (sized types: the C names behind each type number), or -1. */
+static int cast_position(int type, npy_intp itemsize) {
+    switch (type) {
+        case NPY_BOOL: return 0;
+        case NPY_FLOAT: return 9;
+        case NPY_DOUBLE: return 10;
+        default: break;
+    }
+    int is_signed = PyTypeNum_ISSIGNED(type), is_unsigned = PyTypeNum_ISUNSIGNED(type);
+    if (!is_signed && !is_unsigned) {
+        return -1;
+    }
+    int size_index = itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
+    return size_index < 0 ? -1 : 1 + size_index + (is_unsigned ? 4 : 0);
+}
+
+static PyObject *cast_loop(PyObject *self, PyObject *args) {
+    int from, to;
+    if (!PyArg_ParseTuple(args, "ii", &from, &to)) {
+        return NULL;
+    }
+    PyArray_Descr *from_descr = PyArray_DescrFromType(from), *to_descr = PyArray_DescrFromType(to);
+    if (from_descr == NULL || to_descr == NULL) {
+        Py_XDECREF(from_descr);
+        Py_XDECREF(to_descr);
+        return NULL;
+    }
+    int row = cast_position(from, PyDataType_ELSIZE(from_descr)), column = cast_position(to, PyDataType_ELSIZE(to_descr));
+    Py_DECREF(from_descr);
+    Py_DECREF(to_descr);
+    if (row < 0 || column < 0 || CASTS[row][column] == NULL) {
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(NO)", PyLong_FromVoidPtr((void *)CASTS[row][column]), Py_None);
 }
 
 static char *data_of(PyObject *array) {
@@ -341,6 +442,7 @@ done:
 static PyMethodDef methods[] = {
     {"loop_of", loop_of, METH_VARARGS, "loop_of(ufunc, type numbers): (loop address, data address) of the ufunc's loop for exactly those types, or None."},
     {"copy_loop", copy_loop, METH_VARARGS, "copy_loop(itemsize): (loop address, data address) of a copy of items of that size."},
+    {"cast_loop", cast_loop, METH_VARARGS, "cast_loop(from type number, to type number): (loop address, None) of a cast that meets no condition, or None."},
     {"run_loops", run, METH_VARARGS, "run_loops(steps, operands, shape, tile): per step the conditions its loops raised, or -1 where an operand is misaligned."},
     {NULL, NULL, 0, NULL},
 };

@@ -10,9 +10,13 @@ conditions each step's loops meet are read from the processor's status flags aft
 as NumPy reads them around a ufunc's loop, and go to ``fp_flags``' log with the step's
 instruction in NumPy's words, as the tile path's calls hand them over.
 
-A same-dtype ``copy`` or ``fill`` step is a copy of items in C. A program runs on the tile path
-instead where a step casts an operand, is a reduction or neither ufunc nor copy, is an integer
-power (its loop raises a Python error), writes a strided row through a loop NumPy 2.4
+A same-dtype ``copy`` or ``fill`` step is a copy of items in C. An operand in another dtype
+than its loop's is cast into a tile of its own before the step (an output, after it), and a
+``copy`` between dtypes is one cast, where the cast is one of ``_tile_loops.c``'s: the C
+conversion, as NumPy's cast loop, meeting no condition (into and out of bool, between
+integers, integers into floats, float32 into float64). A program runs on the tile path
+instead where a step needs another cast, is a reduction or neither ufunc nor copy, is an
+integer power (its loop raises a Python error), writes a strided row through a loop NumPy 2.4
 miscomputes there (``opcodes._through_contiguous``), where a written base is also read through
 another mapping, or a constant does not convert to its loop's dtype silently.
 """
@@ -50,21 +54,24 @@ from shoal.engine.node.lower.program import (
 from shoal.engine.node.run.tiles import scratch_arrays
 
 try:
-    from shoal.engine.node.run._tile_loops import copy_loop, loop_of, run_loops
+    from shoal.engine.node.run._tile_loops import cast_loop, copy_loop, loop_of, run_loops
 except ImportError:  # built without a C compiler or NumPy's headers: the tile path runs
-    copy_loop = loop_of = run_loops = None
+    cast_loop = copy_loop = loop_of = run_loops = None
 
 TILE_ELEMENTS = 4096  # per step and tile: 32 KiB of float64 per operand (docs/decisions.md)
 _NUMERIC = frozenset("biufc")
 _VIEW, _TEMP, _CONSTANT = 0, 1, 2
+_CAST_TILE = -1  # the slot of an operand that is a tile a cast fills
 
 
 @dataclass(frozen=True, slots=True)
 class LoopPlan:
-    """The loops of one program: per step (loop, loop data, operand indices); per operand its
-    slot and, for a constant, the loop dtype it converts to; per temporary the array it shares."""
+    """The loops of one program: per step (loop, loop data, operand indices) and the program's
+    step it computes or casts for; per operand its slot (``_CAST_TILE`` for a cast's tile) and,
+    for a constant or a cast's tile, its dtype; per temporary the array it shares."""
 
     steps: tuple[tuple[int, int, tuple[int, ...]], ...]
+    origins: tuple[int, ...]
     operands: tuple[tuple[int, np.dtype | None], ...]
     shared: Mapping[int, int]  # temporary slot -> the first slot of those sharing its array
 
@@ -83,38 +90,83 @@ def plan(program: KernelProgram) -> LoopPlan | None:
         return None
     index_of: dict[tuple[int, str | None], int] = {}
     operands: list[tuple[int, np.dtype | None]] = []
-    steps = []
-    for step in program.steps:
+    steps: list[tuple[int, int, tuple[int, ...]]] = []
+    origins: list[int] = []
+
+    def operand(slot_id: int, dtype: np.dtype | None) -> int:
+        key = (slot_id, None if dtype is None else dtype.str)
+        if key not in index_of:
+            index_of[key] = len(operands)
+            operands.append((slot_id, dtype))
+        return index_of[key]
+
+    def cast_tile(dtype: np.dtype) -> int:
+        operands.append((_CAST_TILE, dtype))
+        return len(operands) - 1
+
+    for origin, step in enumerate(program.steps):
         if step.axis_reduction or step.loop_in is None or step.loop_out is None:
             return None
         loop = (*step.loop_in, *step.loop_out)
         if any(dtype.kind not in _NUMERIC or not dtype.isnative for dtype in loop):
             return None
+        cast_copy = _cast_copy(step, slots)
+        if cast_copy is not None:
+            steps.append((*cast_copy, (operand(step.inputs[0], None), operand(step.outputs[0], None))))
+            origins.append(origin)
+            continue
         found = _loop(step, loop, slots)
         if found is None:
             return None
         indices = []
+        after = []
         for position, (slot_id, dtype) in enumerate(zip((*step.inputs, *step.outputs), loop)):
             slot = slots[slot_id]
+            is_input = position < len(step.inputs)
             if slot.kind == CONST:
-                if position >= len(step.inputs):
+                if not is_input:
                     return None
-                key: tuple[int, str | None] = (slot_id, dtype.str)
-            elif slot.dtype != dtype:
-                return None
+                indices.append(operand(slot_id, dtype))
+            elif slot.dtype == dtype:
+                indices.append(operand(slot_id, None))
             else:
-                key = (slot_id, None)
-            if key not in index_of:
-                index_of[key] = len(operands)
-                operands.append((slot_id, dtype if slot.kind == CONST else None))
-            indices.append(index_of[key])
+                cast = _cast(slot.dtype, dtype) if is_input else _cast(dtype, slot.dtype)
+                if cast is None:
+                    return None
+                tile = cast_tile(dtype)
+                if is_input:
+                    steps.append((*cast, (operand(slot_id, None), tile)))
+                    origins.append(origin)
+                else:
+                    after.append((*cast, (tile, operand(slot_id, None))))
+                indices.append(tile)
         steps.append((found[0], found[1], tuple(indices)))
+        steps.extend(after)
+        origins.extend([origin] * (1 + len(after)))
     if not steps:
         return None
     arrays = scratch_arrays(program, (1,))
     first: dict[int, int] = {}
     shared = {slot: first.setdefault(id(array), slot) for slot, array in arrays.items()}
-    return LoopPlan(tuple(steps), tuple(operands), shared)
+    return LoopPlan(tuple(steps), tuple(origins), tuple(operands), shared)
+
+
+def _cast(source: np.dtype, target: np.dtype) -> tuple[int, int] | None:
+    """The loop that casts ``source`` items into ``target`` as NumPy does, where it is one of
+    those that meet no condition."""
+    if source.kind not in _NUMERIC or not source.isnative or target.kind not in _NUMERIC or not target.isnative:
+        return None
+    return cast_loop(source.num, target.num)
+
+
+def _cast_copy(step: KernelStep, slots: list[Slot]) -> tuple[int, int] | None:
+    """The cast loop of a ``copy`` step from an array in another dtype than its output's, or None."""
+    if step.op not in GroupOp.COPIES or len(step.inputs) != 1 or len(step.outputs) != 1:
+        return None
+    source, target = slots[step.inputs[0]], slots[step.outputs[0]]
+    if source.kind == CONST or target.kind == CONST or source.dtype == target.dtype:
+        return None
+    return _cast(source.dtype, target.dtype)
 
 
 def _loop(step: KernelStep, loop: tuple[np.dtype, ...], slots: list[Slot]) -> tuple[int, int] | None:
@@ -148,6 +200,10 @@ def run(
     temporaries: dict[int, np.ndarray] = {}
     operands = []
     for slot_id, loop_dtype in loops.operands:
+        if slot_id == _CAST_TILE:
+            assert loop_dtype is not None
+            operands.append((_TEMP, np.empty(TILE_ELEMENTS, loop_dtype), 0, loop_dtype.itemsize, ()))
+            continue
         slot = slots[slot_id]
         kind = slot.kind
         if kind == ARRAY:
@@ -171,20 +227,22 @@ def run(
     if raised == -1:
         return False
     if any(raised):
-        _log(program, raised)
+        _log(program, loops.origins, raised)
     return True
 
 
 _MODES = ((DIVIDE, "divide"), (OVER, "over"), (UNDER, "under"), (INVALID, "invalid"))  # NumPy's order
 
 
-def _log(program: KernelProgram, raised: tuple[int, ...]) -> None:
-    """Hand each step's conditions to the log of ``fp_flags`` as NumPy's call would have."""
+def _log(program: KernelProgram, origins: tuple[int, ...], raised: tuple[int, ...]) -> None:
+    """Hand each step's conditions to the log of ``fp_flags`` as NumPy's call would have
+    (``origins``: the program's step of each loop)."""
     log = np.geterrcall()
     if type(log) is not NumpyLog:
         return  # nothing watched: the conditions are ignored
     modes = np.geterr()
-    for step, conditions in zip(program.steps, raised):
+    for origin, conditions in zip(origins, raised):
+        step = program.steps[origin]
         for bit, mode in _MODES:
             if conditions & bit and modes[mode] == "log":
                 log.messages.append(f"{CATEGORY_TEXT[bit]} encountered in {numpy_name(step.instruction)}")
