@@ -14,18 +14,24 @@ def blocked_engine(compile: str) -> Any:
     return NodeEngine(NodeConfig(compile=compile, block_size=1024, direct_work=0, threads=2))
 
 
-def count_compiled(engine: Any) -> list[int]:
-    """A list to which ``engine`` appends, after each batch it runs, the block operations its
-    compiled kernels ran."""
-    compiled: list[int] = []
+def count_stat(engine: Any, stat: str) -> list[int]:
+    """A list to which ``engine`` appends, after each batch it runs, its statistic ``stat``
+    (``compiled_block_ops``, ``loop_block_ops``, ...)."""
+    counts: list[int] = []
     execute = engine.execute
 
     def counting(batch: Any) -> None:
         execute(batch)
-        compiled.append(engine.last_stats.compiled_block_ops)
+        counts.append(getattr(engine.last_stats, stat))
 
     engine.execute = counting
-    return compiled
+    return counts
+
+
+def count_compiled(engine: Any) -> list[int]:
+    """A list to which ``engine`` appends, after each batch it runs, the block operations its
+    compiled kernels ran."""
+    return count_stat(engine, "compiled_block_ops")
 
 
 def warnings_shown(compute: Any) -> list[tuple[Any, ...]]:

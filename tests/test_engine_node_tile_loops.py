@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fp_engines import count_stat
 from numpy_fixtures import needs_runtime
 
 from shoal.engine.node.run import tile_loops
@@ -36,19 +37,6 @@ def node_engine(loops: str = "on") -> Any:
     return NodeEngine(NodeConfig(compile="off", block_size=1 << 12, direct_work=0, threads=2, tile_loops=loops))
 
 
-def counting(engine: Any) -> list[int]:
-    """A list to which ``engine`` appends the block operations the loops ran, after each batch."""
-    counts: list[int] = []
-    execute = engine.execute
-
-    def run(batch: Any) -> None:
-        execute(batch)
-        counts.append(engine.last_stats.loop_block_ops)
-
-    engine.execute = run
-    return counts
-
-
 def through_shoal(program: Callable[[ModuleType, list[np.ndarray]], Any], inputs: list[np.ndarray], loops: str = "on") -> tuple[Any, int]:
     """``program``'s result with every array lazy on a node engine, and the loops' block operations."""
     needs_runtime()
@@ -56,7 +44,7 @@ def through_shoal(program: Callable[[ModuleType, list[np.ndarray]], Any], inputs
     from shoal import runtime
 
     engine = node_engine(loops)
-    counts = counting(engine)
+    counts = count_stat(engine, "loop_block_ops")
     with runtime.configure(engine=engine, eager_threshold=0, settled_threshold=0):
         result = np.asarray(program(snp, [snp.array(array) for array in inputs]))
     return result, sum(counts)
