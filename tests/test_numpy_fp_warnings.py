@@ -143,12 +143,14 @@ def reductions(xp: ModuleType) -> Any:
 
 
 def complex_orderings(xp: ModuleType) -> Any:
-    """Ordering comparisons of complex numbers report NaNs (those of floats do not); three
-    times, as later calls of a line are recorded from what the first ones found."""
+    """Ordering comparisons of complex numbers report NaNs (those of floats do not), and the
+    sign of a complex number overflows with its magnitude; three times, as later calls of a
+    line are recorded from what the first ones found."""
     real = xp.linspace(-1.0, 1.0, N)
     real[::7] = xp.nan
     z = real + 0.5j
-    results = []
+    near_limit = (real * 3e38 + real * 3e38j).astype(xp.complex64)
+    results = [xp.sign(near_limit), xp.sign(real)]  # signals
     for _ in range(3):
         results.append(z < 1j)  # signals
         results.append(real >= 0.5j)  # signals

@@ -41,14 +41,15 @@ SILENT = frozenset({
     "gather", "sort", "argsort", "partition", "argpartition", "take_along_axis",
     "argmin", "argmax", "any", "all", "min", "max", "release",
 })  # fmt: skip
-# ... except these, which report an invalid value where a complex operand is NaN.
-COMPLEX_ORDERINGS = frozenset({"less", "less_equal", "greater", "greater_equal"})
+# ... except these with a complex operand: orderings report an invalid value where one is NaN,
+# and ``sign`` divides by the magnitude (overflow, underflow).
+SIGNAL_ON_COMPLEX = frozenset({"less", "less_equal", "greater", "greater_equal", "sign"})
 
 
 def silent(op: str, operands: tuple[Any, ...]) -> bool:
     """Whether NumPy never reports a condition for ``op`` on these operands (arrays, views,
     constants, scalars, dtypes or scalar types)."""
-    return op in SILENT and not (op in COMPLEX_ORDERINGS and any(_complex(operand) for operand in operands))
+    return op in SILENT and not (op in SIGNAL_ON_COMPLEX and any(_complex(operand) for operand in operands))
 
 
 def _complex(operand: Any) -> bool:
