@@ -113,51 +113,43 @@ static PyObject *copy_loop(PyObject *self, PyObject *args) {
         }                                                                                       \
     }
 
-#define CASTS_FROM(FROM, F)                                                                       \
+/* The casts out of one type, whose value each converts from ``VALUE`` (``x``, or ``x != 0``
+ * out of bool, whose bytes other than 0 and 1 are True); into bool is always ``x != 0``. */
+#define CASTS_FROM(FROM, F, VALUE)                                                                \
     CAST_LOOP(cast_##F##_b, FROM, npy_bool, (npy_bool)(x != 0))                                 \
-    CAST_LOOP(cast_##F##_i1, FROM, npy_byte, (npy_byte)x)                                       \
-    CAST_LOOP(cast_##F##_i2, FROM, npy_short, (npy_short)x)                                     \
-    CAST_LOOP(cast_##F##_i4, FROM, npy_int, (npy_int)x)                                         \
-    CAST_LOOP(cast_##F##_i8, FROM, npy_longlong, (npy_longlong)x)                               \
-    CAST_LOOP(cast_##F##_u1, FROM, npy_ubyte, (npy_ubyte)x)                                     \
-    CAST_LOOP(cast_##F##_u2, FROM, npy_ushort, (npy_ushort)x)                                   \
-    CAST_LOOP(cast_##F##_u4, FROM, npy_uint, (npy_uint)x)                                       \
-    CAST_LOOP(cast_##F##_u8, FROM, npy_ulonglong, (npy_ulonglong)x)                             \
-    CAST_LOOP(cast_##F##_f4, FROM, npy_float, (npy_float)x)                                     \
-    CAST_LOOP(cast_##F##_f8, FROM, npy_double, (npy_double)x)
+    CAST_LOOP(cast_##F##_i1, FROM, npy_byte, (npy_byte)(VALUE))                                 \
+    CAST_LOOP(cast_##F##_i2, FROM, npy_short, (npy_short)(VALUE))                               \
+    CAST_LOOP(cast_##F##_i4, FROM, npy_int, (npy_int)(VALUE))                                   \
+    CAST_LOOP(cast_##F##_i8, FROM, npy_longlong, (npy_longlong)(VALUE))                         \
+    CAST_LOOP(cast_##F##_u1, FROM, npy_ubyte, (npy_ubyte)(VALUE))                               \
+    CAST_LOOP(cast_##F##_u2, FROM, npy_ushort, (npy_ushort)(VALUE))                             \
+    CAST_LOOP(cast_##F##_u4, FROM, npy_uint, (npy_uint)(VALUE))                                 \
+    CAST_LOOP(cast_##F##_u8, FROM, npy_ulonglong, (npy_ulonglong)(VALUE))                       \
+    CAST_LOOP(cast_##F##_f4, FROM, npy_float, (npy_float)(VALUE))                               \
+    CAST_LOOP(cast_##F##_f8, FROM, npy_double, (npy_double)(VALUE))
 
-CASTS_FROM(npy_byte, i1)
-CASTS_FROM(npy_short, i2)
-CASTS_FROM(npy_int, i4)
-CASTS_FROM(npy_longlong, i8)
-CASTS_FROM(npy_ubyte, u1)
-CASTS_FROM(npy_ushort, u2)
-CASTS_FROM(npy_uint, u4)
-CASTS_FROM(npy_ulonglong, u8)
-CAST_LOOP(cast_b_i1, npy_bool, npy_byte, (npy_byte)(x != 0))
-CAST_LOOP(cast_b_i2, npy_bool, npy_short, (npy_short)(x != 0))
-CAST_LOOP(cast_b_i4, npy_bool, npy_int, (npy_int)(x != 0))
-CAST_LOOP(cast_b_i8, npy_bool, npy_longlong, (npy_longlong)(x != 0))
-CAST_LOOP(cast_b_u1, npy_bool, npy_ubyte, (npy_ubyte)(x != 0))
-CAST_LOOP(cast_b_u2, npy_bool, npy_ushort, (npy_ushort)(x != 0))
-CAST_LOOP(cast_b_u4, npy_bool, npy_uint, (npy_uint)(x != 0))
-CAST_LOOP(cast_b_u8, npy_bool, npy_ulonglong, (npy_ulonglong)(x != 0))
-CAST_LOOP(cast_b_f4, npy_bool, npy_float, (npy_float)(x != 0))
-CAST_LOOP(cast_b_f8, npy_bool, npy_double, (npy_double)(x != 0))
+CASTS_FROM(npy_bool, b, x != 0)
+CASTS_FROM(npy_byte, i1, x)
+CASTS_FROM(npy_short, i2, x)
+CASTS_FROM(npy_int, i4, x)
+CASTS_FROM(npy_longlong, i8, x)
+CASTS_FROM(npy_ubyte, u1, x)
+CASTS_FROM(npy_ushort, u2, x)
+CASTS_FROM(npy_uint, u4, x)
+CASTS_FROM(npy_ulonglong, u8, x)
 CAST_LOOP(cast_f4_b, npy_float, npy_bool, (npy_bool)(x != 0))
 CAST_LOOP(cast_f8_b, npy_double, npy_bool, (npy_bool)(x != 0))
 CAST_LOOP(cast_f4_f8, npy_float, npy_double, (npy_double)x)
 
-#define INTEGER_ROW(F) {cast_##F##_b, cast_##F##_i1, cast_##F##_i2, cast_##F##_i4, cast_##F##_i8, cast_##F##_u1, \
-                        cast_##F##_u2, cast_##F##_u4, cast_##F##_u8, cast_##F##_f4, cast_##F##_f8}
+#define ROW(F) {cast_##F##_b, cast_##F##_i1, cast_##F##_i2, cast_##F##_i4, cast_##F##_i8, cast_##F##_u1, \
+                cast_##F##_u2, cast_##F##_u4, cast_##F##_u8, cast_##F##_f4, cast_##F##_f8}
 
 enum { CAST_TYPES = 11 };
 /* Rows and columns: bool, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32,
- * float64; NULL where the cast is not among those above (or is no cast). */
+ * float64; NULL where the cast is not among those above. The diagonal is no cast (a same-dtype
+ * step is a copy): cast_loop never hands it out. */
 static const inner_loop CASTS[CAST_TYPES][CAST_TYPES] = {
-    {NULL, cast_b_i1, cast_b_i2, cast_b_i4, cast_b_i8, cast_b_u1, cast_b_u2, cast_b_u4, cast_b_u8, cast_b_f4, cast_b_f8},
-    INTEGER_ROW(i1), INTEGER_ROW(i2), INTEGER_ROW(i4), INTEGER_ROW(i8),
-    INTEGER_ROW(u1), INTEGER_ROW(u2), INTEGER_ROW(u4), INTEGER_ROW(u8),
+    ROW(b), ROW(i1), ROW(i2), ROW(i4), ROW(i8), ROW(u1), ROW(u2), ROW(u4), ROW(u8),
     {cast_f4_b, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, cast_f4_f8},
     {cast_f8_b, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 };
@@ -192,7 +184,7 @@ static PyObject *cast_loop(PyObject *self, PyObject *args) {
     int row = cast_position(from, PyDataType_ELSIZE(from_descr)), column = cast_position(to, PyDataType_ELSIZE(to_descr));
     Py_DECREF(from_descr);
     Py_DECREF(to_descr);
-    if (row < 0 || column < 0 || CASTS[row][column] == NULL) {
+    if (row < 0 || column < 0 || row == column || CASTS[row][column] == NULL) {
         Py_RETURN_NONE;
     }
     return Py_BuildValue("(NO)", PyLong_FromVoidPtr((void *)CASTS[row][column]), Py_None);

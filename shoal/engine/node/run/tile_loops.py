@@ -108,7 +108,7 @@ def plan(program: KernelProgram) -> LoopPlan | None:
         if step.axis_reduction or step.loop_in is None or step.loop_out is None:
             return None
         loop = (*step.loop_in, *step.loop_out)
-        if any(dtype.kind not in _NUMERIC or not dtype.isnative for dtype in loop):
+        if not all(_plain(dtype) for dtype in loop):
             return None
         cast_copy = _cast_copy(step, slots)
         if cast_copy is not None:
@@ -154,9 +154,14 @@ def plan(program: KernelProgram) -> LoopPlan | None:
 def _cast(source: np.dtype, target: np.dtype) -> tuple[int, int] | None:
     """The loop that casts ``source`` items into ``target`` as NumPy does, where it is one of
     those that meet no condition."""
-    if source.kind not in _NUMERIC or not source.isnative or target.kind not in _NUMERIC or not target.isnative:
+    if not (_plain(source) and _plain(target)):
         return None
     return cast_loop(source.num, target.num)
+
+
+def _plain(dtype: np.dtype) -> bool:
+    """True if ``dtype`` is a number in this machine's byte order (what the loops read)."""
+    return dtype.kind in _NUMERIC and dtype.isnative
 
 
 def _cast_copy(step: KernelStep, slots: list[Slot]) -> tuple[int, int] | None:
