@@ -11,6 +11,7 @@ import pytest
 
 from cluster.harness import (
     PROGRAMS,
+    RUN_TIMEOUT,
     assert_same_arrays,
     environment,
     lines,
@@ -25,6 +26,7 @@ from shoal.cluster.plan import PlanConfig, Planner
 
 PROGRAM = PROGRAMS / "halo_stencils.py"
 REORDERED = frozenset({"jacobi_sum"})
+SWEEPING = ("jacobi", "wide", "pingpong", "line")  # the program's cases that sweep a grid in place
 
 
 def test_block_layouts_keep_halo_rows_within_the_base() -> None:
@@ -96,14 +98,14 @@ def test_ranks_fuse_their_shrinking_sweeps_into_passes(expected: dict[str, np.nd
     """With redundant halo rows a rank's sweeps between two exchanges each write a row fewer on
     every side a neighbour owns; compiled, its node engine runs several of them per pass (each
     row stored from the last sweep that computes it), and every result is still NumPy's. Three
-    ranks meet every chain there is (shrinking at the bottom, at both ends, at the top); each
-    compiles its kernels first, which is most of the test's time."""
+    ranks meet every chain there is (shrinking at the bottom, at both ends, at the top). Each rank
+    compiles its kernels first, which is most of the test's time: only the cases that sweep run."""
     ranks = 3
     path = tmp_path / "got.npz"
     env = environment(SHOAL_CLUSTER_HALO="3", SHOAL_CLUSTER_HALO_SWEEPS="redundant", SHOAL_COMPILE="sync", SHOAL_DIRECT_WORK="0", SHOAL_STATS="1")
-    result = run(ranks, PROGRAM, str(path), env=env)
+    result = run(ranks, PROGRAM, str(path), ",".join(SWEEPING), env=env, timeout=3 * RUN_TIMEOUT)  # compiling, ranks share the cores
     assert result.returncode == 0, result.stderr
-    assert_same_arrays(load_arrays(path), expected, REORDERED)
+    assert_same_arrays(load_arrays(path), {name: array for name, array in expected.items() if name.split("_")[0] in SWEEPING}, REORDERED)
     passes = [int(field.split("=")[1]) for line in lines(result.stderr, "shoal-stats:") for field in line.split() if field.startswith("sweep_passes=")]
     assert len(passes) == ranks and all(count > 0 for count in passes), passes
 
