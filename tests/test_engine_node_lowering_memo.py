@@ -173,3 +173,22 @@ def test_bound_groups_access_their_own_bases(case, monkeypatch: pytest.MonkeyPat
     assert bound
     monkeypatch.setattr(lowering_memo, "_key", lambda *args: None)
     assert _accesses(case, monkeypatch) == with_memo
+
+
+def test_groups_that_differ_only_in_their_bases_share_base_block_lists(monkeypatch: pytest.MonkeyPatch, bound: list[int]) -> None:
+    """The sweeps ``a`` into ``b`` and ``b`` into ``a`` share one structure: each lists its
+    base-blocks by renaming the first sweep's bases, none walks its view-blocks again (the
+    lists' contents are checked by ``test_bound_groups_access_their_own_bases``)."""
+    needs_runtime()
+    import shoal.numpy as snp
+    from shoal import runtime
+
+    walked: list[int] = []
+    base_blocks = lowering_memo.LoweringMemo.base_blocks
+    monkeypatch.setattr(lowering_memo.LoweringMemo, "base_blocks", lambda self, program, compute: base_blocks(self, program, lambda: walked.append(1) or compute()))
+    with runtime.configure(engine=blocked_engine("off"), eager_threshold=0, settled_threshold=0):
+        got = run(ping_pong, snp)
+    for want, have in zip(run(ping_pong, np), got, strict=True):
+        np.testing.assert_array_equal(have, want)
+    assert len(bound) == 11  # twelve sweeps, the first lowered
+    assert len(walked) == 1, walked

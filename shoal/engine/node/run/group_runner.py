@@ -30,11 +30,11 @@ class GroupRunner:
         kernels: KernelCache | None,
         key: str | None = None,
         tile_elements: int = TILE_ELEMENTS,
-        loops: bool = False,
+        loops: tile_loops.LoopPlan | None = None,
     ) -> None:
         self.program = program
         self.tile_elements = tile_elements
-        self.loops = tile_loops.plan(program) if loops else None  # NumPy's inner loops over small tiles
+        self.loops = loops  # NumPy's inner loops over small tiles (tile_loops.plan(program)), if it has them
         self.loop_blocks = 0
         self.storage = storage
         self.kernels = kernels

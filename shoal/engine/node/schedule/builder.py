@@ -37,6 +37,7 @@ from shoal.engine.node.lower.sweeps import (
 )
 from shoal.engine.node.plan.copy_chain import CopyChain
 from shoal.engine.node.plan.plan import Group, Plan, Release, WholeOp
+from shoal.engine.node.run import tile_loops
 from shoal.engine.node.run.group_runner import GroupRunner
 from shoal.engine.node.run.storage import Storage
 from shoal.engine.node.run.tiles import TILE_ELEMENTS as DEFAULT_TILE_ELEMENTS
@@ -186,7 +187,8 @@ class Builder:
                 key = self.lowered.shared(program, "key", lambda: kernel_key(program.structure()))
                 self.kernels.lookup(program, key)  # starts (or, in sync mode, finishes) compilation
                 kernels = self.kernels
-        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements * _narrowing(group), self.tile_loops)
+        loops = self.lowered.shared(program, "loops", partial(tile_loops.plan, program)) if self.tile_loops else None
+        runner = GroupRunner(program, self.storage, kernels, key, self.tile_elements * _narrowing(group), loops)
         self.runners.append(runner)
         part = program.partition
         arrays = [slot for slot in program.slots if slot.kind in (ARRAY, DEFERRED)]

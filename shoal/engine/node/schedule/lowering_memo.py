@@ -62,7 +62,7 @@ class LoweringMemo:
             return program
         template, instructions, earlier, earlier_offsets = known
         renamed = {old: new for old, new in zip(earlier, bases) if old != new}
-        moved = {old: new for old, new in zip(earlier_offsets, offsets) if old != new}
+        moved = {old: new for old, new in zip(earlier_offsets, offsets) if old[1] != new[1]}  # a base renamed alone is in renamed
         program = _bound(template, instructions, group.instructions, constants, renamed, moved)
         self._templates[id(program)] = (program, template, renamed, bool(moved))
         return program
