@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import asdict
 from functools import partial
 
@@ -28,6 +29,7 @@ import numpy as np
 
 from shoal import trace
 from shoal.bytecode import Batch, View
+from shoal.bytecode.opcodes import BY_NAME, Kind
 from shoal.engine import fp_signals
 from shoal.engine.blocks.dependencies import BlockOp
 from shoal.engine.blocks.thread_pool import WorkerPool
@@ -188,7 +190,7 @@ class NodeEngine(Component):
                 if source is not None:
                     source = _followed(source, budget)
                 self._budget = budget
-                with limit_library_threads(1):  # the pool's threads are the parallelism
+                with limit_library_threads(1) if calls_library_pools(batch) else nullcontext():  # the pool's threads are the parallelism
                     run = pool.run(ops, self._prepare, source, self._holds_back, named)
             else:
                 run = pool.run(ops, self._prepare, source, on_failure=named)
@@ -350,3 +352,18 @@ def _name_failure(batch: Batch, op: BlockOp, error: BaseException) -> None:
     elif op.origin:
         ops = ", ".join(batch.instructions[index].op for index in op.origin)
         error.add_note(f"in instructions {', '.join(map(str, op.origin))} (fused): {ops}")
+
+
+def calls_library_pools(batch: Batch) -> bool:
+    """True if an instruction of ``batch`` may start a library's thread pool: a matrix product,
+    linear algebra or a transform (BLAS, LAPACK), or any operation on Python objects (their methods
+    may). Only such a batch limits the libraries' threads while the pool runs it: the first
+    limit in a process finds the libraries loaded in it, about 2 ms."""
+    for instruction in batch.instructions:
+        if BY_NAME[instruction.op].kind is Kind.LINALG:
+            return True
+        for operand in (*instruction.inputs, *instruction.outputs):
+            dtype = getattr(operand, "dtype", None)
+            if dtype is not None and dtype.kind == "O":
+                return True
+    return False
