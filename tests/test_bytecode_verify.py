@@ -18,6 +18,7 @@ from shoal.bytecode import (
     make_attrs,
     verify,
 )
+from shoal.bytecode.alike import repeat_models
 from shoal.bytecode.opcodes import BY_NAME
 from shoal.bytecode.shapes import check_shapes
 
@@ -306,7 +307,7 @@ def test_instructions_verified_as_repeats_get_full_verifications_verdict(make: C
     for case in (batch, _repeated(batch)):
         count = len(case.instructions)
         expected = _verdict(case)
-        for hints in ([index - 1 for index in range(count)], [0] * count, [-1] * count):
+        for hints in ([index - 1 for index in range(count)], [0] * count, [-1] * count, repeat_models(case.instructions)):
             assert _verdict(case, hints) == expected
 
 

@@ -23,6 +23,7 @@ from operator import attrgetter
 import numpy as np
 
 from shoal.bytecode import BaseDecl, Batch
+from shoal.bytecode.alike import repeat_models
 from shoal.bytecode.verify import NO_LIMITS, VerifyLimits, verify
 from shoal.engine.node.schedule.compiled_checks import CHECKS
 from shoal.engine.node.schedule.plan_cache import BatchShape
@@ -77,7 +78,9 @@ class VerifiedShapes:
                 self._sequences[sequence] = 0
             return
         repeats = batch.repeats
-        verify(batch, known, limits=limits, alike=repeats if repeats is not None and len(repeats) == len(batch.instructions) else None)
+        if repeats is None or len(repeats) != len(batch.instructions):
+            repeats = repeat_models(batch.instructions)
+        verify(batch, known, limits=limits, alike=repeats)
         if shape is not None and sequence in self._sequences:
             self._sequences[sequence] += 1
         if shape is not None and limits == NO_LIMITS:
