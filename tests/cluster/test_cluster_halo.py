@@ -94,6 +94,7 @@ def test_stencils_with_halos_give_numpys_results(ranks: int, halo: int, mode: st
 
 
 @pytest.mark.full
+@pytest.mark.timeout(4 * RUN_TIMEOUT)  # its run may take three
 def test_ranks_fuse_their_shrinking_sweeps_into_passes(expected: dict[str, np.ndarray], tmp_path: Path) -> None:
     """With redundant halo rows a rank's sweeps between two exchanges each write a row fewer on
     every side a neighbour owns; compiled, its node engine runs several of them per pass (each
