@@ -43,6 +43,7 @@ def test_unknown_example_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.full
+@pytest.mark.timeout(360)  # above its run's own 300 s, which ends the benchmark's runs too
 def test_quick_run_writes_table_and_checksums_agree(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "shoal.bench", "--quick", "--repeats", "1",
@@ -57,6 +58,7 @@ def test_quick_run_writes_table_and_checksums_agree(tmp_path: Path) -> None:
     assert (tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
 
 
+@pytest.mark.timeout(180)  # above its run's own 120 s
 def test_shoal_stats_prints_engine_totals_at_exit(tmp_path: Path) -> None:
     program = tmp_path / "program.py"
     program.write_text("import numpy as np\na = np.arange(1_000_000.0)\nprint(float(np.sum(a * 2.0 + 1.0)))\n")

@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import shoal.numpy as snp
 from benchmarks.numpy_functions import CASES, NEEDS_NANS
@@ -23,6 +24,7 @@ def test_each_case_gives_numpys_answer() -> None:
         assert np.isclose(have, want, rtol=1e-12, equal_nan=True), name
 
 
+@pytest.mark.timeout(360)  # above its run's own 300 s
 def test_a_small_run_writes_its_table(tmp_path) -> None:
     output = tmp_path / "functions.md"
     subprocess.run([sys.executable, "-m", "benchmarks.numpy_functions", "--size", "64", "--repeats", "1", "--output", str(output)], check=True, capture_output=True, timeout=300)
