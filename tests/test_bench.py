@@ -43,7 +43,7 @@ def test_unknown_example_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.full
-@pytest.mark.timeout(360)  # above its run's own 300 s, which ends the benchmark's runs too
+@pytest.mark.timeout(360)  # above its run's own 300 s
 def test_quick_run_writes_table_and_checksums_agree(tmp_path: Path) -> None:
     run = subprocess.run(
         [sys.executable, "-m", "shoal.bench", "--quick", "--repeats", "1",
