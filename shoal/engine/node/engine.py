@@ -360,7 +360,8 @@ def calls_library_pools(batch: Batch) -> bool:
     may). Only such a batch limits the libraries' threads while the pool runs it: the first
     limit in a process finds the libraries loaded in it, about 2 ms."""
     for instruction in batch.instructions:
-        if BY_NAME[instruction.op].kind is Kind.LINALG:
+        entry = BY_NAME.get(instruction.op)
+        if entry is None or entry.kind is Kind.LINALG:  # an unknown opcode fails later, as before
             return True
         for operand in (*instruction.inputs, *instruction.outputs):
             dtype = getattr(operand, "dtype", None)
