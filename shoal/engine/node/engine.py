@@ -190,7 +190,7 @@ class NodeEngine(Component):
                 if source is not None:
                     source = _followed(source, budget)
                 self._budget = budget
-                with limit_library_threads(1) if calls_library_pools(batch) else nullcontext():  # the pool's threads are the parallelism
+                with limit_library_threads(1) if cached.calls_libraries else nullcontext():  # the pool's threads are the parallelism
                     run = pool.run(ops, self._prepare, source, self._holds_back, named)
             else:
                 run = pool.run(ops, self._prepare, source, on_failure=named)
@@ -268,7 +268,7 @@ class NodeEngine(Component):
         loops = self.config.tile_loops is TileLoops.ON
         builder = Builder(storage, kernels, self.block_elements, self.threads, self.direct_work, self.sweeps_per_pass, positions, self.config.tile_elements, loops)
         stats = {"temporaries": len(plan.temporaries), "aliases": len(plan.aliases)}
-        cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases)
+        cached = CachedPlan(shape.ids if shape is not None else (), storage, builder.deps.ops, stats, builder.runners, aliases=plan.aliases, calls_libraries=calls_library_pools(batch))
         return cached, builder, plan
 
     def _prepare(self, op: BlockOp) -> None:
@@ -358,7 +358,8 @@ def calls_library_pools(batch: Batch) -> bool:
     """True if an instruction of ``batch`` may start a library's thread pool: a matrix product,
     linear algebra or a transform (BLAS, LAPACK), or any operation on Python objects (their methods
     may). Only such a batch limits the libraries' threads while the pool runs it: the first
-    limit in a process finds the libraries loaded in it, about 2 ms."""
+    limit in a process finds the libraries loaded in it, about 2 ms. Asked once per plan
+    (``CachedPlan.calls_libraries``): a replayed batch has its plan's opcodes and dtypes."""
     for instruction in batch.instructions:
         entry = BY_NAME.get(instruction.op)
         if entry is None or entry.kind is Kind.LINALG:  # an unknown opcode fails later, as before

@@ -240,6 +240,7 @@ class CachedPlan:
     runners: list[Any] = field(default_factory=list)
     awaiting: tuple[str, ...] = ()  # kernels it would use if compiled (sweep passes); replanned then
     aliases: dict[int, View] = field(default_factory=dict)  # planned ids (shoal.engine.node.plan.aliases)
+    calls_libraries: bool = True  # an instruction may start a library's thread pool (node engine's calls_library_pools)
 
     def leave_aliases(self) -> None:
         """Register the plan's aliases, in the ids of the batch just run, with the storage."""
