@@ -61,9 +61,9 @@ def test_element_wise_batches_leave_the_libraries_alone_and_products_run_with_on
     assert all(threads == [1] * len(threads) for threads in limits), limits
 
 
-def _batch(op: str, dtype: str, attrs: tuple = ()) -> Batch:
+def _batch(op: str, dtype: str) -> Batch:
     view = View(1, np.dtype(dtype), 0, (4,), (np.dtype(dtype).itemsize,))
-    return Batch([], {}, [Instruction(op, (view,), (view, Const(1)), attrs)])
+    return Batch([], {}, [Instruction(op, (view,), (view, Const(1)))])
 
 
 @pytest.mark.parametrize(

@@ -28,10 +28,9 @@ def repeat_models(instructions: Sequence[object]) -> list[int] | None:
         model = -1
         if type(instruction) is Instruction:
             try:
-                key = _geometry(instruction)
-                model = first.setdefault(key, index)
+                model = first.setdefault(_geometry(instruction), index)
             except (TypeError, AttributeError):  # unhashable parts: the verifier words what is wrong
-                model = -1
+                pass
         if model == index:
             model = -1
         found = found or model >= 0
