@@ -65,14 +65,15 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (!usable(nargs, 3, 4, "call(function, arguments, kind[, out])")) {
         return NULL;
     }
-    PyObject *out = nargs == 4 && args[3] != Py_None ? args[3] : NULL;  /* a lazy array the ufunc writes */
+    PyObject *out = nargs == 4 && args[3] != Py_None ? args[3] : NULL;  /* a lazy or NumPy array the ufunc writes */
+    int numpy_out = out != NULL && Py_IS_TYPE(out, numpy_type);  /* NumPy's own memory: written as it is */
     if (!PyTuple_CheckExact(args[1])) {
         Py_RETURN_NONE;
     }
     PyObject *function = args[0], *given = args[1];
     long kind = PyLong_AsLong(args[2]);  /* 0: a ufunc's call, 1: a product, 2: a ufunc's reduce, accumulate or reduceat */
     Py_ssize_t count = PyTuple_GET_SIZE(given);
-    if (count > MOST_OPERANDS || (kind != 0 && kind != 1 && kind != 2) || (out != NULL && (kind != 0 || !Py_IS_TYPE(out, lazy_type)))) {
+    if (count > MOST_OPERANDS || (kind != 0 && kind != 1 && kind != 2) || (out != NULL && (kind != 0 || !(numpy_out || Py_IS_TYPE(out, lazy_type))))) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
     if (kind == 0) {
@@ -105,7 +106,7 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             runtime = its;
         }
     }
-    if (out != NULL) {
+    if (out != NULL && !numpy_out) {
         PyObject *base = SLOT(out, lazy_offsets[0]);
         if (base == NULL || SLOT(base, base_offsets[0]) != runtime) {
             Py_RETURN_NONE;
@@ -132,14 +133,14 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     status = gather(dict, given, operands, arguments, &found, limit, kind == 1, &rules);
-    if (status == 1 && out != NULL) {  /* the output last, written: settled_ufunc's targets */
+    if (status == 1 && out != NULL && !numpy_out) {  /* the output last, written: settled_ufunc's targets */
         status = find_memory(dict, out, &operands[found], limit, 0, &rules, 1);
         found += status == 1;
     }
     if (status == 1) {
         status = count_accesses(dict, operands, found, &rules);
     }
-    if (status == 1 && out != NULL) {
+    if (status == 1 && out != NULL && !numpy_out) {
         status = forget_recipe(&operands[found - 1]);
     }
     if (unlock(lock) < 0 || status < 0) {
@@ -180,7 +181,8 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         answer = wrapped(runtime, dict, result);
         goto done;
     }
-    PyObject *keywords = Py_BuildValue("{s(O)sO}", "out", operands[found - 1].memory, "casting", slot_names[S_SAME_KIND]);
+    PyObject *target = numpy_out ? out : operands[found - 1].memory;
+    PyObject *keywords = Py_BuildValue("{s(O)sO}", "out", target, "casting", slot_names[S_SAME_KIND]);
     PyObject *result = keywords == NULL ? NULL : call_at_user_line(function, packed, keywords);
     Py_DECREF(packed);
     Py_XDECREF(keywords);
@@ -422,8 +424,8 @@ static PyMethodDef module_methods[] = {
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL,
      "call(function, arguments, kind[, out]): function(*arguments) on the memory of its lazy operands, computed by "
      "NumPy at the user's line, its result held back as a new lazy array where large enough; kind 0 a ufunc's plain "
-     "call (_settled._plain_ufunc: NOT_SETTLED where small operands broadcast large; with `out`, a lazy array, "
-     "settled_ufunc writing it), kind 1 a product (held_product, settled_call), kind 2 a ufunc's reduce, accumulate or "
+     "call (_settled._plain_ufunc: NOT_SETTLED where small operands broadcast large; with `out`, a lazy array or a "
+     "NumPy one, settled_ufunc writing it), kind 1 a product (held_product, settled_call), kind 2 a ufunc's reduce, accumulate or "
      "reduceat without keywords (_settled_functions.settled_method). None where it is not the common case: nothing was "
      "changed, the Python path decides."},
     {"hold", (PyCFunction)(void (*)(void))hold, METH_FASTCALL,

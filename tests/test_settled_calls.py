@@ -47,7 +47,7 @@ def _python_only(monkeypatch) -> None:
 
 def program(np, seed: int, steps: int = 120) -> list:
     """A random loop of small element-wise calls, products and broadcasts over float, integer
-    and boolean arrays (no call warns); returns what it computed."""
+    and boolean arrays, and NumPy arrays updated by them (no call warns); returns what it computed."""
     rng = random.Random(seed)
     values = [np.array(numpy.linspace(0.5, 1.5, 24) * (k + 1)) for k in range(3)]
     matrix = np.array(numpy.linspace(0.1, 1.0, 24 * 24).reshape(24, 24) / 24.0)
@@ -56,7 +56,7 @@ def program(np, seed: int, steps: int = 120) -> list:
     kept: list = []
     for _ in range(steps):
         k, j = rng.randrange(3), rng.randrange(3)
-        kind = rng.randrange(13)
+        kind = rng.randrange(14)
         if kind == 0:
             values[k] = np.sqrt(values[k] * values[j])
         elif kind == 1:
@@ -82,6 +82,10 @@ def program(np, seed: int, steps: int = 120) -> list:
             counts += 2
         elif kind == 11:
             values[k] = weights @ matrix + values[j]
+        elif kind == 12:
+            target = numpy.linspace(2.0, 3.0, 24)  # NumPy's array, written by a lazy operand
+            target -= values[j]
+            kept.append(target)
         else:
             values[k] *= 0.5
     return [*values, counts, *kept]

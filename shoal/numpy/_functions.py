@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 
 from shoal import runtime as _runtime
+from shoal.array_sizes import below
 from shoal.bytecode.dtypes import is_supported
+from shoal.fp_warnings import at_user_line
 from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
 from shoal.numpy._lazy import is_lazy, ndarray
 from shoal.numpy._numpy_data import from_numpy, new_array, operand, stays_numpy, wrap_numpy
@@ -73,7 +75,10 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
     then runs its batch at once, the pair in one C pass (``compiled_pairs.py``)."""
     if out is None and type(a) is np.ndarray and type(b) is np.ndarray and a.dtype.kind in "biuf" and b.dtype.kind in "biuf":
         runtime = _runtime.current()
-        if a.size * b.size >= runtime.eager_threshold:
+        size = a.size * b.size
+        if size >= runtime.eager_threshold:
+            if below(size, max(a.itemsize, b.itemsize), runtime.settled_threshold):  # as a settled call: at once, held back
+                return wrap_numpy(at_user_line(np.outer, a, b))
             return _composed.outer(from_numpy(a), b)
     return np.outer(a, b, out)
 
