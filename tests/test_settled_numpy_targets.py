@@ -1,10 +1,12 @@
-"""Small lazy operands written into NumPy arrays, and outer products of NumPy vectors, at once.
+"""Small lazy operands written into NumPy arrays, outer products of NumPy vectors and casts of
+small settled views, computed by NumPy at once.
 
 With every array lazy, a row loop over a held base (LU's ``a[k + 1:, k + 1:] -= np.outer(...)``)
 indexes NumPy views of the base's memory and updates them with small lazy results. The compiled
 settled call (``shoal/_settled_calls.c``) writes such a NumPy target itself; ``np.outer`` of two
-NumPy vectors whose product is small is computed by NumPy at once and held back. Both give NumPy's
-values, dtypes, errors and warnings, the warnings at the program's line, on both paths."""
+NumPy vectors whose product is small is computed by NumPy at once and held back; ``astype`` of a
+small contiguous settled view is NumPy's cast of its memory. They give NumPy's values, dtypes,
+errors and warnings, the warnings at NumPy's own line, on both paths."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import pytest
 
 import shoal.numpy as snp
 from shoal import runtime
-from shoal.numpy import _composed, _settled, _settled_compiled
+from shoal.numpy import _composed, _settled, _settled_compiled, _shape
 from tests.test_settled_calls import WAYS, _python_only
 
 COMPILED = _settled_compiled.SETTLED_CALLS
@@ -127,3 +129,40 @@ def test_a_large_outer_product_of_numpy_vectors_is_recorded():
         product = snp.outer(x, y)  # 100 elements, over the settled threshold: fused with its use
         assert any(i.op == "multiply" for i in rt._pending.instructions)
         numpy.testing.assert_array_equal(product, numpy.outer(x, y))
+
+
+@pytest.mark.parametrize("source", ["float64", "int32", "bool", "complex128", "float32"])
+@pytest.mark.parametrize("target", ["float32", "int8", "uint16", "bool", "float64", "complex64"])
+def test_a_cast_of_a_settled_view_is_numpys_own(source, target, monkeypatch):
+    def refused(*args, **kwargs):
+        raise AssertionError("the general copy")
+
+    values = numpy.array([0.0, 1.5, -2.0, 300.5, 7.25, 7e4], dtype=numpy.float64) + (1j if source == "complex128" else 0)
+    given = values.astype(source) if source != "complex128" else values
+    with warnings.catch_warnings(record=True) as numpys:
+        warnings.simplefilter("always")
+        want = given.astype(target)
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6) as rt:
+        lazy = snp.array(given)
+        monkeypatch.setattr(_shape, "copy", refused)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = _this_line() + 1
+            got = lazy.astype(target)
+        assert not rt._pending.instructions
+        assert type(got) is snp.ndarray and got.dtype == want.dtype and got.flags.c_contiguous
+        numpy.testing.assert_array_equal(numpy.asarray(got), want)
+    assert [(w.category, str(w.message)) for w in caught] == [(w.category, str(w.message)) for w in numpys]
+    assert all(w.filename == __file__ and w.lineno == line for w in caught)
+
+
+def test_casts_refused_as_numpy_refuses_them():
+    with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
+        lazy = snp.array(numpy.linspace(0.0, 1.0, 6))
+        with pytest.raises(TypeError, match="same_kind"):
+            lazy.astype(numpy.int32, casting="same_kind")
+        with pytest.raises(TypeError, match="not understood"):
+            lazy.astype("no such dtype")
+        text = lazy.astype("U8")
+        assert type(text) is numpy.ndarray and text.dtype == numpy.dtype("U8")
+        numpy.testing.assert_array_equal(text, numpy.linspace(0.0, 1.0, 6).astype("U8"))
