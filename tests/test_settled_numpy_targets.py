@@ -19,19 +19,9 @@ import pytest
 import shoal.numpy as snp
 from shoal import runtime
 from shoal.numpy import _composed, _settled, _settled_compiled, _shape
-from tests.test_settled_calls import WAYS, _python_only
+from tests.test_settled_calls import way  # noqa: F401  (the fixture: the compiled calls, or the Python path alone)
 
 COMPILED = _settled_compiled.SETTLED_CALLS
-
-
-@pytest.fixture(params=WAYS)
-def way(request, monkeypatch):
-    """The compiled calls, or the Python path alone."""
-    if request.param == "compiled" and COMPILED is None:
-        pytest.skip("shoal/_settled_calls.c was not built here")
-    if request.param == "python":
-        _python_only(monkeypatch)
-    return request.param
 
 
 def _this_line() -> int:
@@ -51,7 +41,8 @@ def _updates(np, target: numpy.ndarray) -> numpy.ndarray:
     return target
 
 
-def test_numpy_targets_take_numpys_values(way):
+@pytest.mark.usefixtures("way")
+def test_numpy_targets_take_numpys_values():
     want = _updates(numpy, numpy.ones((6, 7)))
     with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
         got = _updates(snp, numpy.ones((6, 7)))
@@ -75,7 +66,8 @@ def test_the_compiled_call_writes_a_numpy_target_itself(monkeypatch):
     numpy.testing.assert_array_equal(target, (numpy.ones((3, 5)) - numpy.linspace(0.5, 1.5, 5)) * numpy.linspace(0.5, 1.5, 5))
 
 
-def test_numpy_targets_raise_and_warn_as_numpys(way):
+@pytest.mark.usefixtures("way")
+def test_numpy_targets_raise_and_warn_as_numpys():
     with runtime.configure(engine="node", eager_threshold=0, flush_threshold=10**6):
         halves = snp.array(numpy.full(4, 0.5))
         counts = numpy.arange(4)
