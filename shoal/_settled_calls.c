@@ -67,6 +67,7 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *out = nargs == 4 && args[3] != Py_None ? args[3] : NULL;  /* a lazy or NumPy array the ufunc writes */
     int numpy_out = out != NULL && Py_IS_TYPE(out, numpy_type);  /* NumPy's own memory: written as it is */
+    PyObject *lazy_out = numpy_out ? NULL : out;  /* a lazy one: its memory found, written and counted */
     if (!PyTuple_CheckExact(args[1])) {
         Py_RETURN_NONE;
     }
@@ -106,7 +107,7 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             runtime = its;
         }
     }
-    if (out != NULL && !numpy_out) {
+    if (lazy_out != NULL) {
         PyObject *base = SLOT(out, lazy_offsets[0]);
         if (base == NULL || SLOT(base, base_offsets[0]) != runtime) {
             Py_RETURN_NONE;
@@ -133,14 +134,14 @@ call(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     status = gather(dict, given, operands, arguments, &found, limit, kind == 1, &rules);
-    if (status == 1 && out != NULL && !numpy_out) {  /* the output last, written: settled_ufunc's targets */
+    if (status == 1 && lazy_out != NULL) {  /* the output last, written: settled_ufunc's targets */
         status = find_memory(dict, out, &operands[found], limit, 0, &rules, 1);
         found += status == 1;
     }
     if (status == 1) {
         status = count_accesses(dict, operands, found, &rules);
     }
-    if (status == 1 && out != NULL && !numpy_out) {
+    if (status == 1 && lazy_out != NULL) {
         status = forget_recipe(&operands[found - 1]);
     }
     if (unlock(lock) < 0 || status < 0) {

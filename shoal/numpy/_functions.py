@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from shoal import runtime as _runtime
-from shoal.array_sizes import below
 from shoal.bytecode.dtypes import is_supported
 from shoal.fp_warnings import at_user_line
 from shoal.numpy import _composed, _create, _dispatch, _linalg, _reduce, _shape, _sorting
@@ -77,7 +76,7 @@ def outer(a: Any, b: Any, out: Any = None) -> Any:
         runtime = _runtime.current()
         size = a.size * b.size
         if size >= runtime.eager_threshold:
-            if below(size, max(a.itemsize, b.itemsize), runtime.settled_threshold):  # as a settled call: at once, held back
+            if size < runtime.settled_threshold:  # a broadcasting ufunc's rule (_settled._broadcasts_large): at once, held back
                 return wrap_numpy(at_user_line(np.outer, a, b))
             return _composed.outer(from_numpy(a), b)
     return np.outer(a, b, out)

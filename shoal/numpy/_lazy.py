@@ -287,12 +287,6 @@ class ndarray(HeldSlots, metaclass=NdarrayType):
             if eager is not None:
                 return eager
         if method == "__call__" and len(inputs) == ufunc.nin and kwargs.keys() <= _SETTLED_KEYWORDS:
-            out = kwargs.get("out")
-            if len(kwargs) == 1 and type(out) is tuple and len(out) == 1 and type(out[0]) is np.ndarray and _settled_compiled.SETTLED_CALLS is not None:
-                # a NumPy array updated by a lazy operand (``v -= t``, ``v`` a held base's view): settled_ufunc's common case
-                eager = _settled_compiled.SETTLED_CALLS.call(ufunc, inputs, _settled_compiled.UFUNC, out[0])
-                if eager is not None:
-                    return eager
             eager = _settled.settled_ufunc(
                 ufunc, inputs, kwargs.get("out"), kwargs.get("where", True), kwargs.get("dtype"), kwargs.get("casting", "same_kind"), recorded
             )

@@ -103,6 +103,12 @@ def settled_ufunc(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, where: Any
     these operands (``_fast_ufunc.record``), so it is not asked again."""
     if out is None and where is True and dtype is None and casting == "same_kind":
         return _plain_ufunc(ufunc, inputs, compiled_tried)
+    if SETTLED_CALLS is not None and not compiled_tried and where is True and dtype is None and casting == "same_kind":
+        target = out[0] if type(out) is tuple and len(out) == 1 else out
+        if type(target) is ndarray or type(target) is np.ndarray:  # one output, lazy or NumPy's: the common case in C
+            done = SETTLED_CALLS.call(ufunc, inputs, UFUNC, target)
+            if done is not None:
+                return done
     values = (*inputs, where)
     outs = out if isinstance(out, tuple) else (out,)
     if not has_lazy(values) and not has_lazy(outs):

@@ -77,9 +77,9 @@ def _signals_nothing(source: np.dtype, target: np.dtype) -> bool:
 
 
 def astype(array: ndarray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy_: bool = True) -> ndarray:
-    if copy_ and casting == "unsafe" and order in ("K", "C") and not array._scalar:
+    if copy_ and casting == "unsafe" and order in ("K", "C") and not array._scalar and array._view.is_contiguous():
         memory = readable(array)  # a small view of a settled base: NumPy's own cast of it, at once
-        if memory is not None and memory.flags.c_contiguous:
+        if memory is not None:
             return wrap_numpy(fp_warnings.at_user_line(memory.astype, dtype))
     dtype = np.dtype(dtype)
     if not np.can_cast(array.dtype, dtype, casting):
