@@ -43,9 +43,10 @@ class Comparison:
         return sum(outcome == "passed" for outcome in outcomes.values())
 
     def summary(self) -> str:
+        numpy_tests = f"{len(self.numpy)} tests" if len(self.numpy) == len(self.shoal) else f"the {len(self.numpy)} tests shoal.numpy did not pass"
         return (
             f"Array API suite ({API_VERSION}): NumPy passes {self.passed(self.numpy)} of "
-            f"{len(self.numpy)} tests, shoal.numpy (every array lazy) passes "
+            f"{numpy_tests}, shoal.numpy (every array lazy) passes "
             f"{self.passed(self.shoal)} of {len(self.shoal)}; {len(self.differences)} tests pass "
             f"under NumPy only" + (f" ({len(self.flaky)} more depend on the draw: they passed on their own under Shoal, or failed on their own under NumPy too)" if self.flaky else "")
         )
@@ -102,20 +103,22 @@ def _finish(process: subprocess.Popen, report: Path) -> dict[str, str]:
     return _outcomes(report)
 
 
-def compare(max_examples: int = 50, targets: list[str] | None = None, suite: Path = SUITE) -> Comparison:
-    """Run the suite under both modules from a temporary copy of ``suite``."""
+def compare(max_examples: int = 50, targets: list[str] | None = None, suite: Path = SUITE, numpy_everywhere: bool = True) -> Comparison:
+    """Run the suite under both modules from a temporary copy of ``suite``: side by side, or,
+    without ``numpy_everywhere``, under Shoal first and then under NumPy only the tests Shoal
+    did not pass (the differences are the same; NumPy's counts cover those tests alone)."""
     targets = targets or ["array_api_tests"]
     with tempfile.TemporaryDirectory(prefix="shoal-array-api-") as folder:
         copy = Path(folder) / "suite"
         shutil.copytree(suite, copy)
-        runs = [_start(copy, module, name, max_examples, targets) for module, name in (("numpy", "numpy"), ("shoal.numpy", "shoal"))]
-        try:
-            numpy, shoal = (_finish(process, report) for process, report in runs)
-        finally:
-            for process, _ in runs:
-                if process.poll() is None:
-                    process.kill()
-                    process.wait()
+        if numpy_everywhere:
+            numpy, shoal = _side_by_side(copy, max_examples, targets)
+        else:
+            shoal = _finish(*_start(copy, "shoal.numpy", "shoal", max_examples, targets))
+            not_passed = [test for test, outcome in shoal.items() if outcome != "passed"]
+            numpy = _finish(*_start(copy, "numpy", "numpy", max_examples, not_passed)) if not_passed else {}
+            if sorted(numpy) != sorted(not_passed):
+                raise RuntimeError(f"NumPy's run reported {len(numpy)} of the {len(not_passed)} tests it was given")
         candidates = [test for test, outcome in numpy.items() if outcome == "passed" and shoal.get(test) != "passed"]
         differences, flaky = [], []
         for test in candidates:
@@ -124,6 +127,19 @@ def compare(max_examples: int = 50, targets: list[str] | None = None, suite: Pat
             draw_dependent = any(shoal_alone) or not all(numpy_alone)
             (flaky if draw_dependent else differences).append(test)
     return Comparison(numpy, shoal, differences, flaky)
+
+
+def _side_by_side(copy: Path, max_examples: int, targets: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The outcomes under NumPy and under Shoal, both runs at once."""
+    runs = [_start(copy, module, name, max_examples, targets) for module, name in (("numpy", "numpy"), ("shoal.numpy", "shoal"))]
+    try:
+        numpy, shoal = (_finish(process, report) for process, report in runs)
+    finally:
+        for process, _ in runs:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return numpy, shoal
 
 
 def _rerun(copy: Path, module: str, test: str, max_examples: int, attempt: int) -> bool:

@@ -76,9 +76,9 @@ def test_signature_walk_notices_a_difference(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(not SUITE.is_dir(), reason=f"the Array API suite is not at {SUITE}")
 def test_array_api_suite_passes_where_numpy_does() -> None:
-    comparison = compare(max_examples=50)
+    comparison = compare(max_examples=50, numpy_everywhere=False)  # NumPy runs what Shoal failed
     print(comparison.summary())
-    assert comparison.passed(comparison.numpy) > 1000  # the suite really ran
+    assert comparison.passed(comparison.shoal) > 1000  # the suite really ran
     assert not comparison.differences, "\n".join(comparison.differences)
 
 
