@@ -76,9 +76,9 @@ def test_signature_walk_notices_a_difference(monkeypatch: pytest.MonkeyPatch) ->
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(not SUITE.is_dir(), reason=f"the Array API suite is not at {SUITE}")
 def test_array_api_suite_passes_where_numpy_does() -> None:
-    # 25 examples a test (the README's run: 50) and NumPy only on what Shoal did not pass: the
-    # suite's largest test took 288 s of a CI run of 26 minutes.
-    comparison = compare(max_examples=25, numpy_everywhere=False)
+    # NumPy runs only what Shoal did not pass. At 25 examples a test NumPy's draws and Shoal's
+    # part ways (NumPy passed test_argsort, not drawing an input its unstable sort fails on).
+    comparison = compare(max_examples=50, numpy_everywhere=False)
     print(comparison.summary())
     assert comparison.passed(comparison.shoal) > 1000  # the suite really ran
     assert not comparison.differences, "\n".join(comparison.differences)
