@@ -64,9 +64,25 @@ def _environment(module: str) -> dict[str, str]:
     return environment
 
 
+# Loaded into the suite's runs: once its conftest has loaded its Hypothesis profile, the same
+# profile without the shrink phase. A test fails exactly when it did with shrinking; the
+# comparison needs outcomes, not the smallest failing input.
+NO_SHRINK_PLUGIN = """
+import pytest
+from hypothesis import Phase, settings
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    settings.register_profile("without-shrinking", settings(settings.default, phases=[phase for phase in Phase if phase not in (Phase.shrink, Phase.explain)]))
+    settings.load_profile("without-shrinking")
+"""
+NO_SHRINK_MODULE = "shoal_without_shrinking"
+
+
 def _command(report: Path, max_examples: int, targets: list[str]) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", *targets, "-p", "no:cacheprovider", "-q", "-rN",
+        sys.executable, "-m", "pytest", *targets, "-p", "no:cacheprovider", "-p", NO_SHRINK_MODULE, "-q", "-rN",
         "--max-examples", str(max_examples), "--hypothesis-seed", "0", "--disable-deadline",
         "--json-report", f"--json-report-file={report}", "--json-report-omit", "log", "traceback",
         "streams", "collectors", "keywords",
@@ -111,6 +127,7 @@ def compare(max_examples: int = 50, targets: list[str] | None = None, suite: Pat
     with tempfile.TemporaryDirectory(prefix="shoal-array-api-") as folder:
         copy = Path(folder) / "suite"
         shutil.copytree(suite, copy)
+        (copy / f"{NO_SHRINK_MODULE}.py").write_text(NO_SHRINK_PLUGIN)
         if numpy_everywhere:
             numpy, shoal = _side_by_side(copy, max_examples, targets)
         else:
