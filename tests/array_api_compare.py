@@ -2,7 +2,10 @@
 lazy) and list the tests that NumPy passes and Shoal does not.
 
 The suite (data-apis/array-api-tests, pinned and unmodified) lies in ``shared/array-api-tests``
-next to the repository; it runs from a copy in a temporary folder. Both runs go side by side.
+next to the repository; it runs from a copy in a temporary folder, with a plugin of ours beside
+it that drops Hypothesis' shrinking (:data:`NO_SHRINK_PLUGIN`). Both runs go side by side, or
+(``numpy_everywhere=False``, as the test suite runs it) NumPy runs only the tests Shoal did not
+pass.
 A few of the suite's special-case tests draw their input with Hypothesis' ``.example()``, which
 no seed fixes (``expm1`` of a complex zero fails under NumPy when the draw gives -0): a test that
 fails under Shoal is run on its own ``RERUNS`` times under each module, and counts as a
